@@ -1,0 +1,5 @@
+"""``python -m sparktop``."""
+
+from sparktop.cli import main
+
+raise SystemExit(main())

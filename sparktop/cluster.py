@@ -1,0 +1,101 @@
+"""Cluster state: the newest sample per node and engine, history, and SM-clock baselines.
+
+Fed one sample at a time by the poller (``apply``); read by the snapshot command, the alert
+rules and the UI. Single-threaded: call it from the event loop only.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass
+
+from sparktop.history import History
+from sparktop.model import EngineSample, NodeSample, Sample, is_num
+
+LOADED_UTIL_PCT = 50.0
+"""A GPU counts as under load at or above this utilisation (baseline is learnt under load)."""
+
+BASELINE_WINDOW = 300
+"""How many loaded SM-clock readings the baseline remembers per GPU."""
+
+BASELINE_MIN_POINTS = 5
+
+
+def gpu_subject(node: str, gpu_key: str) -> str:
+    """History subject for a GPU: ``node/gpu_key``."""
+    return f"{node}/{gpu_key}"
+
+
+NODE_METRICS = ("sm_clock_mhz", "temperature_c", "power_w", "utilization_pct")
+ENGINE_METRICS = (
+    "running",
+    "waiting",
+    "kv_usage",
+    "decode_tps",
+    "prefill_tps",
+    "preemptions_per_s",
+)
+
+
+@dataclass(slots=True)
+class _Baseline:
+    readings: deque[float]
+
+    def value(self) -> float | None:
+        if len(self.readings) < BASELINE_MIN_POINTS:
+            return None
+        # The upper quartile: a short sag does not drag the baseline down with it.
+        return statistics.quantiles(self.readings, n=4)[2]
+
+
+class ClusterState:
+    """Newest samples, bounded history and learnt baselines for one cluster."""
+
+    def __init__(self, history_capacity: int = 600) -> None:
+        self.nodes: dict[str, NodeSample] = {}
+        self.engines: dict[str, EngineSample] = {}
+        self.history = History(history_capacity)
+        self.version = 0
+        self._baselines: dict[str, _Baseline] = {}
+
+    def apply(self, sample: Sample) -> None:
+        """Record a sample: newest value, history points and baseline readings."""
+        self.version += 1
+        if isinstance(sample, NodeSample):
+            self._apply_node(sample)
+        else:
+            self._apply_engine(sample)
+
+    def _apply_node(self, sample: NodeSample) -> None:
+        self.nodes[sample.node] = sample
+        if not sample.ok:
+            return
+        for gpu in sample.gpus:
+            subject = gpu_subject(sample.node, gpu.key)
+            for metric in NODE_METRICS:
+                value = getattr(gpu, metric)
+                if is_num(value):
+                    self.history.add(subject, metric, sample.time_s, float(value))
+            util, clock = gpu.utilization_pct, gpu.sm_clock_mhz
+            if is_num(util) and is_num(clock) and util >= LOADED_UTIL_PCT:
+                base = self._baselines.get(subject)
+                if base is None:
+                    base = self._baselines[subject] = _Baseline(deque(maxlen=BASELINE_WINDOW))
+                base.readings.append(float(clock))
+
+    def _apply_engine(self, sample: EngineSample) -> None:
+        self.engines[sample.engine] = sample
+        for metric in ENGINE_METRICS:
+            value = getattr(sample, metric)
+            if is_num(value):
+                self.history.add(sample.engine, metric, sample.time_s, float(value))
+
+    def baseline_mhz(self, node: str, gpu_key: str) -> float | None:
+        """The GPU's own SM clock under load (upper quartile of recent loaded readings), MHz."""
+        base = self._baselines.get(gpu_subject(node, gpu_key))
+        return base.value() if base else None
+
+    def newest_time_s(self) -> float | None:
+        times = [s.time_s for s in self.nodes.values()] + [s.time_s for s in self.engines.values()]
+        return max(times) if times else None

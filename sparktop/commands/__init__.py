@@ -1,0 +1,1 @@
+"""Subcommands of the ``sparktop`` command line, one module each."""

@@ -1,0 +1,328 @@
+"""Immutable samples shared by every source, the cluster state, alerts and the UI.
+
+Everything here is Textual-free and frozen. A value a GPU or server does not provide is an
+:class:`NA` that keeps the reason text (``[N/A]``, ``Not Supported``, ``metric absent``…);
+it formats as ``n/a`` and is never silently turned into 0.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol, TypeAlias, TypeGuard, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class NA:
+    """A value that is not available, with the reason as the source gave it.
+
+    ``NA`` is falsy, formats as ``n/a`` and sorts before every number (see :func:`sort_key`).
+    """
+
+    reason: str = "not available"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return "n/a"
+
+    def __format__(self, spec: str) -> str:
+        return "n/a"
+
+
+Num: TypeAlias = float | NA
+"""A float reading, or :class:`NA` with the reason it is missing."""
+
+
+def is_num(value: object) -> TypeGuard[float]:
+    """True for a finite ``int``/``float`` (``bool`` excluded); False for ``NA``, NaN, ±Inf."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def num_or(value: Num | None, default: float) -> float:
+    """The float inside ``value``, or ``default`` when it is missing."""
+    return float(value) if is_num(value) else default
+
+
+def sort_key(value: object) -> tuple[int, float]:
+    """A key that sorts missing values first and numbers by value."""
+    return (1, float(value)) if is_num(value) else (0, 0.0)  # type: ignore[arg-type]
+
+
+def fmt_num(value: Num | None, spec: str = ",.0f", unit: str = "") -> str:
+    """Format a reading with a format spec and optional unit suffix; ``n/a`` when missing."""
+    if not is_num(value):
+        return "n/a"
+    text = format(value, spec)
+    return f"{text} {unit}" if unit else text
+
+
+# -- clock-event (throttle) reasons ------------------------------------------------------------
+
+CLOCK_EVENT_BITS: Mapping[int, str] = MappingProxyType(
+    {
+        0x1: "gpu_idle",
+        0x2: "applications_clocks_setting",
+        0x4: "sw_power_cap",
+        0x8: "hw_slowdown",
+        0x10: "sync_boost",
+        0x20: "sw_thermal_slowdown",
+        0x40: "hw_thermal_slowdown",
+        0x80: "hw_power_brake_slowdown",
+        0x100: "display_clock_setting",
+    }
+)
+"""NVML ``nvmlClocksEventReason*`` bit values (nvml.h; same as ``clocks_event_reasons.active``)."""
+
+BENIGN_CLOCK_EVENTS: frozenset[str] = frozenset(
+    {"gpu_idle", "applications_clocks_setting", "display_clock_setting", "sync_boost"}
+)
+"""Reasons that explain a lower clock without being a slowdown worth an alarm."""
+
+
+def decode_clock_events(mask: int) -> tuple[str, ...]:
+    """Decode an NVML clock-event mask into reason names, lowest bit first.
+
+    Bits NVML does not define are reported as one ``other(0x…)`` entry.
+    """
+    names = [name for bit, name in CLOCK_EVENT_BITS.items() if mask & bit]
+    unknown = mask & ~sum(CLOCK_EVENT_BITS)
+    if unknown:
+        names.append(f"other({unknown:#x})")
+    return tuple(names)
+
+
+def slowdown_reasons(mask: int) -> tuple[str, ...]:
+    """Only the reasons that mean a slowdown (thermal, power cap, HW slowdown, power brake)."""
+    return tuple(r for r in decode_clock_events(mask) if r not in BENIGN_CLOCK_EVENTS)
+
+
+# -- node / GPU samples ------------------------------------------------------------------------
+
+
+class NodeState(enum.StrEnum):
+    """What a node's last poll amounted to."""
+
+    OK = "ok"
+    NO_GPU = "no GPU visible"
+    NO_DRIVER = "no NVIDIA driver"
+    DRIVER_MISMATCH = "driver/library mismatch"
+    UNREACHABLE = "unreachable"
+    HOST_KEY = "host key not trusted"
+    AUTH = "authentication failed"
+    GARBLED = "unreadable output"
+    ERROR = "error"
+
+    @property
+    def is_failure(self) -> bool:
+        return self is not NodeState.OK
+
+
+@dataclass(frozen=True, slots=True)
+class SlowdownCounters:
+    """Cumulative time spent in each slowdown, µs (``clocks_event_reasons_counters.*``)."""
+
+    sw_thermal_us: Num = NA("not queried")
+    hw_thermal_us: Num = NA("not queried")
+    sw_power_cap_us: Num = NA("not queried")
+    hw_power_brake_us: Num = NA("not queried")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU as seen by one poll.
+
+    Source: ``nvidia-smi --query-gpu`` columns (mapped by header name) or NVML calls.
+    ``memory_*_mib`` are NA on GB10 (unified memory, ``[N/A]``); use :class:`NodeMemory`.
+    ``process_memory_mib`` is the sum of ``--query-compute-apps`` ``used_memory`` on this GPU.
+    """
+
+    index: int
+    uuid: str
+    name: str
+    sm_clock_mhz: Num = NA()
+    max_sm_clock_mhz: Num = NA()
+    temperature_c: Num = NA()
+    power_w: Num = NA()
+    utilization_pct: Num = NA()
+    memory_used_mib: Num = NA()
+    memory_total_mib: Num = NA()
+    pstate: str | NA = NA()
+    clock_event_mask: int | NA = NA()
+    counters: SlowdownCounters = SlowdownCounters()
+    process_memory_mib: Num = NA()
+
+    @property
+    def key(self) -> str:
+        """Stable key within a node: the UUID, else the index."""
+        return self.uuid or f"gpu{self.index}"
+
+    @property
+    def clock_events(self) -> tuple[str, ...]:
+        """Decoded active clock-event reasons (empty when unknown or none)."""
+        return decode_clock_events(self.clock_event_mask) if isinstance(self.clock_event_mask, int) else ()
+
+    @property
+    def slowdowns(self) -> tuple[str, ...]:
+        """Active reasons that are real slowdowns."""
+        return slowdown_reasons(self.clock_event_mask) if isinstance(self.clock_event_mask, int) else ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMemory:
+    """Host memory of a node; on unified-memory machines (GB10) this is the GPU's memory too.
+
+    Source: ``/proc/meminfo`` (``MemTotal − MemAvailable``) or psutil. ``gpu_held_mib`` is the
+    sum of per-process GPU memory (``--query-compute-apps used_memory`` or NVML).
+    """
+
+    total_mib: Num = NA()
+    used_mib: Num = NA()
+    gpu_held_mib: Num = NA()
+    unified: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSample:
+    """The result of polling one node once: GPUs and memory, or a failure state.
+
+    ``time_s`` is wall-clock (``time.time()``); ``since_s`` is when the current failure began
+    (None when OK); ``latency_s`` is how long the probe took; ``raw`` the probe's output (for
+    the detail screen, truncated).
+    """
+
+    node: str
+    time_s: float
+    state: NodeState = NodeState.OK
+    message: str = ""
+    since_s: float | None = None
+    gpus: tuple[GpuSample, ...] = ()
+    memory: NodeMemory = NodeMemory()
+    latency_s: float | None = None
+    raw: str = ""
+    driver_version: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.state is NodeState.OK
+
+
+# -- engine samples ----------------------------------------------------------------------------
+
+
+class EngineState(enum.StrEnum):
+    """What an engine's last scrape amounted to."""
+
+    OK = "ok"
+    STALE = "stale"
+    UNAVAILABLE = "unavailable"
+    METRICS_DISABLED = "metrics disabled"
+    UNREACHABLE = "unreachable"
+
+
+@dataclass(frozen=True, slots=True)
+class Quantile:
+    """A latency quantile from histogram bucket deltas, seconds.
+
+    ``bound`` is ``"<"`` when every observation sat in the first bucket (value = its upper
+    edge), ``">"`` when they sat in ``+Inf`` (value = the last finite edge), else ``""``.
+    """
+
+    value_s: float
+    bound: str = ""
+
+    def __str__(self) -> str:
+        v = self.value_s
+        text = f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
+        return f"{self.bound} {text}" if self.bound else text
+
+
+@dataclass(frozen=True, slots=True)
+class RankStats:
+    """One data-parallel rank (vLLM ``engine`` label) of an inference server.
+
+    Sources: ``vllm:num_requests_running``, ``vllm:num_requests_waiting``,
+    ``vllm:kv_cache_usage_perc`` (fraction 0–1, shown as %), counter rates over the window.
+    """
+
+    rank: str
+    running: Num = NA()
+    waiting: Num = NA()
+    kv_usage: Num = NA()
+    kv_pool_tokens: Num = NA()
+    preemptions_per_s: Num = NA()
+    prefill_tps: Num = NA()
+    decode_tps: Num = NA()
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSample:
+    """The result of scraping one inference server once (all DP ranks merged, ranks kept).
+
+    Totals: running/waiting and token rates summed over ranks, ``kv_usage`` the max. Rates are
+    per second over the scrape window; quantiles from histogram bucket deltas over the window.
+    ``kv_pool_source`` says where the pool size came from (``cache_config_info``,
+    ``num_gpu_blocks×block_size``, ``inventory``, ``profile``, ``unknown``).
+    """
+
+    engine: str
+    time_s: float
+    state: EngineState = EngineState.OK
+    message: str = ""
+    since_s: float | None = None
+    kind: str = "vllm"
+    model: str = ""
+    running: Num = NA()
+    waiting: Num = NA()
+    kv_usage: Num = NA()
+    kv_pool_tokens: Num = NA()
+    kv_pool_source: str = "unknown"
+    kv_used_tokens: Num = NA()
+    kv_free_tokens: Num = NA()
+    preemptions_per_s: Num = NA()
+    prefill_tps: Num = NA()
+    decode_tps: Num = NA()
+    ttft_p50: Quantile | NA = NA()
+    ttft_p95: Quantile | NA = NA()
+    itl_p50: Quantile | NA = NA()
+    mean_prompt_tokens: Num = NA()
+    prefix_hit_rate: Num = NA()
+    spec_acceptance_rate: Num = NA()
+    spec_mean_accept_len: Num = NA()
+    max_model_len: Num = NA()
+    max_num_seqs: Num = NA()
+    max_num_batched_tokens: Num = NA()
+    restarted: bool = False
+    ranks: tuple[RankStats, ...] = ()
+    latency_s: float | None = None
+    extra: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def ok(self) -> bool:
+        return self.state is EngineState.OK
+
+
+Sample: TypeAlias = NodeSample | EngineSample
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Anything that can be polled: an SSH node, the local machine, an engine, a fake.
+
+    ``sample()`` never raises for remote failures: it returns a sample whose state says what
+    went wrong. ``aclose()`` releases connections.
+    """
+
+    name: str
+
+    async def sample(self) -> Sample: ...
+
+    async def aclose(self) -> None: ...

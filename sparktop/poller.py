@@ -1,0 +1,108 @@
+"""Polls every source on its own long-lived task at ``interval_s`` and hands samples on.
+
+A source's ``sample()`` should never raise; if it does, the poller turns the exception into
+an error sample so one bad source never stops the others. A source is never polled again
+while its previous poll is running (each task awaits its own poll before scheduling the next).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+
+from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, Sample, Source
+
+log = logging.getLogger(__name__)
+
+MIN_INTERVAL_S = 0.2
+MAX_INTERVAL_S = 60.0
+
+
+def error_sample(source: Source, exc: BaseException) -> Sample:
+    """A failure sample for a source whose ``sample()`` raised."""
+    now = time.time()
+    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if getattr(source, "kind", "node") == "engine":
+        return EngineSample(
+            engine=source.name, time_s=now, state=EngineState.UNREACHABLE, message=message,
+            since_s=now,
+        )
+    return NodeSample(
+        node=source.name, time_s=now, state=NodeState.ERROR, message=message, since_s=now
+    )
+
+
+class Poller:
+    """One task per source; ``on_sample`` is called on the event loop for every sample."""
+
+    def __init__(
+        self,
+        sources: Iterable[Source],
+        interval_s: float,
+        on_sample: Callable[[Sample], None],
+    ) -> None:
+        self.sources = tuple(sources)
+        self.interval_s = interval_s
+        self.on_sample = on_sample
+        self._tasks: list[asyncio.Task[None]] = []
+        self._running = asyncio.Event()
+        self._running.set()
+        self._wake = asyncio.Event()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def set_interval(self, interval_s: float) -> None:
+        """Change the poll period (clamped to 0.2–60 s); takes effect at the next wait."""
+        self.interval_s = min(MAX_INTERVAL_S, max(MIN_INTERVAL_S, interval_s))
+        self._wake.set()
+
+    def start(self) -> None:
+        for source in self.sources:
+            self._tasks.append(asyncio.create_task(self._loop(source), name=f"poll:{source.name}"))
+
+    async def poll_once(self) -> list[Sample]:
+        """Poll every source once, concurrently, and return the samples (also handed on)."""
+        samples = await asyncio.gather(*(self._poll(s) for s in self.sources))
+        return list(samples)
+
+    async def _poll(self, source: Source) -> Sample:
+        try:
+            sample = await source.sample()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a source bug must not kill its loop
+            log.exception("source %s raised", source.name)
+            sample = error_sample(source, exc)
+        self.on_sample(sample)
+        return sample
+
+    async def _loop(self, source: Source) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._running.wait()
+            started = loop.time()
+            await self._poll(source)
+            delay = self.interval_s - (loop.time() - started)
+            if delay > 0:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
+
+    async def aclose(self) -> None:
+        """Stop every task and close every source."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        await asyncio.gather(*(s.aclose() for s in self.sources), return_exceptions=True)

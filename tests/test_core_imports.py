@@ -1,0 +1,40 @@
+"""The Textual-free core must never import Textual or the UI package."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+CORE_MODULES = [
+    "sparktop.model",
+    "sparktop.cluster",
+    "sparktop.history",
+    "sparktop.poller",
+    "sparktop.cli",
+]
+
+
+def test_core_does_not_import_textual() -> None:
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import sparktop\n"
+        f"mods = {CORE_MODULES!r}\n"
+        "for pkg in ('sparktop.sources', 'sparktop.sweep', 'sparktop.sim'):\n"
+        "    try:\n"
+        "        p = importlib.import_module(pkg)\n"
+        "    except ModuleNotFoundError:\n"
+        "        continue\n"
+        "    mods += [m.name for m in pkgutil.walk_packages(p.__path__, pkg + '.')]\n"
+        "for extra in ('sparktop.inventory', 'sparktop.alerts', 'sparktop.record'):\n"
+        "    try:\n"
+        "        importlib.import_module(extra)\n"
+        "    except ModuleNotFoundError:\n"
+        "        pass\n"
+        "for m in mods:\n"
+        "    importlib.import_module(m)\n"
+        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith(('textual.', 'sparktop.ui')))\n"
+        "print(len(mods), bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,32 @@
+"""NA values and clock-event decoding (NVML bit values from nvml.h)."""
+
+from __future__ import annotations
+
+from sparktop.model import NA, decode_clock_events, fmt_num, is_num, slowdown_reasons, sort_key
+
+
+def test_na_is_falsy_and_formats_as_na() -> None:
+    value = NA("[Not Supported]")
+    assert not value
+    assert f"{value:,.0f}" == "n/a"
+    assert fmt_num(value, unit="W") == "n/a"
+    assert value.reason == "[Not Supported]"
+
+
+def test_is_num_rejects_nan_inf_and_bool() -> None:
+    assert is_num(0.0) and is_num(3)
+    assert not is_num(float("nan")) and not is_num(float("inf")) and not is_num(True)
+    assert not is_num(NA())
+
+
+def test_sort_key_puts_missing_first() -> None:
+    values = [5.0, NA(), 1.0]
+    assert sorted(values, key=sort_key)[1:] == [1.0, 5.0]
+
+
+def test_decode_thermal_and_unknown_bits() -> None:
+    assert decode_clock_events(0x20) == ("sw_thermal_slowdown",)
+    assert decode_clock_events(0x1 | 0x4) == ("gpu_idle", "sw_power_cap")
+    assert decode_clock_events(0x1000) == ("other(0x1000)",)
+    assert slowdown_reasons(0x1 | 0x2 | 0x100) == ()
+    assert slowdown_reasons(0x80) == ("hw_power_brake_slowdown",)
