@@ -1,0 +1,1 @@
+"""Sources: things the poller samples (SSH nodes, the local machine, inference servers)."""

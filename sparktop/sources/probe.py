@@ -1,0 +1,98 @@
+"""The fixed remote commands sparktop runs on a node, and the markers that split their output.
+
+This module is the contract between the SSH source (which sends these strings and parses the
+reply) and the simulator (which answers them). Every command is built from the constants
+here only: nothing from the inventory is ever interpolated into a remote command.
+"""
+
+from __future__ import annotations
+
+GPU_FIELDS_BASE: tuple[str, ...] = (
+    "index",
+    "uuid",
+    "name",
+    "clocks.sm",
+    "clocks.max.sm",
+    "temperature.gpu",
+    "power.draw",
+    "utilization.gpu",
+    "memory.used",
+    "memory.total",
+    "pstate",
+)
+"""Always queried. nvidia-smi may print another header name (``clocks.current.sm [MHz]``)."""
+
+REASONS_FIELD = "clocks_event_reasons.active"
+REASONS_FIELD_OLD = "clocks_throttle_reasons.active"
+"""Drivers before 535 know only the ``clocks_throttle_reasons.*`` spelling."""
+
+COUNTER_FIELDS: tuple[str, ...] = (
+    "clocks_event_reasons_counters.sw_thermal_slowdown",
+    "clocks_event_reasons_counters.hw_thermal_slowdown",
+    "clocks_event_reasons_counters.sw_power_cap",
+    "clocks_event_reasons_counters.hw_power_brake_slowdown",
+)
+"""Cumulative µs per slowdown; refused by older drivers (then dropped from the query)."""
+
+APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "used_memory")
+
+REMOTE_TIMEOUT_S = 5
+"""Remote ``timeout`` for each nvidia-smi call (the client has its own deadline too)."""
+
+MARK = "@@sparktop:"
+"""Section markers in the probe's output: ``@@sparktop:gpu``, ``@@sparktop:rc 0``…"""
+
+SECTION_GPU = "gpu"
+SECTION_MEMINFO = "meminfo"
+SECTION_APPS = "apps"
+
+
+def gpu_fields(reasons_field: str = REASONS_FIELD, counters: bool = True) -> tuple[str, ...]:
+    """The ``--query-gpu`` field list for a driver's supported set."""
+    return GPU_FIELDS_BASE + (reasons_field,) + (COUNTER_FIELDS if counters else ())
+
+
+def probe_command(fields: tuple[str, ...]) -> str:
+    """The batched per-poll command: GPU CSV (with header), /proc/meminfo, per-process memory.
+
+    Output shape (each nvidia-smi call followed by its exit status)::
+
+        @@sparktop:gpu
+        <csv with header, or nvidia-smi's error text>
+        @@sparktop:rc <status>
+        @@sparktop:meminfo
+        <contents of /proc/meminfo>
+        @@sparktop:apps
+        <csv with header>
+        @@sparktop:rc <status>
+    """
+    t = REMOTE_TIMEOUT_S
+    return (
+        "export LC_ALL=C; "
+        f"echo '{MARK}{SECTION_GPU}'; "
+        f"timeout {t} nvidia-smi --query-gpu={','.join(fields)} --format=csv,nounits 2>&1; "
+        f'echo "{MARK}rc $?"; '
+        f"echo '{MARK}{SECTION_MEMINFO}'; "
+        "cat /proc/meminfo; "
+        f"echo '{MARK}{SECTION_APPS}'; "
+        f"timeout {t} nvidia-smi --query-compute-apps={','.join(APPS_FIELDS)} "
+        "--format=csv,nounits 2>&1; "
+        f'echo "{MARK}rc $?"'
+    )
+
+
+def field_check_command(fields: tuple[str, ...]) -> str:
+    """Run once per host to learn whether a field set is accepted (exit status 0 = yes)."""
+    return (
+        f"LC_ALL=C timeout {REMOTE_TIMEOUT_S} nvidia-smi --query-gpu={','.join(fields)} "
+        "--format=csv,nounits 2>&1"
+    )
+
+
+FIELD_SETS: tuple[tuple[str, ...], ...] = (
+    gpu_fields(REASONS_FIELD, counters=True),
+    gpu_fields(REASONS_FIELD, counters=False),
+    gpu_fields(REASONS_FIELD_OLD, counters=False),
+    GPU_FIELDS_BASE,
+)
+"""Field sets tried in order, newest first, until nvidia-smi accepts one."""
