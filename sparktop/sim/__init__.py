@@ -1,0 +1,1 @@
+"""Loopback servers that behave like a DGX Spark cluster (SSH nodes, inference servers)."""
