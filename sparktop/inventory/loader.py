@@ -1,0 +1,178 @@
+"""Load ``cluster.yaml`` into an :class:`Inventory`, or fail with one clear line.
+
+Every failure is a :class:`~sparktop.errors.UserError` whose message starts with
+``file:line:col:`` and names the key path, e.g.
+``cluster.yaml:6:5: nodes[1]: unknown key 'hots' (did you mean 'host'?); line 5:
+nodes[1].host: field required (or set 'local: true')``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from sparktop.errors import UserError
+from sparktop.inventory.models import Inventory
+from sparktop.inventory.yamltree import (
+    Loc,
+    Marks,
+    Problem,
+    YamlSyntaxError,
+    compose,
+    loc_to_path,
+)
+
+MAX_BYTES = 1 << 20
+MAX_SHOWN = 5
+_LOADER_ONLY = frozenset({"source_path"})
+"""Model fields the loader sets itself; they are not YAML keys."""
+
+
+def load_inventory(path: Path) -> Inventory:
+    """Read and validate an inventory file.
+
+    Raises :class:`UserError` (exit 2) for an unreadable file, invalid YAML or any
+    validation problem; the message is one line naming the file, line, column and key path.
+    """
+    label = _one_line(str(path))
+    try:
+        raw = Path(path).expanduser().read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{label}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{label}: is a directory, expected a YAML file") from None
+    except OSError as exc:
+        raise UserError(f"{label}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise UserError(f"{label}: too large for an inventory ({len(raw):,} bytes)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{label}: not UTF-8 text (byte {exc.start})") from None
+    inventory = parse_inventory(text, label)
+    return inventory.model_copy(update={"source_path": Path(path)})
+
+
+def parse_inventory(text: str, source: str) -> Inventory:
+    """Validate inventory YAML text; ``source`` names it in messages (usually the file)."""
+    try:
+        data, marks, problems = compose(text)
+    except YamlSyntaxError as exc:
+        raise UserError(_format(source, [exc.problem])) from None
+    if data is None:
+        raise UserError(
+            f"{_one_line(source)}:1:1: the inventory is empty (expected nodes: and engines:)"
+        )
+    if not isinstance(data, dict):
+        raise UserError(
+            f"{_one_line(source)}:1:1: the inventory must be a mapping of keys "
+            f"(cluster:, nodes:, …), not a {type(data).__name__}"
+        )
+    for key in _LOADER_ONLY & data.keys():
+        problems.append(_unknown_key(key, (), marks, Inventory))
+        del data[key]
+    try:
+        inventory = Inventory.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_problem(error, marks) for error in exc.errors(include_url=False))
+    else:
+        if not problems:
+            return inventory
+    raise UserError(_format(source, problems))
+
+
+def _format(source: str, problems: list[Problem]) -> str:
+    # Unknown keys first: a typo usually explains the "field required" that follows it.
+    ordered = sorted(
+        problems, key=lambda p: (not p.message.startswith("unknown key"), p.line, p.column)
+    )
+    first = ordered[0]
+    parts = []
+    for problem in ordered[:MAX_SHOWN]:
+        text = f"{problem.path}: {problem.message}" if problem.path else problem.message
+        if problem is not first and problem.line != first.line:
+            text = f"line {problem.line}: {text}"
+        parts.append(text)
+    if len(ordered) > MAX_SHOWN:
+        parts.append(f"and {len(ordered) - MAX_SHOWN} more")
+    return _one_line(f"{source}:{first.line}:{first.column}: " + "; ".join(parts))
+
+
+def _one_line(text: str) -> str:
+    """Escape control characters so user-supplied text cannot break the line or the terminal."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
+
+
+def _problem(error: ErrorDetails, marks: Marks) -> Problem:
+    loc: Loc = tuple(error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden" and loc:
+        return _unknown_key(loc[-1], loc[:-1], marks, _model_at(loc[:-1]))
+    prefix, mark = marks.nearest(loc)
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    message = error["msg"].removeprefix("Value error, ")
+    message = message[:1].lower() + message[1:]
+    if kind == "missing":
+        return Problem(line, column, loc_to_path(loc), message)
+    shown = error.get("input")
+    if isinstance(shown, str | int | float | bool) and str(shown) not in message:
+        message += f" (got {shown!r})"
+    return Problem(line, column, loc_to_path(prefix), message)
+
+
+def _unknown_key(
+    key: str | int, parent: Loc, marks: Marks, model: type[BaseModel] | None
+) -> Problem:
+    mark = marks.key.get((*parent, key)) or marks.nearest(parent)[1]
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    message = f"unknown key {str(key)!r}"
+    if model is not None:
+        allowed = [name for name in model.model_fields if name not in _LOADER_ONLY]
+        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+        message += (
+            f" (did you mean {close[0]!r}?)"
+            if close
+            else f" (expected one of: {', '.join(allowed)})"
+        )
+    return Problem(line, column, loc_to_path(parent), message)
+
+
+def _model_at(loc: Loc) -> type[BaseModel] | None:
+    """The model class that validates the mapping at ``loc`` (to list its valid keys)."""
+    current: Any = Inventory
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(part, str) and _is_model(current):
+            field = current.model_fields.get(part)
+            if field is None:
+                return None
+            current = field.annotation
+        elif isinstance(part, int) and typing.get_origin(current) is tuple:
+            current = typing.get_args(current)[0]
+        else:
+            return None
+    current = _unwrap(current)
+    return current if _is_model(current) else None
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X | None`` → ``X``; ``Annotated[X, …]`` → ``X``."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return _unwrap(args[0])
+    return annotation
+
+
+def _is_model(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseModel)
