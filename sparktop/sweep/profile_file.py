@@ -1,0 +1,325 @@
+"""Parse and validate the sweep-profile YAML format, with ``file:line`` in every error.
+
+The format (``sparktop_profile: 1``) is documented in ``sparktop/sweep/README.md``. Metadata is
+validated by strict pydantic models (unknown keys are errors, with a "did you mean"); rows are
+sequences aligned with ``columns`` and checked cell by cell here so an error can name the row's
+line and the column.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
+
+from sparktop.errors import UserError
+from sparktop.model import NA
+from sparktop.sweep.profile import AcceptancePoint, Profile, ProfileRow
+
+FORMAT_VERSION = 1
+
+COLUMN_TYPES: dict[str, type] = {
+    "context": str,
+    "context_tokens": int,
+    "prompt_tokens": int,
+    "concurrency": int,
+    "ttft_s": float,
+    "prefill_tps": float,
+    "decode_tps": float,
+    "aggregate_tps": float,
+    "aggregate_prefill_tps": float,
+    "wall_s": float,
+}
+"""Every column name a profile may use, with the type of its cells."""
+
+REQUIRED_COLUMNS = (
+    "prompt_tokens",
+    "concurrency",
+    "ttft_s",
+    "prefill_tps",
+    "decode_tps",
+    "aggregate_tps",
+)
+
+_Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class _Limits(_Strict):
+    kv_pool_tokens: PositiveInt | None = None
+    max_model_len: PositiveInt | None = None
+    max_num_seqs: PositiveInt | None = None
+    max_num_batched_tokens: PositiveInt | None = None
+
+
+class _Baseline(_Strict):
+    sm_clock_mhz: list[PositiveFloat] = []
+    temperature_c: list[float] = []
+
+
+class _Column(_Strict):
+    name: str
+    meaning: str = Field(min_length=1)
+
+
+class _Acceptance(_Strict):
+    prompt_tokens: PositiveInt
+    concurrency: PositiveInt = 1
+    ttft_s: PositiveFloat
+    prefill_tps: PositiveFloat | None = None
+    decode_tps: PositiveFloat | None = None
+    aggregate_tps: PositiveFloat | None = None
+    note: str = ""
+
+
+class _Document(_Strict):
+    sparktop_profile: Literal[1]
+    name: _Name
+    source: str = Field(min_length=1)
+    aggregate_kind: Literal["end-to-end", "decode-only"]
+    cluster: str = ""
+    model: str = ""
+    engine: str = ""
+    nodes: PositiveInt | None = None
+    limits: _Limits = _Limits()
+    output_tokens: PositiveInt | None = None
+    baseline: _Baseline = _Baseline()
+    notes: list[str] = []
+    columns: list[_Column] = Field(min_length=1)
+    rows: list[list[Any]] = Field(min_length=1)
+    acceptance: list[_Acceptance] = []
+
+
+# -- YAML nodes and lines ----------------------------------------------------------------------
+
+
+def _line(node: yaml.Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _node_at(root: yaml.Node, loc: tuple[int | str, ...]) -> yaml.Node:
+    """The deepest node along ``loc`` (a pydantic error location) that exists in the file."""
+    node = root
+    for part in loc:
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value == part:
+                    node = value
+                    break
+            else:
+                return node
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if not 0 <= part < len(node.value):
+                return node
+            node = node.value[part]
+        else:
+            return node
+    return node
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _check_duplicate_keys(node: yaml.Node, where: str) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in seen:
+                    raise UserError(
+                        f"{where}:{_line(key)}: duplicate key '{key.value}' "
+                        f"(first on line {seen[key.value]})"
+                    )
+                seen[key.value] = _line(key)
+            _check_duplicate_keys(value, where)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _check_duplicate_keys(item, where)
+
+
+def _compose(text: str, where: str) -> tuple[yaml.Node, Any]:
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise UserError(f"{where}:1: empty profile file")
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        pos = f"{mark.line + 1}:{mark.column + 1}" if mark else "1"
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise UserError(f"{where}:{pos}: invalid YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"{where}: invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    if not isinstance(node, yaml.MappingNode) or not isinstance(data, dict):
+        raise UserError(f"{where}:{_line(node)}: a profile must be a YAML mapping of keys")
+    _check_duplicate_keys(node, where)
+    return node, data
+
+
+def _validation_message(exc: ValidationError, root: yaml.Node, where: str) -> str:
+    errors = exc.errors()
+    first = errors[0]
+    loc = tuple(first["loc"])
+    node = _node_at(root, loc)
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        parent = _node_at(root, loc[:-1])
+        allowed = _allowed_keys(loc[:-1])
+        guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{guess[0]}'?)" if guess else "")
+        node = _node_at(root, loc) if node is not parent else parent
+    elif first["type"] == "missing":
+        msg = f"missing required key '{loc[-1]}'"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}:{_line(node)}: {_path(loc)}: {msg}{more}"
+
+
+_SUBMODELS: dict[str, type[BaseModel]] = {
+    "limits": _Limits,
+    "baseline": _Baseline,
+    "columns": _Column,
+    "acceptance": _Acceptance,
+}
+
+
+def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
+    model: type[BaseModel] = _Document
+    names = [p for p in loc if isinstance(p, str)]
+    for name in names:
+        sub = _SUBMODELS.get(name)
+        if sub is None:
+            break
+        model = sub
+    return list(model.model_fields)
+
+
+# -- rows ----------------------------------------------------------------------------------------
+
+
+def _cell(value: Any, kind: type, column: str) -> Any:
+    if kind is str:
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ValueError(f"column {column}: expected a label, got {value!r}")
+        return str(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"column {column}: expected a number, got {value!r}")
+    if kind is int:
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise ValueError(f"column {column}: expected a whole number, got {value!r}")
+            value = int(value)
+        if value <= 0:
+            raise ValueError(f"column {column}: must be > 0, got {value!r}")
+        return value
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"column {column}: must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _columns(doc: _Document, root: yaml.Node, where: str) -> tuple[str, ...]:
+    names: list[str] = []
+    for i, col in enumerate(doc.columns):
+        line = _line(_node_at(root, ("columns", i)))
+        if col.name not in COLUMN_TYPES:
+            guess = difflib.get_close_matches(col.name, list(COLUMN_TYPES), n=1)
+            hint = f" (did you mean '{guess[0]}'?)" if guess else ""
+            raise UserError(f"{where}:{line}: columns[{i}]: unknown column '{col.name}'{hint}")
+        if col.name in names:
+            raise UserError(f"{where}:{line}: columns[{i}]: column '{col.name}' listed twice")
+        names.append(col.name)
+    missing = [c for c in REQUIRED_COLUMNS if c not in names]
+    if missing:
+        line = _line(_node_at(root, ("columns",)))
+        raise UserError(f"{where}:{line}: columns: missing required column(s) {', '.join(missing)}")
+    return tuple(names)
+
+
+def _rows(doc: _Document, names: tuple[str, ...], root: yaml.Node, where: str) -> list[ProfileRow]:
+    rows: list[ProfileRow] = []
+    seen: dict[tuple[int, int], int] = {}
+    for i, raw in enumerate(doc.rows):
+        line = _line(_node_at(root, ("rows", i)))
+        if len(raw) != len(names):
+            raise UserError(
+                f"{where}:{line}: rows[{i}]: {len(raw)} values for {len(names)} columns "
+                f"({', '.join(names)})"
+            )
+        try:
+            cells = {n: _cell(v, COLUMN_TYPES[n], n) for n, v in zip(names, raw, strict=True)}
+        except ValueError as exc:
+            raise UserError(f"{where}:{line}: rows[{i}]: {exc}") from None
+        key = (cells["prompt_tokens"], cells["concurrency"])
+        if key in seen:
+            raise UserError(
+                f"{where}:{line}: rows[{i}]: a second row for prompt_tokens {key[0]} at "
+                f"concurrency {key[1]} (first on line {seen[key]})"
+            )
+        seen[key] = line
+        rows.append(ProfileRow(line=line, **cells))
+    return rows
+
+
+def _na(value: int | float | None, reason: str) -> Any:
+    return NA(reason) if value is None else value
+
+
+def parse_profile(text: str, where: str, origin: str) -> Profile:
+    """Validate profile YAML ``text`` read from ``where`` (used in messages) into a Profile.
+
+    Raises :class:`UserError` ``where:line: path: problem`` on the first problem found.
+    """
+    root, data = _compose(text, where)
+    try:
+        doc = _Document.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(_validation_message(exc, root, where)) from None
+    names = _columns(doc, root, where)
+    rows = _rows(doc, names, root, where)
+    acceptance = tuple(
+        AcceptancePoint(
+            prompt_tokens=a.prompt_tokens,
+            concurrency=a.concurrency,
+            ttft_s=a.ttft_s,
+            prefill_tps=_na(a.prefill_tps, "not published with the acceptance point"),
+            decode_tps=_na(a.decode_tps, "not published with the acceptance point"),
+            aggregate_tps=_na(a.aggregate_tps, "not published with the acceptance point"),
+            note=a.note,
+            line=_line(_node_at(root, ("acceptance", i))),
+        )
+        for i, a in enumerate(doc.acceptance)
+    )
+    missing = "not stated in the profile"
+    return Profile(
+        name=doc.name,
+        source=doc.source,
+        aggregate_kind=doc.aggregate_kind,
+        rows=tuple(sorted(rows, key=lambda r: (r.concurrency, r.prompt_tokens))),
+        columns=tuple((c.name, c.meaning) for c in doc.columns),
+        acceptance=acceptance,
+        cluster=doc.cluster,
+        model=doc.model,
+        engine=doc.engine,
+        nodes=_na(doc.nodes, missing),
+        kv_pool_tokens=_na(doc.limits.kv_pool_tokens, missing),
+        max_model_len=_na(doc.limits.max_model_len, missing),
+        max_num_seqs=_na(doc.limits.max_num_seqs, missing),
+        max_num_batched_tokens=_na(doc.limits.max_num_batched_tokens, missing),
+        output_tokens=_na(doc.output_tokens, missing),
+        baseline_sm_clock_mhz=tuple(doc.baseline.sm_clock_mhz),
+        baseline_temperature_c=tuple(doc.baseline.temperature_c),
+        notes=tuple(doc.notes),
+        origin=origin,
+    )
