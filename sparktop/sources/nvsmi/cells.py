@@ -1,0 +1,122 @@
+"""One nvidia-smi cell or header at a time: numbers with units, hex masks, ``[N/A]``.
+
+A missing value becomes :class:`~sparktop.model.NA` keeping nvidia-smi's text, never 0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from sparktop.model import NA
+
+MESSAGE_MAX = 120
+
+
+class ParseError(ValueError):
+    """Text that is not the nvidia-smi CSV (or meminfo) it was supposed to be."""
+
+
+# -- cells -------------------------------------------------------------------------------------
+
+_NUMBER_RE = re.compile(r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([A-Za-z%°/]*)")
+_HEX_RE = re.compile(r"0[xX][0-9a-fA-F]+")
+
+
+def parse_cell(text: str) -> float | NA:
+    """One nvidia-smi value as a float, or :class:`NA` keeping the original text.
+
+    ``41.37 W``, ``2509 MHz``, ``97 %``, ``0 us`` and bare numbers give floats (the unit is
+    the field's documented one and is dropped); ``0x…`` gives the integer value. ``[N/A]``,
+    ``[Not Supported]``, ``[Requested functionality has been deprecated]``, ``N/A``,
+    ``Not Supported``, ``ERR!`` and anything else non-numeric give ``NA(text)``; empty gives
+    ``NA("empty")``.
+    """
+    value = text.strip()
+    if not value:
+        return NA("empty")
+    if _HEX_RE.fullmatch(value):
+        return float(int(value, 16))
+    match = _NUMBER_RE.fullmatch(value)
+    if match is None:
+        return NA(value)
+    return float(match.group(1))
+
+
+def parse_mask(text: str) -> int | NA:
+    """A clock-event bitmask (``0x0000000000000020`` or decimal) as an int; NA otherwise."""
+    value = text.strip()
+    if _HEX_RE.fullmatch(value):
+        return int(value, 16)
+    if value.isdigit():
+        return int(value)
+    return NA(value or "empty")
+
+
+def text_cell(text: str) -> str | NA:
+    value = text.strip()
+    if not value or value.startswith("[") or value in ("N/A", "Not Supported"):
+        return NA(value or "empty")
+    return value
+
+
+# -- headers -----------------------------------------------------------------------------------
+
+_UNIT_RE = re.compile(r"\s*\[[^\]]*\]\s*$")
+
+ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "gpu_name": "name",
+        "gpu_uuid": "uuid",
+        "clocks.current.sm": "clocks.sm",
+        "clocks_throttle_reasons.active": "clocks_event_reasons.active",
+        "used_gpu_memory": "used_memory",
+        "gpu_bus_id": "pci.bus_id",
+    }
+)
+"""Alternative spellings → the name used here (from ``nvidia-smi --help-query-gpu``)."""
+
+
+def normalise_header(name: str) -> str:
+    """``' clocks.current.sm [MHz]'`` → ``'clocks.sm'``: units dropped, aliases folded."""
+    key = _UNIT_RE.sub("", name).strip().lower()
+    if key.startswith("clocks_throttle_reasons."):
+        key = "clocks_event_reasons." + key.removeprefix("clocks_throttle_reasons.")
+    return ALIASES.get(key, key)
+
+
+NUMERIC_COLUMNS: Mapping[str, str] = MappingProxyType(
+    {
+        "clocks.sm": "sm_clock_mhz",
+        "clocks.max.sm": "max_sm_clock_mhz",
+        "temperature.gpu": "temperature_c",
+        "power.draw": "power_w",
+        "utilization.gpu": "utilization_pct",
+        "memory.used": "memory_used_mib",
+        "memory.total": "memory_total_mib",
+    }
+)
+COUNTER_COLUMNS: Mapping[str, str] = MappingProxyType(
+    {
+        "clocks_event_reasons_counters.sw_thermal_slowdown": "sw_thermal_us",
+        "clocks_event_reasons_counters.hw_thermal_slowdown": "hw_thermal_us",
+        "clocks_event_reasons_counters.sw_power_cap": "sw_power_cap_us",
+        "clocks_event_reasons_counters.hw_power_brake_slowdown": "hw_power_brake_us",
+    }
+)
+KNOWN_GPU_COLUMNS = frozenset(
+    {"index", "uuid", "name", "pstate", "clocks_event_reasons.active"}
+    | NUMERIC_COLUMNS.keys()
+    | COUNTER_COLUMNS.keys()
+)
+
+
+def first_line(text: str, limit: int = MESSAGE_MAX) -> str:
+    """The first line with a letter or digit (table borders skipped), control characters
+    removed, runs of spaces folded, cut to ``limit`` characters."""
+    for line in text.splitlines():
+        clean = " ".join("".join(ch for ch in line if ch.isprintable()).split())
+        if any(ch.isalnum() for ch in clean):
+            return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+    return "no output"

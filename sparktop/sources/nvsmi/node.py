@@ -1,0 +1,237 @@
+"""A node's sample from the batched probe: failures as states, unified memory, process memory."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, is_num
+from sparktop.sources.nvsmi.cells import ParseError, first_line, parse_cell
+from sparktop.sources.nvsmi.tables import looks_like_csv, parse_apps_csv, parse_gpu_csv
+from sparktop.sources.probe import MARK, SECTION_APPS, SECTION_GPU, SECTION_MEMINFO
+
+MIB_PER_KIB = 1024.0
+
+# -- /proc/meminfo -----------------------------------------------------------------------------
+
+
+def parse_meminfo(text: str) -> NodeMemory:
+    """Total and used host memory (MiB) from ``/proc/meminfo``: used = ``MemTotal − MemAvailable``.
+
+    Values are kB (KiB) in the file. A missing ``MemAvailable`` (kernels before 3.14) falls
+    back to ``MemFree + Buffers + Cached``; a missing ``MemTotal`` gives NA for both.
+    ``gpu_held_mib`` and ``unified`` are left for the caller (see :func:`parse_probe_output`).
+    """
+    kib: dict[str, float] = {}
+    for line in text.splitlines():
+        key, sep, rest = line.strip().partition(":")
+        fields = rest.split()
+        if sep and fields:
+            value = parse_cell(fields[0])
+            if is_num(value):
+                kib[key.strip()] = value
+    total = kib.get("MemTotal")
+    if total is None:
+        missing = NA("MemTotal missing from /proc/meminfo")
+        return NodeMemory(total_mib=missing, used_mib=missing)
+    available = kib.get("MemAvailable")
+    if available is None and "MemFree" in kib:
+        available = kib["MemFree"] + kib.get("Buffers", 0.0) + kib.get("Cached", 0.0)
+    used: Num = (
+        (total - available) / MIB_PER_KIB
+        if available is not None
+        else NA("MemAvailable missing from /proc/meminfo")
+    )
+    return NodeMemory(total_mib=total / MIB_PER_KIB, used_mib=used)
+
+
+# -- failures ----------------------------------------------------------------------------------
+
+_INVALID_FIELD_RE = re.compile(r"Field\s+[\"“']([^\"”']+)[\"”']\s+is not a valid field to query")
+
+
+def unsupported_field(text: str) -> str | None:
+    """The field nvidia-smi refused (``Field "x" is not a valid field to query.``), or None.
+
+    An unknown field makes the whole query fail (exit 2), so the caller retries with an
+    older field set.
+    """
+    match = _INVALID_FIELD_RE.search(text)
+    return match.group(1) if match else None
+
+
+def classify_failure(text: str, exit_status: int | None) -> tuple[NodeState, str] | None:
+    """What an nvidia-smi run's output means when it is not GPU CSV; None when it is CSV.
+
+    Driver/library mismatch, "No devices were found", a missing nvidia-smi (exit 127), a
+    driver that cannot be reached, a timeout (exit 124) and a refused field are each named;
+    other non-zero exits are ``ERROR`` and other non-CSV output (a default table, ``-q``
+    output, junk) is ``GARBLED``, both with the first line of the text.
+    """
+    lowered = text.lower()
+    if "driver/library version mismatch" in lowered:
+        return NodeState.DRIVER_MISMATCH, "driver/library mismatch (reboot or reload the driver)"
+    if "no devices were found" in lowered:
+        return NodeState.NO_GPU, "no GPU visible"
+    if exit_status == 127 or ("nvidia-smi" in lowered and "not found" in lowered):
+        return NodeState.NO_DRIVER, "nvidia-smi not found (no NVIDIA driver installed?)"
+    if "couldn't communicate with the nvidia driver" in lowered:
+        return NodeState.NO_DRIVER, "cannot reach the NVIDIA driver (is it loaded?)"
+    if exit_status == 124:
+        return NodeState.ERROR, "nvidia-smi timed out"
+    field = unsupported_field(text)
+    if field is not None:
+        return NodeState.ERROR, f"nvidia-smi does not know the field {field!r}"
+    if "gpu is lost" in lowered or "fallen off the bus" in lowered:
+        return NodeState.ERROR, f"GPU lost (reboot needed): {first_line(text)}"
+    if exit_status not in (0, None):
+        return NodeState.ERROR, f"nvidia-smi exited {exit_status}: {first_line(text)}"
+    if not looks_like_csv(text):
+        return NodeState.GARBLED, f"not nvidia-smi CSV: {first_line(text)}"
+    return None
+
+
+# -- unified memory ----------------------------------------------------------------------------
+
+UNIFIED_TOTAL_TOLERANCE = 0.02
+"""A GPU whose memory total is within 2 % of the host's MemTotal shares the host's memory."""
+
+
+def is_unified(gpus: Sequence[GpuSample], host_total_mib: Num) -> bool:
+    """True on unified-memory machines: a GB10 by name, ``[N/A]``/unsupported memory
+    fields, or a GPU memory total ≈ the host's MemTotal."""
+    for gpu in gpus:
+        if "GB10" in gpu.name.upper():
+            return True
+        total = gpu.memory_total_mib
+        if isinstance(total, NA) and (total.reason.startswith("[") or "Supported" in total.reason):
+            return True
+        if _close_to(total, host_total_mib):
+            return True
+    return False
+
+
+def _close_to(gpu_total_mib: Num, host_total_mib: Num) -> bool:
+    if not (is_num(gpu_total_mib) and is_num(host_total_mib) and host_total_mib > 0):
+        return False
+    return abs(gpu_total_mib - host_total_mib) <= UNIFIED_TOTAL_TOLERANCE * host_total_mib
+
+
+def with_process_memory(
+    gpus: tuple[GpuSample, ...], by_uuid: Mapping[str, float]
+) -> tuple[GpuSample, ...]:
+    """Each GPU with ``process_memory_mib`` set from ``uuid → Σ used_memory``.
+
+    A GPU with no process is a real 0. Entries whose UUID matches no GPU (elided ``GPU-...``)
+    go to the only GPU when there is one; with several GPUs those GPUs' values become NA.
+    """
+    known = {gpu.uuid for gpu in gpus}
+    unmatched = sum(v for k, v in by_uuid.items() if k not in known)
+    unmatched_any = any(k not in known for k in by_uuid)
+    if unmatched_any and len(gpus) == 1:
+        only = gpus[0]
+        return (replace(only, process_memory_mib=by_uuid.get(only.uuid, 0.0) + unmatched),)
+    if unmatched_any:
+        reason = NA("process memory not attributable to a GPU (UUID elided)")
+        return tuple(replace(gpu, process_memory_mib=reason) for gpu in gpus)
+    return tuple(replace(gpu, process_memory_mib=by_uuid.get(gpu.uuid, 0.0)) for gpu in gpus)
+
+
+# -- the batched probe -------------------------------------------------------------------------
+
+RAW_MAX = 8000
+"""How much of the probe's output a sample keeps for the detail screen."""
+
+
+def split_probe(text: str) -> dict[str, tuple[str, int | None]]:
+    """Section name → (body, exit status or None) from the probe's ``@@sparktop:`` markers."""
+    sections: dict[str, tuple[str, int | None]] = {}
+    name: str | None = None
+    body: list[str] = []
+
+    def close(status: int | None) -> None:
+        if name is not None and name not in sections:
+            sections[name] = ("\n".join(body), status)
+
+    for line in text.splitlines():
+        if not line.startswith(MARK):
+            body.append(line)
+            continue
+        tag = line[len(MARK) :].strip()
+        if tag.startswith("rc"):
+            status = tag[2:].strip()
+            close(int(status) if status.lstrip("-").isdigit() else None)
+            name, body = None, []
+        else:
+            close(None)
+            name, body = tag, []
+    close(None)
+    return sections
+
+
+def parse_probe_output(node: str, text: str, time_s: float) -> NodeSample:
+    """One node's sample from the output of :func:`sparktop.sources.probe.probe_command`.
+
+    GPUs come from the ``gpu`` section, host memory from ``meminfo``, per-GPU process memory
+    from ``apps``. Unified-memory nodes (GB10) get ``NodeMemory(unified=True)`` with
+    ``gpu_held_mib`` = Σ per-process ``used_memory``. nvidia-smi failures become the node's
+    state (see :func:`classify_failure`) with memory still filled in. Never raises: output
+    that cannot be read at all is ``GARBLED``.
+    """
+    raw = text[:RAW_MAX]
+    try:
+        return _parse_probe(node, text, time_s, raw)
+    except Exception as exc:  # a parser bug must become a node state, not a dead poller
+        return NodeSample(
+            node=node,
+            time_s=time_s,
+            state=NodeState.GARBLED,
+            message=f"cannot read probe output: {type(exc).__name__}: {first_line(str(exc))}",
+            since_s=time_s,
+            raw=raw,
+        )
+
+
+def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
+    sections = split_probe(text)
+    if SECTION_GPU not in sections:
+        return NodeSample(
+            node=node,
+            time_s=time_s,
+            state=NodeState.GARBLED,
+            message=f"not sparktop probe output: {first_line(text)}",
+            since_s=time_s,
+            raw=raw,
+        )
+    memory = parse_meminfo(sections.get(SECTION_MEMINFO, ("", None))[0])
+    apps_text, apps_rc = sections.get(SECTION_APPS, ("", None))
+    apps: dict[str, float] | None = None
+    if apps_rc == 0:
+        apps = parse_apps_csv(apps_text)
+    gpu_text, gpu_rc = sections[SECTION_GPU]
+    failure = classify_failure(gpu_text, gpu_rc)
+    gpus: tuple[GpuSample, ...] = ()
+    if failure is None:
+        try:
+            gpus = parse_gpu_csv(gpu_text)
+        except ParseError as exc:
+            failure = NodeState.GARBLED, str(exc)
+        else:
+            if not gpus:
+                failure = NodeState.NO_GPU, "no GPU visible"
+    held: Num = sum(apps.values(), 0.0) if apps is not None else NA("process list unavailable")
+    if apps is not None:
+        gpus = with_process_memory(gpus, apps)
+    memory = replace(memory, gpu_held_mib=held, unified=is_unified(gpus, memory.total_mib))
+    state, message = failure if failure is not None else (NodeState.OK, "")
+    return NodeSample(
+        node=node,
+        time_s=time_s,
+        state=state,
+        message=message,
+        since_s=time_s if failure is not None else None,
+        gpus=gpus,
+        memory=memory,
+        raw=raw,
+    )
