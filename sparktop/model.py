@@ -250,7 +250,8 @@ class RankStats:
     """One data-parallel rank (vLLM ``engine`` label) of an inference server.
 
     Sources: ``vllm:num_requests_running``, ``vllm:num_requests_waiting``,
-    ``vllm:kv_cache_usage_perc`` (fraction 0–1, shown as %), counter rates over the window.
+    ``vllm:kv_cache_usage_perc`` (fraction 0–1, shown as %), counter rates and histogram
+    bucket deltas over the window (same meaning as the :class:`EngineSample` fields).
     """
 
     rank: str
@@ -261,6 +262,13 @@ class RankStats:
     preemptions_per_s: Num = NA()
     prefill_tps: Num = NA()
     decode_tps: Num = NA()
+    kv_used_tokens: Num = NA()
+    kv_free_tokens: Num = NA()
+    ttft_p50: Quantile | NA = NA()
+    ttft_p95: Quantile | NA = NA()
+    itl_p50: Quantile | NA = NA()
+    mean_prompt_tokens: Num = NA()
+    prefix_hit_rate: Num = NA()
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +279,11 @@ class EngineSample:
     per second over the scrape window; quantiles from histogram bucket deltas over the window.
     ``kv_pool_source`` says where the pool size came from (``cache_config_info``,
     ``num_gpu_blocks×block_size``, ``inventory``, ``profile``, ``unknown``).
+    ``window_s`` is the span the rates and quantiles cover (None before a second scrape);
+    ``since_start`` names the fields computed over the server's lifetime instead (first
+    scrape, or right after a restart); ``limit_sources`` says where ``max_model_len``,
+    ``max_num_seqs`` and ``max_num_batched_tokens`` came from (``/v1/models``, ``server``,
+    ``inventory``, ``profile``).
     """
 
     engine: str
@@ -304,6 +317,9 @@ class EngineSample:
     ranks: tuple[RankStats, ...] = ()
     latency_s: float | None = None
     extra: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    window_s: float | None = None
+    since_start: tuple[str, ...] = ()
+    limit_sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def ok(self) -> bool:

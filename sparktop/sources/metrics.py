@@ -1,0 +1,197 @@
+"""Turns successive ``/metrics`` pages of one engine into :class:`EngineSample` values.
+
+:class:`MetricsDeriver` keeps a bounded deque of past scrapes (counters and histogram buckets
+per rank) so that rates and latency quantiles cover a window (default 30 s) rather than the
+server's lifetime. A counter that falls is a restart: the history is dropped, the sample says
+``restarted=True`` and rates resume from the new baseline (never a negative rate). Before a
+second scrape exists, quantiles, mean prompt length and ratios are computed over the server's
+lifetime and listed in ``EngineSample.since_start``; rates are NA until then.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from types import MappingProxyType
+
+from sparktop.model import NA, EngineSample, EngineState, Num, is_num
+from sparktop.sources.pool import Limits, resolve_limit, resolve_pool
+from sparktop.sources.prom import PromPage
+from sparktop.sources.vllm import PageReading, detect_kind, read_page
+from sparktop.sources.window import Snap, Window, combine
+
+LIFETIME_FIELDS = (
+    "ttft_p50",
+    "ttft_p95",
+    "itl_p50",
+    "mean_prompt_tokens",
+    "prefix_hit_rate",
+    "spec_acceptance_rate",
+    "spec_mean_accept_len",
+)
+"""Fields that cover the server's lifetime when there is no earlier scrape to diff against."""
+
+
+class MetricsDeriver:
+    """Stateful: feed it every page of one engine, in order, with a monotonic time.
+
+    ``window_s``: span for rates and quantiles (the oldest kept scrape at least that old is the
+    base). ``stale_after_s``: running/waiting/KV gauges that stay identical while no counter
+    moves for this long, with requests running or waiting, make the engine STALE (vLLM can
+    freeze them after mass aborts). ``inventory`` and ``profile`` supply the limits
+    ``/metrics`` does not export. ``history`` bounds the deque of past scrapes.
+    """
+
+    def __init__(
+        self,
+        engine: str,
+        *,
+        kind: str = "vllm",
+        inventory: Limits | None = None,
+        profile: Limits | None = None,
+        window_s: float = 30.0,
+        stale_after_s: float = 60.0,
+        history: int = 256,
+    ) -> None:
+        self.engine = engine
+        self.kind = kind
+        self.inventory = inventory or Limits()
+        self.profile = profile or Limits()
+        self.window_s = window_s
+        self.stale_after_s = stale_after_s
+        self._history: deque[Snap] = deque(maxlen=history)
+        self._gauges: tuple[Num, ...] | None = None
+        self._gauges_since = 0.0
+        self._moved_at = 0.0
+
+    def reset(self) -> None:
+        """Forget every past scrape (a new connection or a new server)."""
+        self._history.clear()
+        self._gauges = None
+
+    def derive(
+        self,
+        page: PromPage,
+        *,
+        now_s: float,
+        wall_s: float,
+        max_model_len: Num | None = None,
+        model: str = "",
+        latency_s: float | None = None,
+    ) -> EngineSample:
+        """One sample from one page. ``now_s`` is monotonic (rates); ``wall_s`` is time.time().
+
+        ``max_model_len`` and ``model`` come from ``GET /v1/models`` when the caller has them.
+        A page without any engine sample gives an UNAVAILABLE sample saying why.
+        """
+        kind = detect_kind(page, self.kind)
+        reading = read_page(page, kind)
+        notes = [page.first_error] if page.bad_lines else []
+        head = EngineSample(engine=self.engine, time_s=wall_s, kind=kind, latency_s=latency_s)
+        if reading.samples == 0:
+            return replace(
+                head,
+                state=EngineState.UNAVAILABLE,
+                message="; ".join([_empty_reason(page, reading), *notes]),
+            )
+
+        cur = Snap.of(now_s, reading)
+        prev = self._history[-1] if self._history else None
+        restarted = prev is not None and cur.fell_below(prev)
+        if restarted:
+            self._history.clear()
+            notes.append("counters went down: server restarted, rates restart from here")
+        while len(self._history) >= 2 and self._history[1].t <= now_s - self.window_s:
+            self._history.popleft()
+        base = self._history[0] if self._history and now_s > self._history[0].t else None
+        moved = prev is None or restarted or cur.moved_since(prev)
+        self._history.append(cur)
+
+        win = Window(reading, base, now_s, restarted)
+        ranks = sorted(reading.ranks, key=lambda r: (len(r), r))
+        pools, pool_source = resolve_pool(reading, ranks, self.inventory, self.profile)
+        stats = [win.rank_stats(r, pools[r]) for r in ranks]
+
+        def total(name: str, how: Callable[[Iterable[float]], float] = sum) -> Num:
+            return combine({s.rank: getattr(s, name) for s in stats}, how)
+
+        running, waiting, kv = total("running"), total("waiting"), total("kv_usage", max)
+        values = win.engine_values(ranks, stats)
+        since_start: tuple[str, ...] = ()
+        if base is None:
+            found: dict[str, object] = dict(values)
+            since_start = tuple(k for k in LIFETIME_FIELDS if not isinstance(found[k], NA))
+        state, stale = self._staleness(now_s, (running, waiting, kv), moved)
+        limits = self._limits(reading, ranks, max_model_len)
+        return replace(
+            head,
+            state=state,
+            message="; ".join([stale, *notes] if stale else notes),
+            model=model or reading.model,
+            running=running,
+            waiting=waiting,
+            kv_usage=kv,
+            kv_pool_tokens=total("kv_pool_tokens"),
+            kv_pool_source=pool_source,
+            kv_used_tokens=total("kv_used_tokens"),
+            kv_free_tokens=total("kv_free_tokens"),
+            preemptions_per_s=total("preemptions_per_s"),
+            prefill_tps=total("prefill_tps"),
+            decode_tps=total("decode_tps"),
+            max_model_len=limits["max_model_len"][0],
+            max_num_seqs=limits["max_num_seqs"][0],
+            max_num_batched_tokens=limits["max_num_batched_tokens"][0],
+            limit_sources=MappingProxyType({k: v[1] for k, v in limits.items()}),
+            restarted=restarted,
+            ranks=tuple(stats),
+            window_s=win.dt if base else None,
+            since_start=since_start,
+            ttft_p50=values["ttft_p50"],
+            ttft_p95=values["ttft_p95"],
+            itl_p50=values["itl_p50"],
+            mean_prompt_tokens=values["mean_prompt_tokens"],
+            prefix_hit_rate=values["prefix_hit_rate"],
+            spec_acceptance_rate=values["spec_acceptance_rate"],
+            spec_mean_accept_len=values["spec_mean_accept_len"],
+        )
+
+    def _limits(
+        self, reading: PageReading, ranks: list[str], max_model_len: Num | None
+    ) -> dict[str, tuple[Num, str]]:
+        gauges = reading.ranks[ranks[0]].gauges if ranks else {}
+        missing = NA("not exported")
+        from_models = NA("not asked") if max_model_len is None else max_model_len
+        server: dict[str, list[tuple[Num, str]]] = {
+            "max_model_len": [
+                (from_models, "/v1/models"),
+                (gauges.get("max_model_len", missing), "server"),
+            ],
+            "max_num_seqs": [(gauges.get("max_num_seqs", missing), "server")],
+            "max_num_batched_tokens": [],
+        }
+        return {k: resolve_limit(k, v, self.inventory, self.profile) for k, v in server.items()}
+
+    def _staleness(
+        self, now_s: float, gauges: tuple[Num, Num, Num], moved: bool
+    ) -> tuple[EngineState, str]:
+        if moved or self._gauges is None:
+            self._moved_at = now_s
+        if gauges != self._gauges:
+            self._gauges, self._gauges_since = gauges, now_s
+        busy = sum(g for g in gauges[:2] if is_num(g))
+        quiet = now_s - max(self._moved_at, self._gauges_since)
+        if busy > 0 and quiet >= self.stale_after_s:
+            return EngineState.STALE, (
+                f"running/waiting/KV unchanged for {quiet:.0f} s while no counter moved "
+                f"(running {gauges[0]}, waiting {gauges[1]}): gauges may be frozen"
+            )
+        return EngineState.OK, ""
+
+
+def _empty_reason(page: PromPage, reading: PageReading) -> str:
+    if reading.declared_empty:
+        return "metric families declared but no samples: " + ", ".join(reading.declared_empty[:3])
+    if page.bad_lines and not page.sample_count:
+        return "page unreadable"
+    return f"no vLLM or SGLang metrics on the page ({page.sample_count} other samples)"

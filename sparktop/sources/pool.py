@@ -1,0 +1,106 @@
+"""Engine limits /metrics may not export: the KV pool in tokens, ``max_model_len``,
+``max_num_seqs``, ``max_num_batched_tokens``, each resolved in a fixed order and labelled.
+
+KV pool per DP rank (DESIGN.md §5): ``cache_config_info{kv_cache_size_tokens}`` (newer vLLM),
+else ``num_gpu_blocks × block_size ÷ number of ranks``, else SGLang's
+``sglang:max_total_num_tokens``, else the inventory's ``kv_pool_tokens``, else the profile's,
+else unknown. Label values are strings and may be ``"None"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sparktop.model import NA, Num, is_num
+from sparktop.sources.vllm import PageReading
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Limits declared outside the server (inventory or profile); None when not given.
+
+    ``kv_pool_tokens`` is for the whole engine (all DP ranks together).
+    """
+
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_model_len: int | None = None
+    kv_pool_tokens: int | None = None
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, int] | None) -> Limits:
+        """From a plain mapping (e.g. a profile's metadata); unknown keys are ignored."""
+        values = values or {}
+        picked = {
+            k: values.get(k)
+            for k in ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "kv_pool_tokens")
+        }
+        return cls(**{k: int(v) for k, v in picked.items() if v is not None})
+
+    @classmethod
+    def from_config(cls, config: object) -> Limits:
+        """From an inventory engine entry (any object with those attribute names)."""
+        names = ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "kv_pool_tokens")
+        return cls.from_mapping(
+            {k: v for k in names if (v := getattr(config, k, None)) is not None}
+        )
+
+
+def label_int(labels: Mapping[str, str] | None, key: str) -> int | None:
+    """An integer label value; None for absent, ``"None"`` or unparsable values."""
+    if not labels:
+        return None
+    try:
+        value = int(float(labels.get(key, "")))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def resolve_limit(
+    name: str, server: Sequence[tuple[Num, str]], inventory: Limits, profile: Limits
+) -> tuple[Num, str]:
+    """First available of the server-side values, then the inventory, then the profile."""
+    for value, source in server:
+        if is_num(value) and value > 0:
+            return float(value), source
+    for limits, source in ((inventory, "inventory"), (profile, "profile")):
+        value = getattr(limits, name)
+        if value is not None:
+            return float(value), source
+    return NA(f"{name} not exported; set it in the inventory"), "unknown"
+
+
+def resolve_pool(
+    reading: PageReading, ranks: Sequence[str], inventory: Limits, profile: Limits
+) -> tuple[dict[str, Num], str]:
+    """KV pool tokens per rank and where it came from."""
+    n = max(1, len(ranks))
+    infos = {r: reading.ranks[r].info or reading.shared_info for r in ranks}
+    sized = {r: label_int(i, "kv_cache_size_tokens") for r, i in infos.items()}
+    if ranks and all(v is not None for v in sized.values()):
+        return {r: float(v) for r, v in sized.items() if v is not None}, "cache_config_info"
+    blocks = {
+        r: (label_int(i, "num_gpu_blocks"), label_int(i, "block_size")) for r, i in infos.items()
+    }
+    if ranks and all(b is not None and s is not None for b, s in blocks.values()):
+        return {
+            r: b * s / n for r, (b, s) in blocks.items() if b and s
+        }, "num_gpu_blocks×block_size"
+    gauges = {r: reading.ranks[r].gauges.get("pool_tokens") for r in ranks}
+    if ranks and all(is_num(v) and v > 0 for v in gauges.values()):
+        return {r: float(v) for r, v in gauges.items() if is_num(v)}, "max_total_num_tokens"
+    for limits, source in ((inventory, "inventory"), (profile, "profile")):
+        if limits.kv_pool_tokens is not None:
+            return {r: limits.kv_pool_tokens / n for r in ranks}, source
+    if any(infos.values()):
+        why = (
+            "KV pool unknown: cache_config_info has num_gpu_blocks=None; "
+            "set kv_pool_tokens in the inventory"
+        )
+    else:
+        why = (
+            "KV pool unknown: no cache_config_info on the page; set kv_pool_tokens in the inventory"
+        )
+    return {r: NA(why) for r in ranks}, "unknown"

@@ -1,0 +1,170 @@
+"""Prometheus ``/metrics`` text → normalised samples (pure, Textual-free, no I/O).
+
+Sample lines are parsed by ``prometheus_client.parser`` (text format 0.0.4; OpenMetrics bodies
+parse too: ``# EOF`` is a comment and ``vllm_``-prefixed sample names are normalised). Names
+are normalised ``vllm_`` → ``vllm:`` and ``sglang_`` → ``sglang:``; ``*_created`` samples are
+dropped. Samples are flattened by *sample* name (``…_bucket``, ``…_sum``, ``…_total``), so a
+family whose ``# TYPE`` line does not match its sample names (OpenMetrics counters) still reads.
+
+A page of several thousand lines is mostly families sparktop never shows; callers pass the
+sample names they want, and only those lines reach the (pure-Python) parser.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from prometheus_client.parser import text_string_to_metric_families
+
+_PREFIXES = (("vllm_", "vllm:"), ("sglang_", "sglang:"))
+
+
+def normalise(name: str) -> str:
+    """``vllm_x`` → ``vllm:x`` and ``sglang_x`` → ``sglang:x``; other names unchanged."""
+    for old, new in _PREFIXES:
+        if name.startswith(old):
+            return new + name[len(old) :]
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class PromSample:
+    """One sample line: normalised sample name, labels, value (may be NaN or ±Inf)."""
+
+    name: str
+    labels: Mapping[str, str]
+    value: float
+
+    @property
+    def finite(self) -> bool:
+        return math.isfinite(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class PromPage:
+    """A parsed page: samples by normalised sample name, plus what the page declared.
+
+    ``declared`` holds the normalised family names that had a ``# HELP`` or ``# TYPE`` line
+    (so "declared but no samples" can be told from "not exported"); ``types`` maps them to
+    their declared type. ``bad_lines`` counts sample lines the parser rejected (they are
+    skipped, the rest of the page still reads); ``first_error`` describes the first one.
+    """
+
+    samples: Mapping[str, tuple[PromSample, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    declared: frozenset[str] = frozenset()
+    types: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    bad_lines: int = 0
+    first_error: str = ""
+
+    def get(self, name: str) -> tuple[PromSample, ...]:
+        """Every sample with this normalised sample name (empty when absent)."""
+        return self.samples.get(name, ())
+
+    def has_family(self, base: str) -> bool:
+        """True when the page declares ``base`` or has samples named ``base`` or ``base_*``."""
+        if base in self.declared:
+            return True
+        return any(n == base or n.startswith(base + "_") for n in self.samples)
+
+    @property
+    def sample_count(self) -> int:
+        return sum(len(v) for v in self.samples.values())
+
+
+def _sample_name(line: str) -> str:
+    brace = line.find("{")
+    space = line.find(" ")
+    if brace < 0 or 0 <= space < brace:
+        return line if space < 0 else line[:space]
+    return line[:brace]
+
+
+def _declared_name(line: str) -> tuple[str, str] | None:
+    """``# TYPE name type`` / ``# HELP name text`` → (normalised name, type or "")."""
+    parts = line.split(None, 3)
+    if len(parts) < 3 or parts[1] not in ("TYPE", "HELP"):
+        return None
+    kind = parts[3].strip() if parts[1] == "TYPE" and len(parts) > 3 else ""
+    return normalise(parts[2]), kind
+
+
+def _parse_lines(lines: list[str]) -> Iterable[tuple[str, dict[str, str], float]]:
+    for family in text_string_to_metric_families("\n".join(lines) + "\n"):
+        for s in family.samples:
+            yield s.name, s.labels, float(s.value)
+
+
+def parse_page(text: str, wanted: Collection[str] | None = None) -> PromPage:
+    """Parse an exposition page into a :class:`PromPage`.
+
+    ``wanted``: normalised sample names to keep (e.g. ``vllm:prompt_tokens_total``,
+    ``vllm:time_to_first_token_seconds_bucket``); None keeps every sample. A line the parser
+    rejects is skipped and counted; NaN/Inf values are kept (the reader decides what they
+    mean). Never raises on page content.
+    """
+    keep: list[str] = []
+    declared: set[str] = set()
+    types: dict[str, str] = {}
+    wanted_set = None if wanted is None else frozenset(wanted)
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line[0] == "#":
+            decl = _declared_name(line)
+            if decl is not None:
+                declared.add(decl[0])
+                if decl[1]:
+                    types[decl[0]] = decl[1]
+            continue
+        name = normalise(_sample_name(line))
+        if name.endswith("_created"):
+            continue
+        if wanted_set is None or name in wanted_set:
+            keep.append(line)
+
+    bad = 0
+    first_error = ""
+    try:
+        parsed = list(_parse_lines(keep))
+    except Exception:  # one bad line: parse line by line and skip what fails
+        parsed = []
+        for line in keep:
+            try:
+                parsed.extend(_parse_lines([line]))
+            except Exception as exc:
+                bad += 1
+                if not first_error:
+                    first_error = f"unreadable line {line[:80]!r}: {exc}"
+
+    grouped: dict[str, list[PromSample]] = {}
+    for name, labels, value in parsed:
+        norm = normalise(name)
+        grouped.setdefault(norm, []).append(PromSample(norm, labels, value))
+    return PromPage(
+        samples=MappingProxyType({k: tuple(v) for k, v in grouped.items()}),
+        declared=frozenset(declared),
+        types=MappingProxyType(types),
+        bad_lines=bad,
+        first_error=first_error,
+    )
+
+
+def promql_table_to_text(table: str) -> str:
+    """A Prometheus query-result table (``name{labels} | value`` rows) → exposition text.
+
+    This is the shape of the Prometheus UI's table view as pasted into issues; the
+    ``-- | --`` separator row is dropped. Used to read fixtures captured that way.
+    """
+    out = []
+    for row in table.splitlines():
+        series, sep, value = row.rpartition(" | ")
+        if not sep or not series.strip() or series.strip().startswith("--"):
+            continue
+        out.append(f"{series.strip()} {value.strip()}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,273 @@
+"""Which metric families sparktop reads from vLLM and SGLang, and one page → per-rank readings.
+
+Names follow DESIGN.md §5 and vLLM's ``vllm/v1/metrics/loggers.py``: aliases are listed
+new-name-first and the first one with samples wins (``kv_cache_usage_perc`` |
+``gpu_cache_usage_perc``, ``inter_token_latency_seconds`` | ``time_per_output_token_seconds``,
+``prefix_cache_*`` | ``gpu_prefix_cache_*``). Series are grouped by data-parallel rank (vLLM's
+``engine`` label, SGLang's ``dp_rank``); other labels (``model_name``, ``finished_reason``,
+``tp_rank``…) are summed over within a rank, except KV usage, which takes the max.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sparktop.model import NA, Num
+from sparktop.sources.prom import PromPage, PromSample
+
+
+@dataclass(frozen=True, slots=True)
+class Flavour:
+    """The families one server kind exports. Each entry: aliases, new name first."""
+
+    kind: str
+    gauges: Mapping[str, tuple[str, ...]]
+    counters: Mapping[str, tuple[str, ...]]
+    histograms: Mapping[str, tuple[str, ...]]
+    info: str = ""
+
+    def wanted(self) -> frozenset[str]:
+        """Every normalised sample name this flavour reads (for :func:`parse_page`)."""
+        names = {n for aliases in self.gauges.values() for n in aliases}
+        names |= {n for aliases in self.counters.values() for n in aliases}
+        for key, aliases in self.histograms.items():
+            suffixes = (
+                ("_sum", "_count") if key in SUM_COUNT_ONLY else ("_bucket", "_sum", "_count")
+            )
+            names |= {a + s for a in aliases for s in suffixes}
+        if self.info:
+            names.add(self.info)
+        return frozenset(names)
+
+
+SUM_COUNT_ONLY = frozenset({"prompt_len", "iteration_tokens"})
+"""Histograms read only for Δsum/Δcount (their buckets are never parsed)."""
+
+VLLM = Flavour(
+    kind="vllm",
+    gauges={
+        "running": ("vllm:num_requests_running",),
+        "waiting": ("vllm:num_requests_waiting",),
+        "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+    },
+    counters={
+        "prompt_tokens": ("vllm:prompt_tokens_total",),
+        "generation_tokens": ("vllm:generation_tokens_total",),
+        "preemptions": ("vllm:num_preemptions_total",),
+        "prefix_queries": (
+            "vllm:prefix_cache_queries_total",
+            "vllm:gpu_prefix_cache_queries_total",
+        ),
+        "prefix_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+        "spec_drafts": ("vllm:spec_decode_num_drafts_total",),
+        "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
+        "spec_accepted": ("vllm:spec_decode_num_accepted_tokens_total",),
+    },
+    histograms={
+        "ttft": ("vllm:time_to_first_token_seconds",),
+        "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+        "prompt_len": ("vllm:request_prompt_tokens",),
+        "iteration_tokens": ("vllm:iteration_tokens_total",),
+    },
+    info="vllm:cache_config_info",
+)
+
+SGLANG = Flavour(
+    kind="sglang",
+    gauges={
+        "running": ("sglang:num_running_reqs",),
+        "waiting": ("sglang:num_queue_reqs",),
+        "kv_usage": ("sglang:token_usage",),
+        "pool_tokens": ("sglang:max_total_num_tokens",),
+        "used_tokens": ("sglang:num_used_tokens",),
+        "hit_rate": ("sglang:cache_hit_rate",),
+        "max_model_len": ("sglang:context_len",),
+        "max_num_seqs": ("sglang:max_running_requests",),
+    },
+    counters={
+        "prompt_tokens": ("sglang:prompt_tokens_total",),
+        "generation_tokens": ("sglang:generation_tokens_total",),
+    },
+    histograms={
+        "ttft": ("sglang:time_to_first_token_seconds",),
+        "itl": ("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
+    },
+)
+
+FLAVOURS: Mapping[str, Flavour] = {"vllm": VLLM, "sglang": SGLANG}
+WANTED: frozenset[str] = VLLM.wanted() | SGLANG.wanted()
+"""Every sample name either flavour reads: the filter for :func:`parse_page`."""
+
+RANK_LABELS = ("engine", "dp_rank")
+MAX_GAUGES = frozenset({"kv_usage", "hit_rate", "pool_tokens", "max_model_len", "max_num_seqs"})
+"""Gauges that are per-rank properties: the max over a rank's series, not the sum."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hist:
+    """A cumulative histogram: ``edges`` ascending (last is +Inf), ``cum`` counts per edge."""
+
+    edges: tuple[float, ...]
+    cum: tuple[float, ...]
+    sum: float
+    count: float
+
+    def minus(self, base: Hist) -> Hist | None:
+        """Bucket deltas since ``base``; None when the edges differ."""
+        if base.edges != self.edges:
+            return None
+        cum = tuple(a - b for a, b in zip(self.cum, base.cum, strict=True))
+        return Hist(self.edges, cum, self.sum - base.sum, self.count - base.count)
+
+
+@dataclass(slots=True)
+class RankReading:
+    """One rank's values on one page; NA keeps why a value is missing."""
+
+    gauges: dict[str, Num] = field(default_factory=dict)
+    counters: dict[str, Num] = field(default_factory=dict)
+    hists: dict[str, Hist | NA] = field(default_factory=dict)
+    info: dict[str, str] | None = None
+
+
+@dataclass(slots=True)
+class PageReading:
+    """A page read through one flavour: ranks by label value, plus what was found at all."""
+
+    kind: str
+    ranks: dict[str, RankReading]
+    model: str = ""
+    samples: int = 0
+    declared_empty: tuple[str, ...] = ()
+    shared_info: dict[str, str] | None = None
+
+
+def rank_of(labels: Mapping[str, str]) -> str:
+    for key in RANK_LABELS:
+        value = labels.get(key)
+        if value:
+            return value
+    return "0"
+
+
+def _pick(
+    page: PromPage, aliases: tuple[str, ...], suffix: str = ""
+) -> tuple[str, tuple[PromSample, ...]]:
+    for name in aliases:
+        samples = page.get(name + suffix)
+        if samples:
+            return name, samples
+    return aliases[0], ()
+
+
+def _nan(name: str, value: float) -> NA:
+    return NA(f"{name} is {value}")
+
+
+def _read_scalar(
+    readings: dict[str, RankReading],
+    slot: str,
+    key: str,
+    name: str,
+    samples: tuple[PromSample, ...],
+    use_max: bool,
+) -> None:
+    for s in samples:
+        rank = readings.setdefault(rank_of(s.labels), RankReading())
+        store: dict[str, Num] = getattr(rank, slot)
+        old = store.get(key)
+        if isinstance(old, NA):
+            continue
+        if not s.finite:
+            store[key] = _nan(name, s.value)
+        elif old is None:
+            store[key] = s.value
+        else:
+            store[key] = max(old, s.value) if use_max else old + s.value
+
+
+def _read_hist(
+    readings: dict[str, RankReading], key: str, base: str, page: PromPage, sum_count_only: bool
+) -> None:
+    acc: dict[str, dict[float, float]] = {}
+    sums: dict[str, float] = {}
+    counts: dict[str, float] = {}
+    bad: set[str] = set()
+    if not sum_count_only:
+        for s in page.get(base + "_bucket"):
+            rank = rank_of(s.labels)
+            try:
+                edge = float(s.labels.get("le", "nan"))
+            except ValueError:
+                edge = math.nan
+            if not s.finite or math.isnan(edge):
+                bad.add(rank)
+                continue
+            buckets = acc.setdefault(rank, {})
+            buckets[edge] = buckets.get(edge, 0.0) + s.value
+    for suffix, store in (("_sum", sums), ("_count", counts)):
+        for s in page.get(base + suffix):
+            rank = rank_of(s.labels)
+            if not s.finite:
+                bad.add(rank)
+            store[rank] = store.get(rank, 0.0) + s.value
+    for rank in set(acc) | set(sums) | set(counts):
+        reading = readings.setdefault(rank, RankReading())
+        if rank in bad:
+            reading.hists[key] = NA(f"{base} has a NaN or Inf sample")
+            continue
+        buckets = acc.get(rank, {})
+        edges = tuple(sorted(buckets))
+        count = counts.get(rank, buckets.get(math.inf, math.nan))
+        reading.hists[key] = Hist(
+            edges, tuple(buckets[e] for e in edges), sums.get(rank, math.nan), count
+        )
+
+
+def detect_kind(page: PromPage, hint: str = "vllm") -> str:
+    """``vllm`` or ``sglang``: the flavour with samples on the page (``hint`` breaks ties)."""
+    has = {kind: any(page.get(n) for n in flavour.wanted()) for kind, flavour in FLAVOURS.items()}
+    if has.get(hint) or not any(has.values()):
+        return hint if hint in FLAVOURS else "vllm"
+    return next(kind for kind, present in has.items() if present)
+
+
+def read_page(page: PromPage, kind: str) -> PageReading:
+    """Group one page's engine samples by rank through the flavour for ``kind``."""
+    flavour = FLAVOURS[kind]
+    readings: dict[str, RankReading] = {}
+    model = ""
+    count = 0
+    empty: list[str] = []
+    for slot, table in (("gauges", flavour.gauges), ("counters", flavour.counters)):
+        for key, aliases in table.items():
+            name, samples = _pick(page, aliases)
+            if not samples:
+                empty.extend(a for a in aliases if a in page.declared)
+                continue
+            count += len(samples)
+            model = (
+                model
+                or samples[0].labels.get("model_name", "")
+                or samples[0].labels.get("name", "")
+            )
+            _read_scalar(readings, slot, key, name, samples, slot == "gauges" and key in MAX_GAUGES)
+    for key, aliases in flavour.histograms.items():
+        only = key in SUM_COUNT_ONLY
+        name, samples = _pick(page, aliases, "_count")
+        if not samples:
+            empty.extend(a for a in aliases if a in page.declared)
+            continue
+        count += len(samples)
+        _read_hist(readings, key, name, page, only)
+    shared: dict[str, str] | None = None
+    if flavour.info:
+        for s in page.get(flavour.info):
+            count += 1
+            if any(s.labels.get(k) for k in RANK_LABELS):
+                readings.setdefault(rank_of(s.labels), RankReading()).info = dict(s.labels)
+            else:
+                shared = dict(s.labels)
+    return PageReading(kind, readings, model, count, tuple(empty), shared)

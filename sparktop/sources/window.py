@@ -1,0 +1,244 @@
+"""Windowed arithmetic over two scrapes of one engine: counter rates, histogram bucket deltas,
+quantiles, mean prompt length, prefix-cache and spec-decode ratios, per rank and merged.
+
+``Window(reading, base, now_s, restarted)``: ``reading`` is this scrape, ``base`` the oldest
+kept scrape inside the window (None on the first scrape or right after a restart, when ratios
+and quantiles cover the server's lifetime and rates are NA). A series absent from ``base``
+starts from 0 (Prometheus counters appear on their first increment).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TypedDict
+
+from sparktop.model import NA, Num, Quantile, RankStats, is_num
+from sparktop.sources.quantile import histogram_quantile
+from sparktop.sources.vllm import Hist, PageReading
+
+RATES = {
+    "prefill_tps": "prompt_tokens",
+    "decode_tps": "generation_tokens",
+    "preemptions_per_s": "preemptions",
+}
+NOT_EXPORTED = "not exported"
+
+
+class EngineValues(TypedDict):
+    """Engine-level values computed over all ranks' merged histograms and counter deltas."""
+
+    ttft_p50: Quantile | NA
+    ttft_p95: Quantile | NA
+    itl_p50: Quantile | NA
+    mean_prompt_tokens: Num
+    prefix_hit_rate: Num
+    spec_acceptance_rate: Num
+    spec_mean_accept_len: Num
+
+
+@dataclass(slots=True)
+class Snap:
+    """The finite counters and histograms of one scrape, keyed by (rank, key); monotonic ``t``."""
+
+    t: float
+    counters: dict[tuple[str, str], float] = field(default_factory=dict)
+    hists: dict[tuple[str, str], Hist] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, t: float, reading: PageReading) -> Snap:
+        snap = cls(t)
+        for rank, r in reading.ranks.items():
+            snap.counters.update({(rank, k): v for k, v in r.counters.items() if is_num(v)})
+            snap.hists.update({(rank, k): h for k, h in r.hists.items() if isinstance(h, Hist)})
+        return snap
+
+    def fell_below(self, prev: Snap) -> bool:
+        """True when any counter or histogram count is lower than in ``prev`` (a restart)."""
+        if any(v < prev.counters[k] for k, v in self.counters.items() if k in prev.counters):
+            return True
+        return any(h.count < prev.hists[k].count for k, h in self.hists.items() if k in prev.hists)
+
+    def moved_since(self, prev: Snap) -> bool:
+        """True when any counter or histogram count differs from ``prev``."""
+        if self.counters != prev.counters:
+            return True
+        return any(
+            k not in prev.hists or h.count != prev.hists[k].count for k, h in self.hists.items()
+        )
+
+
+def combine(values: Mapping[str, Num], how: Callable[[Iterable[float]], float] = sum) -> Num:
+    """Sum (or max) over ranks; NA if any rank is NA, naming the rank when there are several."""
+    nums: list[float] = []
+    for rank, value in values.items():
+        if isinstance(value, NA):
+            return NA(f"engine {rank}: {value.reason}") if len(values) > 1 else value
+        nums.append(value)
+    return how(nums) if nums else NA(NOT_EXPORTED)
+
+
+def _mean_of(values: Iterable[float]) -> float:
+    items = list(values)
+    return sum(items) / len(items)
+
+
+def ratio(num: Num, den: Num, empty: str) -> Num:
+    """``num / den``; NA(empty) when the denominator is 0, the operand's NA when missing."""
+    if isinstance(num, NA):
+        return num
+    if isinstance(den, NA):
+        return den
+    return num / den if den > 0 else NA(empty)
+
+
+def quantile(q: float, hist: Hist | NA | None, empty: str) -> Quantile | NA:
+    """Quantile of a (delta) histogram; NA(empty) without observations."""
+    if hist is None:
+        return NA(NOT_EXPORTED)
+    if isinstance(hist, NA):
+        return hist
+    return histogram_quantile(q, hist, empty)
+
+
+def mean(hist: Hist | NA | None, empty: str) -> Num:
+    """Δ``_sum`` / Δ``_count`` of a histogram (e.g. mean prompt tokens per finished request)."""
+    if hist is None:
+        return NA(NOT_EXPORTED)
+    if isinstance(hist, NA):
+        return hist
+    if not (math.isfinite(hist.sum) and math.isfinite(hist.count)):
+        return NA("histogram _sum or _count missing")
+    return hist.sum / hist.count if hist.count > 0 else NA(empty)
+
+
+def merge(hists: Iterable[Hist | NA | None]) -> Hist | NA | None:
+    """Bucket-wise sum over ranks (same edges required)."""
+    merged: Hist | NA | None = None
+    for h in hists:
+        if h is None:
+            continue
+        if isinstance(h, NA) or merged is None or isinstance(merged, NA):
+            merged = h if merged is None or isinstance(h, NA) else merged
+            continue
+        if h.edges != merged.edges:
+            return NA("ranks use different bucket edges")
+        cum = tuple(a + b for a, b in zip(merged.cum, h.cum, strict=True))
+        merged = Hist(merged.edges, cum, merged.sum + h.sum, merged.count + h.count)
+    return merged
+
+
+class Window:
+    """Per-rank and engine-level values of ``reading`` relative to ``base``."""
+
+    def __init__(
+        self, reading: PageReading, base: Snap | None, now_s: float, restarted: bool
+    ) -> None:
+        self.reading = reading
+        self.base = base
+        self.dt = now_s - base.t if base else 0.0
+        self.first = (
+            "counters went down (restart); rates resume at the next scrape"
+            if restarted
+            else "rates need a second scrape"
+        )
+        self.empty = (
+            f"no requests finished in the last {self.dt:.0f} s" if base else "no requests yet"
+        )
+
+    def delta(self, rank: str, key: str) -> Num:
+        """Counter increase over the window (the lifetime value without a base)."""
+        value = self.reading.ranks[rank].counters.get(key)
+        if value is None or isinstance(value, NA):
+            return value if isinstance(value, NA) else NA(NOT_EXPORTED)
+        if self.base is None:
+            return value
+        return value - self.base.counters.get((rank, key), 0.0)
+
+    def hist(self, rank: str, key: str) -> Hist | NA | None:
+        """Bucket deltas over the window (lifetime buckets without a base)."""
+        h = self.reading.ranks[rank].hists.get(key)
+        if h is None or isinstance(h, NA) or self.base is None:
+            return h
+        old = self.base.hists.get((rank, key))
+        if old is None:
+            return h
+        return h.minus(old) or NA("bucket edges changed between scrapes")
+
+    def rate(self, rank: str, key: str) -> Num:
+        d = self.delta(rank, key)
+        if isinstance(d, NA):
+            return d
+        return d / self.dt if self.dt > 0 else NA(self.first)
+
+    def rank_stats(self, rank: str, pool: Num) -> RankStats:
+        """One DP rank's row. ``pool`` is its KV pool in tokens (or NA with the reason)."""
+        r = self.reading.ranks[rank]
+        kv = r.gauges.get("kv_usage", NA(NOT_EXPORTED))
+        used = r.gauges.get("used_tokens", NA(NOT_EXPORTED))
+        if isinstance(used, NA):
+            used = (
+                pool * kv if is_num(pool) and is_num(kv) else (pool if isinstance(pool, NA) else kv)
+            )
+        free = max(0.0, pool - used) if is_num(pool) and is_num(used) else used
+        if "prefix_queries" in r.counters or "hit_rate" not in r.gauges:
+            hit = ratio(
+                self.delta(rank, "prefix_hits"),
+                self.delta(rank, "prefix_queries"),
+                "no prefix-cache queries",
+            )
+        else:
+            hit = r.gauges["hit_rate"]
+        ttft, itl = self.hist(rank, "ttft"), self.hist(rank, "itl")
+        return RankStats(
+            rank=rank,
+            running=r.gauges.get("running", NA(NOT_EXPORTED)),
+            waiting=r.gauges.get("waiting", NA(NOT_EXPORTED)),
+            kv_usage=kv,
+            kv_pool_tokens=pool,
+            kv_used_tokens=used,
+            kv_free_tokens=free,
+            preemptions_per_s=self.rate(rank, "preemptions"),
+            prefill_tps=self.rate(rank, "prompt_tokens"),
+            decode_tps=self.rate(rank, "generation_tokens"),
+            ttft_p50=quantile(0.5, ttft, self.empty),
+            ttft_p95=quantile(0.95, ttft, self.empty),
+            itl_p50=quantile(0.5, itl, self.empty),
+            mean_prompt_tokens=mean(self.hist(rank, "prompt_len"), self.empty),
+            prefix_hit_rate=hit,
+        )
+
+    def engine_values(self, ranks: list[str], stats: list[RankStats]) -> EngineValues:
+        """Latency quantiles, mean prompt and ratios over all ranks together."""
+        merged = {k: merge(self.hist(r, k) for r in ranks) for k in ("ttft", "itl", "prompt_len")}
+        keys = (
+            "prefix_queries",
+            "prefix_hits",
+            "spec_drafts",
+            "spec_draft_tokens",
+            "spec_accepted",
+        )
+        d = {k: combine({r: self.delta(r, k) for r in ranks}) for k in keys}
+        if self.reading.kind == "sglang" or not any(
+            "prefix_queries" in self.reading.ranks[r].counters for r in ranks
+        ):
+            hit = combine({s.rank: s.prefix_hit_rate for s in stats}, _mean_of)
+        else:
+            hit = ratio(d["prefix_hits"], d["prefix_queries"], "no prefix-cache queries")
+        return EngineValues(
+            ttft_p50=quantile(0.5, merged["ttft"], self.empty),
+            ttft_p95=quantile(0.95, merged["ttft"], self.empty),
+            itl_p50=quantile(0.5, merged["itl"], self.empty),
+            mean_prompt_tokens=mean(merged["prompt_len"], self.empty),
+            prefix_hit_rate=hit,
+            spec_acceptance_rate=_spec(d["spec_accepted"], d["spec_draft_tokens"], 0.0),
+            spec_mean_accept_len=_spec(d["spec_accepted"], d["spec_drafts"], 1.0),
+        )
+
+
+def _spec(accepted: Num, den: Num, offset: float) -> Num:
+    if isinstance(accepted, NA) and accepted.reason == NOT_EXPORTED:
+        return NA("no speculative decoding")
+    value = ratio(accepted, den, "no drafts in the window")
+    return value + offset if is_num(value) else value
