@@ -1,0 +1,82 @@
+"""Shared types of the alert rules: findings, the rule context, the expected row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from sparktop.alerts.counters import CounterTracker
+from sparktop.alerts.model import Severity
+from sparktop.alerts.thresholds import Thresholds
+from sparktop.cluster import ClusterState
+from sparktop.model import EngineSample
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """The profile's expected row for an engine's live prompt length and concurrency.
+
+    ``ttft_s`` seconds, ``decode_tps`` per-stream decode tok/s; None where the profile has
+    no data (the estimator said "no data").
+    """
+
+    prompt_tokens: float
+    concurrency: int
+    ttft_s: float | None = None
+    decode_tps: float | None = None
+
+
+ExpectedFn = Callable[[EngineSample], Expected | None]
+"""Maps a live engine sample to its expected row (or None without a profile / live data)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A condition that holds now. ``instant`` findings fire without waiting ``hold_s``."""
+
+    rule: str
+    subject: str
+    severity: Severity
+    message: str
+    node: str | None = None
+    gpu: str | None = None
+    engine: str | None = None
+    values: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    instant: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.rule}:{self.subject}"
+
+
+@dataclass(slots=True)
+class RuleContext:
+    """Everything a rule may read.
+
+    ``tp_groups`` maps engine → its tensor-parallel nodes (head first);
+    ``max_num_seqs`` engine → the limit from the inventory/profile when the sample lacks it;
+    ``profile_baseline_mhz`` the sweep's loaded SM clock (fallback before a GPU has its own).
+    """
+
+    state: ClusterState
+    thresholds: Thresholds
+    counters: CounterTracker
+    tp_groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    max_num_seqs: Mapping[str, float] = field(default_factory=dict)
+    profile_baseline_mhz: float | None = None
+    expected: ExpectedFn | None = None
+
+
+Rule = Callable[[RuleContext], Iterable[Finding]]
+"""A rule: reads the context, yields the findings that hold now."""
+
+
+def unknown_scopes(ctx: RuleContext) -> tuple[frozenset[str], frozenset[str]]:
+    """Nodes and engines whose newest sample carries no readings (failed poll/scrape).
+
+    Alerts that depend on those readings neither fire nor clear while the subject is unknown.
+    """
+    nodes = frozenset(n for n, s in ctx.state.nodes.items() if not s.ok)
+    engines = frozenset(e for e, s in ctx.state.engines.items() if not s.ok)
+    return nodes, engines

@@ -1,0 +1,184 @@
+"""The alert engine: runs the rules on every cluster update and applies hysteresis.
+
+A condition must hold ``hold_s`` to fire and be absent ``hold_s`` to clear, so an input that
+flaps faster than that neither fires nor flaps an active alert. While a subject cannot be
+read (its node's poll or its engine's scrape fails), alerts that depend on its readings
+neither fire nor clear: not seeing a throttle is not the same as it having stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sparktop.alerts.context import Expected, ExpectedFn, Finding, RuleContext
+from sparktop.alerts.counters import CounterTracker
+from sparktop.alerts.model import Alert, Event, EventKind
+from sparktop.alerts.rules import ENGINE_SCOPED, NODE_SCOPED, RULES, Rule, evaluate, unknown_scopes
+from sparktop.alerts.thresholds import Thresholds
+from sparktop.cluster import ClusterState
+from sparktop.model import EngineSample, is_num
+from sparktop.sweep.estimator import Estimated, estimate
+from sparktop.sweep.profile import Profile
+
+
+@dataclass(slots=True)
+class _Track:
+    finding: Finding
+    first_seen_s: float
+    absent_since_s: float | None = None
+    alert: Alert | None = None
+
+
+class AlertEngine:
+    """Turns rule findings into :class:`Alert` records and :class:`Event` s.
+
+    ``thresholds`` is a :class:`Thresholds` or the inventory's ``AlertThresholds`` (read by
+    attribute name). ``profile`` gives the
+    expected row (via the sweep estimator) and a fallback SM-clock baseline; ``expected``
+    overrides how the expected row is computed. ``tp_groups`` maps engine → its
+    tensor-parallel nodes; ``max_num_seqs`` engine → the limit when ``/metrics`` lacks it.
+    Call :meth:`update` from the event loop after every cluster update (or every UI tick).
+    """
+
+    def __init__(
+        self,
+        thresholds: object | None = None,
+        profile: Profile | None = None,
+        tp_groups: Mapping[str, tuple[str, ...]] | None = None,
+        *,
+        max_num_seqs: Mapping[str, float] | None = None,
+        expected: ExpectedFn | None = None,
+        rules: tuple[Rule, ...] = RULES,
+    ) -> None:
+        self.thresholds = (
+            thresholds if isinstance(thresholds, Thresholds) else Thresholds.from_config(thresholds)
+        )
+        self.rules = rules
+        self.counters = CounterTracker(self.thresholds.counter_window_s)
+        self.tp_groups = dict(tp_groups or {})
+        self.max_num_seqs = dict(max_num_seqs or {})
+        self.expected = expected if expected is not None else profile_expected(profile)
+        self.profile_baseline_mhz = profile_baseline(profile)
+        self._tracks: dict[str, _Track] = {}
+        self._seq = 0
+
+    def context(self, state: ClusterState) -> RuleContext:
+        return RuleContext(
+            state=state,
+            thresholds=self.thresholds,
+            counters=self.counters,
+            tp_groups=self.tp_groups,
+            max_num_seqs=self.max_num_seqs,
+            profile_baseline_mhz=self.profile_baseline_mhz,
+            expected=self.expected,
+        )
+
+    def findings(self, state: ClusterState) -> list[Finding]:
+        """The conditions present now, without hysteresis (what ``snapshot`` reports)."""
+        self.counters.observe(state)
+        return evaluate(self.context(state), self.rules)
+
+    def update(self, state: ClusterState, now_s: float) -> list[Event]:
+        """Evaluate every rule on ``state`` at ``now_s`` (wall clock, s); return new events."""
+        ctx = self.context(state)
+        self.counters.observe(state)
+        present = {f.key: f for f in evaluate(ctx, self.rules)}
+        unknown_nodes, unknown_engines = unknown_scopes(ctx)
+        hold = self.thresholds.hold_s
+        events: list[Event] = []
+        for key, finding in present.items():
+            track = self._tracks.get(key)
+            if track is None:
+                track = self._tracks[key] = _Track(finding, now_s)
+            track.finding, track.absent_since_s = finding, None
+            if track.alert is None:
+                if finding.instant or now_s - track.first_seen_s >= hold:
+                    track.alert = self._new_alert(finding, track.first_seen_s, now_s)
+                    events.append(Event(now_s, EventKind.FIRED, track.alert))
+            else:
+                before = track.alert
+                track.alert = before.updated(
+                    severity=finding.severity, message=finding.message, values=finding.values
+                )
+                if finding.severity.rank > before.severity.rank:
+                    events.append(Event(now_s, EventKind.ESCALATED, track.alert))
+        for key in [k for k in self._tracks if k not in present]:
+            track = self._tracks[key]
+            if track.alert is None:
+                del self._tracks[key]  # pending condition broke: start over next time
+                continue
+            if _frozen(track.finding, unknown_nodes, unknown_engines):
+                track.absent_since_s = None
+                continue
+            if track.absent_since_s is None:
+                track.absent_since_s = now_s
+            if now_s - track.absent_since_s >= hold:
+                cleared = track.alert.updated(cleared_s=now_s)
+                events.append(Event(now_s, EventKind.CLEARED, cleared))
+                del self._tracks[key]
+        return events
+
+    def _new_alert(self, finding: Finding, started_s: float, now_s: float) -> Alert:
+        self._seq += 1
+        return Alert(
+            id=f"{finding.key}#{self._seq}",
+            rule=finding.rule,
+            subject=finding.subject,
+            severity=finding.severity,
+            started_s=started_s,
+            fired_s=now_s,
+            message=finding.message,
+            node=finding.node,
+            gpu=finding.gpu,
+            engine=finding.engine,
+            values=finding.values,
+        )
+
+    def active(self) -> tuple[Alert, ...]:
+        """Alerts that fired and have not cleared, most severe first, then oldest first."""
+        alerts = [t.alert for t in self._tracks.values() if t.alert is not None]
+        return tuple(sorted(alerts, key=lambda a: (-a.severity.rank, a.started_s, a.key)))
+
+
+def _frozen(finding: Finding, nodes: frozenset[str], engines: frozenset[str]) -> bool:
+    node_scoped = finding.rule in NODE_SCOPED or finding.rule == "tp.straggler"
+    if node_scoped and finding.node in nodes:
+        return True
+    return finding.rule in ENGINE_SCOPED and finding.engine in engines
+
+
+def profile_baseline(profile: Profile | None) -> float | None:
+    """The lowest per-node loaded SM clock the profile's sweep measured (MHz), if any."""
+    clocks = profile.baseline_sm_clock_mhz if profile is not None else ()
+    values = [float(c) for c in clocks if is_num(c)]
+    return min(values) if values else None
+
+
+def profile_expected(profile: Profile | None) -> ExpectedFn | None:
+    """An :data:`ExpectedFn` that asks the sweep estimator for the live row.
+
+    Live prompt length = ``EngineSample.mean_prompt_tokens``; concurrency = ``running``.
+    """
+    if profile is None:
+        return None
+
+    def expected(sample: EngineSample) -> Expected | None:
+        if not is_num(sample.mean_prompt_tokens) or not is_num(sample.running):
+            return None
+        concurrency = int(sample.running)
+        if concurrency < 1:
+            return None
+        est = estimate(profile, float(sample.mean_prompt_tokens), concurrency)
+        return Expected(
+            prompt_tokens=float(sample.mean_prompt_tokens),
+            concurrency=concurrency,
+            ttft_s=_value(est.ttft_s),
+            decode_tps=_value(est.decode_tps),
+        )
+
+    return expected
+
+
+def _value(figure: Estimated) -> float | None:
+    return float(figure.value) if is_num(figure.value) else None

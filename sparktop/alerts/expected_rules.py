@@ -1,0 +1,156 @@
+"""Expected-row rules: live TTFT / decode against the sweep profile, and the TP straggler.
+
+Live prompt length is ``EngineSample.mean_prompt_tokens`` (Δ``request_prompt_tokens_sum`` /
+Δ``_count``), concurrency is ``running``; live per-stream decode is ``decode_tps`` (rate of
+``vllm:generation_tokens_total``) ÷ ``running``, compared with the profile's per-stream
+decode column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sparktop.alerts.context import Finding, RuleContext
+from sparktop.alerts.engine_rules import engine_finding, ok_engines
+from sparktop.alerts.gpu_rules import (
+    GpuView,
+    gpu_views,
+    hidden_low_power,
+    slowdown_evidence,
+    throttle_evidence,
+)
+from sparktop.alerts.model import Severity
+from sparktop.model import EngineSample, Quantile, is_num
+
+
+@dataclass(frozen=True, slots=True)
+class Deficit:
+    """Live vs expected for one engine: TTFT % above, per-stream decode % below."""
+
+    ttft_live_s: float | None = None
+    ttft_expected_s: float | None = None
+    ttft_over_pct: float | None = None
+    decode_live_tps: float | None = None
+    decode_expected_tps: float | None = None
+    decode_under_pct: float | None = None
+    prompt_tokens: float = 0.0
+    concurrency: int = 0
+
+
+def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
+    """Compare live TTFT p50 and per-stream decode with the profile's expected row."""
+    if ctx.expected is None or not s.ok or not is_num(s.running) or s.running < 1:
+        return None
+    exp = ctx.expected(s)
+    if exp is None:
+        return None
+    ttft_live = ttft_over = None
+    q = s.ttft_p50
+    # "<x" only bounds TTFT from above: it can never show a deficit.
+    if isinstance(q, Quantile) and q.bound != "<" and exp.ttft_s:
+        ttft_live = q.value_s
+        ttft_over = (ttft_live / exp.ttft_s - 1.0) * 100.0
+    decode_live = decode_under = None
+    if is_num(s.decode_tps) and exp.decode_tps:
+        decode_live = float(s.decode_tps) / float(s.running)
+        decode_under = (1.0 - decode_live / exp.decode_tps) * 100.0
+    return Deficit(
+        ttft_live,
+        exp.ttft_s,
+        ttft_over,
+        decode_live,
+        exp.decode_tps,
+        decode_under,
+        exp.prompt_tokens,
+        exp.concurrency,
+    )
+
+
+def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
+    limit = ctx.thresholds.expected_deficit_pct
+    for s in ok_engines(ctx):
+        d = deficit(ctx, s)
+        if d is None:
+            continue
+        at = f"at {d.prompt_tokens:,.0f} prompt tokens × {d.concurrency}"
+        if d.ttft_over_pct is not None and d.ttft_over_pct >= limit and d.ttft_live_s:
+            yield engine_finding(
+                s,
+                "expected.ttft",
+                Severity.WARNING,
+                f"{s.engine} TTFT {d.ttft_over_pct:.0f} % above expected "
+                f"({d.ttft_live_s:.2f} s vs {d.ttft_expected_s:.2f} s {at})",
+                {
+                    "ttft_s": d.ttft_live_s,
+                    "expected_ttft_s": d.ttft_expected_s or 0.0,
+                    "deficit_pct": d.ttft_over_pct,
+                },
+            )
+        if d.decode_under_pct is not None and d.decode_under_pct >= limit:
+            yield engine_finding(
+                s,
+                "expected.decode",
+                Severity.WARNING,
+                f"{s.engine} decode {d.decode_under_pct:.0f} % below expected "
+                f"({d.decode_live_tps:.1f} vs {d.decode_expected_tps:.1f} tok/s per "
+                f"stream {at})",
+                {
+                    "decode_tps": d.decode_live_tps or 0.0,
+                    "expected_decode_tps": d.decode_expected_tps or 0.0,
+                    "deficit_pct": d.decode_under_pct,
+                },
+            )
+
+
+def _straggler(ctx: RuleContext, group: tuple[str, ...]) -> tuple[GpuView, list[str]] | None:
+    worst: tuple[float, GpuView, list[str]] | None = None
+    for view in gpu_views(ctx):
+        if view.node not in group:
+            continue
+        if hidden_low_power(ctx, view):
+            evidence = [
+                *slowdown_evidence(ctx, view),
+                "possible hidden low-power state "
+                f"({view.gpu.power_w:.1f} W at {view.gpu.utilization_pct:.0f} %)",
+            ]
+        else:
+            evidence = throttle_evidence(ctx, view)
+        if not evidence:
+            continue
+        ratio = view.clock_ratio if view.clock_ratio is not None else 1.0
+        if worst is None or ratio < worst[0]:
+            worst = (ratio, view, evidence)
+    return None if worst is None else (worst[1], worst[2])
+
+
+def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
+    """Name the tensor-parallel member that holds a loaded engine back."""
+    limit = ctx.thresholds.expected_deficit_pct
+    for s in ok_engines(ctx):
+        group = ctx.tp_groups.get(s.engine, ())
+        if not group or not is_num(s.running) or s.running < 1:
+            continue
+        found = _straggler(ctx, group)
+        if found is None:
+            continue
+        view, evidence = found
+        clock = view.gpu.sm_clock_mhz
+        where = f"{view.node} at {clock:,.0f} MHz" if is_num(clock) else view.node
+        d = deficit(ctx, s)
+        under = d.decode_under_pct if d is not None else None
+        values = {"deficit_pct": under} if under is not None else {}
+        if is_num(clock):
+            values["sm_clock_mhz"] = float(clock)
+        if under is not None and under >= limit:
+            message = (
+                f"{s.engine} decode {under:.0f} % below expected; {where}, {', '.join(evidence)}"
+            )
+            severity = Severity.CRITICAL
+        else:
+            message = f"{s.engine} held back by {where}: {', '.join(evidence)}"
+            severity = Severity.WARNING
+        yield engine_finding(s, "tp.straggler", severity, message, values, node=view.node)
+
+
+RULES = (expected_rule, straggler_rule)

@@ -1,0 +1,232 @@
+"""Node and GPU rules: throttling, temperature, the hidden low-power state, node failures.
+
+Throttling on GB10 is judged against the GPU's *own* loaded baseline (it sustains
+2.4–2.55 GHz under load against a 3003 MHz max, DESIGN.md §4), never against max clock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sparktop.alerts.context import Finding, RuleContext
+from sparktop.alerts.counters import REASON_COUNTERS, describe_counter
+from sparktop.alerts.model import Severity
+from sparktop.cluster import LOADED_UTIL_PCT
+from sparktop.model import GpuSample, NodeSample, NodeState, is_num
+
+REASON_LABELS = {
+    "sw_power_cap": "SW power cap",
+    "hw_slowdown": "HW slowdown",
+    "sw_thermal_slowdown": "SW thermal slowdown",
+    "hw_thermal_slowdown": "HW thermal slowdown",
+    "hw_power_brake_slowdown": "HW power brake",
+}
+
+CRITICAL_NODE_STATES = frozenset(
+    {NodeState.UNREACHABLE, NodeState.ERROR, NodeState.HOST_KEY, NodeState.AUTH}
+)
+"""Failures that mean the node cannot be watched at all (critical); others are warnings."""
+
+
+def gpu_label(node: str, gpu: GpuSample) -> str:
+    """Readable GPU subject: ``spark-3/gpu0``."""
+    return f"{node}/gpu{gpu.index}"
+
+
+def hhmmss(time_s: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(time_s))
+
+
+@dataclass(frozen=True, slots=True)
+class GpuView:
+    """One GPU's readings with the baseline and counter growth the rules compare them to."""
+
+    node: str
+    gpu: GpuSample
+    baseline_mhz: float | None
+    counter_growth_s: dict[str, float]
+
+    @property
+    def clock_ratio(self) -> float | None:
+        """SM clock ÷ baseline (or ÷ max clock when there is no baseline)."""
+        ref = self.baseline_mhz
+        if ref is None and is_num(self.gpu.max_sm_clock_mhz):
+            ref = float(self.gpu.max_sm_clock_mhz)
+        if ref is None or ref <= 0 or not is_num(self.gpu.sm_clock_mhz):
+            return None
+        return float(self.gpu.sm_clock_mhz) / ref
+
+
+def gpu_views(ctx: RuleContext) -> Iterator[GpuView]:
+    """Every GPU of every reachable node, with its baseline and counter growth."""
+    for sample in ctx.state.nodes.values():
+        if not sample.ok:
+            continue
+        for gpu in sample.gpus:
+            base = ctx.state.baseline_mhz(sample.node, gpu.key) or ctx.profile_baseline_mhz
+            grown = ctx.counters.growth_s(sample.node, gpu.key)
+            yield GpuView(sample.node, gpu, base, grown)
+
+
+def hidden_low_power(ctx: RuleContext, view: GpuView) -> bool:
+    """High utilisation, clock and power far below normal, and no slowdown reason bit."""
+    t, g = ctx.thresholds, view.gpu
+    ratio = view.clock_ratio
+    return (
+        is_num(g.utilization_pct)
+        and g.utilization_pct >= t.low_power_util_pct
+        and is_num(g.power_w)
+        and g.power_w < t.low_power_power_w
+        and ratio is not None
+        and ratio < t.low_power_clock_ratio
+        and not g.slowdowns
+    )
+
+
+def clock_drop_pct(ctx: RuleContext, view: GpuView) -> float | None:
+    """How far (%) a loaded GPU's SM clock sits below its baseline, past the threshold."""
+    g = view.gpu
+    base = view.baseline_mhz
+    if base is None or not is_num(g.sm_clock_mhz) or not is_num(g.utilization_pct):
+        return None
+    if g.utilization_pct < LOADED_UTIL_PCT:
+        return None
+    drop = (1.0 - float(g.sm_clock_mhz) / base) * 100.0
+    return drop if drop >= ctx.thresholds.clock_drop_pct else None
+
+
+def slowdown_evidence(ctx: RuleContext, view: GpuView) -> list[str]:
+    """Active slowdown reasons and counter growth, one phrase per reason."""
+    window = ctx.thresholds.counter_window_s
+    grown = dict(view.counter_growth_s)
+    evidence = []
+    for reason in view.gpu.slowdowns:
+        counter = REASON_COUNTERS.get(reason)
+        if counter is not None and counter in grown:
+            evidence.append(describe_counter(counter, grown.pop(counter), window))
+        else:
+            evidence.append(f"{REASON_LABELS.get(reason, reason)} active")
+    for counter, secs in sorted(grown.items(), key=lambda kv: -kv[1]):
+        evidence.append(describe_counter(counter, secs, window))
+    return evidence
+
+
+def throttle_evidence(ctx: RuleContext, view: GpuView) -> list[str]:
+    """Why this GPU counts as throttling (empty when it does not)."""
+    evidence = slowdown_evidence(ctx, view)
+    drop = None if hidden_low_power(ctx, view) else clock_drop_pct(ctx, view)
+    if drop is not None and view.baseline_mhz is not None:
+        evidence.append(f"{drop:.0f} % below its {view.baseline_mhz:,.0f} MHz baseline")
+    return evidence
+
+
+def _clock_text(g: GpuSample) -> str:
+    parts = []
+    if is_num(g.sm_clock_mhz):
+        parts.append(f"{g.sm_clock_mhz:,.0f} MHz")
+    if is_num(g.temperature_c):
+        parts.append(f"{g.temperature_c:.0f} °C")
+    if is_num(g.power_w):
+        parts.append(f"{g.power_w:.1f} W")
+    return ", ".join(parts)
+
+
+def _gpu_values(view: GpuView) -> dict[str, float]:
+    g = view.gpu
+    out = {
+        name: float(getattr(g, name))
+        for name in ("sm_clock_mhz", "temperature_c", "power_w", "utilization_pct")
+        if is_num(getattr(g, name))
+    }
+    if view.baseline_mhz is not None:
+        out["baseline_mhz"] = view.baseline_mhz
+    for counter, secs in view.counter_growth_s.items():
+        out[counter.replace("_us", "_s_grown")] = secs
+    return out
+
+
+def throttle_rule(ctx: RuleContext) -> Iterator[Finding]:
+    for view in gpu_views(ctx):
+        evidence = throttle_evidence(ctx, view)
+        if not evidence:
+            continue
+        label = gpu_label(view.node, view.gpu)
+        yield Finding(
+            rule="gpu.throttle",
+            subject=label,
+            severity=Severity.WARNING,
+            message=f"{label} throttling at {_clock_text(view.gpu)}: {'; '.join(evidence)}",
+            node=view.node,
+            gpu=view.gpu.key,
+            values=_gpu_values(view),
+        )
+
+
+def temperature_rule(ctx: RuleContext) -> Iterator[Finding]:
+    limit = ctx.thresholds.temperature_c
+    for view in gpu_views(ctx):
+        temp = view.gpu.temperature_c
+        if not is_num(temp) or temp <= limit:
+            continue
+        label = gpu_label(view.node, view.gpu)
+        yield Finding(
+            rule="gpu.temperature",
+            subject=label,
+            severity=Severity.WARNING,
+            message=f"{label} at {temp:.0f} °C (limit {limit:.0f} °C), {_clock_text(view.gpu)}",
+            node=view.node,
+            gpu=view.gpu.key,
+            values=_gpu_values(view),
+        )
+
+
+def hidden_low_power_rule(ctx: RuleContext) -> Iterator[Finding]:
+    for view in gpu_views(ctx):
+        if not hidden_low_power(ctx, view):
+            continue
+        g = view.gpu
+        label = gpu_label(view.node, g)
+        ref = (
+            f"{view.baseline_mhz:,.0f} MHz baseline"
+            if view.baseline_mhz is not None
+            else f"{g.max_sm_clock_mhz:,.0f} MHz max"
+        )
+        yield Finding(
+            rule="gpu.hidden_low_power",
+            subject=label,
+            severity=Severity.WARNING,
+            message=(
+                f"{label} possible hidden low-power state: {g.sm_clock_mhz:,.0f} MHz "
+                f"(vs {ref}) at {g.utilization_pct:.0f} % utilisation and {g.power_w:.1f} W, "
+                "no clock-event reason reported"
+            ),
+            node=view.node,
+            gpu=g.key,
+            values=_gpu_values(view),
+        )
+
+
+def node_down_rule(ctx: RuleContext) -> Iterator[Finding]:
+    for sample in ctx.state.nodes.values():
+        if sample.ok:
+            continue
+        yield node_down_finding(sample)
+
+
+def node_down_finding(sample: NodeSample) -> Finding:
+    since = sample.since_s if sample.since_s is not None else sample.time_s
+    detail = f" ({sample.message})" if sample.message else ""
+    critical = sample.state in CRITICAL_NODE_STATES
+    return Finding(
+        rule="node.down",
+        subject=sample.node,
+        severity=Severity.CRITICAL if critical else Severity.WARNING,
+        message=f"{sample.node} {sample.state.value} since {hhmmss(since)}{detail}",
+        node=sample.node,
+        values={"since_s": since},
+    )
+
+
+RULES = (throttle_rule, temperature_rule, hidden_low_power_rule, node_down_rule)

@@ -1,0 +1,83 @@
+"""Alert rules: pure functions from the cluster state (and its history) to findings.
+
+A :class:`Finding` says "this condition holds now on this subject" with the numbers behind
+it; :class:`~sparktop.alerts.engine.AlertEngine` turns findings that persist into alerts
+(hysteresis). Rules keep no state: what they need beyond the newest samples (history,
+baselines, slowdown-counter growth, the profile's expected row) comes in the
+:class:`RuleContext`. Thresholds and their defaults: :mod:`sparktop.alerts.thresholds`.
+
+Rule ids (``Finding.rule``) and default severities:
+
+* GPU (subject ``node/gpuN``, warning): ``gpu.throttle`` (an active slowdown reason —
+  thermal, power cap, HW slowdown, power brake, never idle/app-clock/display —, growing
+  slowdown counters, or SM clock ``clock_drop_pct`` below the GPU's own loaded baseline),
+  ``gpu.temperature`` (above ``temperature_c``), ``gpu.hidden_low_power`` (GB10 stuck in a
+  low-power state with no reason bit);
+* node: ``node.down`` — critical when unreachable or SSH fails, warning for driver states;
+* engine (warning unless noted): ``engine.down`` (unreachable, metrics disabled or
+  unavailable), ``engine.restarted`` (fires at once, clears after ``hold_s``),
+  ``engine.stale`` (frozen gauges), ``kv.usage`` (critical at ``kv_critical_pct`` with
+  requests waiting), ``queue.pool_bound`` (waiting with the KV cache full),
+  ``queue.scheduler_bound`` (waiting with running = ``max_num_seqs``), ``kv.preemptions``,
+  ``kv.exhaustion`` (time to a full pool from the KV slope), ``expected.ttft``,
+  ``expected.decode`` (live worse than the profile row), ``tp.straggler`` (the member of the
+  tensor-parallel group that holds it back; critical when the engine's decode deficit is
+  past ``expected_deficit_pct``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sparktop.alerts import engine_rules, expected_rules, gpu_rules
+from sparktop.alerts.context import (
+    Expected,
+    ExpectedFn,
+    Finding,
+    Rule,
+    RuleContext,
+    unknown_scopes,
+)
+
+RULES: tuple[Rule, ...] = gpu_rules.RULES + engine_rules.RULES + expected_rules.RULES
+"""Every rule, in evaluation order."""
+
+NODE_SCOPED = frozenset({"gpu.throttle", "gpu.temperature", "gpu.hidden_low_power"})
+"""Rules that read a node's GPU readings (unknown while the node's poll fails)."""
+
+ENGINE_SCOPED = frozenset(
+    {
+        "kv.usage",
+        "queue.pool_bound",
+        "queue.scheduler_bound",
+        "kv.preemptions",
+        "kv.exhaustion",
+        "expected.ttft",
+        "expected.decode",
+        "tp.straggler",
+    }
+)
+"""Rules that read an engine's metrics (unknown while its scrape fails)."""
+
+
+def evaluate(ctx: RuleContext, rules: Iterable[Rule] | None = None) -> list[Finding]:
+    """Run every rule (default :data:`RULES`) and return the findings, one per key."""
+    seen: dict[str, Finding] = {}
+    for rule in RULES if rules is None else rules:
+        for finding in rule(ctx):
+            seen.setdefault(finding.key, finding)
+    return list(seen.values())
+
+
+__all__ = [
+    "ENGINE_SCOPED",
+    "NODE_SCOPED",
+    "RULES",
+    "Expected",
+    "ExpectedFn",
+    "Finding",
+    "Rule",
+    "RuleContext",
+    "evaluate",
+    "unknown_scopes",
+]

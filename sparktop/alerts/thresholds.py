@@ -1,0 +1,54 @@
+"""Alert thresholds: the inventory's ``alerts:`` section plus the rule constants it omits.
+
+Defaults (DESIGN.md §9; the inventory may override the first five):
+
+=========================== ======= ===================================================
+``clock_drop_pct``          10      SM clock this far below the GPU's own loaded baseline
+``temperature_c``           85      GPU temperature above this (°C)
+``kv_usage_pct``            90      KV-cache usage at or above this (% of the pool)
+``expected_deficit_pct``    25      live TTFT/decode this much worse than the profile row
+``hold_s``                  10      a condition must hold this long to fire and to clear
+``low_power_util_pct``      80      hidden low power: utilisation at or above this …
+``low_power_clock_ratio``   0.5     … SM clock below this share of baseline (else of max) …
+``low_power_power_w``       25      … power below this (W), and no slowdown reason bit
+``kv_critical_pct``         98      KV usage that, with requests waiting, is critical
+``exhaustion_horizon_s``    300     warn when the KV slope fills the pool within this
+``slope_window_s``          60      window for the KV slope (s)
+``counter_window_s``        60      window for slowdown-counter growth (s)
+=========================== ======= ===================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """Every number the alert rules compare against; see the module docstring."""
+
+    clock_drop_pct: float = 10.0
+    temperature_c: float = 85.0
+    kv_usage_pct: float = 90.0
+    expected_deficit_pct: float = 25.0
+    hold_s: float = 10.0
+    low_power_util_pct: float = 80.0
+    low_power_clock_ratio: float = 0.5
+    low_power_power_w: float = 25.0
+    kv_critical_pct: float = 98.0
+    exhaustion_horizon_s: float = 300.0
+    slope_window_s: float = 60.0
+    counter_window_s: float = 60.0
+
+    @classmethod
+    def from_config(cls, config: object | None) -> Thresholds:
+        """Thresholds from any object with same-named attributes (the inventory's
+        ``AlertThresholds``); attributes it lacks or sets to None keep their defaults."""
+        if config is None:
+            return cls()
+        changes: dict[str, float] = {}
+        for f in fields(cls):
+            value = getattr(config, f.name, None)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                changes[f.name] = float(value)
+        return replace(cls(), **changes)

@@ -1,0 +1,374 @@
+"""Alert rules on sample sequences: throttling, hidden low power, pool, deficits, availability."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparktop.alerts.context import Expected, RuleContext
+from sparktop.alerts.counters import CounterTracker
+from sparktop.alerts.model import Severity
+from sparktop.alerts.rules import Finding, evaluate
+from sparktop.alerts.thresholds import Thresholds
+from sparktop.cluster import ClusterState
+from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, Quantile
+from sparktop.sources.metrics import MetricsDeriver
+from sparktop.sources.nvsmi import parse_gpu_csv
+from sparktop.sources.prom import PromPage, parse_page
+from tests.alert_samples import cluster, counters, engine, engine_down, node, warm
+from tests.conftest import CASES
+
+
+def run(
+    state: ClusterState,
+    *,
+    tracker: CounterTracker | None = None,
+    **context: object,
+) -> dict[str, Finding]:
+    tracker = tracker or CounterTracker(60.0)
+    tracker.observe(state)
+    ctx = RuleContext(state=state, thresholds=Thresholds(), counters=tracker, **context)  # type: ignore[arg-type]
+    return {f.key: f for f in evaluate(ctx)}
+
+
+# -- throttling --------------------------------------------------------------------------------
+
+
+def test_healthy_loaded_cluster_raises_nothing() -> None:
+    state = ClusterState()
+    warm(state, ("spark-1", "spark-2"), 0.0, 20)
+    state.apply(engine(t=20.0))
+    assert run(state) == {}
+
+
+def test_active_thermal_reason_is_a_throttle_on_that_gpu() -> None:
+    state = cluster(
+        node("spark-3", 0.0, sm_clock_mhz=1833.0, temperature_c=91.0, clock_event_mask=0x20)
+    )
+    found = run(state)
+    throttle = found["gpu.throttle:spark-3/gpu0"]
+    assert throttle.node == "spark-3" and throttle.severity is Severity.WARNING
+    assert "1,833 MHz" in throttle.message and "SW thermal slowdown active" in throttle.message
+    assert throttle.values["sm_clock_mhz"] == 1833.0
+    assert "gpu.temperature:spark-3/gpu0" in found  # 91 °C > 85 °C
+
+
+def test_benign_reasons_are_not_throttling() -> None:
+    # idle 0x1, applications clocks 0x2, sync boost 0x10, display 0x100
+    state = cluster(node("spark-1", 0.0, clock_event_mask=0x1 | 0x2 | 0x10 | 0x100))
+    assert run(state) == {}
+
+
+def test_every_slowdown_reason_counts() -> None:
+    for mask, label in (
+        (0x4, "SW power cap"),
+        (0x8, "HW slowdown"),
+        (0x40, "HW thermal slowdown"),
+        (0x80, "HW power brake"),
+    ):
+        found = run(cluster(node("spark-1", 0.0, clock_event_mask=mask)))
+        assert label in found["gpu.throttle:spark-1/gpu0"].message
+
+
+def test_growing_slowdown_counter_is_a_throttle_even_without_the_bit() -> None:
+    state, tracker = ClusterState(), CounterTracker(60.0)
+    for i, total in enumerate((100.0, 103.0, 106.0, 109.0)):
+        state.apply(node("spark-2", float(i * 15), counters=counters(total)))
+        tracker.observe(state)
+    found = run(state, tracker=tracker)
+    assert (
+        "SW thermal slowdown +9 s in the last minute" in found["gpu.throttle:spark-2/gpu0"].message
+    )
+
+
+def test_counter_reset_is_not_negative_growth() -> None:
+    state, tracker = ClusterState(), CounterTracker(60.0)
+    for i, total in enumerate((5000.0, 5000.0, 0.0, 0.0)):  # driver reload zeroes the counters
+        state.apply(node("spark-2", float(i), counters=counters(total)))
+        tracker.observe(state)
+    assert tracker.growth_s("spark-2", "GPU-test-0") == {}
+    assert run(state, tracker=tracker) == {}
+
+
+def test_clock_drop_against_the_gpus_own_baseline() -> None:
+    state = ClusterState()
+    t = warm(state, ("spark-1",), 0.0, 30)  # baseline ≈ 2515 MHz
+    state.apply(node("spark-1", t, sm_clock_mhz=2300.0))  # −8.5 %: within 10 %
+    assert run(state) == {}
+    state.apply(node("spark-1", t + 1, sm_clock_mhz=2100.0))  # −16.5 %
+    found = run(state)["gpu.throttle:spark-1/gpu0"]
+    assert "17 % below its 2,515 MHz baseline" in found.message
+    assert found.values["baseline_mhz"] == 2515.0
+
+
+def test_low_clock_at_idle_is_not_a_drop_and_max_clock_is_not_the_reference() -> None:
+    state = ClusterState()
+    t = warm(state, ("spark-1",), 0.0, 30)
+    state.apply(node("spark-1", t, sm_clock_mhz=900.0, utilization_pct=3.0, power_w=12.0))
+    assert run(state) == {}
+    # 2,515 of 3,003 MHz max is normal GB10 load, not a 16 % drop.
+    assert run(cluster(node("spark-2", 0.0))) == {}
+
+
+def test_profile_baseline_is_the_fallback_before_a_gpu_has_its_own() -> None:
+    state = cluster(node("spark-1", 0.0, sm_clock_mhz=2000.0))
+    assert run(state) == {}
+    found = run(state, profile_baseline_mhz=2509.0)
+    assert "20 % below its 2,509 MHz baseline" in found["gpu.throttle:spark-1/gpu0"].message
+
+
+def test_temperature_over_threshold_only() -> None:
+    assert run(cluster(node("spark-1", 0.0, temperature_c=85.0))) == {}
+    found = run(cluster(node("spark-1", 0.0, temperature_c=86.0)))
+    assert list(found) == ["gpu.temperature:spark-1/gpu0"]
+
+
+# -- hidden low power --------------------------------------------------------------------------
+
+
+def test_hidden_low_power_pattern_without_baseline_uses_max_clock() -> None:
+    state = cluster(
+        node(
+            "spark-4",
+            0.0,
+            sm_clock_mhz=513.0,
+            utilization_pct=100.0,
+            power_w=14.9,
+            temperature_c=47.0,
+        )
+    )
+    found = run(state)
+    assert list(found) == ["gpu.hidden_low_power:spark-4/gpu0"]  # not also a throttle
+    message = found["gpu.hidden_low_power:spark-4/gpu0"].message
+    assert "possible hidden low-power state" in message and "513 MHz" in message
+    assert "14.9 W" in message and "3,003 MHz max" in message
+
+
+def test_hidden_low_power_needs_all_three_signs_and_no_bit() -> None:
+    low: dict[str, Any] = {"sm_clock_mhz": 513.0, "utilization_pct": 100.0, "power_w": 14.9}
+    for change in ({"utilization_pct": 40.0}, {"power_w": 60.0}, {"sm_clock_mhz": 2400.0}):
+        found = run(cluster(node("spark-4", 0.0, **{**low, **change})))
+        assert "gpu.hidden_low_power:spark-4/gpu0" not in found
+    with_bit = run(cluster(node("spark-4", 0.0, **low, clock_event_mask=0x20)))
+    assert "gpu.hidden_low_power:spark-4/gpu0" not in with_bit
+    assert "gpu.throttle:spark-4/gpu0" in with_bit
+
+
+# -- availability ------------------------------------------------------------------------------
+
+
+def test_unreachable_node_is_critical_and_driver_states_are_warnings() -> None:
+    found = run(cluster(node("spark-2", 5.0, state=NodeState.UNREACHABLE)))
+    down = found["node.down:spark-2"]
+    assert down.severity is Severity.CRITICAL and "unreachable since" in down.message
+    assert "connection refused" in down.message
+    found = run(cluster(node("spark-2", 5.0, state=NodeState.DRIVER_MISMATCH)))
+    assert found["node.down:spark-2"].severity is Severity.WARNING
+
+
+def test_engine_unreachable_disabled_stale_and_restarted() -> None:
+    found = run(
+        cluster(
+            engine_down("a", 1.0),
+            engine_down("b", 1.0, EngineState.METRICS_DISABLED),
+            engine_down("c", 1.0, EngineState.STALE),
+            engine("d", 1.0, restarted=True),
+        )
+    )
+    assert "unreachable" in found["engine.down:a"].message
+    assert "metrics disabled" in found["engine.down:b"].message
+    assert "stale" in found["engine.stale:c"].message and "engine.down:c" not in found
+    assert found["engine.restarted:d"].instant
+
+
+# -- pool exhaustion ---------------------------------------------------------------------------
+
+
+def test_kv_usage_warning_then_critical_with_waiting() -> None:
+    found = run(cluster(engine(kv_usage=0.93, kv_used_tokens=2_318_921.0)))
+    assert found["kv.usage:dsv41"].severity is Severity.WARNING
+    assert "93.0 % full (2,318,921 of 2,493,464 tokens)" in found["kv.usage:dsv41"].message
+    assert "queue.pool_bound:dsv41" not in found
+    found = run(cluster(engine(kv_usage=0.99, waiting=3.0)))
+    assert found["kv.usage:dsv41"].severity is Severity.CRITICAL
+    assert "pool-bound: 3 waiting" in found["queue.pool_bound:dsv41"].message
+
+
+def test_waiting_at_max_num_seqs_is_scheduler_bound_not_pool_bound() -> None:
+    found = run(cluster(engine(running=6.0, waiting=2.0, kv_usage=0.41)))
+    assert "queue.pool_bound:dsv41" not in found
+    assert "scheduler-bound: 2 waiting with running 6 = max_num_seqs 6" in (
+        found["queue.scheduler_bound:dsv41"].message
+    )
+
+
+def test_scheduler_limit_from_inventory_when_metrics_lack_it() -> None:
+    from sparktop.model import NA
+
+    sample = engine(running=8.0, waiting=1.0, max_num_seqs=NA("not exported"))
+    assert run(cluster(sample)) == {}
+    found = run(cluster(sample), max_num_seqs={"dsv41": 8.0})
+    assert "queue.scheduler_bound:dsv41" in found
+
+
+def test_preemptions_rising() -> None:
+    found = run(cluster(engine(preemptions_per_s=0.4, kv_usage=0.97)))
+    assert "preempting 0.40 requests/s" in found["kv.preemptions:dsv41"].message
+
+
+def test_time_to_exhaustion_from_kv_slope() -> None:
+    state = ClusterState()
+    for i in range(31):  # 50 % → 80 % in 30 s: +1 %/s, full in ~20 s
+        state.apply(engine(t=float(i), kv_usage=0.50 + 0.01 * i))
+    found = run(state)["kv.exhaustion:dsv41"]
+    assert "full in ~20 s" in found.message and round(found.values["eta_s"]) == 20
+    flat = ClusterState()
+    for i in range(31):
+        flat.apply(engine(t=float(i), kv_usage=0.60))
+    assert run(flat) == {}
+
+
+def test_kv_slope_needs_enough_history() -> None:
+    state = ClusterState()
+    for i in range(3):
+        state.apply(engine(t=float(i), kv_usage=0.5 + 0.1 * i))
+    assert "kv.exhaustion:dsv41" not in run(state)
+
+
+# -- expected deficit and the tensor-parallel straggler ----------------------------------------
+
+
+def expected_row(sample: EngineSample) -> Expected:
+    return Expected(prompt_tokens=2048.0, concurrency=2, ttft_s=1.11, decode_tps=57.0)
+
+
+def test_expected_deficits_ttft_and_decode() -> None:
+    # 2-Spark profile row 2,048 × 2: TTFT 1.11 s, decode 57.0 tok/s per stream.
+    live = engine(ttft_p50=Quantile(1.60), decode_tps=2 * 35.3)
+    found = run(cluster(live), expected=expected_row)
+    assert "TTFT 44 % above expected (1.60 s vs 1.11 s" in found["expected.ttft:dsv41"].message
+    assert (
+        "decode 38 % below expected (35.3 vs 57.0 tok/s" in found["expected.decode:dsv41"].message
+    )
+    ok = engine(ttft_p50=Quantile(1.2), decode_tps=2 * 50.0)
+    assert run(cluster(ok), expected=expected_row) == {}
+
+
+def test_ttft_known_only_as_an_upper_bound_is_no_deficit() -> None:
+    live = engine(ttft_p50=Quantile(2.5, "<"), decode_tps=110.0)
+    assert run(cluster(live), expected=expected_row) == {}
+
+
+def test_idle_engine_has_no_deficit() -> None:
+    live = engine(running=0.0, decode_tps=0.0)
+    assert run(cluster(live), expected=expected_row) == {}
+
+
+def test_straggler_names_the_node_and_ties_it_to_the_decode_deficit() -> None:
+    state, tracker = ClusterState(), CounterTracker(60.0)
+    t = warm(state, ("spark-1", "spark-2", "spark-3"), 0.0, 30)
+    for i, total in enumerate((100.0, 103.0, 106.0, 109.0)):
+        state.apply(
+            node(
+                "spark-3",
+                t + i * 15,
+                sm_clock_mhz=1833.0,
+                clock_event_mask=0x20,
+                counters=counters(total),
+            )
+        )
+        tracker.observe(state)
+    state.apply(engine(t=t + 45, decode_tps=2 * 35.3))
+    found = run(
+        state,
+        tracker=tracker,
+        expected=expected_row,
+        tp_groups={"dsv41": ("spark-1", "spark-2", "spark-3")},
+    )
+    straggler = found["tp.straggler:dsv41"]
+    assert straggler.node == "spark-3" and straggler.severity is Severity.CRITICAL
+    assert straggler.message == (
+        "dsv41 decode 38 % below expected; spark-3 at 1,833 MHz, "
+        "SW thermal slowdown +9 s in the last minute, 27 % below its 2,515 MHz baseline"
+    )
+
+
+def test_straggler_without_profile_is_a_warning_naming_the_slowest_member() -> None:
+    state = ClusterState()
+    t = warm(state, ("spark-1", "spark-2"), 0.0, 30)
+    state.apply(node("spark-2", t, sm_clock_mhz=513.0, utilization_pct=100.0, power_w=14.9))
+    state.apply(engine(t=t))
+    found = run(state, tp_groups={"dsv41": ("spark-1", "spark-2")})
+    straggler = found["tp.straggler:dsv41"]
+    assert straggler.severity is Severity.WARNING and straggler.node == "spark-2"
+    assert "held back by spark-2 at 513 MHz" in straggler.message
+    assert "hidden low-power" in straggler.message
+
+
+def test_throttled_node_outside_the_group_is_not_a_straggler() -> None:
+    state = cluster(node("spark-9", 0.0, clock_event_mask=0x20), engine())
+    found = run(state, tp_groups={"dsv41": ("spark-1", "spark-2")})
+    assert "tp.straggler:dsv41" not in found and "gpu.throttle:spark-9/gpu0" in found
+
+
+def test_thresholds_from_inventory_section() -> None:
+    from sparktop.inventory.models import AlertThresholds
+
+    t = Thresholds.from_config(AlertThresholds(kv_usage_pct=80, hold_s=3))
+    assert t.kv_usage_pct == 80.0 and t.hold_s == 3.0 and t.temperature_c == 85.0
+    assert Thresholds.from_config(None) == Thresholds()
+
+
+# -- case files (../shared/cases) --------------------------------------------------------------
+
+
+def _case_node(filename: str, name: str) -> ClusterState:
+    gpus = parse_gpu_csv((CASES / "nvidia-smi" / filename).read_text())
+    return cluster(NodeSample(node=name, time_s=0.0, gpus=gpus))
+
+
+def test_case_gb10_thermal_slowdown_csv_is_a_throttle_alert_on_that_node() -> None:
+    found = run(_case_node("gb10-thermal-slowdown.csv", "spark-3"))
+    throttle = found["gpu.throttle:spark-3/gpu0"]
+    assert throttle.node == "spark-3" and throttle.gpu == "GPU-5f1c0000-0000-0000-0000-00000000a1b3"
+    assert "1,833 MHz" in throttle.message and "SW thermal slowdown active" in throttle.message
+    assert "91 °C" in found["gpu.temperature:spark-3/gpu0"].message
+    assert "gpu.hidden_low_power:spark-3/gpu0" not in found
+
+
+def test_case_gb10_hidden_low_power_csv_is_flagged() -> None:
+    found = run(_case_node("gb10-hidden-low-power.csv", "spark-4"))
+    assert list(found) == ["gpu.hidden_low_power:spark-4/gpu0"]
+    message = found["gpu.hidden_low_power:spark-4/gpu0"].message
+    assert "possible hidden low-power state: 513 MHz" in message and "14.9 W" in message
+
+
+def _deriver() -> MetricsDeriver:
+    return MetricsDeriver("dsv4", window_s=30.0, stale_after_s=20.0)
+
+
+def _page(filename: str) -> PromPage:
+    return parse_page((CASES / "metrics" / filename).read_text())
+
+
+def test_case_counter_reset_prom_raises_a_restart_alert_and_no_negative_rate() -> None:
+    deriver = _deriver()
+    first = deriver.derive(_page("counter-reset-1.prom"), now_s=0.0, wall_s=1000.0)
+    second = deriver.derive(_page("counter-reset-2.prom"), now_s=1.0, wall_s=1001.0)
+    assert not first.restarted and second.restarted
+    found = run(cluster(first, second))
+    assert found["engine.restarted:dsv4"].instant
+    rates = (second.decode_tps, second.prefill_tps)
+    assert not any(isinstance(r, float) and r < 0 for r in rates)
+
+
+def test_case_stale_gauges_raise_a_stale_alert() -> None:
+    # nan-gauge.prom: running = 3 and no counter moves between scrapes → frozen gauges.
+    deriver = _deriver()
+    samples = [
+        deriver.derive(_page("nan-gauge.prom"), now_s=float(i), wall_s=1000.0 + i)
+        for i in range(0, 31, 5)
+    ]
+    assert samples[0].state is EngineState.OK and samples[-1].state is EngineState.STALE
+    found = run(cluster(*samples))
+    assert "gauges stale" in found["engine.stale:dsv4"].message
+    assert "kv.usage:dsv4" not in found  # no verdicts from frozen gauges
