@@ -55,6 +55,12 @@ class _Server(asyncssh.SSHServer):
         self._handle = handle
         self._conn: asyncssh.SSHServerConnection | None = None
 
+    def connection_requested(
+        self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
+    ) -> bool:
+        # True = asyncssh opens the TCP connection itself (a jump host for ProxyJump).
+        return self._handle.allow_tcp_forwarding and dest_host in ("127.0.0.1", "::1", "localhost")
+
     def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
         self._conn = conn
         self._handle._connections.add(conn)
@@ -71,7 +77,8 @@ class SshServerHandle:
     Attributes: ``host``, ``port``, ``host_key`` (private), ``host_key_public`` (OpenSSH
     public key line), ``client_key`` (a private key the server accepts, generated when no
     ``authorized_client_keys`` were given, else None), ``commands`` (every exec command
-    received, in order), ``connections_accepted`` (TCP connections accepted so far).
+    received, in order), ``connections_accepted`` (TCP connections accepted so far),
+    ``allow_tcp_forwarding`` (act as a ProxyJump host, loopback destinations only).
     """
 
     def __init__(
@@ -89,6 +96,7 @@ class SshServerHandle:
         self.client_key = client_key
         self.commands: list[str] = []
         self.connections_accepted = 0
+        self.allow_tcp_forwarding = False
         self._responder = responder
         self._authorized = asyncssh.import_authorized_keys(
             "".join(public_key_line(k) + "\n" for k in authorized_keys)
@@ -202,12 +210,14 @@ async def start_ssh_server(
     port: int = 0,
     host_key: asyncssh.SSHKey | None = None,
     authorized_client_keys: Sequence[asyncssh.SSHKey] | None = None,
+    allow_tcp_forwarding: bool = False,
 ) -> SshServerHandle:
     """Start an SSH server on ``host:port`` (0 = a free port) answering with ``responder``.
 
     ``host_key`` defaults to a fresh Ed25519 key. ``authorized_client_keys`` are the public
     (or private) keys allowed to log in as any user; when None a client key is generated and
-    exposed as ``handle.client_key``.
+    exposed as ``handle.client_key``. ``allow_tcp_forwarding`` lets clients use the server as
+    a ProxyJump host to other loopback ports.
     """
     client_key: asyncssh.SSHKey | None = None
     if authorized_client_keys is None:
@@ -216,5 +226,6 @@ async def start_ssh_server(
     handle = SshServerHandle(
         responder, host, host_key or generate_key(), authorized_client_keys, client_key
     )
+    handle.allow_tcp_forwarding = allow_tcp_forwarding
     await handle._listen(port)
     return handle

@@ -1,0 +1,132 @@
+"""Host-key verification against known_hosts, as OpenSSH does it, with a fix-it message.
+
+asyncssh verifies the key; this module decides *which* known_hosts files to trust (the
+inventory's ``known_hosts``, else ``UserKnownHostsFile``/``GlobalKnownHostsFile`` from the SSH
+config, else OpenSSH's defaults) and remembers whether the host had any entry at all, so a
+refused key can be reported as *unknown* (add it with ``ssh-keyscan``) or *changed* (remove
+the stale entry with ``ssh-keygen -R``).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
+GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
+"""OpenSSH's default ``UserKnownHostsFile`` and ``GlobalKnownHostsFile`` (ssh_config(5))."""
+
+
+def _expand(path: str | os.PathLike[str]) -> str:
+    return os.path.expanduser(os.fspath(path))
+
+
+def known_hosts_files(
+    explicit: str | os.PathLike[str] | None, configured: object
+) -> tuple[str, ...]:
+    """The known_hosts files to trust, in OpenSSH's order; missing files are skipped.
+
+    ``explicit`` is the inventory's ``known_hosts`` (wins when set). ``configured`` is
+    asyncssh's resolved ``SSHClientConnectionOptions.known_hosts``: a list of paths from the
+    SSH config, ``[]`` when the config says nothing (use the defaults), or ``None`` for
+    ``UserKnownHostsFile none`` (only the global files are left).
+    """
+    if explicit is not None:
+        candidates: Sequence[str] = (_expand(explicit),)
+    elif isinstance(configured, list | tuple) and configured:
+        candidates = [_expand(p) for p in configured if isinstance(p, str | os.PathLike)]
+    elif configured is None:
+        candidates = GLOBAL_KNOWN_HOSTS
+    else:
+        candidates = [_expand(p) for p in USER_KNOWN_HOSTS] + list(GLOBAL_KNOWN_HOSTS)
+    return tuple(p for p in candidates if os.path.isfile(p) and os.access(p, os.R_OK))
+
+
+@dataclass(slots=True)
+class KnownHostsMatcher:
+    """An asyncssh ``known_hosts`` callable that records what it was asked and found.
+
+    After a failed connect, ``had_entry`` says whether the host had any trusted key (the key
+    *changed*) or none (the host is *unknown*); ``host``/``port`` are the names asyncssh
+    matched (after ``HostName`` and ``HostKeyAlias`` from the SSH config); set them to the
+    resolved host and port up front so the message is right even if asyncssh never asks.
+    """
+
+    files: tuple[str, ...]
+    host: str = ""
+    port: int | None = None
+    had_entry: bool = False
+    asked: bool = False
+    new_key: asyncssh.SSHKey | None = None
+
+    def __call__(self, host: str, addr: str, port: int | None) -> Any:
+        self.asked, self.host, self.port = True, host, port
+        known = asyncssh.read_known_hosts(list(self.files)) if self.files else None
+        if known is None:
+            return ((), (), (), (), (), (), ())
+        result = known.match(host, addr, port)
+        host_keys, ca_keys = result[0], result[1]
+        self.had_entry = bool(host_keys or ca_keys)
+        return result
+
+
+def _pattern(host: str, port: int | None) -> str:
+    return host if port in (None, 22) else f"[{host}]:{port}"
+
+
+def host_key_fix(matcher: KnownHostsMatcher) -> str:
+    """One line saying why the host key was refused and the command that fixes it.
+
+    Example: ``host key for [127.0.0.1]:2203 is not in ~/.ssh/known_hosts; check it, then
+    run: ssh-keyscan -p 2203 127.0.0.1 >> ~/.ssh/known_hosts``.
+    """
+    host, port = matcher.host, matcher.port
+    target = _tilde(matcher.files[0]) if matcher.files else "~/.ssh/known_hosts"
+    port_opt = f"-p {port} " if port not in (None, 22) else ""
+    keyscan = f"ssh-keyscan {port_opt}{shlex.quote(host)} >> {target}"
+    pattern = _pattern(host, port)
+    if matcher.had_entry:
+        return (
+            f"host key for {pattern} does not match {target} (changed, or someone is "
+            f"intercepting); if the change is expected run: ssh-keygen -R "
+            f"{shlex.quote(pattern)} -f {target} && {keyscan}"
+        )
+    return f"host key for {pattern} is not in {target}; check it, then run: {keyscan}"
+
+
+def _tilde(path: str) -> str:
+    """The path for a shell command line: ``~/…`` under the home directory, quoted."""
+    home = str(Path.home())
+    if path.startswith(home + os.sep):
+        return "~/" + shlex.quote(path[len(home) + 1 :])
+    return shlex.quote(path)
+
+
+def user_known_hosts_file(explicit: str | os.PathLike[str] | None, configured: object) -> str:
+    """Where a newly accepted key is written: the inventory's file, the config's first
+    ``UserKnownHostsFile``, else ``~/.ssh/known_hosts``."""
+    if explicit is not None:
+        return _expand(explicit)
+    if isinstance(configured, list | tuple) and configured:
+        first = configured[0]
+        if isinstance(first, str | os.PathLike):
+            return _expand(first)
+    return _expand(USER_KNOWN_HOSTS[0])
+
+
+def record_host_key(path: str, matcher: KnownHostsMatcher) -> None:
+    """Append ``matcher.new_key`` for ``matcher.host``/``port`` to a known_hosts file."""
+    if matcher.new_key is None:
+        return
+    line = matcher.new_key.export_public_key("openssh").decode("ascii").split()[:2]
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    with open(path, "a", encoding="ascii") as out:
+        out.write(f"{_pattern(matcher.host, matcher.port)} {' '.join(line)}\n")

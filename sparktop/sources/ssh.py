@@ -1,0 +1,333 @@
+"""SSH node source: one persistent asyncssh connection per node, one batched probe per poll.
+
+The probe is the fixed command from :mod:`sparktop.sources.probe` (nvidia-smi CSV with its
+header, ``/proc/meminfo``, per-process GPU memory); its output is parsed by
+:func:`sparktop.sources.nvsmi.parse_probe_output`. The nvidia-smi field set is learnt once per
+connection (newest first, falling back for older drivers, see ``FIELD_SETS``).
+
+Connection settings follow OpenSSH: ``~/.ssh/config`` (HostName, Port, User, IdentityFile,
+ProxyJump, UserKnownHostsFile), the agent (``SSH_AUTH_SOCK``) and known_hosts; the inventory's
+``user``, ``port``, ``identity_file``, ``known_hosts`` and ``config`` override them. Host keys
+are always verified; a node with ``strict_host_key_checking: false`` accepts and records an
+*unknown* key (OpenSSH's ``accept-new``), never a changed one.
+
+Failures are values: ``sample()`` never raises for a remote problem. It returns a
+:class:`~sparktop.model.NodeSample` whose state says what went wrong (``UNREACHABLE`` with
+"unreachable since 14:02:11: connection refused", ``HOST_KEY`` with the command that fixes
+it, ``AUTH``, or whatever the parser made of the output). After a connection-level failure
+the source backs off (exponential, jittered, capped at ``backoff_cap_s``); while it backs off
+``sample()`` returns the current failure at once without touching the network. Each probe
+has a client deadline of ``command_timeout_s`` + :data:`PROBE_MARGIN_S`, and a node never has
+two probes in flight (a concurrent ``sample()`` joins the running one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import random
+import socket
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import asyncssh
+
+from sparktop.model import NodeSample, NodeState
+from sparktop.sources.hostkeys import (
+    KnownHostsMatcher,
+    host_key_fix,
+    known_hosts_files,
+    record_host_key,
+    user_known_hosts_file,
+)
+from sparktop.sources.nvsmi import parse_probe_output, unsupported_field
+from sparktop.sources.probe import FIELD_SETS, field_check_command, probe_command
+
+if TYPE_CHECKING:
+    from sparktop.inventory import NodeConfig, SshSettings
+
+log = logging.getLogger(__name__)
+
+PROBE_MARGIN_S = 0.5
+"""Client deadline beyond ``command_timeout_s`` (covers the field check and the probe)."""
+
+CONNECT_MARGIN_S = 1.0
+"""Safety net beyond asyncssh's own ``connect_timeout``."""
+
+
+class _ProbeTimeout(Exception):
+    """The field check plus probe did not finish before the client deadline."""
+
+
+def clock_text(time_s: float) -> str:
+    """Local wall-clock time as ``HH:MM:SS``."""
+    return time.strftime("%H:%M:%S", time.localtime(time_s))
+
+
+def _reason(exc: BaseException) -> str:
+    """A short, secret-free reason for a connection-level failure."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve host name ({exc.strerror})"
+    if isinstance(exc, asyncssh.ChannelOpenError):
+        return f"session refused: {exc.reason}"
+    if isinstance(exc, asyncssh.ConnectionLost):
+        return "connection lost"
+    if isinstance(exc, asyncssh.Error):
+        return exc.reason or type(exc).__name__
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _path(value: object) -> str | None:
+    return os.path.expanduser(os.fspath(value)) if value else None  # type: ignore[call-overload]
+
+
+class SshSource:
+    """Polls one node over SSH. ``sample()`` -> :class:`NodeSample`; ``aclose()`` disconnects."""
+
+    kind = "node"
+
+    def __init__(
+        self,
+        node: NodeConfig,
+        settings: SshSettings,
+        *,
+        backoff_base_s: float = 1.0,
+        backoff_cap_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.name: str = node.name
+        self.node = node
+        self.settings = settings
+        self.backoff_base_s = backoff_base_s
+        self.backoff_cap_s = backoff_cap_s
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._fields: tuple[str, ...] | None = None
+        self._inflight: asyncio.Task[NodeSample] | None = None
+        self._failures = 0
+        self._retry_at = 0.0
+        self._since: float | None = None
+        self._last_failure: NodeSample | None = None
+        self.connects = 0
+        """Connections opened so far (a healthy node keeps one)."""
+
+    @property
+    def host(self) -> str:
+        return str(self.node.host)
+
+    @property
+    def command_timeout_s(self) -> float:
+        return float(self.settings.command_timeout_s)
+
+    @property
+    def probe_deadline_s(self) -> float:
+        """Client deadline for one poll's commands (field check + probe), seconds."""
+        return self.command_timeout_s + PROBE_MARGIN_S
+
+    @property
+    def fields(self) -> tuple[str, ...] | None:
+        """The nvidia-smi field set this host accepted, once learnt on the connection."""
+        return self._fields
+
+    async def sample(self) -> NodeSample:
+        """Poll the node once (or join the poll already running); never raises for the node."""
+        if self._inflight is None or self._inflight.done():
+            self._inflight = asyncio.create_task(self._sample(), name=f"ssh:{self.name}")
+        return await asyncio.shield(self._inflight)
+
+    async def aclose(self) -> None:
+        if self._inflight is not None and not self._inflight.done():
+            self._inflight.cancel()
+            with contextlib.suppress(BaseException):
+                await self._inflight
+        await self._drop()
+
+    # -- one poll ------------------------------------------------------------------------
+
+    async def _sample(self) -> NodeSample:
+        if self._last_failure is not None and self._clock() < self._retry_at:
+            return dataclasses.replace(self._last_failure, time_s=time.time(), latency_s=None)
+        started = time.perf_counter()
+        reused = self._conn is not None and not self._conn.is_closed()
+        try:
+            conn = await self._connection()
+        except _HostKeyRefused as exc:
+            return await self._fail(NodeState.HOST_KEY, exc.message, started)
+        except asyncssh.PermissionDenied as exc:
+            return await self._fail(NodeState.AUTH, self._auth_message(exc), started)
+        except TimeoutError:
+            reason = f"connect timed out after {self.settings.connect_timeout_s:g} s"
+            return await self._fail(NodeState.UNREACHABLE, reason, started)
+        except (OSError, asyncssh.Error) as exc:
+            return await self._fail(NodeState.UNREACHABLE, _reason(exc), started)
+        try:
+            text = await self._probe(conn)
+        except _ProbeTimeout:
+            reason = f"probe timed out after {self.command_timeout_s:g} s"
+            return await self._fail(NodeState.UNREACHABLE, reason, started)
+        except (OSError, asyncssh.Error) as exc:
+            if not reused:
+                return await self._fail(NodeState.UNREACHABLE, _reason(exc), started)
+            # A kept connection can die quietly (sshd restarted): one fresh attempt now.
+            await self._drop()
+            return await self._sample()
+        return self._parsed(text, started)
+
+    async def _probe(self, conn: asyncssh.SSHClientConnection) -> str:
+        try:
+            async with asyncio.timeout(self.probe_deadline_s):
+                if self._fields is None:
+                    self._fields = await self._check_fields(conn)
+                result = await conn.run(probe_command(self._fields or FIELD_SETS[0]))
+        except TimeoutError:
+            raise _ProbeTimeout from None
+        text = result.stdout if isinstance(result.stdout, str) else ""
+        if unsupported_field(text) is not None:
+            self._fields = None  # the driver changed under us: learn the set again
+        return text
+
+    async def _check_fields(self, conn: asyncssh.SSHClientConnection) -> tuple[str, ...] | None:
+        """The newest field set nvidia-smi accepts, or None when it cannot tell (no driver…)."""
+        for fields in FIELD_SETS:
+            result = await conn.run(field_check_command(fields))
+            if result.exit_status == 0:
+                return fields
+            output = result.stdout if isinstance(result.stdout, str) else ""
+            if unsupported_field(output) is None:
+                return None
+            log.debug("%s: nvidia-smi refused a field set, trying an older one", self.name)
+        return None
+
+    def _parsed(self, text: str, started: float) -> NodeSample:
+        latency = time.perf_counter() - started
+        sample = parse_probe_output(self.name, text, time.time())
+        self._failures = 0
+        self._last_failure = None
+        if sample.ok:
+            self._since = None
+            return dataclasses.replace(sample, latency_s=latency, since_s=None)
+        if self._since is None:
+            self._since = sample.time_s
+        return dataclasses.replace(sample, latency_s=latency, since_s=self._since)
+
+    async def _fail(self, state: NodeState, reason: str, started: float) -> NodeSample:
+        """Record a connection-level failure, drop the connection and schedule the retry."""
+        now = time.time()
+        if self._since is None:
+            self._since = now
+        self._failures += 1
+        delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (self._failures - 1))
+        self._retry_at = self._clock() + delay * self._rng.uniform(0.5, 1.0)
+        if state is NodeState.UNREACHABLE:
+            message = f"unreachable since {clock_text(self._since)}: {reason}"
+        else:
+            message = reason
+        sample = NodeSample(
+            node=self.name,
+            time_s=now,
+            state=state,
+            message=message,
+            since_s=self._since,
+            latency_s=time.perf_counter() - started,
+        )
+        self._last_failure = sample
+        await self._drop()
+        return sample
+
+    # -- connection ----------------------------------------------------------------------
+
+    async def _connection(self) -> asyncssh.SSHClientConnection:
+        if self._conn is not None and not self._conn.is_closed():
+            return self._conn
+        await self._drop()
+        kwargs = self._connect_kwargs()
+        # Resolve the SSH config for this host to learn which known_hosts files apply.
+        options = await asyncssh.SSHClientConnectionOptions.construct(**kwargs)
+        files = known_hosts_files(self.settings.known_hosts, options.known_hosts)
+        accept_new = not getattr(self.node, "strict_host_key_checking", True)
+        matcher = KnownHostsMatcher(files, host=options.host, port=options.port)
+        try:
+            async with asyncio.timeout(self.settings.connect_timeout_s + CONNECT_MARGIN_S):
+                conn = await asyncssh.connect(
+                    **kwargs,
+                    known_hosts=matcher,
+                    client_factory=lambda: _Client(matcher, accept_new),
+                )
+        except asyncssh.HostKeyNotVerifiable:
+            raise _HostKeyRefused(host_key_fix(matcher)) from None
+        if matcher.new_key is not None:
+            target = user_known_hosts_file(self.settings.known_hosts, options.known_hosts)
+            record_host_key(target, matcher)
+            log.warning("%s: added the new host key to %s", self.name, target)
+        self._conn = conn
+        self._fields = None
+        self.connects += 1
+        return conn
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        """asyncssh arguments: the SSH config applies, then the inventory's overrides."""
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            "host": self.host,
+            "connect_timeout": s.connect_timeout_s,
+            "encoding": "utf-8",
+            "errors": "replace",
+        }
+        config = _path(s.config)
+        if config is not None:
+            kwargs["config"] = [config]
+        if s.port is not None:
+            kwargs["port"] = int(s.port)
+        if s.user is not None:
+            kwargs["username"] = str(s.user)
+        identity = _path(s.identity_file)
+        if identity is not None:
+            kwargs["client_keys"] = [identity]
+        return kwargs
+
+    def _auth_message(self, exc: asyncssh.PermissionDenied) -> str:
+        user = f"{self.settings.user}@" if self.settings.user else ""
+        return (
+            f"authentication failed for {user}{self.host} ({exc.reason}); check identity_file, "
+            "the ssh-agent (SSH_AUTH_SOCK) or IdentityFile in ~/.ssh/config"
+        )
+
+    async def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.abort()
+            with contextlib.suppress(Exception):
+                await conn.wait_closed()
+
+
+class _Client(asyncssh.SSHClient):
+    """Accepts an unknown host key only with ``accept_new``; a changed key is always refused."""
+
+    def __init__(self, matcher: KnownHostsMatcher, accept_new: bool) -> None:
+        self._matcher = matcher
+        self._accept_new = accept_new
+
+    def validate_host_public_key(
+        self, host: str, addr: str, port: int, key: asyncssh.SSHKey
+    ) -> bool:
+        if not self._accept_new or self._matcher.had_entry:
+            return False
+        # Recorded only after the connection succeeds (the server proved it holds the key).
+        self._matcher.new_key = key
+        return True
+
+
+class _HostKeyRefused(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
