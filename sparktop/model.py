@@ -196,7 +196,8 @@ class NodeSample:
 
     ``time_s`` is wall-clock (``time.time()``); ``since_s`` is when the current failure began
     (None when OK); ``latency_s`` is how long the probe took; ``raw`` the probe's output (for
-    the detail screen, truncated).
+    the detail screen, truncated). ``cpu_pct`` is host CPU use over all cores since the
+    previous sample, % (psutil; only the local source reads it).
     """
 
     node: str
@@ -209,6 +210,7 @@ class NodeSample:
     latency_s: float | None = None
     raw: str = ""
     driver_version: str = ""
+    cpu_pct: Num = NA("not measured")
 
     @property
     def ok(self) -> bool:
