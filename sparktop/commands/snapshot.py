@@ -1,0 +1,101 @@
+"""``sparktop snapshot``: one consolidated poll of the cluster, for scripts and cron."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from sparktop.errors import UserError
+from sparktop.inventory import Inventory, load_inventory
+from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
+from sparktop.snapshot_table import render_table
+from sparktop.sources.build import build_sources
+from sparktop.sources.ssh import CONNECT_MARGIN_S, PROBE_MARGIN_S
+
+DESCRIPTION = """\
+Poll every node and engine in the inventory once, concurrently, and print one table (or a JSON
+document with --json): per GPU the SM and max SM clock, temperature, power, utilisation,
+memory (unified memory marked), decoded clock-event reasons and the node's state.
+
+Each node has its own deadline (connect_timeout_s, then command_timeout_s for the probe), so a
+hung node is reported as such without holding up the others. Exit status: 0 when every node
+and engine answered, 1 when some did not (the output still lists everything that answered,
+and each failure with its reason), 2 for a bad inventory or option.
+"""
+
+EPILOG = f"""\
+examples:
+  sparktop snapshot --inventory cluster.yaml
+  sparktop snapshot --inventory cluster.yaml --json | jq '.nodes[] | {{node, state, message}}'
+  sparktop snapshot -i cluster.yaml --json --timeout 8 > snap.json || echo "some nodes failed"
+
+JSON: schema "{SCHEMA}", keys carry their units (sm_clock_mhz, temperature_c, power_w,
+utilization_pct, memory_used_mib, latency_s); a missing reading is null and its reason is in
+the enclosing object's "missing" map. See sparktop/snapshot.py for the full schema.
+"""
+
+
+def add_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "snapshot",
+        help="one consolidated poll of the cluster (table or --json)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-i",
+        "--inventory",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="cluster inventory (cluster.yaml)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the JSON document instead")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="overall deadline for the poll (default: the slowest node's connect_timeout_s + "
+        "command_timeout_s, plus a margin)",
+    )
+    return parser
+
+
+def default_timeout_s(inventory: Inventory) -> float:
+    """Longest any SSH node may take: connect, then field check + probe, with margins."""
+    worst = 0.0
+    for node in inventory.nodes:
+        ssh = inventory.ssh_for(node)
+        worst = max(worst, ssh.connect_timeout_s + ssh.command_timeout_s)
+    return max(worst, inventory.ssh.command_timeout_s) + CONNECT_MARGIN_S + PROBE_MARGIN_S
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.timeout is not None and not args.timeout > 0:
+        raise UserError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    inventory = load_inventory(args.inventory)
+    timeout_s = args.timeout if args.timeout is not None else default_timeout_s(inventory)
+    snap = asyncio.run(poll(inventory, timeout_s))
+    if args.json:
+        json.dump(snapshot_json(snap), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        console = Console(highlight=False)
+        if not console.is_terminal:
+            console.width = max(console.width, 160)  # a pipe gets whole rows, not wrapped ones
+        render_table(snap, console)
+    return 0 if snap.complete else 1
+
+
+async def poll(inventory: Inventory, timeout_s: float) -> Snapshot:
+    """Build the inventory's sources, poll each once, close them."""
+    sources = build_sources(inventory)
+    return await take_snapshot(sources, cluster=inventory.cluster, timeout_s=timeout_s)

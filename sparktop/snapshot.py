@@ -1,0 +1,255 @@
+"""One consolidated poll of a cluster, rendered as a table (rich) or a JSON document.
+
+``take_snapshot`` polls every source once, concurrently, each under its own deadline, and
+returns a :class:`Snapshot`; ``snapshot_json`` and ``render_table`` present it.
+
+JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
+
+    {
+      "schema": "sparktop.snapshot/1",
+      "cluster": "dspark-4x",
+      "time": "2026-11-29T14:02:11Z",        # UTC, ISO 8601, when the poll finished
+      "time_s": 1795961531.2,                # the same, Unix seconds
+      "complete": false,                     # every node and engine answered OK
+      "nodes": [
+        {
+          "node": "spark-1",
+          "state": "ok",                     # NodeState value: "ok", "unreachable", …
+          "ok": true,
+          "message": "",                     # the failure, with its reason, when not ok
+          "since": null, "since_s": null,    # when the current failure began
+          "latency_s": 0.041,                # how long the probe took
+          "driver_version": "",
+          "memory": {
+            "unified": true,                 # GB10: host memory is the GPU's memory
+            "total_mib": 124610.1, "used_mib": 8826.9,   # /proc/meminfo
+            "gpu_held_mib": 19135.0,         # sum of per-process GPU memory
+            "missing": {}
+          },
+          "gpus": [
+            {
+              "index": 0, "uuid": "GPU-…", "name": "NVIDIA GB10",
+              "sm_clock_mhz": 2509.0, "max_sm_clock_mhz": 3003.0,
+              "temperature_c": 55.0, "power_w": 41.37, "utilization_pct": 97.0,
+              "memory_used_mib": null, "memory_total_mib": null,
+              "process_memory_mib": 19135.0,
+              "pstate": "P0",
+              "clock_event_mask": "0x0",     # hex string, null when unknown
+              "clock_events": [],            # decoded reason names
+              "slowdowns": [],               # the reasons that are real slowdowns
+              "slowdown_counters_us": {"sw_thermal_us": null, …},
+              "missing": {"memory_used_mib": "[N/A]", "memory_total_mib": "[N/A]", …}
+            }
+          ]
+        }
+      ],
+      "engines": [ { "engine": "dsv41", "state": "ok", …, "missing": {…} } ]
+    }
+
+Missing values: a reading the source did not provide is ``null`` and its key appears in the
+enclosing object's ``"missing"`` map with the reason as the source gave it (``[N/A]``,
+``Not Supported``, ``metric absent``…). A value is never reported as 0 because it is missing.
+Units are in the key names (``_mhz``, ``_c``, ``_w``, ``_pct``, ``_mib``, ``_us``, ``_s``);
+engine ``kv_usage`` is a fraction 0–1 as vLLM exports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sparktop.model import (
+    NA,
+    EngineSample,
+    EngineState,
+    GpuSample,
+    NodeMemory,
+    NodeSample,
+    NodeState,
+    Quantile,
+    Sample,
+    Source,
+    is_num,
+)
+from sparktop.poller import error_sample
+
+SCHEMA = "sparktop.snapshot/1"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One poll of every source: node samples and engine samples, in inventory order."""
+
+    cluster: str
+    time_s: float
+    nodes: tuple[NodeSample, ...]
+    engines: tuple[EngineSample, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """True when every node and engine answered with an OK sample."""
+        return all(n.ok for n in self.nodes) and all(e.ok for e in self.engines)
+
+    @property
+    def failures(self) -> tuple[Sample, ...]:
+        return tuple(n for n in self.nodes if not n.ok) + tuple(e for e in self.engines if not e.ok)
+
+
+def _timed_out(source: Source, timeout_s: float) -> Sample:
+    now = time.time()
+    message = f"no answer within {timeout_s:g} s"
+    if getattr(source, "kind", "node") == "engine":
+        return EngineSample(
+            engine=source.name,
+            time_s=now,
+            state=EngineState.UNREACHABLE,
+            message=message,
+            since_s=now,
+        )
+    return NodeSample(
+        node=source.name, time_s=now, state=NodeState.UNREACHABLE, message=message, since_s=now
+    )
+
+
+async def _poll(source: Source, timeout_s: float | None) -> Sample:
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await source.sample()
+    except TimeoutError:
+        return _timed_out(source, timeout_s or 0.0)
+    except Exception as exc:  # a source bug becomes that source's failure, not a crash
+        return error_sample(source, exc)
+
+
+async def take_snapshot(
+    sources: Iterable[Source], *, cluster: str, timeout_s: float | None = None, close: bool = True
+) -> Snapshot:
+    """Poll every source once, concurrently, and (with ``close``) close them afterwards.
+
+    Each source keeps its own deadlines (an SSH node: connect timeout, then
+    ``command_timeout_s`` + margin for the probe); ``timeout_s`` is an overall safety net
+    after which a source that has not answered is reported as "no answer within N s".
+    """
+    sources = tuple(sources)
+    try:
+        samples = await asyncio.gather(*(_poll(s, timeout_s) for s in sources))
+    finally:
+        if close:
+            with contextlib.suppress(Exception):
+                await asyncio.gather(*(s.aclose() for s in sources), return_exceptions=True)
+    return Snapshot(
+        cluster=cluster,
+        time_s=time.time(),
+        nodes=tuple(s for s in samples if isinstance(s, NodeSample)),
+        engines=tuple(s for s in samples if isinstance(s, EngineSample)),
+    )
+
+
+# -- JSON ----------------------------------------------------------------------------------
+
+
+def iso_time(time_s: float | None) -> str | None:
+    """UTC ISO 8601 with a ``Z`` suffix, whole seconds; None stays None."""
+    if time_s is None:
+        return None
+    return datetime.fromtimestamp(time_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _value(value: object) -> object:
+    if isinstance(value, NA):
+        return None
+    if isinstance(value, Quantile):
+        return {"value_s": value.value_s, "bound": value.bound or None}
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return value if is_num(value) else None
+    if isinstance(value, tuple):
+        return [_value(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _value(v) for k, v in value.items()}
+    return value
+
+
+def _split(obj: Any, skip: tuple[str, ...] = ()) -> tuple[dict[str, object], dict[str, str]]:
+    """A dataclass's fields as JSON values (NA → null) and the reasons of the missing ones."""
+    out: dict[str, object] = {}
+    missing: dict[str, str] = {}
+    for f in dataclasses.fields(obj):
+        if f.name in skip:
+            continue
+        value = getattr(obj, f.name)
+        if isinstance(value, NA):
+            missing[f.name] = value.reason
+        out[f.name] = _value(value)
+    return out, missing
+
+
+def _fields(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, object]:
+    """A dataclass's fields as JSON values, NA → null, plus a ``missing`` map of reasons."""
+    out, missing = _split(obj, skip)
+    out["missing"] = missing
+    return out
+
+
+def gpu_json(gpu: GpuSample) -> dict[str, object]:
+    out, missing = _split(gpu, skip=("counters", "clock_event_mask"))
+    mask = gpu.clock_event_mask
+    if isinstance(mask, NA):
+        missing["clock_event_mask"] = mask.reason
+    out["clock_event_mask"] = f"{mask:#x}" if isinstance(mask, int) else None
+    out["clock_events"] = list(gpu.clock_events)
+    out["slowdowns"] = list(gpu.slowdowns)
+    counters, counters_missing = _split(gpu.counters)
+    for key, reason in counters_missing.items():
+        missing[f"slowdown_counters_us.{key}"] = reason
+    out["slowdown_counters_us"] = counters
+    out["missing"] = missing
+    return out
+
+
+def memory_json(memory: NodeMemory) -> dict[str, object]:
+    return _fields(memory)
+
+
+def node_json(sample: NodeSample) -> dict[str, object]:
+    return {
+        "node": sample.node,
+        "state": sample.state.value,
+        "ok": sample.ok,
+        "message": sample.message,
+        "since": iso_time(sample.since_s),
+        "since_s": sample.since_s,
+        "time_s": sample.time_s,
+        "latency_s": sample.latency_s,
+        "driver_version": sample.driver_version,
+        "memory": memory_json(sample.memory),
+        "gpus": [gpu_json(g) for g in sample.gpus],
+    }
+
+
+def engine_json(sample: EngineSample) -> dict[str, object]:
+    out = _fields(sample, skip=("ranks", "state", "since_s"))
+    out["state"] = sample.state.value
+    out["ok"] = sample.ok
+    out["since"] = iso_time(sample.since_s)
+    out["since_s"] = sample.since_s
+    out["ranks"] = [_fields(r) for r in sample.ranks]
+    return out
+
+
+def snapshot_json(snap: Snapshot) -> dict[str, object]:
+    """The documented JSON document (see the module docstring)."""
+    return {
+        "schema": SCHEMA,
+        "cluster": snap.cluster,
+        "time": iso_time(snap.time_s),
+        "time_s": snap.time_s,
+        "complete": snap.complete,
+        "nodes": [node_json(n) for n in snap.nodes],
+        "engines": [engine_json(e) for e in snap.engines],
+    }
