@@ -220,7 +220,9 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
         else:
             if not gpus:
                 failure = NodeState.NO_GPU, "no GPU visible"
-    held: Num = sum(apps.values(), 0.0) if apps is not None else NA("process list unavailable")
+    held: Num = NA("process list unavailable")
+    if apps is not None and gpus:
+        held = sum(apps.values(), 0.0)
     if apps is not None:
         gpus = with_process_memory(gpus, apps)
     memory = replace(memory, gpu_held_mib=held, unified=is_unified(gpus, memory.total_mib))
