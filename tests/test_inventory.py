@@ -247,3 +247,25 @@ def test_valid_hosts(host: str) -> None:
 )
 def test_invalid_hosts(host: str) -> None:
     assert not is_valid_host(host)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "typo-key.yaml",
+        "duplicate-names.yaml",
+        "tab-indent.yaml",
+        "shell-in-host.yaml",
+        "engine-unknown-node.yaml",
+    ],
+)
+def test_cli_prints_one_line_and_exits_2(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from sparktop.cli import main
+
+    path = INVENTORY_CASES / name
+    assert main(["snapshot", "--inventory", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"sparktop: error: {path}:")
+    assert "Traceback" not in captured.err

@@ -453,8 +453,9 @@ def test_warning_line_before_header_is_skipped() -> None:
 
 def test_header_only_means_no_gpu() -> None:
     header = read(NVSMI_CASES / "gb10-query-with-header.csv").splitlines()[0]
-    sample = parse_probe_output("n", probe(header), 0.0)
+    sample = parse_probe_output("n", probe(header, apps="gpu_uuid, pid, used_memory\n"), 0.0)
     assert sample.state is NodeState.NO_GPU
+    assert isinstance(sample.memory.gpu_held_mib, NA)  # no GPU: unknown, not 0
 
 
 def test_old_driver_throttle_reasons_header() -> None:
