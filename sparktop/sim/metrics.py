@@ -1,0 +1,177 @@
+"""The ``/metrics`` page of a simulated engine, produced with ``prometheus_client``.
+
+A custom collector yields vLLM's families from the engine's current state (names, HELP
+texts, labels ``model_name``/``engine`` and default buckets as in vLLM's
+``vllm/v1/metrics/loggers.py``), so a restart that replaces the state resets every counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from sparktop.sim.engine import EngineModel
+from sparktop.sim.stats import Hist
+
+LABELS = ["engine", "model_name"]
+
+
+class EngineCollector(Collector):
+    """Yields the vLLM families of one engine; ``epoch`` maps simulated time to Unix time."""
+
+    def __init__(self, engine: EngineModel, epoch: Callable[[float], float]) -> None:
+        self.engine = engine
+        self.epoch = epoch
+
+    def collect(self) -> Iterator[Metric]:
+        e = self.engine
+        s = e.stats
+        lim = e.limits
+        values = ["0", e.model_name]
+
+        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+            g = GaugeMetricFamily(name, doc, labels=LABELS)
+            g.add_metric(values, value)
+            return g
+
+        created = self.epoch(e.started_s)
+
+        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+            c = CounterMetricFamily(name, doc, labels=LABELS)
+            c.add_metric(values, value, created=created)
+            return c
+
+        def hist(name: str, doc: str, h: Hist) -> HistogramMetricFamily:
+            f = HistogramMetricFamily(name, doc, labels=LABELS)
+            f.add_metric(values, h.cumulative(), h.sum)
+            return f
+
+        start = GaugeMetricFamily(
+            "process_start_time_seconds", "Start time of the process since unix epoch in seconds."
+        )
+        start.add_metric([], created)
+        yield start
+        yield gauge(
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            len(e.running),
+        )
+        yield gauge(
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            len(e.waiting),
+        )
+        yield gauge(
+            "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", e.kv_usage
+        )
+        yield counter(
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            s.prefix_queries,
+        )
+        yield counter(
+            "vllm:prefix_cache_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            s.prefix_hits,
+        )
+        yield counter(
+            "vllm:num_preemptions",
+            "Cumulative number of preemption from the engine.",
+            s.preemptions,
+        )
+        yield counter("vllm:prompt_tokens", "Number of prefill tokens processed.", s.prompt_tokens)
+        yield counter(
+            "vllm:generation_tokens", "Number of generation tokens processed.", s.generation_tokens
+        )
+        success = CounterMetricFamily(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            labels=[*LABELS, "finished_reason"],
+        )
+        for reason, count in s.success.items():
+            success.add_metric([*values, reason], count, created=created)
+        yield success
+        yield hist(
+            "vllm:request_prompt_tokens", "Number of prefill tokens processed.", s.prompt_len
+        )
+        yield hist(
+            "vllm:request_generation_tokens",
+            "Number of generation tokens processed.",
+            s.generation_len,
+        )
+        yield hist(
+            "vllm:request_params_max_tokens",
+            "Histogram of the max_tokens request parameter.",
+            s.max_tokens,
+        )
+        yield hist(
+            "vllm:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            s.ttft,
+        )
+        yield hist(
+            "vllm:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            s.itl,
+        )
+        yield hist(
+            "vllm:e2e_request_latency_seconds",
+            "Histogram of e2e request latency in seconds.",
+            s.e2e,
+        )
+        yield hist(
+            "vllm:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.",
+            s.queue,
+        )
+        yield hist(
+            "vllm:request_inference_time_seconds",
+            "Histogram of time spent in RUNNING phase for request.",
+            s.inference,
+        )
+        yield hist(
+            "vllm:request_prefill_time_seconds",
+            "Histogram of time spent in PREFILL phase for request.",
+            s.prefill,
+        )
+        yield hist(
+            "vllm:request_decode_time_seconds",
+            "Histogram of time spent in DECODE phase for request.",
+            s.decode,
+        )
+        info = {
+            "block_size": str(lim.block_size),
+            "cache_dtype": "fp8",
+            "enable_prefix_caching": "True",
+            "engine": "0",
+            "gpu_memory_utilization": "0.83",
+            "kv_cache_max_concurrency": f"{lim.kv_pool_tokens / lim.max_model_len:.4f}",
+            "kv_cache_size_tokens": str(lim.kv_pool_tokens),
+            "num_cpu_blocks": "None",
+            "num_gpu_blocks": str(lim.num_gpu_blocks),
+            "num_gpu_blocks_override": "None",
+            "prefix_caching_hash_algo": "sha256",
+            "sliding_window": "None",
+        }
+        cache = GaugeMetricFamily(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            labels=list(info),
+        )
+        cache.add_metric(list(info.values()), 1.0)
+        yield cache
+
+
+def engine_registry(collector: EngineCollector) -> CollectorRegistry:
+    """A registry holding only this engine's families (one registry per engine)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    return registry

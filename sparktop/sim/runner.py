@@ -1,0 +1,279 @@
+"""Starts a simulated cluster on loopback: one SSH server per node, one HTTP server per
+engine, the model ticking, a scenario playing, and an inventory to point sparktop at.
+
+The directory gets ``cluster.yaml`` (loads with :func:`sparktop.inventory.load_inventory`),
+``known_hosts`` (every node's host key, so the client verifies keys as with real nodes),
+``id_ed25519`` (the client key every node accepts) and an empty ``ssh_config`` (so the
+user's ``~/.ssh/config`` cannot redirect ``127.0.0.1``).
+
+Example::
+
+    sim = await start_sim(SimOptions(nodes=4, scenario="thermal", speed=10))
+    print(sim.inventory_path)
+    sim.set_scenario("node-down")
+    await sim.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from sparktop.sim.clock import SimClock
+from sparktop.sim.engine import LoadSpec
+from sparktop.sim.gb10 import Gb10Responder
+from sparktop.sim.gpu import Fault
+from sparktop.sim.httpserver import EngineServer
+from sparktop.sim.model import SimCluster
+from sparktop.sim.rates import ProfileRates
+from sparktop.sim.scenarios import SCENARIOS, Act, Player
+from sparktop.sim.sshserver import SshServerHandle, generate_key, start_ssh_server
+from sparktop.sweep.profile import DEFAULT_PROFILE
+
+log = logging.getLogger(__name__)
+
+TICK_WALL_S = 0.05
+"""How often (wall seconds) the runner advances the model and plays the scenario."""
+
+SSH_USER = "sparktop"
+
+
+@dataclass(frozen=True, slots=True)
+class SimOptions:
+    """What to simulate. ``max_num_seqs`` None = the profile's, raised until the KV pool can
+    fill (see :func:`sparktop.sim.rates.default_max_num_seqs`). ``old_driver_nodes`` answer
+    like a driver before 535 (no ``clocks_event_reasons*`` fields)."""
+
+    nodes: int = 4
+    engines: int = 1
+    profile: str = DEFAULT_PROFILE
+    scenario: str = "normal"
+    speed: float = 1.0
+    seed: int = 0
+    interval_s: float = 1.0
+    max_num_seqs: int | None = None
+    load: LoadSpec | None = None
+    old_driver_nodes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """Which node or engine each fault hits."""
+
+    thermal: str
+    low_power: str
+    down: str
+    engine: str | None
+
+
+class SimHandle:
+    """A running simulator. Attributes: ``options``, ``clock``, ``cluster`` (the model),
+    ``ssh`` (node → :class:`SshServerHandle`), ``http`` (engine → :class:`EngineServer`),
+    ``directory`` and the paths of the generated files, ``targets``."""
+
+    def __init__(self, options: SimOptions, directory: Path, own_directory: bool) -> None:
+        self.options = options
+        self.directory = directory
+        self._own_directory = own_directory
+        self.inventory_path = directory / "cluster.yaml"
+        self.known_hosts_path = directory / "known_hosts"
+        self.identity_path = directory / "id_ed25519"
+        self.ssh_config_path = directory / "ssh_config"
+        self.clock = SimClock(options.speed)
+        rates = ProfileRates.load(options.profile, options.max_num_seqs)
+        self.cluster = SimCluster(
+            rates, nodes=options.nodes, engines=options.engines, seed=options.seed,
+            load=options.load,
+        )  # fmt: skip
+        self.ssh: dict[str, SshServerHandle] = {}
+        self.http: dict[str, EngineServer] = {}
+        names = list(self.cluster.gpus)
+        group = next(iter(self.cluster.groups.values()), tuple(names))
+        self.targets = Targets(
+            thermal=group[1 % len(group)],
+            low_power=group[2 % len(group)],
+            down=group[-1],
+            engine=next(iter(self.cluster.engines), None),
+        )
+        self._player: Player | None = None
+        self.scenario = ""
+        self._task: asyncio.Task[None] | None = None
+        self._actions: asyncio.Queue[Act] = asyncio.Queue()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        client_key = generate_key()
+        for name, gpu in self.cluster.gpus.items():
+            responder = Gb10Responder(
+                gpu, self.refresh, old_driver=name in self.options.old_driver_nodes
+            )
+            self.ssh[name] = await start_ssh_server(responder, authorized_client_keys=[client_key])
+        for name, engine in self.cluster.engines.items():
+            server = EngineServer(engine, self.clock, self.refresh)
+            await server.start()
+            self.http[name] = server
+        client_key.write_private_key(str(self.identity_path))
+        os.chmod(self.identity_path, 0o600)
+        self.known_hosts_path.write_text(
+            "".join(s.known_hosts_line() + "\n" for s in self.ssh.values())
+        )
+        self.ssh_config_path.write_text("# empty: the simulator's nodes need no ssh config\n")
+        self.inventory_path.write_text(self.inventory_yaml())
+        self.set_scenario(self.options.scenario)
+        self._task = asyncio.create_task(self._tick(), name="sim-tick")
+
+    async def close(self) -> None:
+        """Stop every server and the ticking task; remove the directory if it was ours."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await asyncio.gather(
+            *(s.close() for s in self.ssh.values()),
+            *(h.close() for h in self.http.values()),
+            return_exceptions=True,
+        )
+        if self._own_directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    async def __aenter__(self) -> SimHandle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- time and scenarios ----------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Bring the model up to the current simulated time."""
+        self.cluster.advance_to(self.clock.now())
+
+    def set_scenario(self, name: str) -> None:
+        """Switch scenario now: recover from every fault, then play ``name`` from the start."""
+        if name not in SCENARIOS:
+            raise ValueError(f"unknown scenario {name!r}; choose from {', '.join(SCENARIOS)}")
+        self.refresh()
+        self.scenario = name
+        self._actions.put_nowait(Act.RECOVER)
+        self._player = Player(SCENARIOS[name], self.cluster.now)
+
+    async def _tick(self) -> None:
+        while True:
+            self.refresh()
+            if self._player is not None:
+                for act in self._player.due(self.cluster.now):
+                    self._actions.put_nowait(act)
+            while not self._actions.empty():
+                await self.apply(self._actions.get_nowait())
+            await asyncio.sleep(TICK_WALL_S)
+
+    async def apply(self, act: Act) -> None:
+        """Carry out one scenario action now."""
+        log.info("sim t=%.1f s: %s", self.cluster.now, act)
+        t, cluster, engine = self.targets, self.cluster, self.targets.engine
+        if act is Act.RECOVER:
+            cluster.clear_faults()
+            if engine:
+                cluster.end_flood(engine)
+            for server in self.ssh.values():
+                await server.come_back()
+        elif act is Act.THERMAL:
+            cluster.set_fault(t.thermal, Fault.THERMAL)
+        elif act is Act.LOW_POWER:
+            cluster.set_fault(t.low_power, Fault.LOW_POWER)
+        elif act is Act.NODE_DOWN:
+            await self.ssh[t.down].go_away()
+        elif act is Act.NODE_UP:
+            await self.ssh[t.down].come_back()
+        elif engine is None:
+            return
+        elif act is Act.FLOOD:
+            cluster.flood(engine)
+        elif act is Act.END_FLOOD:
+            cluster.end_flood(engine)
+        elif act is Act.RESTART:
+            cluster.restart(engine)
+        elif act is Act.LONG_CONTEXT:
+            cluster.long_context(engine)
+
+    # -- what to tell the user -------------------------------------------------------------
+
+    def inventory_yaml(self) -> str:
+        """The generated inventory (DESIGN.md §3) pointing at this simulator."""
+        limits = self.cluster.rates.limits
+        node_entries = [
+            {
+                "name": name,
+                "host": "127.0.0.1",
+                "port": server.port,
+                "user": SSH_USER,
+                "known_hosts": str(self.known_hosts_path),
+                "identity_file": str(self.identity_path),
+                "config": str(self.ssh_config_path),
+            }
+            for name, server in self.ssh.items()
+        ]
+        engines = [
+            {
+                "name": name,
+                "url": self.http[name].url,
+                "nodes": list(self.cluster.groups[name]),
+                "max_num_seqs": limits.max_num_seqs,
+                "max_num_batched_tokens": limits.max_num_batched_tokens,
+            }
+            for name in self.cluster.engines
+        ]
+        doc = {
+            "cluster": f"sim-{len(node_entries)}x",
+            "profile": self.options.profile,
+            "interval_s": self.options.interval_s,
+            "nodes": node_entries,
+            "engines": engines,
+        }
+        header = (
+            "# Generated by the sparktop simulator; valid while it runs.\n"
+            f"# scenario: {self.options.scenario}, speed: {self.options.speed}x\n"
+        )
+        return header + yaml.safe_dump(doc, sort_keys=False)
+
+    def summary(self) -> str:
+        """What was started, one line per server."""
+        lines = [f"inventory: {self.inventory_path}"]
+        for name, server in self.ssh.items():
+            lines.append(f"  node   {name:<10} ssh://{SSH_USER}@127.0.0.1:{server.port}")
+        for name, http in self.http.items():
+            group = ",".join(self.cluster.groups[name])
+            lines.append(f"  engine {name:<10} {http.url}  (TP group {group})")
+        lines.append(
+            f"  scenario {self.scenario}, speed {self.clock.speed:g}x, seed {self.options.seed}"
+        )
+        return "\n".join(lines)
+
+
+async def start_sim(options: SimOptions | None = None, directory: Path | None = None) -> SimHandle:
+    """Start a simulator. ``directory`` None = a new temporary one, removed on close."""
+    options = options or SimOptions()
+    if options.scenario not in SCENARIOS:
+        raise ValueError(
+            f"unknown scenario {options.scenario!r}; choose from {', '.join(SCENARIOS)}"
+        )
+    own = directory is None
+    path = Path(tempfile.mkdtemp(prefix="sparktop-sim-")) if directory is None else directory
+    path.mkdir(parents=True, exist_ok=True)
+    handle = SimHandle(options, path, own)
+    try:
+        await handle._start()
+    except BaseException:
+        await handle.close()
+        raise
+    return handle
