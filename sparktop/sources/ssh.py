@@ -139,6 +139,13 @@ class SshSource:
         """The nvidia-smi field set this host accepted, once learnt on the connection."""
         return self._fields
 
+    @property
+    def retry_in_s(self) -> float:
+        """Seconds until the next connection attempt while backing off (0 = poll normally)."""
+        if self._last_failure is None:
+            return 0.0
+        return max(0.0, self._retry_at - self._clock())
+
     async def sample(self) -> NodeSample:
         """Poll the node once (or join the poll already running); never raises for the node."""
         if self._inflight is None or self._inflight.done():

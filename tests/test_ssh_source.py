@@ -1,0 +1,387 @@
+"""SshSource against real asyncssh servers on loopback answering with the nvidia-smi cases.
+
+Cases used: gb10-query-with-header.csv, gb10-thermal-slowdown.csv, gb10-hidden-low-power.csv
+and driver-mismatch.txt (via tests/ssh_helpers.py, which also reads the GB10 meminfo and
+compute-apps fixtures).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from sparktop.model import NodeSample, NodeState
+from sparktop.poller import Poller
+from sparktop.sim.sshserver import SshServerHandle, generate_key, public_key_line, start_ssh_server
+from sparktop.sources.probe import FIELD_SETS, field_check_command, probe_command
+from tests.ssh_helpers import (
+    GB10_CSV,
+    LOW_POWER_CSV,
+    MISMATCH_TXT,
+    THERMAL_CSV,
+    ClientFiles,
+    FakeNvidiaSmi,
+    asyncssh_responder,
+    client_files,
+    login_user,
+    node,
+    ssh_source,
+)
+
+StartNode = Callable[..., Awaitable[SshServerHandle]]
+
+
+@pytest.fixture
+def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClientFiles:
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)  # no agent: only the test's key
+    return client_files(tmp_path / "client")
+
+
+@pytest.fixture
+async def start_node(files: ClientFiles) -> AsyncIterator[StartNode]:
+    """Start an asyncssh node answering as ``FakeNvidiaSmi(csv, driver)``; trusted unless told."""
+    servers: list[SshServerHandle] = []
+
+    async def start(
+        fake: FakeNvidiaSmi | None = None, *, trust: bool = True, **kwargs: object
+    ) -> SshServerHandle:
+        kwargs.setdefault("authorized_client_keys", [files.key])
+        server = await start_ssh_server(
+            asyncssh_responder(fake or FakeNvidiaSmi()),
+            **kwargs,  # type: ignore[arg-type]
+        )
+        servers.append(server)
+        if trust:
+            files.trust(server.known_hosts_line())
+        return server
+
+    yield start
+    for server in servers:
+        await server.close()
+
+
+async def test_normal_poll_of_several_nodes_reuses_one_connection(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    csvs = (GB10_CSV, THERMAL_CSV, LOW_POWER_CSV)
+    servers = [await start_node(FakeNvidiaSmi(csv)) for csv in csvs]
+    sources = [ssh_source(files, node(f"spark-{i}", s.port)) for i, s in enumerate(servers, 1)]
+    try:
+        first = await asyncio.gather(*(s.sample() for s in sources))
+        second = await asyncio.gather(*(s.sample() for s in sources))
+    finally:
+        await asyncio.gather(*(s.aclose() for s in sources))
+
+    assert [s.state for s in first + second] == [NodeState.OK] * 6
+    normal, thermal, low_power = second
+    gpu = normal.gpus[0]
+    assert (gpu.sm_clock_mhz, gpu.max_sm_clock_mhz, gpu.temperature_c) == (2509, 3003, 55)
+    assert (gpu.power_w, gpu.utilization_pct, gpu.pstate) == (41.37, 97, "P0")
+    assert gpu.clock_events == ()
+    assert normal.memory.unified and normal.memory.gpu_held_mib == 19135
+    assert normal.memory.total_mib == pytest.approx(127600748 / 1024)
+    assert thermal.gpus[0].slowdowns == ("sw_thermal_slowdown",)
+    assert low_power.gpus[0].sm_clock_mhz == 513 and low_power.gpus[0].clock_event_mask == 0
+    assert normal.latency_s is not None and normal.since_s is None
+
+    full = FIELD_SETS[0]
+    for server, source in zip(servers, sources, strict=True):
+        assert server.connections_accepted == 1 and source.connects == 1
+        # One field check per connection, then one batched probe per poll.
+        assert server.commands == [
+            field_check_command(full),
+            probe_command(full),
+            probe_command(full),
+        ]
+
+
+async def test_changed_host_key_is_refused_before_any_command(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    server = await start_node(trust=False)
+    files.trust(f"[127.0.0.1]:{server.port} {public_key_line(generate_key())}")
+    source = ssh_source(files, node("spark-1", server.port))
+    sample = await source.sample()
+    await source.aclose()
+
+    assert sample.state is NodeState.HOST_KEY
+    assert f"host key for [127.0.0.1]:{server.port} does not match" in sample.message
+    assert f"ssh-keygen -R '[127.0.0.1]:{server.port}'" in sample.message
+    assert server.commands == []
+
+
+async def test_unknown_host_key_names_the_keyscan_command(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    server = await start_node(trust=False)
+    source = ssh_source(files, node("spark-1", server.port))
+    sample = await source.sample()
+    await source.aclose()
+
+    assert sample.state is NodeState.HOST_KEY
+    assert f"ssh-keyscan -p {server.port} 127.0.0.1 >> " in sample.message
+    assert "is not in" in sample.message
+    assert server.commands == []
+
+
+async def test_accept_new_records_an_unknown_key_but_never_a_changed_one(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    server = await start_node(trust=False)
+    lax = node("spark-1", server.port, strict_host_key_checking=False)
+    source = ssh_source(files, lax)
+    assert (await source.sample()).ok
+    await source.aclose()
+    assert files.known_hosts.read_text() == server.known_hosts_line() + "\n"
+
+    impostor = await start_node(trust=False)
+    files.known_hosts.write_text(f"[127.0.0.1]:{impostor.port} {public_key_line(generate_key())}\n")
+    source = ssh_source(files, node("spark-2", impostor.port, strict_host_key_checking=False))
+    sample = await source.sample()
+    await source.aclose()
+    assert sample.state is NodeState.HOST_KEY and impostor.commands == []
+
+
+async def test_unknown_client_key_is_an_auth_failure(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    server = await start_node(authorized_client_keys=[generate_key()])
+    source = ssh_source(files, node("spark-1", server.port))
+    sample = await source.sample()
+    await source.aclose()
+    assert sample.state is NodeState.AUTH
+    assert "identity_file" in sample.message and server.commands == []
+
+
+async def test_hung_probe_does_not_delay_the_other_nodes(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    servers = [await start_node(FakeNvidiaSmi(csv)) for csv in (GB10_CSV, THERMAL_CSV, GB10_CSV)]
+    servers[2].hang()
+    sources = [ssh_source(files, node(f"spark-{i}", s.port)) for i, s in enumerate(servers, 1)]
+    hung = sources[2]
+    arrived: list[NodeSample] = []
+
+    async def poll(index: int) -> None:
+        arrived.append(await sources[index].sample())
+
+    try:
+        tasks = [asyncio.create_task(poll(i)) for i in range(3)]
+        # A second sample() while the hung probe runs joins it instead of starting another.
+        joined = asyncio.create_task(hung.sample())
+        await asyncio.gather(*tasks)
+        assert (await joined) is arrived[-1]
+    finally:
+        await asyncio.gather(*(s.aclose() for s in sources))
+
+    assert [s.node for s in arrived[:2]] == ["spark-1", "spark-2"]  # before the hung one
+    late = arrived[2]
+    assert late.node == "spark-3" and late.state is NodeState.UNREACHABLE
+    assert late.message.endswith("probe timed out after 1 s")
+    assert late.message.startswith("unreachable since ")
+    for sample in arrived[:2]:
+        assert sample.ok and sample.latency_s is not None
+        assert sample.latency_s < hung.probe_deadline_s
+        assert sample.time_s < late.time_s
+    assert servers[2].commands == [field_check_command(FIELD_SETS[0])]  # one, never two
+
+
+async def test_hung_node_keeps_every_other_node_on_schedule(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    servers = [await start_node() for _ in range(3)]
+    servers[0].hang()
+    # The hung node's deadline (30 s) is far beyond what this test waits for.
+    sources = [ssh_source(files, node("spark-1", servers[0].port), command_timeout_s=30.0)]
+    sources += [ssh_source(files, node(f"spark-{i}", servers[i - 1].port)) for i in (2, 3)]
+    counts = {s.name: 0 for s in sources}
+    enough = asyncio.Event()
+
+    def on_sample(sample: object) -> None:
+        assert isinstance(sample, NodeSample)
+        counts[sample.node] += 1
+        if counts["spark-2"] >= 3 and counts["spark-3"] >= 3:
+            enough.set()
+
+    poller = Poller(sources, interval_s=0.2, on_sample=on_sample)
+    poller.start()
+    try:
+        await asyncio.wait_for(enough.wait(), 20)
+    finally:
+        await poller.aclose()
+    assert counts["spark-1"] == 0
+    assert len(servers[0].commands) == 1  # still the first command: never a second in flight
+
+
+async def test_node_that_goes_away_and_comes_back_reconnects(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    server = await start_node()
+    source = ssh_source(files, node("spark-1", server.port))
+    try:
+        assert (await source.sample()).ok
+        await server.go_away()
+        gone = await source.sample()
+        still_gone = await source.sample()
+        await server.come_back()
+        back = await source.sample()
+    finally:
+        await source.aclose()
+
+    assert gone.state is NodeState.UNREACHABLE
+    assert gone.message.startswith("unreachable since ")
+    assert gone.message.endswith(": connection refused")
+    assert still_gone.since_s == gone.since_s and still_gone.message == gone.message
+    assert back.ok and back.since_s is None
+    assert source.connects == 2 and server.connections_accepted == 2
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_backoff_is_capped_jittered_and_skips_the_network(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    server = await start_node(trust=False)  # every attempt is refused at the host key
+    clock = FakeClock()
+    inventory_source = ssh_source(files, node("spark-1", server.port))
+    source = type(inventory_source)(
+        inventory_source.node,
+        inventory_source.settings,
+        backoff_base_s=1.0,
+        backoff_cap_s=4.0,
+        clock=clock,
+    )
+    try:
+        delays = []
+        first = await source.sample()
+        for _ in range(5):
+            delays.append(source.retry_in_s)
+            again = await source.sample()  # still backing off: no new connection
+            assert again.since_s == first.since_s and again.message == first.message
+            assert server.connections_accepted == len(delays)
+            clock.now += source.retry_in_s
+            await source.sample()  # the retry
+    finally:
+        await source.aclose()
+    expected = [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]
+    for delay, ceiling in zip(delays, expected, strict=False):
+        assert ceiling / 2 <= delay <= ceiling
+
+
+@pytest.mark.parametrize(
+    ("driver", "fields"),
+    [("current", FIELD_SETS[0]), ("no-counters", FIELD_SETS[1]), ("old", FIELD_SETS[2])],
+)
+async def test_field_set_falls_back_for_older_drivers(
+    files: ClientFiles, start_node: StartNode, driver: str, fields: tuple[str, ...]
+) -> None:
+    server = await start_node(FakeNvidiaSmi(THERMAL_CSV, driver=driver))
+    source = ssh_source(files, node("spark-1", server.port))
+    sample = await source.sample()
+    await source.aclose()
+
+    assert sample.ok, sample.message
+    assert source.fields == fields
+    assert server.commands[-1] == probe_command(fields)
+    gpu = sample.gpus[0]
+    assert gpu.slowdowns == ("sw_thermal_slowdown",)  # read from the old spelling too
+    assert gpu.sm_clock_mhz == 1833
+    counters_known = driver == "current"
+    assert (gpu.counters.sw_thermal_us == 0) is counters_known
+
+
+async def test_driver_mismatch_output_is_that_nodes_state(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    assert MISMATCH_TXT.name == "driver-mismatch.txt"
+    fake = FakeNvidiaSmi(driver="mismatch")
+    broken = await start_node(fake)
+    healthy = await start_node()
+    sources = [
+        ssh_source(files, node("spark-1", broken.port)),
+        ssh_source(files, node("spark-2", healthy.port)),
+    ]
+    try:
+        first, other = await asyncio.gather(*(s.sample() for s in sources))
+        second = await sources[0].sample()
+        fake.driver = "current"  # the operator reloaded the driver
+        fixed = await sources[0].sample()
+    finally:
+        await asyncio.gather(*(s.aclose() for s in sources))
+
+    assert first.state is NodeState.DRIVER_MISMATCH
+    assert first.message == "driver/library mismatch (reboot or reload the driver)"
+    assert second.state is NodeState.DRIVER_MISMATCH and second.since_s == first.since_s
+    assert other.ok
+    assert fixed.ok and fixed.since_s is None and sources[0].fields == FIELD_SETS[0]
+    assert sources[0].connects == 1  # the connection was fine all along
+
+
+async def test_garbled_output_is_a_node_state_not_a_crash(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    async def junk(command: str) -> tuple[str, int]:
+        return "\x1b[2J\ufffd\ufffd segfault at 0 ip 00007f\n", 0
+
+    server = await start_ssh_server(junk, authorized_client_keys=[files.key])
+    files.trust(server.known_hosts_line())
+    source = ssh_source(files, node("spark-1", server.port))
+    try:
+        sample = await source.sample()
+    finally:
+        await source.aclose()
+        await server.close()
+    assert sample.state is NodeState.GARBLED and sample.since_s is not None
+
+
+async def test_ssh_config_alias_supplies_host_port_user_identity_and_known_hosts(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    server = await start_node()
+    files.config.write_text(
+        "Host spark-alias\n"
+        "  HostName 127.0.0.1\n"
+        f"  Port {server.port}\n"
+        f"  User {login_user()}\n"
+        f"  IdentityFile {files.identity_file}\n"
+        f"  UserKnownHostsFile {files.known_hosts}\n"
+    )
+    aliased = node("spark-1", server.port).model_copy(update={"host": "spark-alias", "port": None})
+    source = ssh_source(files, aliased, identity_file=None, known_hosts=None, user=None)
+    sample = await source.sample()
+    await source.aclose()
+    assert sample.ok, sample.message
+
+
+async def test_proxyjump_from_ssh_config(files: ClientFiles, start_node: StartNode) -> None:
+    jump = await start_node(allow_tcp_forwarding=True)
+    target = await start_node()
+    files.config.write_text(
+        "Host jump\n"
+        "  HostName 127.0.0.1\n"
+        f"  Port {jump.port}\n"
+        "Host spark-behind\n"
+        "  HostName 127.0.0.1\n"
+        f"  Port {target.port}\n"
+        "  ProxyJump jump\n"
+        "Host *\n"
+        f"  User {login_user()}\n"
+        f"  IdentityFile {files.identity_file}\n"
+        f"  UserKnownHostsFile {files.known_hosts}\n"
+    )
+    behind = node("spark-1", 22).model_copy(update={"host": "spark-behind", "port": None})
+    source = ssh_source(files, behind, identity_file=None, known_hosts=None, user=None)
+    sample = await source.sample()
+    await source.aclose()
+    assert sample.ok, sample.message
+    assert jump.connections_accepted == 1 and jump.commands == []
+    assert target.commands[-1] == probe_command(FIELD_SETS[0])
