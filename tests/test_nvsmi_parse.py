@@ -542,4 +542,14 @@ def test_parse_cell_never_raises_and_never_invents_zero(text: str) -> None:
     if isinstance(value, NA):
         assert value.reason
     else:
-        assert isinstance(value, float)
+        assert is_num(value)
+    mask = parse_mask(text)
+    assert isinstance(mask, NA) or 0 <= mask < 2**64
+
+
+@pytest.mark.parametrize(
+    "text", ["1e400", "0x" + "F" * 300, "0xZZ", "²", "١٢", "9" * 400, "5 apples", "12abc"]
+)
+def test_parse_cell_and_mask_reject_out_of_range(text: str) -> None:
+    assert isinstance(parse_cell(text), NA)
+    assert isinstance(parse_mask(text), NA)

@@ -5,6 +5,7 @@ A missing value becomes :class:`~sparktop.model.NA` keeping nvidia-smi's text, n
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -20,28 +21,32 @@ class ParseError(ValueError):
 
 # -- cells -------------------------------------------------------------------------------------
 
-_NUMBER_RE = re.compile(r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([A-Za-z%°/]*)")
-_HEX_RE = re.compile(r"0[xX][0-9a-fA-F]+")
+_NUMBER_RE = re.compile(
+    r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(W|MHz|%|[KMG]iB|[KMG]B/s|us|ms|s|C|W/s)?",
+    re.ASCII,
+)
+"""A number with one of the units nvidia-smi prints (``[W]``, ``[MHz]``, ``[MiB]``, ``[us]``…)."""
+_HEX_RE = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
+_DECIMAL_RE = re.compile(r"\d{1,20}", re.ASCII)
 
 
 def parse_cell(text: str) -> float | NA:
-    """One nvidia-smi value as a float, or :class:`NA` keeping the original text.
+    """One nvidia-smi value as a finite float, or :class:`NA` keeping the original text.
 
     ``41.37 W``, ``2509 MHz``, ``97 %``, ``0 us`` and bare numbers give floats (the unit is
-    the field's documented one and is dropped); ``0x…`` gives the integer value. ``[N/A]``,
-    ``[Not Supported]``, ``[Requested functionality has been deprecated]``, ``N/A``,
-    ``Not Supported``, ``ERR!`` and anything else non-numeric give ``NA(text)``; empty gives
-    ``NA("empty")``.
+    the field's documented one and is dropped); ``0x…`` (up to 64 bits) gives the integer
+    value. ``[N/A]``, ``[Not Supported]``, ``[Requested functionality has been
+    deprecated]``, ``N/A``, ``Not Supported``, ``ERR!``, non-finite numbers and anything else
+    give ``NA(text)``; empty gives ``NA("empty")``.
     """
     value = text.strip()
     if not value:
         return NA("empty")
-    if _HEX_RE.fullmatch(value):
-        return float(int(value, 16))
+    if value[:2] in ("0x", "0X"):
+        return float(int(value, 16)) if _HEX_RE.fullmatch(value) else NA(value)
     match = _NUMBER_RE.fullmatch(value)
-    if match is None:
-        return NA(value)
-    return float(match.group(1))
+    number = float(match.group(1)) if match else math.nan
+    return number if math.isfinite(number) else NA(value)
 
 
 def parse_mask(text: str) -> int | NA:
@@ -49,7 +54,7 @@ def parse_mask(text: str) -> int | NA:
     value = text.strip()
     if _HEX_RE.fullmatch(value):
         return int(value, 16)
-    if value.isdigit():
+    if _DECIMAL_RE.fullmatch(value):
         return int(value)
     return NA(value or "empty")
 
