@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -60,7 +60,8 @@ class EngineSource:
     ``profile_limits``: the profile's ``kv_pool_tokens``, ``max_num_seqs``,
     ``max_num_batched_tokens``, ``max_model_len`` (used when the server and the inventory are
     silent). ``window_s``/``stale_after_s`` go to :class:`MetricsDeriver`. ``api_key``
-    overrides the token from ``config.api_key_env``; ``transport`` is for tests.
+    overrides the token from ``config.api_key_env``. ``clock`` (monotonic seconds) times the
+    rate window; tests pass a fake one.
     """
 
     kind = "engine"
@@ -74,7 +75,7 @@ class EngineSource:
         window_s: float = 30.0,
         stale_after_s: float = 60.0,
         api_key: str | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = config.name
         self.url = config.url.rstrip("/")
@@ -82,10 +83,10 @@ class EngineSource:
         self._key_env = getattr(config, "api_key_env", None)
         self._api_key = api_key
         self._timeout_s = timeout_s
-        self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._models: tuple[Num, str] | None = None
         self._since: float | None = None
+        self._clock = clock
         self.deriver = MetricsDeriver(
             self.name,
             kind=self.engine_kind,
@@ -109,14 +110,13 @@ class EngineSource:
                 timeout=httpx.Timeout(self._timeout_s),
                 follow_redirects=True,
                 headers=self._headers(),
-                transport=self._transport,
                 trust_env=False,
             )
         return self._client
 
     async def sample(self) -> EngineSample:
         """Scrape once and derive a sample (rates over the deriver's window)."""
-        wall, started = time.time(), time.monotonic()
+        wall, started = time.time(), time.perf_counter()
         try:
             text = await self._fetch_metrics()
             if self._models is None:
@@ -131,11 +131,11 @@ class EngineSource:
         max_model_len, model = self._models
         sample = self.deriver.derive(
             page,
-            now_s=time.monotonic(),
+            now_s=self._clock(),
             wall_s=wall,
             max_model_len=max_model_len,
             model=model,
-            latency_s=time.monotonic() - started,
+            latency_s=time.perf_counter() - started,
         )
         if sample.restarted:
             self._models = None  # a new server may serve another model or length
@@ -161,7 +161,7 @@ class EngineSource:
             message=reason,
             since_s=self._since,
             kind=self.engine_kind,
-            latency_s=time.monotonic() - started,
+            latency_s=time.perf_counter() - started,
         )
 
     async def _drop_connection(self) -> None:

@@ -58,6 +58,10 @@ def label_int(labels: Mapping[str, str] | None, key: str) -> int | None:
     return value if value > 0 else None
 
 
+QUIET = frozenset({"not exported", "not asked", ""})
+"""NA reasons that say nothing worth repeating when a limit stays unknown."""
+
+
 def resolve_limit(
     name: str, server: Sequence[tuple[Num, str]], inventory: Limits, profile: Limits
 ) -> tuple[Num, str]:
@@ -69,7 +73,8 @@ def resolve_limit(
         value = getattr(limits, name)
         if value is not None:
             return float(value), source
-    return NA(f"{name} not exported; set it in the inventory"), "unknown"
+    why = next((v.reason for v, _ in server if isinstance(v, NA) and v.reason not in QUIET), "")
+    return NA(f"{why or name + ' not exported'}; set {name} in the inventory"), "unknown"
 
 
 def resolve_pool(

@@ -71,6 +71,9 @@ class Snap:
 
 def combine(values: Mapping[str, Num], how: Callable[[Iterable[float]], float] = sum) -> Num:
     """Sum (or max) over ranks; NA if any rank is NA, naming the rank when there are several."""
+    reasons = {v.reason for v in values.values() if isinstance(v, NA)}
+    if len(reasons) == 1 and len(values) > 1 and all(isinstance(v, NA) for v in values.values()):
+        return NA(reasons.pop())  # same for every rank: no need to name one
     nums: list[float] = []
     for rank, value in values.items():
         if isinstance(value, NA):

@@ -1,0 +1,241 @@
+"""The metrics cases (../shared/cases/metrics) and the deriver's windowed arithmetic.
+
+Each case file is read through the same path as a live scrape (parse → MetricsDeriver) and
+must show the behaviour ../shared/cases/README.md lists for it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from sparktop.model import NA, EngineSample, EngineState, Quantile, is_num
+from sparktop.sources.metrics import MetricsDeriver
+from sparktop.sources.pool import Limits
+from sparktop.sources.prom import parse_page
+from sparktop.sources.quantile import histogram_quantile
+from sparktop.sources.vllm import WANTED, Hist
+from tests.conftest import CASES
+from tests.vllm_page import FakeVllm, Load
+
+METRIC_CASES = CASES / "metrics"
+
+
+def scrape(deriver: MetricsDeriver, case: str, now_s: float = 0.0) -> EngineSample:
+    page = parse_page((METRIC_CASES / case).read_text(), WANTED)
+    return deriver.derive(page, now_s=now_s, wall_s=1.7e9 + now_s)
+
+
+def one(case: str, **kwargs: object) -> EngineSample:
+    return scrape(MetricsDeriver("dsv4", **kwargs), case)  # type: ignore[arg-type]
+
+
+def test_every_case_file_is_named_here() -> None:
+    source = Path(__file__).read_text(encoding="utf-8")
+    for path in METRIC_CASES.iterdir():
+        assert path.name in source, f"{path.name} has no test"
+
+
+def test_nan_gauge() -> None:
+    s = one("nan-gauge.prom")
+    assert s.state is EngineState.OK
+    assert s.running == 3 and s.kv_usage == pytest.approx(0.412)
+    assert isinstance(s.waiting, NA) and "nan" in s.waiting.reason
+    # the generation counter was parsed: with a second scrape it has a rate
+    d = MetricsDeriver("dsv4")
+    scrape(d, "nan-gauge.prom", 0.0)
+    assert scrape(d, "nan-gauge.prom", 2.0).decode_tps == 0.0
+
+
+def test_openmetrics_body() -> None:
+    s = one("openmetrics-body.prom")
+    assert s.state is EngineState.OK
+    assert s.running == 2 and s.kv_usage == 0.25
+    page = parse_page((METRIC_CASES / "openmetrics-body.prom").read_text())
+    assert page.get("vllm:prompt_tokens_total")[0].value == 4521873
+    assert page.get("vllm:generation_tokens_total")[0].value == 90311
+    assert not [n for n in page.samples if n.endswith("_created")]
+
+
+def test_headers_only_is_unavailable_not_zero() -> None:
+    s = one("headers-only.prom")
+    assert s.state is EngineState.UNAVAILABLE
+    assert "no samples" in s.message and "vllm:num_requests_running" in s.message
+    for value in (s.running, s.waiting, s.kv_usage):
+        assert isinstance(value, NA)
+
+
+def test_cache_config_none_pool_unknown_then_inventory_then_profile() -> None:
+    s = one("cache-config-none.prom")
+    assert s.kv_usage == 0.5
+    assert s.kv_pool_source == "unknown" and isinstance(s.kv_pool_tokens, NA)
+    assert "num_gpu_blocks=None" in s.kv_pool_tokens.reason
+    assert isinstance(s.kv_free_tokens, NA)
+
+    s = one("cache-config-none.prom", inventory=Limits(kv_pool_tokens=2_493_464))
+    assert (s.kv_pool_tokens, s.kv_pool_source) == (2_493_464, "inventory")
+    assert s.kv_free_tokens == pytest.approx(2_493_464 * 0.5)
+
+    s = one("cache-config-none.prom", profile=Limits(kv_pool_tokens=11_434_628))
+    assert (s.kv_pool_tokens, s.kv_pool_source) == (11_434_628, "profile")
+
+
+def test_dp2_engines_sum_and_max() -> None:
+    s = one("dp2-engines.prom")
+    assert s.running == 7 and s.waiting == 1
+    assert s.kv_usage == 0.81
+    per_engine = 89_332 * 256 / 2
+    assert [r.rank for r in s.ranks] == ["0", "1"]
+    assert [r.kv_usage for r in s.ranks] == [0.81, 0.47]
+    assert [r.kv_pool_tokens for r in s.ranks] == [per_engine, per_engine]
+    assert s.ranks[0].kv_free_tokens == pytest.approx(per_engine * 0.19)
+    assert s.kv_pool_source == "num_gpu_blocks×block_size"
+    assert s.kv_free_tokens == pytest.approx(per_engine * (0.19 + 0.53))
+
+
+def test_counter_reset_pair_restarts_without_negative_rate() -> None:
+    d = MetricsDeriver("dsv4")
+    first = scrape(d, "counter-reset-1.prom", 0.0)
+    assert not first.restarted
+    second = scrape(d, "counter-reset-2.prom", 1.0)
+    assert second.restarted
+    assert "restarted" in second.message
+    for rate in (second.prefill_tps, second.decode_tps):
+        assert isinstance(rate, NA)  # never negative
+    page = parse_page(
+        (METRIC_CASES / "counter-reset-2.prom").read_text().replace("310.0", "410.0"), WANTED
+    )
+    third = d.derive(page, now_s=3.0, wall_s=0.0)
+    assert not third.restarted
+    assert third.decode_tps == pytest.approx(50.0)  # (410 − 310) / 2 s from the new baseline
+    assert third.prefill_tps == 0.0
+
+
+def test_itl_first_bucket_is_less_than_10_ms() -> None:
+    s = one("itl-first-bucket.prom")
+    assert s.itl_p50 == Quantile(0.01, "<")
+    assert str(s.itl_p50) == "< 10 ms"
+    assert "itl_p50" in s.since_start
+
+
+# -- the deriver's arithmetic on a page built with prometheus_client ---------------------------
+
+
+def fake_scrape(d: MetricsDeriver, fake: FakeVllm, now_s: float) -> EngineSample:
+    return d.derive(parse_page(fake.page().decode(), WANTED), now_s=now_s, wall_s=now_s)
+
+
+def test_rates_quantiles_and_means_over_the_window() -> None:
+    fake = FakeVllm(engines=2, kv_cache_size_tokens=500_000)
+    for e, scale in (("0", 1.0), ("1", 2.0)):
+        fake.load[e] = Load(prefill_tps=4700 * scale, decode_tps=65 * scale, preemptions_per_s=0.5,
+                            requests_per_s=20, prompt_tokens=2048)  # fmt: skip
+        fake.set_gauges(e, running=3, waiting=1, kv_usage=0.4)
+    d = MetricsDeriver("dsv4", window_s=30)
+    fake.advance(100)  # lifetime history that the window must ignore
+    fake.load["0"].ttft_range_s = (0.25, 0.5)
+    fake_scrape(d, fake, 0.0)
+    fake.advance(10)
+    s = fake_scrape(d, fake, 10.0)
+    assert s.window_s == 10.0 and not s.since_start
+    assert s.prefill_tps == pytest.approx(4700 * 3)
+    assert s.decode_tps == pytest.approx(65 * 3)
+    assert s.preemptions_per_s == pytest.approx(1.0)
+    assert [r.prefill_tps for r in s.ranks] == pytest.approx([4700, 9400])
+    assert s.running == 6 and s.waiting == 2
+    assert (s.kv_pool_tokens, s.kv_pool_source) == (1_000_000, "cache_config_info")
+    assert s.kv_free_tokens == pytest.approx(600_000)
+    # rank 0 saw TTFT uniform in (0.25, 0.5] during the window, rank 1 uniform in (0.1, 1.0]
+    assert isinstance(s.ranks[0].ttft_p50, Quantile)
+    assert s.ranks[0].ttft_p50.value_s == pytest.approx(0.375, rel=0.01)
+    assert isinstance(s.ranks[1].ttft_p95, Quantile)
+    assert s.ranks[1].ttft_p95.value_s == pytest.approx(0.955, rel=0.05)
+    assert isinstance(s.itl_p50, Quantile) and s.itl_p50.value_s == pytest.approx(0.075, rel=0.05)
+    assert s.mean_prompt_tokens == 2048
+    assert s.prefix_hit_rate == pytest.approx(0.25)
+    assert isinstance(s.spec_acceptance_rate, NA) and "speculative" in s.spec_acceptance_rate.reason
+
+
+def test_no_requests_in_window_says_so() -> None:
+    fake = FakeVllm()
+    fake.load["0"] = Load(requests_per_s=5)
+    fake.advance(10)
+    d = MetricsDeriver("dsv4")
+    first = fake_scrape(d, fake, 0.0)
+    assert isinstance(first.ttft_p50, Quantile) and "ttft_p50" in first.since_start
+    second = fake_scrape(d, fake, 5.0)
+    assert isinstance(second.ttft_p50, NA)
+    assert second.ttft_p50.reason == "no requests finished in the last 5 s"
+    assert isinstance(second.mean_prompt_tokens, NA)
+
+
+def test_spec_decode_acceptance() -> None:
+    fake = FakeVllm(spec_decode=True)
+    d = MetricsDeriver("dsv4")
+    fake_scrape(d, fake, 0.0)
+    fake.advance(4)
+    s = fake_scrape(d, fake, 4.0)
+    assert s.spec_acceptance_rate == pytest.approx(180 / 300)
+    assert s.spec_mean_accept_len == pytest.approx(1 + 180 / 100)
+
+
+def test_window_slides() -> None:
+    fake = FakeVllm()
+    d = MetricsDeriver("dsv4", window_s=10)
+    for t in range(0, 31):
+        fake.load["0"].decode_tps = 10.0 if t < 20 else 40.0
+        s = fake_scrape(d, fake, float(t))
+        fake.advance(1)
+    assert s.window_s == 10.0
+    assert s.decode_tps == pytest.approx(40.0)  # the first 20 s are out of the window
+
+
+def test_stale_gauges_while_no_counter_moves() -> None:
+    fake = FakeVllm()
+    fake.set_gauges("0", running=5, waiting=2, kv_usage=0.6)
+    d = MetricsDeriver("dsv4", stale_after_s=60)
+    states = [fake_scrape(d, fake, float(t)).state for t in (0, 30, 59, 61)]
+    assert states == [EngineState.OK, EngineState.OK, EngineState.OK, EngineState.STALE]
+    fake.load["0"].decode_tps = 10
+    fake.advance(1)
+    assert fake_scrape(d, fake, 62.0).state is EngineState.OK  # a counter moved
+
+
+def test_idle_server_is_not_stale() -> None:
+    fake = FakeVllm()
+    d = MetricsDeriver("dsv4", stale_after_s=10)
+    assert all(fake_scrape(d, fake, float(t)).state is EngineState.OK for t in range(0, 40, 5))
+
+
+def test_quantile_open_ends_and_interpolation() -> None:
+    inf = math.inf
+    hist = Hist((0.01, 0.025, inf), (0.0, 10.0, 10.0), 0.2, 10.0)
+    q = histogram_quantile(0.5, hist, "empty")
+    assert isinstance(q, Quantile) and q.value_s == pytest.approx(0.0175) and q.bound == ""
+    assert histogram_quantile(
+        0.5, Hist((1.0, 2560.0, inf), (0.0, 1.0, 9.0), 0, 9.0), "e"
+    ) == Quantile(2560.0, ">")
+    assert str(Quantile(2560.0, ">")) == "> 2560.00 s"
+    assert histogram_quantile(0.5, Hist((1.0, inf), (0.0, 0.0), 0, 0), "empty") == NA("empty")
+
+
+def test_pool_and_limits_sources() -> None:
+    fake = FakeVllm(num_gpu_blocks="None")
+    d = MetricsDeriver(
+        "dsv4",
+        inventory=Limits(max_num_seqs=8),
+        profile=Limits(max_num_seqs=6, max_num_batched_tokens=8192, kv_pool_tokens=11_434_628),
+    )
+    s = d.derive(
+        parse_page(fake.page().decode(), WANTED), now_s=0, wall_s=0, max_model_len=1_048_576
+    )
+    assert (s.max_num_seqs, s.limit_sources["max_num_seqs"]) == (8, "inventory")
+    assert (s.max_num_batched_tokens, s.limit_sources["max_num_batched_tokens"]) == (
+        8192,
+        "profile",
+    )
+    assert (s.max_model_len, s.limit_sources["max_model_len"]) == (1_048_576, "/v1/models")
+    assert (s.kv_pool_tokens, s.kv_pool_source) == (11_434_628, "profile")
+    assert is_num(s.kv_free_tokens)

@@ -1,0 +1,275 @@
+"""A vLLM-shaped ``/metrics`` page whose load the test controls, built with prometheus_client.
+
+Metric names, labels (``model_name``, ``engine``) and default buckets are vLLM's
+(``vllm/v1/metrics/loggers.py``: TTFT 22 edges up to 2560 s, inter-token latency 19 edges up
+to 80 s, request latency 21 edges, 1-2-5 token buckets up to ``max_model_len``).
+``full=True`` adds the families sparktop ignores, so a page is as long as a real one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+TTFT_BUCKETS = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
+    10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+)  # fmt: skip
+ITL_BUCKETS = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0,
+)  # fmt: skip
+LATENCY_BUCKETS = (
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
+    240.0, 480.0, 960.0, 1920.0, 7680.0,
+)  # fmt: skip
+LABELS = ("model_name", "engine")
+
+
+def buckets_1_2_5(max_value: int) -> list[float]:
+    out: list[float] = []
+    scale = 1
+    while True:
+        for m in (1, 2, 5):
+            if m * scale > max_value:
+                return out
+            out.append(float(m * scale))
+        scale *= 10
+
+
+def spread(low: float, high: float, n: int) -> list[float]:
+    """``n`` values evenly spread over (low, high]: uniform inside every bucket they cross."""
+    return [low + (high - low) * (i + 0.5) / n for i in range(n)]
+
+
+@dataclass
+class Load:
+    """What one engine does per second while the page advances."""
+
+    prefill_tps: float = 0.0
+    decode_tps: float = 0.0
+    preemptions_per_s: float = 0.0
+    requests_per_s: float = 0.0
+    ttft_range_s: tuple[float, float] = (0.1, 1.0)
+    itl_range_s: tuple[float, float] = (0.05, 0.1)
+    prompt_tokens: int = 1000
+
+
+class FakeVllm:
+    """The metrics of a vLLM server with ``engines`` data-parallel engines."""
+
+    def __init__(
+        self,
+        *,
+        engines: int = 1,
+        model: str = "dsv4-flash",
+        max_model_len: int = 1_048_576,
+        num_gpu_blocks: int | str = 9740,
+        block_size: int = 256,
+        kv_cache_size_tokens: int | None = None,
+        full: bool = False,
+        spec_decode: bool = False,
+    ) -> None:
+        self.registry = CollectorRegistry()
+        self.model = model
+        self.engines = [str(i) for i in range(engines)]
+        self.load = {e: Load() for e in self.engines}
+        r = self.registry
+        self.running = Gauge(
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            LABELS,
+            registry=r,
+        )
+        self.waiting = Gauge(
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            LABELS,
+            registry=r,
+        )
+        self.kv = Gauge(
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            LABELS,
+            registry=r,
+        )
+        self.prompt = Counter(
+            "vllm:prompt_tokens", "Number of prefill tokens processed.", LABELS, registry=r
+        )
+        self.gen = Counter(
+            "vllm:generation_tokens", "Number of generation tokens processed.", LABELS, registry=r
+        )
+        self.preempt = Counter(
+            "vllm:num_preemptions",
+            "Cumulative number of preemption from the engine.",
+            LABELS,
+            registry=r,
+        )
+        self.pq = Counter(
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            LABELS,
+            registry=r,
+        )
+        self.ph = Counter(
+            "vllm:prefix_cache_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            LABELS,
+            registry=r,
+        )
+        self.ttft = Histogram(
+            "vllm:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            LABELS,
+            buckets=TTFT_BUCKETS,
+            registry=r,
+        )
+        self.itl = Histogram(
+            "vllm:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            LABELS,
+            buckets=ITL_BUCKETS,
+            registry=r,
+        )
+        tokens = buckets_1_2_5(max_model_len)
+        self.prompt_len = Histogram(
+            "vllm:request_prompt_tokens",
+            "Number of prefill tokens processed.",
+            LABELS,
+            buckets=tokens,
+            registry=r,
+        )
+        self.spec: tuple[Counter, Counter, Counter] | None = None
+        if spec_decode:
+            self.spec = (
+                Counter(
+                    "vllm:spec_decode_num_drafts",
+                    "Number of spec decoding drafts.",
+                    LABELS,
+                    registry=r,
+                ),
+                Counter(
+                    "vllm:spec_decode_num_draft_tokens",
+                    "Number of draft tokens.",
+                    LABELS,
+                    registry=r,
+                ),
+                Counter(
+                    "vllm:spec_decode_num_accepted_tokens",
+                    "Number of accepted tokens.",
+                    LABELS,
+                    registry=r,
+                ),
+            )
+        info = {
+            "block_size": str(block_size),
+            "num_gpu_blocks": str(num_gpu_blocks),
+            "cache_dtype": "auto",
+        }
+        if kv_cache_size_tokens is not None:
+            info["kv_cache_size_tokens"] = str(kv_cache_size_tokens)
+        cache = Gauge(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            [*info, "engine"],
+            registry=r,
+        )
+        for e in self.engines:
+            cache.labels(**info, engine=e).set(1)
+            for metric in (
+                self.running,
+                self.waiting,
+                self.kv,
+                self.prompt,
+                self.gen,
+                self.preempt,
+                self.pq,
+                self.ph,
+            ):
+                metric.labels(model, e)
+            for hist in (self.ttft, self.itl, self.prompt_len):
+                hist.labels(model, e)
+        self._others: list[tuple[Histogram | Counter, float]] = []
+        if full:
+            self._add_full_page(tokens)
+
+    def _add_full_page(self, tokens: list[float]) -> None:
+        r = self.registry
+        hist_specs = [
+            ("vllm:time_per_output_token_seconds", ITL_BUCKETS),
+            ("vllm:request_time_per_output_token_seconds", ITL_BUCKETS),
+            ("vllm:e2e_request_latency_seconds", LATENCY_BUCKETS),
+            ("vllm:request_queue_time_seconds", LATENCY_BUCKETS),
+            ("vllm:request_inference_time_seconds", LATENCY_BUCKETS),
+            ("vllm:request_prefill_time_seconds", LATENCY_BUCKETS),
+            ("vllm:request_decode_time_seconds", LATENCY_BUCKETS),
+            ("vllm:request_generation_tokens", tokens),
+            ("vllm:request_params_max_tokens", tokens),
+            ("vllm:request_max_num_generation_tokens", tokens),
+            ("vllm:request_prefill_kv_computed_tokens", tokens),
+            (
+                "vllm:iteration_tokens_total",
+                (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384),
+            ),
+            ("vllm:request_params_n", (1, 2, 5, 10, 20)),
+            (
+                "vllm:time_per_prefill_token_request_seconds",
+                (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
+            ),
+            ("vllm:kv_block_lifetime_seconds", LATENCY_BUCKETS),
+            ("vllm:kv_block_idle_before_evict_seconds", LATENCY_BUCKETS),
+        ]
+        for name, buckets in hist_specs:
+            hist = Histogram(name, name, LABELS, buckets=buckets, registry=r)
+            for e in self.engines:
+                hist.labels(self.model, e).observe(float(buckets[len(buckets) // 2]))
+        success = Counter(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            [*LABELS, "finished_reason"],
+            registry=r,
+        )
+        old_kv = Gauge(
+            "vllm:gpu_cache_usage_perc", "GPU KV-cache usage (deprecated).", LABELS, registry=r
+        )
+        for e in self.engines:
+            old_kv.labels(self.model, e)
+            for reason in ("stop", "length", "abort", "error"):
+                success.labels(self.model, e, reason).inc(3)
+
+    def set_gauges(
+        self, engine: str = "0", *, running: float, waiting: float, kv_usage: float
+    ) -> None:
+        self.running.labels(self.model, engine).set(running)
+        self.waiting.labels(self.model, engine).set(waiting)
+        self.kv.labels(self.model, engine).set(kv_usage)
+
+    def advance(self, seconds: float, engines: Iterable[str] | None = None) -> None:
+        """Let ``seconds`` of each engine's :class:`Load` happen (counters and observations)."""
+        for e in engines or self.engines:
+            load = self.load[e]
+            self.prompt.labels(self.model, e).inc(load.prefill_tps * seconds)
+            self.gen.labels(self.model, e).inc(load.decode_tps * seconds)
+            self.preempt.labels(self.model, e).inc(load.preemptions_per_s * seconds)
+            self.pq.labels(self.model, e).inc(load.prefill_tps * seconds)
+            self.ph.labels(self.model, e).inc(load.prefill_tps * seconds / 4)
+            n = round(load.requests_per_s * seconds)
+            for value in spread(*load.ttft_range_s, n):
+                self.ttft.labels(self.model, e).observe(value)
+            for value in spread(*load.itl_range_s, n * 10):
+                self.itl.labels(self.model, e).observe(value)
+            for _ in range(n):
+                self.prompt_len.labels(self.model, e).observe(load.prompt_tokens)
+            if self.spec is not None:
+                drafts, draft_tokens, accepted = self.spec
+                drafts.labels(self.model, e).inc(100 * seconds)
+                draft_tokens.labels(self.model, e).inc(300 * seconds)
+                accepted.labels(self.model, e).inc(180 * seconds)
+
+    def page(self, *, openmetrics: bool = False) -> bytes:
+        if openmetrics:
+            return generate_openmetrics(self.registry)  # type: ignore[no-untyped-call]
+        return generate_latest(self.registry)
