@@ -271,5 +271,6 @@ class FakeVllm:
 
     def page(self, *, openmetrics: bool = False) -> bytes:
         if openmetrics:
-            return generate_openmetrics(self.registry)  # type: ignore[no-untyped-call]
+            body: bytes = generate_openmetrics(self.registry)  # type: ignore[no-untyped-call]
+            return body
         return generate_latest(self.registry)
