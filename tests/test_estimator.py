@@ -40,7 +40,7 @@ def test_acceptance_point_is_hit_with_zero_error() -> None:
     assert est.prefill_tps.value == 874.8
     for fig in (est.decode_tps, est.aggregate_tps):
         assert isinstance(fig.value, NA) and fig.basis is Basis.NO_DATA
-        assert "not published with the acceptance point" in fig.value.reason
+        assert "the acceptance point at 899,994 tokens does not publish it" in fig.value.reason
 
 
 def test_seed_published_scan_of_125272_tokens() -> None:

@@ -124,9 +124,9 @@ def _towards_acceptance(
         target = getattr(point, m)
         if isinstance(target, NA):
             reason = (
-                f"beyond the longest prompt measured at concurrency {last.concurrency} "
-                f"({_tok(last.prompt_tokens)}) and not published with the acceptance point "
-                f"({where})"
+                f"beyond the table's longest prompt at concurrency {last.concurrency}, "
+                f"{_tok(last.prompt_tokens)} tokens; the acceptance point at "
+                f"{_tok(point.prompt_tokens)} tokens does not publish it"
             )
             out[m] = Estimated(NA(reason), f"no data: {reason}", Basis.NO_DATA)
         elif at_point:
