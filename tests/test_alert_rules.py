@@ -287,7 +287,7 @@ def test_straggler_names_the_node_and_ties_it_to_the_decode_deficit() -> None:
     straggler = found["tp.straggler:dsv41"]
     assert straggler.node == "spark-3" and straggler.severity is Severity.CRITICAL
     assert straggler.message == (
-        "dsv41 decode 38 % below expected; spark-3 at 1,833 MHz, "
+        "decode 38 % below expected; spark-3 at 1,833 MHz, "
         "SW thermal slowdown +9 s in the last minute, 27 % below its 2,515 MHz baseline"
     )
 

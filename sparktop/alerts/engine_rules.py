@@ -54,7 +54,7 @@ def availability_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "engine.restarted",
                 Severity.WARNING,
-                f"{s.engine} restarted (counters went down; rates start again)",
+                "server restarted (counters went down; rates start again)",
                 {},
                 instant=True,
             )
@@ -63,7 +63,7 @@ def availability_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "engine.stale",
                 Severity.WARNING,
-                f"{s.engine} gauges stale: they stopped moving while no counter "
+                f"gauges stale: they stopped moving while no counter "
                 f"moved{f' ({s.message})' if s.message else ''}",
                 {},
             )
@@ -74,7 +74,7 @@ def availability_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "engine.down",
                 Severity.WARNING,
-                f"{s.engine} {s.state.value} since {hhmmss(since)}{detail}",
+                f"{s.state.value} since {hhmmss(since)}{detail}",
                 {"since_s": since},
             )
 
@@ -113,7 +113,7 @@ def pool_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "kv.usage",
                 Severity.CRITICAL if critical else Severity.WARNING,
-                f"{s.engine} KV cache {kv:.1f} % full{pool}{wait}",
+                f"KV cache {kv:.1f} % full{pool}{wait}",
                 values,
             )
         if queued and kv is not None and kv >= t.kv_usage_pct:
@@ -121,7 +121,7 @@ def pool_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "queue.pool_bound",
                 Severity.WARNING,
-                f"{s.engine} pool-bound: {waiting:.0f} waiting with the KV cache "
+                f"pool-bound: {waiting:.0f} waiting with the KV cache "
                 f"{kv:.1f} % full ({running or 0:.0f} running)",
                 values,
             )
@@ -131,7 +131,7 @@ def pool_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "queue.scheduler_bound",
                 Severity.WARNING,
-                f"{s.engine} scheduler-bound: {waiting:.0f} waiting with running "
+                f"scheduler-bound: {waiting:.0f} waiting with running "
                 f"{running:.0f} = max_num_seqs {limit:.0f}{kv_text}",
                 values,
             )
@@ -141,7 +141,7 @@ def pool_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "kv.preemptions",
                 Severity.WARNING,
-                f"{s.engine} preempting {s.preemptions_per_s:.2f} requests/s{kv_text}",
+                f"preempting {s.preemptions_per_s:.2f} requests/s{kv_text}",
                 {**values, "preemptions_per_s": float(s.preemptions_per_s)},
             )
 
@@ -187,7 +187,7 @@ def exhaustion_rule(ctx: RuleContext) -> Iterator[Finding]:
             s,
             "kv.exhaustion",
             Severity.WARNING,
-            f"{s.engine} KV pool full in ~{_duration(eta)} at "
+            f"KV pool full in ~{_duration(eta)} at "
             f"+{_pct(slope):.2f} %/s (now {_pct(usage):.1f} %)",
             {"eta_s": eta, "slope_pct_per_s": _pct(slope), "kv_usage_pct": _pct(usage)},
         )

@@ -79,7 +79,7 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "expected.ttft",
                 Severity.WARNING,
-                f"{s.engine} TTFT {d.ttft_over_pct:.0f} % above expected "
+                f"TTFT {d.ttft_over_pct:.0f} % above expected "
                 f"({d.ttft_live_s:.2f} s vs {d.ttft_expected_s:.2f} s {at})",
                 {
                     "ttft_s": d.ttft_live_s,
@@ -92,7 +92,7 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "expected.decode",
                 Severity.WARNING,
-                f"{s.engine} decode {d.decode_under_pct:.0f} % below expected "
+                f"decode {d.decode_under_pct:.0f} % below expected "
                 f"({d.decode_live_tps:.1f} vs {d.decode_expected_tps:.1f} tok/s per "
                 f"stream {at})",
                 {
@@ -143,12 +143,10 @@ def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
         if is_num(clock):
             values["sm_clock_mhz"] = float(clock)
         if under is not None and under >= limit:
-            message = (
-                f"{s.engine} decode {under:.0f} % below expected; {where}, {', '.join(evidence)}"
-            )
+            message = f"decode {under:.0f} % below expected; {where}, {', '.join(evidence)}"
             severity = Severity.CRITICAL
         else:
-            message = f"{s.engine} held back by {where}: {', '.join(evidence)}"
+            message = f"held back by {where}: {', '.join(evidence)}"
             severity = Severity.WARNING
         yield engine_finding(s, "tp.straggler", severity, message, values, node=view.node)
 

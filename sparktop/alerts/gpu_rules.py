@@ -157,7 +157,7 @@ def throttle_rule(ctx: RuleContext) -> Iterator[Finding]:
             rule="gpu.throttle",
             subject=label,
             severity=Severity.WARNING,
-            message=f"{label} throttling at {_clock_text(view.gpu)}: {'; '.join(evidence)}",
+            message=f"throttling at {_clock_text(view.gpu)}: {'; '.join(evidence)}",
             node=view.node,
             gpu=view.gpu.key,
             values=_gpu_values(view),
@@ -175,7 +175,7 @@ def temperature_rule(ctx: RuleContext) -> Iterator[Finding]:
             rule="gpu.temperature",
             subject=label,
             severity=Severity.WARNING,
-            message=f"{label} at {temp:.0f} °C (limit {limit:.0f} °C), {_clock_text(view.gpu)}",
+            message=f"{temp:.0f} °C, over the {limit:.0f} °C limit ({_clock_text(view.gpu)})",
             node=view.node,
             gpu=view.gpu.key,
             values=_gpu_values(view),
@@ -198,7 +198,7 @@ def hidden_low_power_rule(ctx: RuleContext) -> Iterator[Finding]:
             subject=label,
             severity=Severity.WARNING,
             message=(
-                f"{label} possible hidden low-power state: {g.sm_clock_mhz:,.0f} MHz "
+                f"possible hidden low-power state: {g.sm_clock_mhz:,.0f} MHz "
                 f"(vs {ref}) at {g.utilization_pct:.0f} % utilisation and {g.power_w:.1f} W, "
                 "no clock-event reason reported"
             ),
@@ -223,7 +223,7 @@ def node_down_finding(sample: NodeSample) -> Finding:
         rule="node.down",
         subject=sample.node,
         severity=Severity.CRITICAL if critical else Severity.WARNING,
-        message=f"{sample.node} {sample.state.value} since {hhmmss(since)}{detail}",
+        message=f"{sample.state.value} since {hhmmss(since)}{detail}",
         node=sample.node,
         values={"since_s": since},
     )

@@ -71,6 +71,11 @@ class Alert:
         return f"{self.rule}:{self.subject}"
 
     @property
+    def text(self) -> str:
+        """``subject: message`` on one line (messages do not repeat the subject)."""
+        return f"{self.subject}: {self.message}"
+
+    @property
     def since_s(self) -> float:
         """Onset time (what the alert bar ages from)."""
         return self.started_s
