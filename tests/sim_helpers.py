@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TypeVar
 
+import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from sparktop.inventory import load_inventory
@@ -25,6 +26,16 @@ async def running_sim(**options: object) -> AsyncIterator[SimHandle]:
         yield sim
     finally:
         await sim.close()
+
+
+@asynccontextmanager
+async def sim_client(**options: object) -> AsyncIterator[tuple[SimHandle, httpx.AsyncClient]]:
+    """A running simulator and an HTTP client on its first engine."""
+    async with AsyncExitStack() as stack:
+        sim = await stack.enter_async_context(running_sim(**options))
+        url = next(iter(sim.http.values())).url
+        client = await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=30))
+        yield sim, client
 
 
 def node_sources(sim: SimHandle) -> dict[str, Source]:

@@ -23,6 +23,7 @@ class SimClock:
         self._wall0 = wall()
         self._sim0 = 0.0
         self._epoch0 = time.time()
+        self._paused_at: float | None = None
 
     @property
     def speed(self) -> float:
@@ -32,13 +33,32 @@ class SimClock:
     def speed(self, value: float) -> None:
         if value <= 0:
             raise ValueError(f"speed must be positive, got {value}")
+        if self._paused_at is not None:
+            self._speed = float(value)
+            return
         self._sim0 = self.now()
         self._wall0 = self._wall()
         self._speed = float(value)
 
     def now(self) -> float:
-        """Simulated seconds since start."""
+        """Simulated seconds since start (frozen while paused)."""
+        if self._paused_at is not None:
+            return self._paused_at
         return self._sim0 + (self._wall() - self._wall0) * self._speed
+
+    @property
+    def paused(self) -> bool:
+        return self._paused_at is not None
+
+    def pause(self) -> None:
+        """Freeze simulated time (the model stops; servers still answer from its state)."""
+        if self._paused_at is None:
+            self._paused_at = self.now()
+
+    def resume(self) -> None:
+        if self._paused_at is not None:
+            self._sim0, self._wall0 = self._paused_at, self._wall()
+            self._paused_at = None
 
     def epoch_s(self, sim_s: float | None = None) -> float:
         """The Unix time a simulated instant corresponds to (default: now)."""

@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 from sparktop.sim.gpu import MAX_SM_CLOCK_MHZ, GpuModel
 
-Refresh = Callable[[], None]
+Refresh = Callable[[], object]
 
 _COUNTER = "clocks_event_reasons_counters."
 

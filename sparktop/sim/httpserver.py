@@ -25,6 +25,8 @@ from sparktop.sim.engine import EngineModel, Phase, SimRequest
 from sparktop.sim.metrics import EngineCollector, engine_registry
 
 VERSION = "0.24.0+sparktop.sim"
+SIM_TIME_HEADER = "X-Sparktop-Sim-Time"
+"""Response header on ``/metrics``: the simulated second the page describes (tests use it)."""
 _WORDS = (" the", " cluster", " token", " cache", " decode", " spark", " node", " model", ".")
 _TOKEN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]|\w{1,6}|[^\w\s]")
 """Simulated tokenizer: one token per CJK character, per ≤6-letter word piece, per symbol."""
@@ -41,9 +43,10 @@ def _error(status: int, message: str, kind: str = "BadRequestError") -> web.Resp
 
 
 class EngineServer:
-    """Serves one :class:`EngineModel`. ``refresh`` brings the cluster up to now."""
+    """Serves one :class:`EngineModel`. ``refresh`` brings the cluster up to now and returns
+    the simulated time the model is at."""
 
-    def __init__(self, engine: EngineModel, clock: SimClock, refresh: Callable[[], None]) -> None:
+    def __init__(self, engine: EngineModel, clock: SimClock, refresh: Callable[[], float]) -> None:
         self.engine = engine
         self.clock = clock
         self.refresh = refresh
@@ -94,7 +97,10 @@ class EngineServer:
 
     async def metrics(self, request: web.Request) -> web.Response:
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        return web.Response(body=encoder(self.registry), headers={"Content-Type": content_type})
+        model_time = self.refresh()
+        body = encoder(self.registry)
+        headers = {"Content-Type": content_type, SIM_TIME_HEADER: f"{model_time:.3f}"}
+        return web.Response(body=body, headers=headers)
 
     async def health(self, request: web.Request) -> web.Response:
         return web.Response(status=200)

@@ -64,11 +64,20 @@ def default_max_num_seqs(profile_seqs: int, pool: int, max_model_len: int) -> in
 
 
 class ProfileRates:
-    """TTFT and per-stream decode rate of a sweep profile, by prompt length and concurrency."""
+    """TTFT and per-stream decode rate of a sweep profile, by prompt length and concurrency.
 
-    def __init__(self, profile: Profile, max_num_seqs: int | None = None) -> None:
+    ``max_num_seqs`` and ``kv_pool_tokens`` override the simulated server's limits (tests use
+    a small pool); rates always come from the profile.
+    """
+
+    def __init__(
+        self,
+        profile: Profile,
+        max_num_seqs: int | None = None,
+        kv_pool_tokens: int | None = None,
+    ) -> None:
         self.profile = profile
-        pool = _int(profile.kv_pool_tokens, "kv_pool_tokens", profile)
+        pool = kv_pool_tokens or _int(profile.kv_pool_tokens, "kv_pool_tokens", profile)
         max_len = _int(profile.max_model_len, "max_model_len", profile)
         seqs = _int(profile.max_num_seqs, "max_num_seqs", profile)
         self.limits = ServingLimits(
@@ -88,8 +97,10 @@ class ProfileRates:
         self.baseline_clocks_mhz: tuple[float, ...] = tuple(clocks) or (2509.0,)
 
     @classmethod
-    def load(cls, name: str, max_num_seqs: int | None = None) -> ProfileRates:
-        return cls(load_profile(name), max_num_seqs)
+    def load(
+        cls, name: str, max_num_seqs: int | None = None, kv_pool_tokens: int | None = None
+    ) -> ProfileRates:
+        return cls(load_profile(name), max_num_seqs, kv_pool_tokens)
 
     def ttft_s(self, prompt_tokens: int, concurrency: int) -> float:
         """Time to first token for a prompt at this many running requests, s (> 0)."""

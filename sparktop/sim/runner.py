@@ -49,7 +49,8 @@ SSH_USER = "sparktop"
 @dataclass(frozen=True, slots=True)
 class SimOptions:
     """What to simulate. ``max_num_seqs`` None = the profile's, raised until the KV pool can
-    fill (see :func:`sparktop.sim.rates.default_max_num_seqs`). ``old_driver_nodes`` answer
+    fill (see :func:`sparktop.sim.rates.default_max_num_seqs`); ``kv_pool_tokens`` None = the
+    profile's. ``old_driver_nodes`` answer
     like a driver before 535 (no ``clocks_event_reasons*`` fields)."""
 
     nodes: int = 4
@@ -60,6 +61,7 @@ class SimOptions:
     seed: int = 0
     interval_s: float = 1.0
     max_num_seqs: int | None = None
+    kv_pool_tokens: int | None = None
     load: LoadSpec | None = None
     old_driver_nodes: tuple[str, ...] = ()
 
@@ -88,7 +90,7 @@ class SimHandle:
         self.identity_path = directory / "id_ed25519"
         self.ssh_config_path = directory / "ssh_config"
         self.clock = SimClock(options.speed)
-        rates = ProfileRates.load(options.profile, options.max_num_seqs)
+        rates = ProfileRates.load(options.profile, options.max_num_seqs, options.kv_pool_tokens)
         self.cluster = SimCluster(
             rates, nodes=options.nodes, engines=options.engines, seed=options.seed,
             load=options.load,
@@ -154,9 +156,10 @@ class SimHandle:
 
     # -- time and scenarios ----------------------------------------------------------------
 
-    def refresh(self) -> None:
-        """Bring the model up to the current simulated time."""
+    def refresh(self) -> float:
+        """Bring the model up to the current simulated time; returns the model's time."""
         self.cluster.advance_to(self.clock.now())
+        return self.cluster.now
 
     def set_scenario(self, name: str) -> None:
         """Switch scenario now: recover from every fault, then play ``name`` from the start."""

@@ -1,0 +1,165 @@
+"""The simulated engine's HTTP API and /metrics page: vLLM's routes and shapes, a page that
+prometheus_client parses, and counters, gauges and histograms consistent with each other."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from sparktop.sim.engine import LoadSpec, Phase
+from sparktop.sim.httpserver import SIM_TIME_HEADER
+from sparktop.sim.scenarios import Act
+from sparktop.sim.stats import ITL_BUCKETS_S, TTFT_BUCKETS_S, buckets_1_2_5
+from tests.sim_helpers import running_sim, samples, sim_client, until
+
+REQUIRED = (
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:kv_cache_usage_perc",
+    "vllm:num_preemptions",
+    "vllm:prompt_tokens",
+    "vllm:generation_tokens",
+    "vllm:request_success",
+    "vllm:prefix_cache_queries",
+    "vllm:prefix_cache_hits",
+    "vllm:request_prompt_tokens",
+    "vllm:request_generation_tokens",
+    "vllm:time_to_first_token_seconds",
+    "vllm:inter_token_latency_seconds",
+    "vllm:e2e_request_latency_seconds",
+    "vllm:cache_config_info",
+)
+
+
+async def test_metrics_page_parses_with_vllm_names_labels_and_buckets() -> None:
+    async with sim_client(speed=20) as (_sim, client):
+        await until(
+            lambda: client.get("/metrics"),
+            lambda r: samples(r.text)["vllm:request_success_total"] >= 3,
+        )
+        text = (await client.get("/metrics")).text
+        om = await client.get("/metrics", headers={"Accept": "application/openmetrics-text"})
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert set(REQUIRED) <= set(families)
+    assert families["vllm:generation_tokens"].type == "counter"
+    assert families["vllm:time_to_first_token_seconds"].type == "histogram"
+    running = families["vllm:num_requests_running"].samples[0]
+    assert running.labels == {"engine": "0", "model_name": "deepseek-ai/DeepSeek-V4.1-Flash-1017"}
+    (info,) = families["vllm:cache_config_info"].samples
+    assert info.labels["kv_cache_size_tokens"] == "11434628"
+    assert info.labels["block_size"] == "256"
+    assert info.labels["num_gpu_blocks"] == str(11434628 // 256)
+    assert info.labels["engine"] == "0"
+
+    def edges(name: str) -> list[float]:
+        return [
+            float(s.labels["le"])
+            for s in families[name].samples
+            if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"
+        ]
+
+    assert edges("vllm:time_to_first_token_seconds") == list(TTFT_BUCKETS_S)
+    assert edges("vllm:inter_token_latency_seconds") == list(ITL_BUCKETS_S)
+    assert edges("vllm:request_prompt_tokens") == list(buckets_1_2_5(1_048_576))
+    assert edges("vllm:request_prompt_tokens")[-1] == 1_000_000
+    assert om.text.rstrip().endswith("# EOF")
+
+
+async def test_counters_gauges_and_histograms_agree() -> None:
+    # Four long generations, no think time: after the first tokens all four decode.
+    load = LoadSpec(clients=4, prompt_tokens=(1004,), output_tokens=200_000, think_s=0, jitter=0)
+    async with running_sim(speed=30, load=load) as sim:
+        engine = sim.cluster.engines["dsv41"]
+        async with httpx.AsyncClient(base_url=sim.http["dsv41"].url) as client:
+
+            async def page() -> tuple[float, dict[str, float]]:
+                response = await client.get("/metrics")
+                return float(response.headers[SIM_TIME_HEADER]), samples(response.text)
+
+            await until(page, lambda p: p[1]["vllm:time_to_first_token_seconds_count"] == 4)
+            t1, first = await page()
+            await until(page, lambda p: p[0] >= t1 + 60)
+            sim.clock.pause()
+            t2, second = await page()
+            live = engine.live_tokens()
+            decoding = [r for r in engine.running if r.phase is Phase.DECODE]
+    assert len(decoding) == 4 and second["vllm:num_requests_running"] == 4
+    rate = (second["vllm:generation_tokens_total"] - first["vllm:generation_tokens_total"]) / (
+        t2 - t1
+    )
+    per_stream = sim.cluster.rates.decode_tps(1004, 4)
+    assert per_stream == pytest.approx(59.4, rel=0.02)  # the 1K × 4 row of the sweep
+    assert rate == pytest.approx(second["vllm:num_requests_running"] * per_stream, rel=0.1)
+    # KV usage counts whole 256-token blocks: each running request rounds up by < 1 block.
+    held = second["vllm:kv_cache_usage_perc"] * 11_434_628
+    assert live <= held + 1 and held - live < 4 * 256
+    assert second["vllm:prompt_tokens_total"] == 4 * 1004
+    itl_mean = (
+        second["vllm:inter_token_latency_seconds_sum"]
+        / (second["vllm:inter_token_latency_seconds_count"])
+    )
+    assert itl_mean == pytest.approx(1 / per_stream, rel=0.05)
+
+
+async def test_completions_stream_tokens_and_finish() -> None:
+    async with sim_client(speed=20) as (_sim, client):
+        body = {"model": "x", "prompt": "Hello Spark", "max_tokens": 12, "stream": True}
+        chunks = []
+        async with client.stream("POST", "/v1/completions", json=body) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    chunks.append(line[6:])
+        plain = await client.post("/v1/completions", json={"prompt": [1, 2, 3], "max_tokens": 5})
+    assert chunks[-1] == "[DONE]"
+    data = [json.loads(c) for c in chunks[:-1]]
+    assert all(d["object"] == "text_completion" for d in data)
+    text = "".join(d["choices"][0]["text"] for d in data)
+    assert text.count(" ") + text.count(".") == 12  # one simulated word per token
+    assert data[-1]["choices"][0]["finish_reason"] == "length"
+    result = plain.json()
+    assert result["usage"] == {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
+
+
+async def test_chat_stream_starts_with_the_role_and_can_report_usage() -> None:
+    async with sim_client(speed=20) as (_sim, client):
+        body = {
+            "messages": [{"role": "user", "content": "How hot is spark-2?"}],
+            "max_tokens": 6,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+            lines = [ln[6:] async for ln in response.aiter_lines() if ln.startswith("data: ")]
+    assert lines[-1] == "[DONE]"
+    data = [json.loads(x) for x in lines[:-1]]
+    assert data[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert data[-1]["choices"] == [] and data[-1]["usage"]["completion_tokens"] == 6
+    assert {d["object"] for d in data} == {"chat.completion.chunk"}
+
+
+async def test_models_tokenize_health_version_and_errors() -> None:
+    async with sim_client(speed=5) as (sim, client):
+        models = (await client.get("/v1/models")).json()
+        tokens = (await client.post("/tokenize", json={"prompt": "the KV pool fills"})).json()
+        health = await client.get("/health")
+        version = (await client.get("/version")).json()
+        too_long = await client.post(
+            "/v1/completions", json={"prompt": "hi", "max_tokens": 1_048_576}
+        )
+        bad_json = await client.post("/tokenize", content=b"{nope")
+        await sim.apply(Act.RESTART)
+        restarting = await client.get("/metrics")
+    (card,) = models["data"]
+    assert card["parent"] is None and card["max_model_len"] == 1_048_576
+    assert tokens["count"] == 4 and tokens["max_model_len"] == 1_048_576
+    assert len(tokens["tokens"]) == 4
+    assert health.status_code == 200
+    assert version["version"].startswith("0.")
+    assert too_long.status_code == 400
+    assert "maximum context length is 1048576 tokens" in too_long.json()["message"]
+    assert bad_json.status_code == 400 and bad_json.json()["object"] == "error"
+    assert restarting.status_code == 503
