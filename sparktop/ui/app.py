@@ -1,0 +1,352 @@
+"""SparktopApp: the live monitor screen, and ``run_tui`` to start it.
+
+Data flows one way: sources → :class:`~sparktop.poller.Poller` (its own tasks) → ``_record``
+(state, history, derived events; no widget work) → a UI tick at 1–2 Hz renders what changed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Static
+
+from sparktop.cluster import ClusterState
+from sparktop.inventory import Inventory
+from sparktop.model import GpuSample, NodeSample, NodeState, Sample, Source
+from sparktop.poller import Poller
+from sparktop.sweep.profile import Profile
+from sparktop.ui import themes
+from sparktop.ui.commands import ClusterCommands
+from sparktop.ui.events import AlertLike, EventLike, transition_events
+from sparktop.ui.messages import EventRecorded, NodeChosen, SampleArrived
+from sparktop.ui.setup import Setup, build_alert_engine, build_setup
+from sparktop.ui.views import node_rows
+from sparktop.ui.widgets.budget import BudgetPane
+from sparktop.ui.widgets.engine_panel import EnginePanel
+from sparktop.ui.widgets.event_log import EventLog
+from sparktop.ui.widgets.header import AlertBar, HeaderBar
+from sparktop.ui.widgets.node_table import NodeTable
+
+NO_DRIVER_TEXT = (
+    "No NVIDIA driver on this machine (NVML / nvidia-smi not found), so there are no GPU "
+    "readings here. Point sparktop at your cluster with --inventory cluster.yaml, or try "
+    "'sparktop demo' for a simulated one."
+)
+
+
+class SparktopApp(App[int]):
+    """The monitor. Built from injected sources (tests and the demo pass their own)."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "sparktop"
+    COMMANDS = App.COMMANDS | {ClusterCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("p", "toggle_pause", "Pause", id="app.pause"),
+        Binding("plus", "interval(1)", "+interval", id="app.interval_up"),
+        Binding("minus", "interval(-1)", "-interval", id="app.interval_down"),
+        Binding("b", "toggle_budget", "Budget", id="app.budget"),
+        Binding("e", "toggle_events", "Events", id="app.events"),
+        Binding("t", "cycle_theme", "Theme", id="app.theme"),
+        Binding("r", "poll_now", "Poll now", show=False, id="app.poll_now"),
+    ]
+    INTERVAL_STEPS: ClassVar[tuple[float, ...]] = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        *,
+        inventory: Inventory | None = None,
+        profile: Profile | str | None = None,
+        theme: str | None = None,
+        interval_s: float | None = None,
+        cluster: str | None = None,
+        tp_groups: Mapping[str, Sequence[str]] | None = None,
+        clock: Callable[[], float] = time.time,
+        autostart: bool = True,
+        alert_engine: Any = None,
+        recording: bool = False,
+        sample_hooks: Iterable[Callable[[Sample], None]] = (),
+    ) -> None:
+        super().__init__()
+        self.setup: Setup = build_setup(
+            inventory, profile=profile, interval_s=interval_s, cluster=cluster, tp_groups=tp_groups
+        )
+        self.view_config = self.setup.config
+        self.sources = tuple(sources)
+        self.state = ClusterState()
+        self.clock = clock
+        self.autostart = autostart
+        self.recording = recording
+        self.alert_engine = alert_engine
+        self.sample_hooks = tuple(sample_hooks)
+        self.estimate = self.setup.estimator()
+        for source in self.sources:
+            url = getattr(source, "url", None)
+            if getattr(source, "kind", "") == "engine" and isinstance(url, str):
+                self.setup.engine_urls.setdefault(source.name, url)
+        self.known_gpus: dict[str, tuple[GpuSample, ...]] = {}
+        self.poller = Poller(self.sources, self.view_config.interval_s, self._record)
+        self.requested_theme = theme
+        self.paused_at: float | None = None
+        self.ticks = 0
+        self.last_tick_cells = 0
+        self._theme_names: list[str] = []
+
+    # -- layout ----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header")
+        yield AlertBar(id="alerts")
+        with Horizontal(id="body"):
+            with Vertical(id="main"):
+                yield Static(NO_DRIVER_TEXT, id="notice")
+                yield NodeTable(id="nodes")
+                yield EnginePanel(id="engines")
+                yield EventLog(id="events")
+            yield BudgetPane(self, id="budget")
+        yield Footer()
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return themes.variable_defaults(self.current_theme.to_color_system().generate())
+
+    def on_mount(self) -> None:
+        self._register_themes()
+        if self.setup.keys:
+            self._apply_keymap(self.setup.keys)
+        for problem in self.setup.problems:
+            self.notify(problem, severity="warning", timeout=10)
+        if self.autostart:
+            self.poller.start()
+        tick_s = 0.5 if self.view_config.interval_s < 1 else 1.0
+        self.set_interval(tick_s, self.tick, name="ui-tick")
+        self.tick()
+        self.query_one(NodeTable).focus()
+
+    def _register_themes(self) -> None:
+        loaded = themes.load_themes()
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        self._theme_names = [t.name for t in loaded.themes]
+        for error in loaded.errors:
+            self.notify(f"theme file skipped: {error}", severity="warning", timeout=10)
+        wanted = self.requested_theme or themes.DEFAULT_THEME
+        name, problem = themes.resolve_theme(self, wanted)
+        if problem:
+            self.notify(problem, severity="warning", timeout=10)
+        self.theme = name
+
+    def _apply_keymap(self, keys: Mapping[str, str]) -> None:
+        known = {b.id for b in self._all_bindings() if b.id}
+        unknown = sorted(set(keys) - known)
+        if unknown:
+            self.notify(
+                f"keys: unknown binding id(s): {', '.join(unknown)}; known: "
+                f"{', '.join(sorted(known))}",
+                severity="warning",
+                timeout=10,
+            )
+        self.set_keymap({k: v for k, v in keys.items() if k in known})
+
+    def _all_bindings(self) -> list[Binding]:
+        from sparktop.ui.screens.help import all_bindings
+
+        return all_bindings()
+
+    # -- data in ---------------------------------------------------------------------------
+
+    def _record(self, sample: Sample) -> None:
+        """Poller callback (event loop): record the sample and derived events; no rendering."""
+        if isinstance(sample, NodeSample):
+            previous: Sample | None = self.state.nodes.get(sample.node)
+            if sample.ok and sample.gpus:
+                self.known_gpus[sample.node] = sample.gpus
+        else:
+            previous = self.state.engines.get(sample.engine)
+        self.state.apply(sample)
+        for event in transition_events(previous, sample):
+            self.add_event(event)
+        for hook in self.sample_hooks:
+            hook(sample)
+
+    def feed(self, sample: Sample) -> None:
+        """Record a sample from outside the poller (replay): coalesces per subject."""
+        self.post_message(SampleArrived(sample))
+
+    def on_sample_arrived(self, message: SampleArrived) -> None:
+        self._record(message.sample)
+
+    def add_event(self, event: EventLike) -> None:
+        """Add an event (derived transition or the alert engine's) to the events pane."""
+        self.query_one(EventLog).add(event)
+        self.post_message(EventRecorded(event))
+
+    def set_active_alerts(self, alerts: Sequence[AlertLike]) -> None:
+        """Show active alerts in the alert bar (severity, subject, message, since_s)."""
+        self.query_one(AlertBar).show_alerts(alerts, self.clock())
+
+    async def poll_now(self) -> None:
+        """Poll every source once and render (tests, the ``r`` key)."""
+        await self.poller.poll_once()
+        self.tick()
+
+    # -- rendering -------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Render what changed since the last tick."""
+        now = self.clock()
+        view_now = self.paused_at if self.paused_at is not None else now
+        config = self.view_config
+        table = self.query_one(NodeTable)
+        rows = node_rows(self.state, self.known_gpus, view_now, config, narrow=table.narrow)
+        cells = table.sync(rows)
+        cells += self.query_one(EnginePanel).sync(
+            self.state, view_now, config, self.setup.engine_order, self.setup.max_num_seqs,
+            self.setup.profile_name, self.estimate,
+        )  # fmt: skip
+        newest = self.state.newest_time_s()
+        self.query_one(HeaderBar).show(
+            config.cluster, config.profile, self.poller.interval_s,
+            None if newest is None else now - newest,
+            paused=self.poller.paused, recording=self.recording,
+        )  # fmt: skip
+        if self.alert_engine is not None:
+            for event in self.alert_engine.update(self.state, now):
+                self.add_event(event)
+            self.set_active_alerts(self.alert_engine.active())
+        self.query_one(EventLog).flush()
+        self.query_one(BudgetPane).live_changed()
+        nodes = self.state.nodes.values()
+        no_driver = bool(nodes) and all(s.state is NodeState.NO_DRIVER for s in nodes)
+        self.query_one("#notice").display = no_driver
+        self.ticks += 1
+        self.last_tick_cells = cells
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def action_toggle_pause(self) -> None:
+        if self.poller.paused:
+            self.poller.resume()
+            self.paused_at = None
+        else:
+            self.poller.pause()
+            self.paused_at = self.clock()
+        self.tick()
+
+    def action_interval(self, direction: int) -> None:
+        steps = self.INTERVAL_STEPS
+        current = self.poller.interval_s
+        if direction > 0:
+            nxt = next((s for s in steps if s > current + 1e-9), steps[-1])
+        else:
+            nxt = next((s for s in reversed(steps) if s < current - 1e-9), steps[0])
+        self.poller.set_interval(nxt)
+        self.view_config = _with_interval(self.view_config, self.poller.interval_s)
+        self.tick()
+
+    def action_toggle_budget(self) -> None:
+        pane = self.query_one(BudgetPane)
+        pane.display = not pane.display
+        if pane.display:
+            pane.focus()
+        else:
+            self.query_one(NodeTable).focus()
+
+    def action_toggle_events(self) -> None:
+        log = self.query_one(EventLog)
+        log.display = not log.display
+
+    def action_cycle_theme(self) -> None:
+        names = self._theme_names or [self.theme]
+        index = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(index + 1) % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def action_help(self) -> None:
+        from sparktop.ui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    async def action_poll_now(self) -> None:
+        await self.poll_now()
+
+    @on(NodeChosen)
+    def _node_chosen(self, message: NodeChosen) -> None:
+        self.show_node_details(message.node, message.gpu_key)
+
+    def show_node_details(self, node: str, gpu_key: str | None = None) -> None:
+        """Open the node's detail screen (Enter on a row, the palette)."""
+        from sparktop.ui.screens.node_detail import NodeDetailScreen
+
+        if node in self.state.nodes:
+            self.push_screen(NodeDetailScreen(node, gpu_key))
+
+    def jump_to_node(self, node: str) -> None:
+        """Move the Nodes cursor to the node's first row (command palette)."""
+        table = self.query_one(NodeTable)
+        for key in table.rows:
+            if key.value and key.value.split("\x1f")[0] == node:
+                table.move_cursor(row=table.get_row_index(key))
+                table.focus()
+                return
+
+    def jump_to_engine(self, engine: str) -> None:
+        block = self.query_one(EnginePanel).blocks.get(engine)
+        if block is not None:
+            block.scroll_visible()
+
+    async def action_quit(self) -> None:
+        await self.poller.aclose()
+        self.exit(0)
+
+    async def on_unmount(self) -> None:
+        await self.poller.aclose()
+
+
+def _with_interval(config: Any, interval_s: float) -> Any:
+    from dataclasses import replace
+
+    return replace(config, interval_s=interval_s)
+
+
+def run_tui(
+    inventory: Inventory | None,
+    *,
+    theme: str | None = None,
+    sources: Sequence[Source] | None = None,
+    profile: Profile | str | None = None,
+    interval_s: float | None = None,
+    cluster: str | None = None,
+    tp_groups: Mapping[str, Sequence[str]] | None = None,
+    recording: bool = False,
+    sample_hooks: Iterable[Callable[[Sample], None]] = (),
+) -> int:
+    """Run the monitor until the operator quits; returns the exit code.
+
+    ``sources`` default: built from the inventory (SSH nodes, local node, engines), or this
+    machine (NVML + psutil, and ``http://127.0.0.1:8000`` if a server answers).
+    """
+    if sources is None:
+        from sparktop.ui.sources import default_sources
+
+        sources = default_sources(inventory)
+    app = SparktopApp(
+        sources, inventory=inventory, profile=profile, theme=theme, interval_s=interval_s,
+        cluster=cluster, tp_groups=tp_groups, recording=recording, sample_hooks=sample_hooks,
+    )  # fmt: skip
+    app.alert_engine = build_alert_engine(app.setup, inventory)
+    result = app.run()
+    return int(result or 0)
+
+
+def theme_files() -> Path | None:
+    return themes.themes_dir()

@@ -1,0 +1,55 @@
+"""Command palette provider: jump to a node or engine, or open a node's detail screen."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+
+if TYPE_CHECKING:
+    from sparktop.ui.app import SparktopApp
+
+
+class ClusterCommands(Provider):
+    """``node spark-3`` jumps to its row, ``details spark-3`` opens it, ``engine dsv41`` scrolls."""
+
+    def _commands(self) -> list[tuple[str, object, str]]:
+        app = cast("SparktopApp", self.app)
+        found: list[tuple[str, object, str]] = []
+        for node, sample in app.state.nodes.items():
+            found.append(
+                (
+                    f"node {node}",
+                    partial(app.jump_to_node, node),
+                    f"Jump to {node} in the Nodes table ({sample.state})",
+                )
+            )
+            found.append(
+                (
+                    f"details {node}",
+                    partial(app.show_node_details, node),
+                    f"Open {node}'s detail screen: GPU fields, probe output, history",
+                )
+            )
+        for engine in app.state.engines:
+            found.append(
+                (
+                    f"engine {engine}",
+                    partial(app.jump_to_engine, engine),
+                    f"Scroll to {engine} in the Engines panel",
+                )
+            )
+        return found
+
+    async def discover(self) -> Hits:
+        for name, callback, help_text in self._commands():
+            yield DiscoveryHit(Content(name), callback, text=name, help=help_text)  # type: ignore[arg-type]
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, callback, help_text in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, text=name, help=help_text)  # type: ignore[arg-type]

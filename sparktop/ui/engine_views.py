@@ -1,0 +1,154 @@
+"""What each engine block shows, as lines of (text, style) spans (Textual-free).
+
+Sources of every number: DESIGN.md §5 (``vllm:num_requests_running``/``waiting``,
+``kv_cache_usage_perc``, counter rates, histogram bucket deltas). Missing values show ``·``.
+Items are groups that never split; :func:`pack` fills lines up to the block's width, so the
+same block reads well at 120 and at 80 columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sparktop.model import EngineSample, EngineState, is_num
+from sparktop.ui import format as fmt
+from sparktop.ui.views import Cell, ViewConfig
+
+Line = list[Cell]
+Group = list[Cell]
+
+KV_BAR_WIDTH = 16
+GAP = "  "
+
+
+def pack(groups: Sequence[Group], width: int, indent: str = "  ") -> list[Line]:
+    """Lay groups out left to right, two spaces apart, starting a new line when one would
+    overflow ``width``; continuation lines start with ``indent``."""
+    lines: list[Line] = []
+    line: Line = []
+    used = 0
+    for group in groups:
+        size = sum(len(text) for text, _ in group)
+        if line and used + len(GAP) + size > width:
+            lines.append(line)
+            line, used = [(indent, "")], len(indent)
+        elif line:
+            line.append((GAP, ""))
+            used += len(GAP)
+        line += group
+        used += size
+    if line:
+        lines.append(line)
+    return lines
+
+
+def engine_state(sample: EngineSample, now: float, config: ViewConfig) -> Cell:
+    """ok / stale N s / unreachable since HH:MM:SS / metrics disabled / unavailable."""
+    if sample.ok:
+        age = now - sample.time_s
+        if age > config.stale_after_s():
+            return (f"stale {fmt.age(age)}", "stale")
+        return ("ok", "ok")
+    if sample.state is EngineState.STALE:
+        return ("gauges stale", "warn")
+    if sample.state is EngineState.UNREACHABLE:
+        since = sample.since_s if sample.since_s is not None else sample.time_s
+        return (f"unreachable since {fmt.clock_time(since)}", "crit")
+    return (str(sample.state), "warn")
+
+
+def limit_seqs(sample: EngineSample, fallback: float | None) -> float | None:
+    """``max_num_seqs``: the engine's (from inventory via the source) else the profile's."""
+    if is_num(sample.max_num_seqs):
+        return float(sample.max_num_seqs)
+    return fallback
+
+
+def title_groups(sample: EngineSample, now: float, config: ViewConfig) -> list[Group]:
+    groups: list[Group] = [[(sample.engine, "bold")], [engine_state(sample, now, config)]]
+    nodes = config.engine_nodes.get(sample.engine)
+    if nodes:
+        groups.append([("TP ", "dim"), (" ".join(nodes), "")])
+    if len(sample.ranks) > 1:
+        groups.append([(f"DP ranks {len(sample.ranks)}", "dim")])
+    groups.append([(sample.kind + (f" {sample.model}" if sample.model else ""), "dim")])
+    return groups
+
+
+def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None) -> list[Group]:
+    """running/max_num_seqs, waiting, preemptions, KV bar, pool and free tokens."""
+    running, waiting = sample.running, sample.waiting
+    full = max_seqs is not None and is_num(running) and running >= max_seqs
+    queued = is_num(waiting) and waiting > 0
+    seqs = f"/{max_seqs:.0f}" if max_seqs is not None else ""
+    kv = sample.kv_usage
+    kv_pct = float(kv) * 100 if is_num(kv) else None
+    kv_style = "crit" if kv_pct is not None and kv_pct >= config.kv_usage_pct else "bar"
+    preempt = sample.preemptions_per_s
+    return [
+        [("running ", "dim"), (fmt.num(running, ".0f") + seqs, "warn" if full and queued else "")],
+        [("waiting ", "dim"), (fmt.num(waiting, ".0f"), "warn" if queued else "")],
+        [("preempt ", "dim"),
+         (fmt.num(preempt, ".2f") + "/s", "crit" if is_num(preempt) and preempt > 0 else "")],
+        [("KV ", "dim"), (fmt.bar(kv, KV_BAR_WIDTH), kv_style),
+         (f" {kv_pct:.1f}%" if kv_pct is not None else " ·", "crit" if kv_style == "crit" else "")],
+        [("pool ", "dim"), (fmt.si_tokens(sample.kv_pool_tokens), "")],
+        [("free ", "dim"), (fmt.si_tokens(sample.kv_free_tokens) + " tok", "")],
+    ]  # fmt: skip
+
+
+def rate_groups(sample: EngineSample) -> list[Group]:
+    """Token rates, TTFT and ITL quantiles, mean prompt length, prefix-cache hit rate."""
+    hit = sample.prefix_hit_rate
+    groups: list[Group] = [
+        [("prefill ", "dim"), (fmt.num(sample.prefill_tps) + " tok/s", "")],
+        [("decode ", "dim"), (fmt.num(sample.decode_tps) + " tok/s", "bold")],
+        [("TTFT p50 ", "dim"), (fmt.quantile(sample.ttft_p50), ""),
+         (" p95 ", "dim"), (fmt.quantile(sample.ttft_p95), "")],
+        [("ITL p50 ", "dim"), (fmt.quantile(sample.itl_p50), "")],
+        [("prompt ", "dim"), (fmt.num(sample.mean_prompt_tokens), "")],
+        [("hit ", "dim"), (f"{float(hit) * 100:.0f}%" if is_num(hit) else fmt.DASH, "")],
+    ]  # fmt: skip
+    if is_num(sample.spec_acceptance_rate):
+        groups.append([("spec acc ", "dim"), (f"{sample.spec_acceptance_rate * 100:.0f}%", "")])
+    return groups
+
+
+def rank_groups(rank: object) -> list[Group]:
+    kv = getattr(rank, "kv_usage", None)
+    return [
+        [(f"rank {getattr(rank, 'rank', '?')}", "accent")],
+        [("running ", "dim"), (fmt.num(getattr(rank, "running", None), ".0f"), "")],
+        [("waiting ", "dim"), (fmt.num(getattr(rank, "waiting", None), ".0f"), "")],
+        [("KV ", "dim"), (f"{kv * 100:.0f}%" if is_num(kv) else fmt.DASH, "")],
+        [("pool ", "dim"), (fmt.si_tokens(getattr(rank, "kv_pool_tokens", None)), "")],
+        [("decode ", "dim"), (fmt.num(getattr(rank, "decode_tps", None)) + " tok/s", "")],
+    ]
+
+
+def failure_line(sample: EngineSample) -> Line:
+    text = sample.message or str(sample.state)
+    if sample.state is EngineState.METRICS_DISABLED and "enable-metrics" not in text:
+        text += " (SGLang serves /metrics only with --enable-metrics)"
+    return [(text, "crit" if sample.state is EngineState.UNREACHABLE else "warn")]
+
+
+def engine_lines(
+    sample: EngineSample, now: float, config: ViewConfig, max_seqs: float | None, width: int = 118
+) -> list[Line]:
+    """The text lines of one engine block (the sparklines and expected strip come after)."""
+    lines = pack(title_groups(sample, now, config), width)
+    if sample.state in (
+        EngineState.UNREACHABLE,
+        EngineState.METRICS_DISABLED,
+        EngineState.UNAVAILABLE,
+    ):
+        return [*lines, failure_line(sample)]
+    lines += pack(load_groups(sample, config, max_seqs), width)
+    lines += pack(rate_groups(sample), width)
+    if sample.message:
+        lines.append([(sample.message, "warn")])
+    if len(sample.ranks) > 1:
+        for rank in sample.ranks:
+            lines += pack(rank_groups(rank), width, indent="    ")
+    return lines

@@ -1,0 +1,160 @@
+"""The expected-row strip: the sweep profile's row for the live load, beside the live values.
+
+Live concurrency = running requests; live prompt length = mean prompt tokens of recently
+finished requests (DESIGN.md §6). Expected values come from the shared estimator
+(``sparktop.sweep.estimator.estimate``), which says how each was obtained (exact,
+interpolated, no data). Textual-free; the widget renders the lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sparktop.model import EngineSample, is_num
+from sparktop.ui import format as fmt
+from sparktop.ui.engine_views import Group, pack
+from sparktop.ui.views import Cell
+
+Line = list[Cell]
+
+
+class EstimatedLike(Protocol):
+    @property
+    def value(self) -> Any: ...
+    @property
+    def how(self) -> str: ...
+
+
+EstimateFn = Callable[[int, int], Any]
+"""``(prompt_tokens, concurrency) -> Estimate`` bound to one profile."""
+
+AGGREGATE_KINDS = {
+    "end_to_end": "end-to-end",
+    "end-to-end": "end-to-end",
+    "e2e": "end-to-end",
+    "decode_only": "decode-only",
+    "decode-only": "decode-only",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One expected value beside the live one; ``worse_when`` is ``"higher"`` or ``"lower"``."""
+
+    label: str
+    expected: Any
+    live: Any
+    worse_when: str
+    unit: str = ""
+
+    def deviation(self) -> float | None:
+        return fmt.deviation_pct(self.live, self.expected)
+
+    def deficit(self, threshold_pct: float) -> bool:
+        dev = self.deviation()
+        if dev is None:
+            return False
+        return dev > threshold_pct if self.worse_when == "higher" else dev < -threshold_pct
+
+
+@dataclass(slots=True)
+class DeficitClock:
+    """Remembers since when each (engine, value) has been past the threshold."""
+
+    since: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def update(self, engine: str, label: str, past: bool, now: float) -> float | None:
+        key = (engine, label)
+        if not past:
+            self.since.pop(key, None)
+            return None
+        return self.since.setdefault(key, now)
+
+
+def _value(estimated: Any) -> Any:
+    return getattr(estimated, "value", None)
+
+
+def _how(estimated: Any) -> str:
+    return str(getattr(estimated, "how", "")) or "no data"
+
+
+def _fmt(value: Any, unit: str) -> str:
+    if not is_num(value):
+        return "no data"
+    return fmt.seconds(value) if unit == "s" else f"{value:,.1f}"
+
+
+def expected_lines(
+    sample: EngineSample,
+    profile_name: str,
+    estimate: EstimateFn | None,
+    threshold_pct: float,
+    clock: DeficitClock,
+    now: float,
+    width: int = 116,
+) -> list[Line]:
+    """The row used (and how it was obtained), then each expected value beside the live one."""
+    head: Group = [("expected ", "dim")]
+    if estimate is None:
+        return [[*head, ("no sweep profile (set profile: in the inventory or --profile)", "dim")]]
+    running, prompt = sample.running, sample.mean_prompt_tokens
+    if not sample.ok:
+        return [[*head, ("no live values to compare", "dim")]]
+    if not (is_num(running) and running >= 1):
+        return [[*head, ("idle: no running requests to compare", "dim")]]
+    if not is_num(prompt):
+        return [[*head, ("waiting for finished requests (mean prompt length unknown)", "dim")]]
+    concurrency, prompt_tokens = round(running), round(prompt)
+    try:
+        est = estimate(prompt_tokens, concurrency)
+    except Exception as exc:  # a profile lookup bug must not take the panel down
+        return [[*head, (f"estimator failed: {exc}", "warn")]]
+    kind = AGGREGATE_KINDS.get(str(getattr(est, "aggregate_kind", "")), "aggregate")
+    per_request = sample.decode_tps / running if is_num(sample.decode_tps) else sample.decode_tps
+    comparisons = (
+        (Comparison("TTFT", _value(est.ttft_s), _ttft_live(sample), "higher", "s"), est.ttft_s),
+        (Comparison("decode/req", _value(est.decode_tps), per_request, "lower"), est.decode_tps),
+        (
+            Comparison(f"agg {kind}", _value(est.aggregate_tps), sample.decode_tps, "lower"),
+            est.aggregate_tps,
+        ),
+    )
+    groups: list[Group] = [
+        [*head, (profile_name, "accent")],
+        [(f"@ {prompt_tokens:,} prompt × {concurrency} running", "")],
+        [(_how(est.ttft_s), "dim")],
+    ]
+    for comp, estimated in comparisons:
+        past = comp.deficit(threshold_pct)
+        since = clock.update(sample.engine, comp.label, past, now)
+        group: Group = [(f"{comp.label} ", "dim"), (_fmt(comp.expected, comp.unit), "")]
+        if not is_num(comp.expected):
+            group.append((f" ({_how(estimated)})", "dim"))
+        else:
+            dev = comp.deviation()
+            group += [
+                (" live ", "dim"),
+                (_fmt(comp.live, comp.unit), "bold"),
+                (f" {fmt.signed_pct(dev)}", "crit" if past else "ok" if dev is not None else "dim"),
+            ]
+            if since is not None and now - since >= 1:
+                group.append((f" since {fmt.clock_time(since)}", "crit"))
+        groups.append(group)
+    return pack(groups, width)
+
+
+def _ttft_live(sample: EngineSample) -> Any:
+    q = sample.ttft_p50
+    return getattr(q, "value_s", q)
+
+
+COLUMN_NOTES = (
+    "TTFT: profile ttft_s vs live TTFT p50 (vllm:time_to_first_token_seconds bucket deltas)",
+    "decode/req: profile per-request decode tok/s vs live decode tok/s ÷ running",
+    "agg: profile aggregate tok/s (its own definition: end-to-end or decode-only) vs live "
+    "rate(vllm:generation_tokens_total)",
+)
+"""What each comparison compares (shown on the help screen)."""

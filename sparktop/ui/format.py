@@ -1,0 +1,179 @@
+"""Plain-text formatting of samples for the UI cells (no Textual, no colours).
+
+Each function returns the text a cell shows; the widgets decide the style class. Missing
+values (``NA``) format as ``n/a`` or ``·`` so display code rarely branches on them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+from sparktop.model import GpuSample, NodeMemory, Num, Quantile, is_num
+
+BARS = "▁▂▃▄▅▆▇█"
+DASH = "·"
+
+SHORT_REASONS = {
+    "gpu_idle": "idle",
+    "applications_clocks_setting": "app-clk",
+    "sw_power_cap": "pwr-cap",
+    "hw_slowdown": "hw-slow",
+    "sync_boost": "sync",
+    "sw_thermal_slowdown": "sw-therm",
+    "hw_thermal_slowdown": "hw-therm",
+    "hw_power_brake_slowdown": "pwr-brake",
+    "display_clock_setting": "disp",
+}
+"""Short names for NVML clock-event reasons (the help screen lists the long ones)."""
+
+LOW_POWER_UTIL_PCT = 80.0
+LOW_POWER_CLOCK_FRACTION = 0.5
+LOW_POWER_MAX_W = 30.0
+
+
+def spark(values: Sequence[float], width: int) -> str:
+    """A one-line block-character sparkline of the newest ``width`` values, scaled min..max."""
+    data = list(values)[-width:]
+    if not data:
+        return ""
+    low, high = min(data), max(data)
+    span = high - low
+    if span <= 0:
+        return BARS[3] * len(data)
+    top = len(BARS) - 1
+    return "".join(BARS[round((v - low) / span * top)] for v in data)
+
+
+def bar(fraction: Num, width: int) -> str:
+    """A horizontal fill bar (``█`` filled, ``░`` empty) for a fraction 0–1."""
+    if not is_num(fraction):
+        return "░" * width
+    filled = round(max(0.0, min(1.0, fraction)) * width)
+    return "█" * filled + "░" * (width - filled)
+
+
+def num(value: Num | None, spec: str = ",.0f") -> str:
+    """A number, or ``·`` when missing."""
+    return format(value, spec) if is_num(value) else DASH
+
+
+def si_tokens(value: Num | None) -> str:
+    """Token counts shortened: 950, 12.3k, 2.49M."""
+    if not is_num(value):
+        return DASH
+    v = float(value)
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:.2f}M"
+    if abs(v) >= 1e4:
+        return f"{v / 1e3:.1f}k"
+    return f"{v:,.0f}"
+
+
+def quantile(value: Quantile | Num | None) -> str:
+    """A latency quantile (``< 10 ms`` when every observation was in the first bucket)."""
+    if isinstance(value, Quantile):
+        return str(value)
+    if is_num(value):
+        return str(Quantile(float(value)))
+    return DASH
+
+
+def seconds(value: Num | None) -> str:
+    """A duration in seconds, ms below 1 s."""
+    return quantile(value)
+
+
+def gib(mib: Num | None) -> str:
+    """MiB as whole GiB without the unit (``92``)."""
+    return f"{float(mib) / 1024:.0f}" if is_num(mib) else DASH
+
+
+def memory(mem: NodeMemory, gpu: GpuSample, *, compact: bool = False) -> str:
+    """Memory for one GPU row.
+
+    Unified (GB10): ``U 92/128G · GPU 64G`` — system used/total from ``/proc/meminfo`` and
+    the GPU-held sum of per-process memory. Discrete: ``48/80G`` from ``memory.used/total``.
+    """
+    if mem.unified or not is_num(gpu.memory_total_mib):
+        held = gpu.process_memory_mib if is_num(gpu.process_memory_mib) else mem.gpu_held_mib
+        if compact:
+            return f"U {gib(mem.used_mib)}/{gib(mem.total_mib)}G"
+        return f"U {gib(mem.used_mib)}/{gib(mem.total_mib)}G · GPU {gib(held)}G"
+    return f"{gib(gpu.memory_used_mib)}/{gib(gpu.memory_total_mib)}G"
+
+
+def hidden_low_power(gpu: GpuSample) -> bool:
+    """The GB10 stuck low-power pattern: busy, slow, cold on power, and no slowdown bit.
+
+    High utilisation (≥ 80 %), SM clock under half of max, power under 30 W, and no
+    active slowdown reason (the ``gb10-hidden-low-power`` case: 513 MHz, 100 %, 14.9 W).
+    """
+    util, clock, top, power = (
+        gpu.utilization_pct,
+        gpu.sm_clock_mhz,
+        gpu.max_sm_clock_mhz,
+        gpu.power_w,
+    )
+    if not (is_num(util) and is_num(clock) and is_num(power)):
+        return False
+    limit = float(top) * LOW_POWER_CLOCK_FRACTION if is_num(top) else 1000.0
+    return (
+        util >= LOW_POWER_UTIL_PCT
+        and clock < limit
+        and power < LOW_POWER_MAX_W
+        and not gpu.slowdowns
+    )
+
+
+def reasons(gpu: GpuSample) -> str:
+    """Active clock-event reasons, short names, slowdowns first; ``low-power?`` for the pattern."""
+    names = [SHORT_REASONS.get(r, "other") for r in gpu.slowdowns]
+    names += [SHORT_REASONS.get(r, "other") for r in gpu.clock_events if r not in gpu.slowdowns]
+    if hidden_low_power(gpu):
+        names.insert(0, "low-power?")
+    return ",".join(names) if names else ("none" if isinstance(gpu.clock_event_mask, int) else DASH)
+
+
+def below_baseline(clock: Num, baseline: float | None, drop_pct: float) -> bool:
+    """True when the SM clock is more than ``drop_pct`` % under the GPU's baseline."""
+    return is_num(clock) and baseline is not None and clock < baseline * (1 - drop_pct / 100)
+
+
+def clock_cell(clock: Num, baseline: float | None, below: bool, suffix: str = "") -> str:
+    """``2509 /2530`` or ``1833▼/2509p``: SM clock, a marker when below baseline, baseline
+    (``suffix`` ``p`` when it is the profile's, not yet this GPU's own)."""
+    mark = "▼" if below else " "
+    base = f"{baseline:.0f}{suffix}" if baseline is not None else DASH
+    return f"{num(clock, '.0f'):>4}{mark}/{base}"
+
+
+def deviation_pct(live: Num | None, expected: Num | None) -> float | None:
+    """Signed deviation of live from expected, percent; None when either is missing or 0."""
+    if not (is_num(live) and is_num(expected)) or expected == 0:
+        return None
+    return (float(live) - float(expected)) / float(expected) * 100.0
+
+
+def signed_pct(value: float | None) -> str:
+    return DASH if value is None or not math.isfinite(value) else f"{value:+.0f}%"
+
+
+def clock_time(time_s: float) -> str:
+    """Local wall-clock ``HH:MM:SS``."""
+    return time.strftime("%H:%M:%S", time.localtime(time_s))
+
+
+def age(seconds_ago: float | None) -> str:
+    """How long ago, compactly: ``0.4 s``, ``12 s``, ``3 min``, ``2 h``."""
+    if seconds_ago is None:
+        return "never"
+    s = max(0.0, seconds_ago)
+    if s < 10:
+        return f"{s:.1f} s"
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.0f} h"

@@ -1,0 +1,163 @@
+"""NodeDetailScreen: all GPU fields, memory, history plots, last probe output and errors."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label, Sparkline, Static
+
+from sparktop.cluster import gpu_subject
+from sparktop.model import GpuSample, NodeSample, is_num
+from sparktop.ui import format as fmt
+from sparktop.ui.views import failure_text
+from sparktop.ui.widgets.event_log import event_line
+
+if TYPE_CHECKING:
+    from sparktop.ui.app import SparktopApp
+
+PLOTS = (
+    ("sm_clock_mhz", "SM clock MHz"),
+    ("temperature_c", "temperature °C"),
+    ("power_w", "power W"),
+    ("utilization_pct", "utilisation %"),
+)
+
+
+def gpu_field_rows(gpus: tuple[GpuSample, ...]) -> list[tuple[str, list[str]]]:
+    """(field name, value per GPU) for every GpuSample field; NA shows its reason."""
+    rows: list[tuple[str, list[str]]] = []
+    for f in fields(GpuSample):
+        values = []
+        for gpu in gpus:
+            value = getattr(gpu, f.name)
+            if f.name == "clock_event_mask" and isinstance(value, int):
+                value = f"{value:#x} {', '.join(gpu.clock_events) or 'none'}"
+            elif f.name == "counters":
+                value = ", ".join(f"{c.name}={getattr(value, c.name)!s}" for c in fields(value))
+            elif not is_num(value) and hasattr(value, "reason"):
+                value = f"n/a ({value.reason})"
+            values.append(str(value))
+        rows.append((f.name, values))
+    return rows
+
+
+class NodeDetailScreen(Screen[None]):
+    """Everything known about one node; refreshes once a second. ``escape`` goes back."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "app.pop_screen", "Back", id="detail.back"),
+    ]
+
+    DEFAULT_CSS = """
+    NodeDetailScreen > VerticalScroll { padding: 0 1; }
+    NodeDetailScreen .section { margin: 1 0 0 0; text-style: bold; color: $spark-accent; }
+    NodeDetailScreen DataTable { height: auto; }
+    NodeDetailScreen .plot { height: 3; }
+    NodeDetailScreen .plot > Label { width: 24; color: $spark-dim; }
+    NodeDetailScreen .plot > Sparkline { width: 1fr; height: 3; }
+    NodeDetailScreen #raw { background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, node: str, gpu_key: str | None = None) -> None:
+        super().__init__()
+        self.node = node
+        self.gpu_key = gpu_key
+        self._shown: NodeSample | None = None
+
+    @property
+    def sparktop(self) -> SparktopApp:
+        return cast("SparktopApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static("", id="title")
+            yield Static("", id="status")
+            yield Label("GPU fields", classes="section")
+            yield DataTable(id="fields", cursor_type="none", zebra_stripes=True)
+            yield Label("memory", classes="section")
+            yield Static("", id="memory")
+            yield Label("history (oldest → newest)", classes="section")
+            with Vertical(id="plots"):
+                for metric, label in PLOTS:
+                    with Horizontal(classes="plot"):
+                        yield Label(label, id=f"label-{metric}")
+                        yield Sparkline((), id=f"plot-{metric}")
+            yield Label("events", classes="section")
+            yield Static("", id="node-events")
+            yield Label("last probe output", classes="section")
+            yield Static("", id="raw")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_data()
+        self.set_interval(1.0, self.refresh_data)
+
+    def _gpu(self, sample: NodeSample) -> GpuSample | None:
+        gpus = sample.gpus or self.sparktop.known_gpus.get(self.node, ())
+        for gpu in gpus:
+            if gpu.key == self.gpu_key:
+                return gpu
+        return gpus[0] if gpus else None
+
+    def refresh_data(self) -> None:
+        sample = self.sparktop.state.nodes.get(self.node)
+        if sample is None or sample is self._shown:
+            return
+        self._shown = sample
+        self.query_one("#title", Static).update(Content.assemble(
+            ("node ", "$spark-dim"), (self.node, "bold"), ("  driver ", "$spark-dim"),
+            sample.driver_version or fmt.DASH, ("  probe ", "$spark-dim"),
+            f"{sample.latency_s * 1000:.0f} ms" if sample.latency_s is not None else fmt.DASH,
+            ("  sampled ", "$spark-dim"), fmt.clock_time(sample.time_s),
+        ))  # fmt: skip
+        status = ("ok", "$spark-ok") if sample.ok else (failure_text(sample), "$spark-crit")
+        since = "" if sample.since_s is None else f" since {fmt.clock_time(sample.since_s)}"
+        self.query_one("#status", Static).update(Content.assemble(status, since))
+        self._fill_fields(sample)
+        mem = sample.memory
+        self.query_one("#memory", Static).update(
+            f"{'unified' if mem.unified else 'host'}: used {fmt.gib(mem.used_mib)} of "
+            f"{fmt.gib(mem.total_mib)} GiB; GPU-held {fmt.gib(mem.gpu_held_mib)} GiB "
+            "(MemTotal − MemAvailable; sum of per-process used_memory)"
+        )
+        gpu = self._gpu(sample)
+        if gpu is not None:
+            subject = gpu_subject(self.node, gpu.key)
+            for metric, label in PLOTS:
+                series = self.sparktop.state.history.get(subject, metric)
+                values = series.values()
+                self.query_one(f"#plot-{metric}", Sparkline).data = values
+                span = f" {min(values):.0f}–{max(values):.0f}" if values else ""
+                self.query_one(f"#label-{metric}", Label).update(f"{label}{span}")
+        events = [
+            e
+            for e in self.sparktop.query_one("#events").events  # type: ignore[attr-defined]
+            if e.subject.split("/")[0] == self.node
+        ]
+        lines = [event_line(e) for e in sorted(events, key=lambda e: e.time_s, reverse=True)]
+        self.query_one("#node-events", Static).update(
+            Content("\n").join(lines[:20]) if lines else Content("none")
+        )
+        self.query_one("#raw", Static).update(Content(sample.raw or "(no output kept)"))
+
+    def _fill_fields(self, sample: NodeSample) -> None:
+        table: DataTable[Any] = self.query_one("#fields", DataTable)
+        gpus = sample.gpus or self.sparktop.known_gpus.get(self.node, ())
+        rows = gpu_field_rows(gpus)
+        wanted = ["field"] + [f"GPU {g.index}" for g in gpus]
+        if [str(c.label) for c in table.columns.values()] != wanted:
+            table.clear(columns=True)
+            for i, label in enumerate(wanted):
+                table.add_column(label, key=str(i))
+            for name, values in rows:
+                table.add_row(Content(name), *(Content(v) for v in values), key=name)
+            return
+        for name, values in rows:
+            for i, value in enumerate(values, start=1):
+                table.update_cell(name, str(i), Content(value))

@@ -1,0 +1,237 @@
+"""What each node row shows, as plain (text, style) cells computed from the cluster state.
+
+Textual-free: the widgets only diff these cells against what they last rendered and map the
+style names (``ok``, ``warn``, ``crit``, ``dim``, ``stale``, ``accent``) to theme variables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sparktop.cluster import ClusterState, gpu_subject
+from sparktop.model import GpuSample, NodeSample, NodeState, is_num
+from sparktop.ui import format as fmt
+
+Cell = tuple[str, str]
+"""(text, style name); the style name is '' for the default colour."""
+
+ROW_SEP = "\x1f"
+
+
+@dataclass(frozen=True, slots=True)
+class ViewConfig:
+    """Display settings taken from the inventory (or defaults for this machine).
+
+    ``tp_groups`` maps a node to ``(engine, rank in the TP group)``, head = 0.
+    Thresholds mirror the inventory's ``alerts:`` section (DESIGN.md §3).
+    """
+
+    cluster: str = "this machine"
+    profile: str = ""
+    interval_s: float = 1.0
+    node_order: Mapping[str, int] = field(default_factory=dict)
+    tp_groups: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    engine_nodes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    clock_drop_pct: float = 10.0
+    temperature_c: float = 85.0
+    kv_usage_pct: float = 90.0
+    expected_deficit_pct: float = 25.0
+    profile_baseline_mhz: float | None = None
+
+    def stale_after_s(self) -> float:
+        """A sample older than this (about three missed polls) is shown as stale."""
+        return max(3.0 * self.interval_s, self.interval_s + 2.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    key: str
+    label: str
+    width: int
+
+
+WIDE_COLUMNS = (
+    Column("node", "node", 9),
+    Column("tp", "TP", 7),
+    Column("gpu", "#", 1),
+    Column("sm", "SM MHz/base", 11),
+    Column("max", "max", 4),
+    Column("temp", "°C", 3),
+    Column("power", "W", 4),
+    Column("util", "util", 4),
+    Column("mem", "memory", 19),
+    Column("why", "reasons", 12),
+    Column("trend", "trend", 7),
+    Column("state", "state", 13),
+)
+NARROW_COLUMNS = (
+    Column("node", "node", 9),
+    Column("sm", "SM MHz/base", 11),
+    Column("temp", "°C", 3),
+    Column("power", "W", 4),
+    Column("util", "util", 4),
+    Column("mem", "memory", 10),
+    Column("why", "reasons", 11),
+    Column("state", "state", 10),
+)
+WIDE_MIN_WIDTH = 118
+"""Below this many columns the table switches to the narrow column set."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowView:
+    """One table row: its key (node + GPU key), sort order and cells by column key."""
+
+    key: str
+    node: str
+    gpu_key: str | None
+    order: tuple[int, str, int]
+    cells: Mapping[str, Cell]
+
+
+def row_key(node: str, gpu_key: str | None) -> str:
+    return f"{node}{ROW_SEP}{gpu_key or ''}"
+
+
+_SHORT_STATE = {
+    NodeState.NO_GPU: "no GPU",
+    NodeState.NO_DRIVER: "no driver",
+    NodeState.DRIVER_MISMATCH: "drv mismatch",
+    NodeState.HOST_KEY: "host key!",
+    NodeState.AUTH: "auth failed",
+    NodeState.GARBLED: "bad output",
+}
+
+
+def state_cell(sample: NodeSample, now: float, config: ViewConfig, narrow: bool) -> Cell:
+    """ok / stale N s / down HH:MM:SS (since the failure began) / a short failure name."""
+    if sample.ok:
+        stale = now - sample.time_s
+        if stale > config.stale_after_s():
+            return (f"stale {fmt.age(stale)}", "stale")
+        return ("ok", "ok")
+    since = fmt.clock_time(sample.since_s if sample.since_s is not None else sample.time_s)
+    if sample.state in (NodeState.UNREACHABLE, NodeState.ERROR):
+        return (f"✗ {since}" if narrow else f"down {since}", "crit")
+    style = "warn" if sample.state in (NodeState.NO_GPU, NodeState.NO_DRIVER) else "crit"
+    return (_SHORT_STATE.get(sample.state, str(sample.state)), style)
+
+
+def failure_text(sample: NodeSample) -> str:
+    """The failure for the reasons column and events: state and message."""
+    if sample.message and sample.message != str(sample.state):
+        return f"{sample.state}: {sample.message}"
+    return str(sample.state)
+
+
+def _order(config: ViewConfig, node: str, gpu_index: int) -> tuple[int, str, int]:
+    return (config.node_order.get(node, 1_000_000), node, gpu_index)
+
+
+def _tp_cell(config: ViewConfig, node: str) -> Cell:
+    group = config.tp_groups.get(node)
+    return (f"{group[0]}·{group[1]}", "accent" if group[1] == 0 else "") if group else ("", "")
+
+
+def gpu_row(
+    state: ClusterState,
+    sample: NodeSample,
+    gpu: GpuSample,
+    now: float,
+    config: ViewConfig,
+    narrow: bool,
+) -> RowView:
+    """The cells of one GPU of a healthy (or stale) node."""
+    status = state_cell(sample, now, config, narrow)
+    stale = status[1] == "stale"
+    own = state.baseline_mhz(sample.node, gpu.key)
+    # The profile's sweep clock (GB10 nodes) is the fallback before the GPU has its own, and
+    # also catches a GPU that has been slow since start.
+    floor = config.profile_baseline_mhz if "GB10" in gpu.name else None
+    base = own if own is not None else floor
+    below = fmt.below_baseline(gpu.sm_clock_mhz, own, config.clock_drop_pct) or (
+        fmt.below_baseline(gpu.sm_clock_mhz, floor, config.clock_drop_pct)
+    )
+    slow = bool(gpu.slowdowns) or fmt.hidden_low_power(gpu)
+    hot = is_num(gpu.temperature_c) and gpu.temperature_c >= config.temperature_c
+    plain = "stale" if stale else ""
+
+    def mark(flag: bool, style: str = "warn") -> str:
+        return "stale" if stale else (style if flag else "")
+
+    trend = state.history.get(gpu_subject(sample.node, gpu.key), "sm_clock_mhz").values(last=7)
+    cells: dict[str, Cell] = {
+        "node": (sample.node, plain),
+        "tp": _tp_cell(config, sample.node),
+        "gpu": (str(gpu.index), plain),
+        "sm": (
+            fmt.clock_cell(gpu.sm_clock_mhz, base, below, "" if own is not None else "p"),
+            mark(below or slow, "crit"),
+        ),
+        "max": (fmt.num(gpu.max_sm_clock_mhz, ".0f"), "dim"),
+        "temp": (fmt.num(gpu.temperature_c, ".0f"), mark(hot, "crit")),
+        "power": (fmt.num(gpu.power_w, ".0f" if num_or_zero(gpu.power_w) >= 100 else ".1f"), plain),
+        "util": (fmt.num(gpu.utilization_pct, ".0f") + "%", plain),
+        "mem": (fmt.memory(sample.memory, gpu, compact=narrow), plain),
+        "why": (fmt.reasons(gpu), mark(slow, "crit")),
+        "trend": (fmt.spark(trend, 7), "stale" if stale else "accent"),
+        "state": status,
+    }
+    return RowView(
+        row_key(sample.node, gpu.key), sample.node, gpu.key,
+        _order(config, sample.node, gpu.index), cells,
+    )  # fmt: skip
+
+
+def num_or_zero(value: object) -> float:
+    return float(value) if is_num(value) else 0.0
+
+
+def failed_row(
+    sample: NodeSample, gpu: GpuSample | None, now: float, config: ViewConfig, narrow: bool
+) -> RowView:
+    """A row for a node whose last poll failed: identity, failure and since when; no values."""
+    status = state_cell(sample, now, config, narrow)
+    gap = (fmt.DASH, "dim")
+    cells: dict[str, Cell] = {
+        "node": (sample.node, status[1]),
+        "tp": _tp_cell(config, sample.node),
+        "gpu": (str(gpu.index) if gpu else fmt.DASH, "dim"),
+        "sm": gap, "max": gap, "temp": gap, "power": gap, "util": gap, "mem": gap,
+        "why": (sample.message or str(sample.state), status[1]),
+        "trend": ("", ""),
+        "state": status,
+    }  # fmt: skip
+    key = gpu.key if gpu else None
+    index = gpu.index if gpu else -1
+    return RowView(
+        row_key(sample.node, key), sample.node, key, _order(config, sample.node, index), cells
+    )
+
+
+def node_rows(
+    state: ClusterState,
+    known_gpus: Mapping[str, tuple[GpuSample, ...]],
+    now: float,
+    config: ViewConfig,
+    narrow: bool = False,
+) -> list[RowView]:
+    """Every row the Nodes table should show, sorted (inventory order, then GPU index).
+
+    ``known_gpus`` holds each node's GPUs from its last healthy poll, so a node that goes
+    down keeps its GPU rows (marked down) instead of collapsing to one row.
+    """
+    rows: list[RowView] = []
+    for node, sample in state.nodes.items():
+        if sample.ok and sample.gpus:
+            rows += [gpu_row(state, sample, g, now, config, narrow) for g in sample.gpus]
+        elif sample.ok:
+            empty = NodeSample(node, sample.time_s, NodeState.NO_GPU, "no GPU in the probe output")
+            rows.append(failed_row(empty, None, now, config, narrow))
+        elif known_gpus.get(node):
+            rows += [failed_row(sample, g, now, config, narrow) for g in known_gpus[node]]
+        else:
+            rows.append(failed_row(sample, None, now, config, narrow))
+    rows.sort(key=lambda r: r.order)
+    return rows

@@ -1,0 +1,235 @@
+"""BudgetPane: what a context would cost, with keyboard what-ifs and the live pool's free part.
+
+Inputs: prompt tokens (typed; or a file/directory path, counted in a thread; or pasted text,
+counted exactly with the engine's ``/tokenize`` when it answers, else estimated),
+concurrency and output tokens. Outputs come from :mod:`sparktop.ui.budget_view`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Input, Label, Static
+
+from sparktop.errors import RuntimeFailure, UserError
+from sparktop.model import EngineSample
+from sparktop.sweep import tokens
+from sparktop.ui import styles
+from sparktop.ui.budget_view import BudgetInputs, budget_lines
+
+if TYPE_CHECKING:
+    from sparktop.ui.app import SparktopApp
+
+PASTE_AS_TEXT_CHARS = 200
+"""A paste longer than this (or with a newline) is prompt text to count, not a number."""
+
+
+class TextPasted(Message):
+    """Text was pasted into the prompt field: count it instead of inserting it."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class PromptInput(Input):
+    """The prompt field: a number or a path; a long or multi-line paste is counted as text."""
+
+    def _on_paste(self, event: events.Paste) -> None:
+        if "\n" in event.text or len(event.text) > PASTE_AS_TEXT_CHARS:
+            event.stop()
+            self.post_message(TextPasted(event.text))
+            return
+        super()._on_paste(event)
+
+
+class BudgetPane(VerticalScroll, can_focus=True):
+    """The context budget beside the live view (``b`` toggles it)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("plus", "concurrency(1)", "+conc", id="budget.concurrency_up"),
+        Binding("minus", "concurrency(-1)", "-conc", id="budget.concurrency_down"),
+        Binding("left_square_bracket", "prompt(0.5)", "½ prompt", id="budget.prompt_halve"),
+        Binding("right_square_bracket", "prompt(2)", "2× prompt", id="budget.prompt_double"),
+        Binding("less_than_sign", "output(0.5)", "½ out", show=False, id="budget.output_halve"),
+        Binding("greater_than_sign", "output(2)", "2× out", show=False, id="budget.output_double"),
+        Binding("i", "edit", "Edit", id="budget.edit"),
+        Binding("escape", "leave", "Leave", show=False, id="budget.leave"),
+    ]
+
+    DEFAULT_CSS = """
+    BudgetPane {
+        width: 46;
+        display: none;
+        border-left: solid $panel;
+        padding: 0 1;
+    }
+    BudgetPane:focus { border-left: solid $primary; }
+    BudgetPane > .title { text-style: bold; color: $spark-accent; }
+    BudgetPane Horizontal { height: 1; margin: 0 0 1 0; }
+    BudgetPane Horizontal > Label { width: 12; color: $spark-dim; }
+    BudgetPane Input { width: 1fr; height: 1; border: none; padding: 0; }
+    BudgetPane #budget-out { margin: 1 0 0 0; }
+    """
+
+    def __init__(self, app: SparktopApp, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.owner = app
+        profile = app.setup.profile
+        out = profile.output_tokens if profile is not None else None
+        self.inputs = BudgetInputs(
+            prompt=tokens.TokenCount(8192, "what-if"),
+            concurrency=1,
+            output_tokens=out if isinstance(out, int) else 128,
+        )
+        self.counting = ""
+        self._live_key: object = None
+        self._shown: object = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Context budget", classes="title")
+        with Horizontal():
+            yield Label("prompt")
+            yield PromptInput(placeholder="tokens, file/dir path, or paste", id="prompt")
+        with Horizontal():
+            yield Label("concurrency")
+            yield Input(str(self.inputs.concurrency), type="integer", id="concurrency")
+        with Horizontal():
+            yield Label("output tok")
+            yield Input(str(self.inputs.output_tokens), type="integer", id="output")
+        yield Static("", id="budget-out")
+
+    def on_mount(self) -> None:
+        self.render_budget()
+
+    # -- live engine -----------------------------------------------------------------------
+
+    def live_engine(self) -> EngineSample | None:
+        """The engine the budget is about: the first configured one that has a sample."""
+        engines = self.owner.state.engines
+        order = self.owner.setup.engine_order
+        names = sorted(engines, key=lambda n: (order.get(n, 1_000_000), n))
+        return engines[names[0]] if names else None
+
+    def live_changed(self) -> None:
+        """Called every UI tick: re-render only when the live pool's free part changed."""
+        if not self.display:
+            return
+        live = self.live_engine()
+        key = (live.kv_free_tokens, live.kv_pool_tokens, live.state) if live else None
+        if key != self._live_key:
+            self._live_key = key
+            self.render_budget()
+
+    # -- rendering -------------------------------------------------------------------------
+
+    def render_budget(self) -> None:
+        lines = budget_lines(
+            self.inputs,
+            self.owner.setup.profile,
+            self.live_engine(),
+            self.owner.estimate,
+            self.counting,
+        )
+        key = tuple(tuple(line) for line in lines)
+        if key != self._shown:
+            self._shown = key
+            self.query_one("#budget-out", Static).update(styles.lines(lines))
+
+    def _set(self, **changes: Any) -> None:
+        self.inputs = self.inputs.replace(**changes)
+        self.query_one("#concurrency", Input).value = str(self.inputs.concurrency)
+        self.query_one("#output", Input).value = str(self.inputs.output_tokens)
+        self.render_budget()
+
+    # -- what-if keys ----------------------------------------------------------------------
+
+    def action_concurrency(self, step: int) -> None:
+        self._set(concurrency=max(1, self.inputs.concurrency + step))
+
+    def action_prompt(self, factor: float) -> None:
+        current = self.inputs.prompt.tokens if self.inputs.prompt else 8192
+        self._set(prompt=tokens.TokenCount(max(1, round(current * factor)), "what-if"))
+        self.query_one("#prompt", Input).value = str(self.inputs.prompt.tokens)
+
+    def action_output(self, factor: float) -> None:
+        self._set(output_tokens=max(1, round(self.inputs.output_tokens * factor)))
+
+    def action_edit(self) -> None:
+        self.query_one("#prompt", Input).focus()
+
+    def action_leave(self) -> None:
+        self.app.action_focus_next()
+
+    # -- typed and pasted input ------------------------------------------------------------
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        if event.input.id == "concurrency" and value.isdigit():
+            self._set(concurrency=max(1, int(value)))
+        elif event.input.id == "output" and value.isdigit():
+            self._set(output_tokens=max(1, int(value)))
+        elif event.input.id == "prompt" and value:
+            digits = value.replace(",", "").replace("_", "")
+            if digits.isdigit():
+                self._set(prompt=tokens.TokenCount(int(digits), "given"))
+            else:
+                self._count(path=value)
+        self.focus()
+
+    @on(TextPasted)
+    def _pasted(self, event: TextPasted) -> None:
+        self._count(text=event.text)
+
+    def on_paste(self, event: events.Paste) -> None:
+        event.stop()
+        self._count(text=event.text)
+
+    def _count(self, *, path: str | None = None, text: str | None = None) -> None:
+        self.counting = f"counting {path}…" if path else f"counting {len(text or ''):,} chars…"
+        self.render_budget()
+        self.run_worker(self._count_worker(path, text), group="budget-count", exclusive=True)
+
+    async def _count_worker(self, path: str | None, text: str | None) -> None:
+        try:
+            count = await asyncio.to_thread(self._count_blocking, path, text)
+        except (UserError, RuntimeFailure, OSError) as exc:
+            self.counting = ""
+            self.notify(str(exc), severity="warning", title="budget")
+            self.render_budget()
+            return
+        self.counting = ""
+        self._set(prompt=count)
+        self.query_one("#prompt", Input).value = f"{count.tokens}"
+
+    def _count_blocking(self, path: str | None, text: str | None) -> tokens.TokenCount:
+        """In a thread: count a path (estimated) or text (``/tokenize`` when it answers)."""
+        if path is not None:
+            target = Path(path).expanduser()
+            if target.is_dir():
+                return tokens.scan_directory(target)
+            return tokens.count_file(target)
+        assert text is not None
+        url = self._tokenize_url()
+        if url:
+            try:
+                return tokens.count_via_endpoint(url, text)
+            except RuntimeFailure as exc:
+                estimate = tokens.estimate_text_tokens(text, source="pasted text")
+                return tokens.with_note(estimate, f"estimated: {exc}")
+        return tokens.estimate_text_tokens(text, source="pasted text")
+
+    def _tokenize_url(self) -> str | None:
+        live = self.live_engine()
+        if live is None or not live.ok:
+            return None
+        return self.owner.setup.engine_urls.get(live.engine)

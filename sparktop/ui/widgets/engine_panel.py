@@ -1,0 +1,163 @@
+"""EnginePanel: one block per inference server (lines, sparklines, expected strip)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Label, Sparkline, Static
+
+from sparktop.cluster import ClusterState
+from sparktop.model import EngineSample
+from sparktop.ui import styles
+from sparktop.ui.engine_views import engine_lines, limit_seqs
+from sparktop.ui.expected import DeficitClock, EstimateFn, expected_lines
+from sparktop.ui.views import ViewConfig
+
+SPARK_POINTS = 120
+
+
+class ExpectedStrip(Static):
+    """The profile's row for the live (prompt length, running) beside the live values."""
+
+    DEFAULT_CSS = """
+    ExpectedStrip {
+        height: auto;
+        padding: 0 0 0 2;
+        background: $surface;
+    }
+    """
+
+
+class EngineBlock(Vertical):
+    """One engine: text lines, decode tok/s and KV % sparklines, and its ExpectedStrip."""
+
+    DEFAULT_CSS = """
+    EngineBlock {
+        height: auto;
+        margin: 0 0 1 0;
+    }
+    EngineBlock > .engine-lines { height: auto; }
+    EngineBlock > Horizontal { height: 1; }
+    EngineBlock Label { width: auto; color: $spark-dim; padding: 0 1 0 0; }
+    EngineBlock Sparkline { width: 1fr; margin: 0 2 0 0; }
+    EngineBlock Sparkline > .sparkline--max-color { color: $spark-accent; }
+    EngineBlock Sparkline > .sparkline--min-color { color: $spark-accent 30%; }
+    """
+
+    def __init__(self, engine: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.engine = engine
+        self.sample: EngineSample | None = None
+        self._shown: tuple[object, ...] | None = None
+        self._expected_shown: object = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="engine-lines")
+        with Horizontal():
+            yield Label("decode tok/s")
+            yield Sparkline((), id="decode-spark")
+            yield Label("KV %")
+            yield Sparkline((), id="kv-spark")
+        yield ExpectedStrip("")
+
+    def show(
+        self,
+        state: ClusterState,
+        sample: EngineSample,
+        now: float,
+        config: ViewConfig,
+        max_seqs: float | None,
+        expected: tuple[str, EstimateFn | None, DeficitClock],
+    ) -> bool:
+        """Render if the sample or its displayed state changed; True when anything changed."""
+        width = self.size.width or 118
+        lines = engine_lines(sample, now, config, max_seqs, width)
+        key = tuple(tuple(line) for line in lines)
+        changed = False
+        if key != self._shown:
+            self._shown = key
+            self.query_one(".engine-lines", Static).update(styles.lines(lines))
+            changed = True
+        if sample is not self.sample:
+            self.sample = sample
+            history = state.history
+            decode = history.get(sample.engine, "decode_tps").values(last=SPARK_POINTS)
+            kv = history.get(sample.engine, "kv_usage").values(last=SPARK_POINTS)
+            self.query_one("#decode-spark", Sparkline).data = decode
+            self.query_one("#kv-spark", Sparkline).data = tuple(v * 100 for v in kv)
+            changed = True
+        profile_name, estimate, clock = expected
+        strip = expected_lines(
+            sample, profile_name, estimate, config.expected_deficit_pct, clock, now
+        )
+        strip_key = tuple(tuple(line) for line in strip)
+        if strip_key != self._expected_shown:
+            self._expected_shown = strip_key
+            self.query_one(ExpectedStrip).update(styles.lines(strip))
+            changed = True
+        return changed
+
+    def on_resize(self) -> None:
+        # Lines are packed to the width: re-pack on the next tick.
+        self._shown = None
+        self._expected_shown = None
+
+
+class EnginePanel(VerticalScroll):
+    """Every engine's block, in inventory order; blocks are mounted once and updated."""
+
+    DEFAULT_CSS = """
+    EnginePanel {
+        height: auto;
+        max-height: 65%;
+        min-height: 5;
+        padding: 0 1;
+        border-top: solid $panel;
+    }
+    EnginePanel > .empty { color: $spark-dim; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.blocks: dict[str, EngineBlock] = {}
+        self.clock = DeficitClock()
+
+    def compose(self) -> ComposeResult:
+        yield Static("no inference server configured or answering", classes="empty")
+
+    def sync(
+        self,
+        state: ClusterState,
+        now: float,
+        config: ViewConfig,
+        order: Mapping[str, int],
+        max_seqs: Mapping[str, float],
+        profile_name: str,
+        estimate: EstimateFn | None,
+    ) -> int:
+        """Update every engine block; mount blocks for new engines. Returns blocks changed."""
+        changed = 0
+        names = sorted(state.engines, key=lambda n: (order.get(n, 1_000_000), n))
+        new = [n for n in names if n not in self.blocks]
+        if new:
+            self.query(".empty").remove()
+            for name in new:
+                block = self.blocks[name] = EngineBlock(name)
+                # Mount in order: before the first existing block that sorts after it.
+                later = [
+                    self.blocks[n]
+                    for n in names[names.index(name) + 1 :]
+                    if n in self.blocks and n not in new
+                ]
+                self.mount(block, before=later[0] if later else None)
+            return len(new)  # the new blocks render on the next tick, once composed
+        for name in names:
+            block = self.blocks[name]
+            sample = state.engines[name]
+            seqs = limit_seqs(sample, max_seqs.get(name))
+            if block.show(state, sample, now, config, seqs, (profile_name, estimate, self.clock)):
+                changed += 1
+        return changed

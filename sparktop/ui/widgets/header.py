@@ -1,0 +1,112 @@
+"""HeaderBar (cluster, profile, poll interval, sample age, flags) and AlertBar (active alerts)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from textual.content import Content
+from textual.widgets import Static
+
+from sparktop.ui import format as fmt
+from sparktop.ui.events import AlertLike
+
+
+class HeaderBar(Static):
+    """One line: cluster name, profile, poll interval, age of the newest sample, flags."""
+
+    DEFAULT_CSS = """
+    HeaderBar {
+        height: 1;
+        background: $spark-header-background;
+        color: $spark-header-foreground;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("", **kwargs)  # type: ignore[arg-type]
+        self._shown: tuple[object, ...] | None = None
+
+    def show(
+        self,
+        cluster: str,
+        profile: str,
+        interval_s: float,
+        newest_age_s: float | None,
+        *,
+        paused: bool,
+        recording: bool,
+    ) -> None:
+        """Update the line if anything visible changed (untrusted names are never markup)."""
+        age = fmt.age(newest_age_s)
+        key = (cluster, profile, interval_s, age, paused, recording)
+        if key == self._shown:
+            return
+        self._shown = key
+        parts: list[str | tuple[str, str]] = [("sparktop", "bold"), "  ", (cluster, "bold")]
+        if profile:
+            parts += ["  profile ", (profile, "$spark-accent")]
+        parts += [
+            f"  every {interval_s:g} s",
+            "  newest ",
+            (age, _age_style(newest_age_s, interval_s)),
+        ]
+        if paused:
+            parts += ["  ", ("⏸ PAUSED", "$spark-warn bold")]
+        if recording:
+            parts += ["  ", ("● REC", "$spark-crit bold")]
+        self.update(Content.assemble(*parts))
+
+
+def _age_style(age_s: float | None, interval_s: float) -> str:
+    if age_s is None or age_s > max(3 * interval_s, interval_s + 2):
+        return "$spark-warn"
+    return ""
+
+
+class AlertBar(Static):
+    """One line under the header with the active alerts (newest first) and their age.
+
+    The alert engine calls :meth:`show_alerts` (through ``SparktopApp.set_active_alerts``)
+    with objects that have ``severity``, ``subject``, ``message`` and ``since_s``.
+    """
+
+    DEFAULT_CSS = """
+    AlertBar {
+        height: 1;
+        padding: 0 1;
+        color: $spark-dim;
+    }
+    AlertBar.-active {
+        background: $error 25%;
+        color: $foreground;
+    }
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("no active alerts", **kwargs)  # type: ignore[arg-type]
+        self._shown: tuple[object, ...] | None = None
+        self.alerts: tuple[AlertLike, ...] = ()
+
+    def show_alerts(self, alerts: Sequence[AlertLike], now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        self.alerts = tuple(sorted(alerts, key=lambda a: a.since_s, reverse=True))
+        parts: list[str | tuple[str, str]] = []
+        for alert in self.alerts:
+            style = "$spark-crit bold" if alert.severity == "critical" else "$spark-warn"
+            if parts:
+                parts.append("  │  ")
+            parts += [
+                (f"▲ {alert.subject}", style),
+                " ",
+                alert.message,
+                (f" {fmt.age(now - alert.since_s)}", "$spark-dim"),
+            ]
+        if not parts:
+            parts = ["no active alerts"]
+        key = tuple(p if isinstance(p, str) else p[0] for p in parts)
+        self.set_class(bool(self.alerts), "-active")
+        if key != self._shown:
+            self._shown = key
+            self.update(Content.assemble(*parts))
