@@ -16,6 +16,7 @@ import contextlib
 import getpass
 import hashlib
 import os
+import select
 import shutil
 import signal
 import socket
@@ -393,4 +394,17 @@ class Sshd:
             with contextlib.suppress(psutil.Error):
                 child.kill()
         proc.wait(5)
-        psutil.wait_procs(children, timeout=5)
+        for child in children:
+            _wait_exited(child.pid)
+
+
+def _wait_exited(pid: int, timeout_s: float = 5.0) -> None:
+    """Wait until a process (not necessarily our child) has exited, via a pidfd."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        select.select([fd], [], [], timeout_s)
+    finally:
+        os.close(fd)

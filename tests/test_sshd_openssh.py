@@ -1,0 +1,240 @@
+"""SshSource and ``sparktop snapshot`` against OpenSSH's sshd on loopback.
+
+Each node is a real ``sshd -D -e`` with its own host key and config on a free 127.0.0.1 port;
+a fake ``nvidia-smi`` first on the session PATH answers from the nvidia-smi cases
+(gb10-query-with-header.csv, gb10-thermal-slowdown.csv, gb10-hidden-low-power.csv,
+driver-mismatch.txt) and ``/proc/meminfo`` is the machine's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sparktop.cli import main
+from sparktop.model import NodeSample, NodeState
+from sparktop.sim.sshserver import generate_key, public_key_line
+from sparktop.sources.probe import FIELD_SETS
+from tests.ssh_helpers import (
+    GB10_CSV,
+    LOW_POWER_CSV,
+    MISMATCH_TXT,
+    THERMAL_CSV,
+    ClientFiles,
+    FakeNvidiaSmi,
+    Sshd,
+    client_files,
+    login_user,
+    node,
+    require_sshd,
+    ssh_source,
+)
+
+pytestmark = pytest.mark.sshd
+
+MakeSshd = Callable[..., Sshd]
+
+
+@pytest.fixture
+def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClientFiles:
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return client_files(tmp_path / "client")
+
+
+@pytest.fixture
+def make_sshd(tmp_path: Path, files: ClientFiles) -> Iterator[MakeSshd]:
+    require_sshd()
+    started: list[Sshd] = []
+
+    def make(fake: FakeNvidiaSmi | None = None, *, trust: bool = True) -> Sshd:
+        daemon = Sshd(tmp_path / f"sshd-{len(started)}", files.key, fake or FakeNvidiaSmi())
+        started.append(daemon)
+        daemon.start()
+        if trust:
+            files.trust(daemon.known_hosts_line())
+        return daemon
+
+    yield make
+    for daemon in started:
+        daemon.stop()
+
+
+def _accepted(daemon: Sshd) -> int:
+    return sum("Accepted publickey" in line for line in daemon.log)
+
+
+async def test_normal_poll_of_several_sshd_nodes(files: ClientFiles, make_sshd: MakeSshd) -> None:
+    daemons = [make_sshd(FakeNvidiaSmi(csv)) for csv in (GB10_CSV, THERMAL_CSV, LOW_POWER_CSV)]
+    sources = [ssh_source(files, node(f"spark-{i}", d.port)) for i, d in enumerate(daemons, 1)]
+    try:
+        await asyncio.gather(*(s.sample() for s in sources))
+        samples = await asyncio.gather(*(s.sample() for s in sources))
+    finally:
+        await asyncio.gather(*(s.aclose() for s in sources))
+
+    assert [s.state for s in samples] == [NodeState.OK] * 3, [s.message for s in samples]
+    clocks = [s.gpus[0].sm_clock_mhz for s in samples]
+    assert clocks == [2509, 1833, 513]
+    assert samples[1].gpus[0].clock_events == ("sw_thermal_slowdown",)
+    for sample in samples:
+        assert sample.memory.unified and sample.memory.gpu_held_mib == 19135
+        assert isinstance(sample.memory.total_mib, float) and sample.memory.total_mib > 0
+    for daemon, source in zip(daemons, sources, strict=True):
+        assert source.connects == 1 and _accepted(daemon) == 1  # one connection, two polls
+
+
+async def test_changed_host_key_is_refused_and_nothing_runs(
+    files: ClientFiles, make_sshd: MakeSshd
+) -> None:
+    daemon = make_sshd(trust=False)
+    files.trust(f"[127.0.0.1]:{daemon.port} {public_key_line(generate_key())}")
+    source = ssh_source(files, node("spark-1", daemon.port))
+    sample = await source.sample()
+    await source.aclose()
+
+    assert sample.state is NodeState.HOST_KEY
+    assert f"ssh-keygen -R '[127.0.0.1]:{daemon.port}'" in sample.message
+    assert f"ssh-keyscan -p {daemon.port} 127.0.0.1" in sample.message
+    assert daemon.calls == [] and _accepted(daemon) == 0
+
+
+async def test_hung_probe_on_one_sshd_node(files: ClientFiles, make_sshd: MakeSshd) -> None:
+    daemons = [make_sshd() for _ in range(3)]
+    daemons[1].hang()
+    sources = [ssh_source(files, node(f"spark-{i}", d.port)) for i, d in enumerate(daemons, 1)]
+    arrived: list[NodeSample] = []
+
+    async def poll(index: int) -> None:
+        arrived.append(await sources[index].sample())
+
+    try:
+        await asyncio.gather(*(poll(i) for i in range(3)))
+    finally:
+        await asyncio.gather(*(s.aclose() for s in sources))
+
+    assert {s.node for s in arrived[:2]} == {"spark-1", "spark-3"}
+    assert arrived[-1].node == "spark-2"
+    late = arrived[-1]
+    assert late.state is NodeState.UNREACHABLE
+    assert late.message.endswith("probe timed out after 1 s")
+    for sample in arrived[:2]:
+        assert sample.ok and sample.latency_s is not None
+        assert sample.latency_s < sources[1].probe_deadline_s
+
+
+async def test_sshd_node_goes_away_and_comes_back(files: ClientFiles, make_sshd: MakeSshd) -> None:
+    daemon = make_sshd()
+    source = ssh_source(files, node("spark-1", daemon.port))
+    try:
+        assert (await source.sample()).ok
+        daemon.stop()
+        gone = await source.sample()
+        daemon.start()
+        back = await source.sample()
+    finally:
+        await source.aclose()
+
+    assert gone.state is NodeState.UNREACHABLE
+    assert gone.message.endswith(": connection refused"), gone.message
+    assert back.ok and source.connects == 2
+
+
+async def test_old_driver_field_set_over_sshd(files: ClientFiles, make_sshd: MakeSshd) -> None:
+    daemon = make_sshd(FakeNvidiaSmi(THERMAL_CSV, driver="old"))
+    source = ssh_source(files, node("spark-1", daemon.port))
+    sample = await source.sample()
+    await source.aclose()
+
+    assert sample.ok, sample.message
+    assert source.fields == FIELD_SETS[2]
+    assert sample.gpus[0].slowdowns == ("sw_thermal_slowdown",)
+    refused = [call for call in daemon.calls if "clocks_event_reasons" in call]
+    assert len(refused) == 2  # the two newer field sets, each tried once
+
+
+async def test_driver_mismatch_over_sshd(files: ClientFiles, make_sshd: MakeSshd) -> None:
+    assert MISMATCH_TXT.name == "driver-mismatch.txt"
+    broken = make_sshd(FakeNvidiaSmi(driver="mismatch"))
+    healthy = make_sshd()
+    sources = [
+        ssh_source(files, node("spark-1", broken.port)),
+        ssh_source(files, node("spark-2", healthy.port)),
+    ]
+    try:
+        bad, good = await asyncio.gather(*(s.sample() for s in sources))
+    finally:
+        await asyncio.gather(*(s.aclose() for s in sources))
+    assert bad.state is NodeState.DRIVER_MISMATCH
+    assert bad.message == "driver/library mismatch (reboot or reload the driver)"
+    assert good.ok
+
+
+async def test_proxyjump_through_sshd(files: ClientFiles, make_sshd: MakeSshd) -> None:
+    jump = make_sshd()
+    target = make_sshd()
+    files.config.write_text(
+        f"Host jump\n  HostName 127.0.0.1\n  Port {jump.port}\n"
+        f"Host spark-behind\n  HostName 127.0.0.1\n  Port {target.port}\n  ProxyJump jump\n"
+        f"Host *\n  User {login_user()}\n  IdentityFile {files.identity_file}\n"
+        f"  UserKnownHostsFile {files.known_hosts}\n"
+    )
+    behind = node("spark-1", 22).model_copy(update={"host": "spark-behind", "port": None})
+    source = ssh_source(files, behind, identity_file=None, known_hosts=None, user=None)
+    sample = await source.sample()
+    await source.aclose()
+    assert sample.ok, sample.message
+    assert jump.calls == [] and target.calls != []
+
+
+def test_snapshot_json_four_sshd_nodes_one_hung(
+    tmp_path: Path, files: ClientFiles, make_sshd: MakeSshd, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's "done when": 4 sshd nodes, one hung → exit 1, hung node marked, the rest full."""
+    cases = (GB10_CSV, THERMAL_CSV, LOW_POWER_CSV, GB10_CSV)
+    daemons = [make_sshd(FakeNvidiaSmi(csv)) for csv in cases]
+    daemons[3].hang()
+    inventory = {
+        "cluster": "loopback-4x",
+        "ssh": {
+            "user": login_user(),
+            "identity_file": str(files.identity_file),
+            "known_hosts": str(files.known_hosts),
+            "config": str(files.config),
+            "connect_timeout_s": 3,
+            "command_timeout_s": 1,
+        },
+        "nodes": [
+            {"name": f"spark-{i}", "host": "127.0.0.1", "port": d.port}
+            for i, d in enumerate(daemons, 1)
+        ],
+    }
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(inventory))
+
+    status = main(["snapshot", "--inventory", str(path), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+
+    assert status == 1 and doc["complete"] is False
+    nodes = {n["node"]: n for n in doc["nodes"]}
+    hung = nodes.pop("spark-4")
+    assert hung["state"] == "unreachable" and hung["gpus"] == []
+    assert hung["message"].endswith("probe timed out after 1 s")
+    assert hung["since"] is not None
+    expected_reasons = {"spark-1": [], "spark-2": ["sw_thermal_slowdown"], "spark-3": []}
+    for name, entry in nodes.items():
+        assert entry["state"] == "ok", entry["message"]
+        assert entry["memory"]["unified"] is True
+        assert entry["memory"]["total_mib"] > 0 and entry["memory"]["used_mib"] > 0
+        assert entry["memory"]["gpu_held_mib"] == 19135
+        (gpu,) = entry["gpus"]
+        for key in ("sm_clock_mhz", "max_sm_clock_mhz", "temperature_c", "power_w"):
+            assert isinstance(gpu[key], float), (name, key)
+        assert isinstance(gpu["utilization_pct"], float)
+        assert gpu["clock_event_mask"] is not None
+        assert gpu["clock_events"] == expected_reasons[name]
+        assert set(gpu["missing"]) == {"memory_used_mib", "memory_total_mib"}
