@@ -14,6 +14,7 @@ import pytest
 
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import NA
+from sparktop.sweep import exact_tokens as ex
 from sparktop.sweep import tokens as tk
 
 
@@ -147,7 +148,7 @@ def test_count_via_endpoint(tokenize_url: str) -> None:
 def test_scan_with_endpoint_counts_each_file(tokenize_url: str, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a b c", encoding="utf-8")
     (tmp_path / "b.txt").write_text("d e", encoding="utf-8")
-    counter = tk.EndpointTokenizer(tokenize_url)
+    counter = ex.EndpointTokenizer(tokenize_url)
     try:
         count = tk.scan_directory(tmp_path, exact=counter, method="exact (/tokenize)")
     finally:
@@ -179,7 +180,17 @@ def test_count_via_tokenizer(tmp_path: Path) -> None:
     assert isinstance(count.chars_per_token, NA)
     assert tk.count_via_tokenizer(tmp_path, "hello").tokens == 1  # a folder holding one
     with pytest.raises(UserError, match="not found"):
-        tk.load_tokenizer(tmp_path / "absent.json")
+        ex.load_tokenizer(tmp_path / "absent.json")
     (tmp_path / "bad.json").write_text("{", encoding="utf-8")
     with pytest.raises(UserError, match="cannot load tokenizer"):
-        tk.load_tokenizer(tmp_path / "bad.json")
+        ex.load_tokenizer(tmp_path / "bad.json")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file_and_folder(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("x", encoding="utf-8")
+    secret.chmod(0)
+    with pytest.raises(UserError, match="cannot read"):
+        tk.count_file(secret)
+    assert dict(tk.scan_directory(tmp_path).skipped) == {"unreadable": 1}

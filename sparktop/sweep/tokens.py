@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from sparktop.errors import RuntimeFailure, UserError
+from sparktop.errors import UserError
 from sparktop.model import NA
 
 DEFAULT_CHARS_PER_TOKEN = 4.0
@@ -277,107 +277,18 @@ def scan_directory(
     )
 
 
-# -- exact counters ----------------------------------------------------------------------------
-
-
-class EndpointTokenizer:
-    """Exact counts from a running server's ``POST {url}/tokenize`` (one HTTP/1.1 connection).
-
-    Calling it returns the ``count`` field; ``max_model_len`` keeps what the server reported.
-    Raises :class:`RuntimeFailure` when the server is unreachable or answers badly.
-    """
-
-    def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 30.0) -> None:
-        import httpx
-
-        self.url = url.rstrip("/")
-        self.max_model_len: int | NA = NA("not reported by /tokenize")
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(base_url=self.url, timeout=timeout_s, headers=headers)
-
-    def __call__(self, text: str) -> int:
-        import httpx
-
-        try:
-            response = self._client.post("/tokenize", json={"prompt": text})
-        except httpx.HTTPError as exc:
-            reason = str(exc) or type(exc).__name__
-            raise RuntimeFailure(f"endpoint {self.url} unreachable: {reason}") from None
-        if response.status_code != 200:
-            raise RuntimeFailure(
-                f"{self.url}/tokenize answered HTTP {response.status_code}: "
-                f"{response.text.strip()[:120]}"
-            )
-        try:
-            data = response.json()
-            count = data["count"] if "count" in data else len(data["tokens"])
-        except (ValueError, KeyError, TypeError):
-            raise RuntimeFailure(f"{self.url}/tokenize returned no token count") from None
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise RuntimeFailure(f"{self.url}/tokenize returned an invalid count {count!r}")
-        mml = data.get("max_model_len")
-        if isinstance(mml, int) and not isinstance(mml, bool) and mml > 0:
-            self.max_model_len = mml
-        return count
-
-    def close(self) -> None:
-        self._client.close()
-
-
 def count_via_endpoint(url: str, text: str, api_key: str | None = None) -> TokenCount:
     """Exact token count of ``text`` from ``POST {url}/tokenize``; RuntimeFailure when down."""
-    tokenizer = EndpointTokenizer(url, api_key)
-    try:
-        tokens = tokenizer(text)
-    finally:
-        tokenizer.close()
-    cjk, other = count_chars(text)
-    return TokenCount(
-        tokens=tokens,
-        method="exact (/tokenize)",
-        source=url,
-        cjk_chars=cjk,
-        other_chars=other,
-        chars_per_token=NA("exact count"),
-        max_model_len=tokenizer.max_model_len,
-    )
+    from sparktop.sweep.exact_tokens import count_with_endpoint
 
-
-def load_tokenizer(path: str | Path) -> Counter_:
-    """A counter backed by a local ``tokenizer.json`` (HF ``tokenizers``; no special tokens).
-
-    Raises :class:`UserError` when the library is missing or the file cannot be loaded.
-    """
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise UserError(
-            "--tokenizer needs the 'tokenizers' library: pip install 'sparktop[tokenizers]'"
-        ) from None
-    file = Path(path).expanduser()
-    if file.is_dir():
-        file = file / "tokenizer.json"
-    if not file.is_file():
-        raise UserError(f"tokenizer file {file} not found")
-    try:
-        tokenizer = Tokenizer.from_file(str(file))
-    except Exception as exc:  # the library raises a bare Exception for bad JSON
-        raise UserError(f"cannot load tokenizer {file}: {str(exc)[:160]}") from None
-    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+    return count_with_endpoint(url, text, api_key)
 
 
 def count_via_tokenizer(path: str | Path, text: str) -> TokenCount:
-    """Exact token count of ``text`` with a local ``tokenizer.json``."""
-    tokens = load_tokenizer(path)(text)
-    cjk, other = count_chars(text)
-    return TokenCount(
-        tokens=tokens,
-        method="exact (tokenizer.json)",
-        source=str(path),
-        cjk_chars=cjk,
-        other_chars=other,
-        chars_per_token=NA("exact count"),
-    )
+    """Exact token count of ``text`` with a local ``tokenizer.json`` (UserError if unusable)."""
+    from sparktop.sweep.exact_tokens import count_with_tokenizer
+
+    return count_with_tokenizer(path, text)
 
 
 def with_note(count: TokenCount, note: str) -> TokenCount:

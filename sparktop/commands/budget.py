@@ -1,0 +1,200 @@
+"""``sparktop budget``: will this context fit, and how long will it take? (DESIGN.md §7)"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from sparktop.errors import RuntimeFailure, UserError
+
+DESCRIPTION = """\
+Budget a context before sending it: count its tokens, check it against max_model_len, the
+KV-cache pool and max_num_batched_tokens, and look up TTFT, prefill, decode and aggregate
+throughput in a sweep profile. Every figure is tagged: [here] computed here, [profile] from
+the profile (measured by others on their cluster), [given], [server] (live, with --endpoint).
+The estimator interpolates log-log between measured rows and says "no data" rather than
+extrapolating beyond the table."""
+
+EPILOG = """\
+examples:
+  sparktop budget --prompt-tokens 2048 --concurrency 6 --profile 2x-spark-dsv4-flash-0731
+  sparktop budget --prompt-tokens 899994 --profile 2x-spark-dsv4-flash-0731
+  sparktop budget --scan-dir ./src --ext .py,.md --concurrency 2
+  sparktop budget --file prompt.txt --endpoint http://192.168.10.10:8015   # exact count + free KV
+  sparktop budget --file prompt.txt --tokenizer ./tokenizer.json           # exact, offline
+  sparktop budget --prompt-tokens 40000 --profile ./my-sweep.yaml --json
+
+Token estimate without a tokenizer: CJK characters 1:1, other characters / --chars-per-token.
+Profiles: 'sparktop profiles'. JSON schema: sparktop.budget/1 (sparktop/sweep/README.md).
+"""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "budget",
+        help="will a context fit, and how long will it take",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt-tokens", type=int, metavar="N", help="prompt tokens per request")
+    source.add_argument("--scan-dir", metavar="DIR", help="count every text file under DIR")
+    source.add_argument("--file", metavar="FILE", help="count one file ('-' reads stdin)")
+    parser.add_argument("--ext", metavar="EXTS", help="with --scan-dir: only these, e.g. .py,.md")
+    parser.add_argument(
+        "--chars-per-token",
+        type=float,
+        default=4.0,
+        metavar="X",
+        help="non-CJK characters per token for the estimate (default 4.0)",
+    )
+    parser.add_argument(
+        "--max-file-mb",
+        type=float,
+        default=32.0,
+        metavar="MB",
+        help="with --scan-dir: skip files larger than this (default 32)",
+    )
+    parser.add_argument("--concurrency", type=int, default=1, metavar="C", help="default 1")
+    parser.add_argument("--output-tokens", type=int, metavar="O", help="per request (default 2048)")
+    parser.add_argument(
+        "--profile", metavar="NAME|PATH", help="sweep profile (default 4x-spark-dsv41-flash-1017)"
+    )
+    parser.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="a running server's base URL: exact count via /tokenize, free KV via /metrics",
+    )
+    parser.add_argument(
+        "--api-key-env", metavar="VAR", help="environment variable holding the bearer token"
+    )
+    parser.add_argument("--tokenizer", metavar="PATH", help="count exactly with a tokenizer.json")
+    parser.add_argument("--kv-pool", type=int, metavar="T", help="KV pool tokens (override)")
+    parser.add_argument("--max-model-len", type=int, metavar="L", help="override max_model_len")
+    parser.add_argument(
+        "--max-batched", type=int, metavar="T", help="override max_num_batched_tokens"
+    )
+    parser.add_argument("--json", action="store_true", help="print the stable JSON document")
+    return parser
+
+
+def _check(args: argparse.Namespace) -> None:
+    checks = [
+        ("--prompt-tokens", args.prompt_tokens, 1),
+        ("--concurrency", args.concurrency, 1),
+        ("--output-tokens", args.output_tokens, 0),
+        ("--kv-pool", args.kv_pool, 1),
+        ("--max-model-len", args.max_model_len, 1),
+        ("--max-batched", args.max_batched, 1),
+    ]
+    for flag, value, low in checks:
+        if value is not None and value < low:
+            raise UserError(f"{flag} must be at least {low}, got {value}")
+    if not args.chars_per_token > 0:
+        raise UserError(f"--chars-per-token must be > 0, got {args.chars_per_token}")
+    if not args.max_file_mb > 0:
+        raise UserError(f"--max-file-mb must be > 0, got {args.max_file_mb}")
+    if args.ext and not args.scan_dir:
+        raise UserError("--ext only applies to --scan-dir")
+    if args.endpoint and not args.endpoint.startswith(("http://", "https://")):
+        raise UserError(f"--endpoint must be an http:// or https:// URL, got {args.endpoint!r}")
+    if args.tokenizer and args.endpoint:
+        raise UserError("use either --tokenizer or --endpoint for the exact count, not both")
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    if not args.api_key_env:
+        return None
+    key = os.environ.get(args.api_key_env)
+    if not key:
+        raise UserError(f"environment variable {args.api_key_env} is not set")
+    return key
+
+
+def _count(args: argparse.Namespace, api_key: str | None) -> Any:
+    from sparktop.sweep import exact_tokens as ex
+    from sparktop.sweep import tokens as tk
+
+    if args.prompt_tokens is not None:
+        return tk.TokenCount(args.prompt_tokens, "given", source="--prompt-tokens")
+    exact: tk.Counter_ | None = None
+    method = "estimated"
+    endpoint = None
+    if args.tokenizer:
+        exact, method = ex.load_tokenizer(args.tokenizer), "exact (tokenizer.json)"
+    elif args.endpoint:
+        endpoint = ex.EndpointTokenizer(args.endpoint, api_key)
+        exact, method = endpoint, "exact (/tokenize)"
+
+    def run(counter: tk.Counter_ | None, how: str) -> tk.TokenCount:
+        if args.scan_dir:
+            max_bytes = int(args.max_file_mb * 1024 * 1024)
+            return tk.scan_directory(
+                args.scan_dir, args.ext, args.chars_per_token, max_bytes, counter, how
+            )
+        return tk.count_file(args.file, args.chars_per_token, counter, how)
+
+    try:
+        count = run(exact, method)
+        if endpoint is not None and isinstance(endpoint.max_model_len, int):
+            count = dataclasses.replace(count, max_model_len=endpoint.max_model_len)
+        return count
+    except RuntimeFailure as exc:
+        # The exact count failed (server down): say so and fall back to the estimate.
+        if args.file == "-":
+            raise
+        return tk.with_note(run(None, "estimated"), f"exact count unavailable ({exc}); estimated")
+    finally:
+        if endpoint is not None:
+            endpoint.close()
+
+
+def _live(url: str, api_key: str | None) -> Any:
+    import asyncio
+
+    from sparktop.model import EngineSample, EngineState
+
+    try:
+        from sparktop.sources.engine import scrape_once
+    except ImportError as exc:
+        return EngineSample(url, time.time(), EngineState.UNAVAILABLE, f"no scraper ({exc})")
+    return asyncio.run(scrape_once(url, api_key=api_key, timeout_s=5.0))
+
+
+def run(args: argparse.Namespace) -> int:
+    _check(args)
+    from sparktop.sweep.budget import budget_json, compute_budget, render_budget
+    from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+
+    profile = load_profile(args.profile or DEFAULT_PROFILE)
+    api_key = _api_key(args)
+    count = _count(args, api_key)
+    if count.tokens < 1:
+        where = args.scan_dir or args.file
+        files = ""
+        if args.scan_dir:
+            files = f"; {count.files_counted} files counted, {count.files_skipped} skipped"
+        raise UserError(f"{where}: no text to count (0 tokens{files})")
+    live = _live(args.endpoint, api_key) if args.endpoint else None
+    budget = compute_budget(
+        count,
+        args.concurrency,
+        profile,
+        args.output_tokens,
+        kv_pool_tokens=args.kv_pool,
+        max_model_len=args.max_model_len,
+        max_num_batched_tokens=args.max_batched,
+        live=live,
+    )
+    if args.json:
+        json.dump(budget_json(budget), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_budget(budget))
+    return 0

@@ -1,0 +1,226 @@
+"""``sparktop profiles``: list the sweep profiles, or print one as a table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from sparktop.errors import UserError
+
+DESCRIPTION = """\
+Sweep profiles are benchmark tables of one serving setup (prompt length x concurrency ->
+TTFT, prefill, decode, aggregate) plus its limits (KV pool, max_model_len, max_num_seqs,
+max_num_batched_tokens). The budget and the monitor's expected row read them. Two are built
+in (transcribed from public sweeps); add your own as YAML files in the user profile
+directory, or pass a path anywhere a profile name is accepted."""
+
+EPILOG = """\
+examples:
+  sparktop profiles                                 list built-in and user profiles
+  sparktop profiles 2x-spark-dsv4-flash-0731        print one as a table
+  sparktop profiles ./my-sweep.yaml                 validate and print a profile file
+  sparktop profiles 4x-spark-dsv41-flash-1017 --json
+
+File format: sparktop/sweep/README.md.
+"""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "profiles",
+        help="list sweep profiles, or print one",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("name", nargs="?", metavar="NAME|PATH", help="profile to print")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def _num(value: object) -> str:
+    from sparktop.model import is_num
+
+    if not is_num(value):
+        return "—"
+    number = float(value)
+    return f"{number:,.0f}" if number.is_integer() else f"{number:,}"
+
+
+def _decimals(value: object) -> int:
+    """Decimal places needed to show ``value`` exactly (at most 4)."""
+    if not isinstance(value, float) or value.is_integer():
+        return 0
+    return min(4, len(repr(value).split(".")[1]))
+
+
+def _fixed(value: object, places: int) -> str:
+    from sparktop.model import is_num
+
+    return f"{float(value):,.{places}f}" if is_num(value) else "—"
+
+
+def _summary(profile: Any) -> str:
+    prompts = [r.prompt_tokens for r in profile.rows]
+    conc = "/".join(str(c) for c in profile.concurrencies)
+    return (
+        f"{len(profile.rows)} rows, prompt {min(prompts):,}–{max(prompts):,}, concurrency "
+        f"{conc}, aggregate {profile.aggregate_kind}"
+    )
+
+
+def _list(as_json: bool) -> int:
+    from sparktop.sweep.profile import (
+        DEFAULT_PROFILE,
+        builtin_profile_names,
+        load_profile,
+        load_profile_file,
+        user_profile_dir,
+        user_profile_paths,
+    )
+
+    entries: list[dict[str, Any]] = []
+    for name in builtin_profile_names():
+        p = load_profile(name)
+        entries.append({"name": name, "origin": "built-in", "summary": _summary(p), "error": None})
+    for path in user_profile_paths():
+        try:
+            p = load_profile_file(path)
+            entries.append(
+                {"name": path.stem, "origin": str(path), "summary": _summary(p), "error": None}
+            )
+        except UserError as exc:  # one bad user file must not hide the others
+            entries.append(
+                {"name": path.stem, "origin": str(path), "summary": "", "error": str(exc)}
+            )
+    if as_json:
+        doc = {"default": DEFAULT_PROFILE, "user_dir": str(user_profile_dir()), "profiles": entries}
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        return 0
+    width = max(len(e["name"]) for e in entries)
+    for e in entries:
+        mark = " (default)" if e["name"] == DEFAULT_PROFILE else ""
+        text = f"invalid: {e['error']}" if e["error"] else e["summary"]
+        where = "built-in" if e["origin"] == "built-in" else "user"
+        print(f"{e['name']:<{width}}  {where:<8}  {text}{mark}")
+    print(f"\nuser profiles: {user_profile_dir()}/NAME.yaml   print one: sparktop profiles NAME")
+    return 0
+
+
+ROW_FIELDS = (
+    ("context", "context"),
+    ("prompt_tokens", "prompt"),
+    ("concurrency", "conc"),
+    ("ttft_s", "TTFT s"),
+    ("prefill_tps", "prefill"),
+    ("decode_tps", "decode"),
+    ("aggregate_tps", "aggregate"),
+    ("aggregate_prefill_tps", "agg prefill"),
+    ("wall_s", "wall s"),
+)
+
+
+ACCEPTANCE_FIELDS = (
+    "prompt_tokens",
+    "concurrency",
+    "ttft_s",
+    "prefill_tps",
+    "decode_tps",
+    "aggregate_tps",
+    "note",
+)
+
+
+def _profile_json(profile: Any) -> dict[str, Any]:
+    from sparktop.model import is_num
+
+    def val(v: object) -> Any:
+        return v if isinstance(v, str) else (v if is_num(v) else None)
+
+    used = [f for f, _ in ROW_FIELDS if f in dict(profile.columns)]
+    return {
+        "name": profile.name,
+        "origin": profile.origin,
+        "source": profile.source,
+        "cluster": profile.cluster,
+        "model": profile.model,
+        "engine": profile.engine,
+        "nodes": val(profile.nodes),
+        "limits": {
+            k: val(getattr(profile, k))
+            for k in ("kv_pool_tokens", "max_model_len", "max_num_seqs", "max_num_batched_tokens")
+        },
+        "output_tokens": val(profile.output_tokens),
+        "aggregate_kind": profile.aggregate_kind,
+        "baseline": {
+            "sm_clock_mhz": list(profile.baseline_sm_clock_mhz),
+            "temperature_c": list(profile.baseline_temperature_c),
+        },
+        "columns": dict(profile.columns),
+        "rows": [{f: val(getattr(r, f)) for f in used} for r in profile.rows],
+        "acceptance": [
+            {f: val(getattr(a, f)) for f in ACCEPTANCE_FIELDS} for a in profile.acceptance
+        ],
+        "notes": list(profile.notes),
+    }
+
+
+def _show(name: str, as_json: bool) -> int:
+    from sparktop.sweep.profile import load_profile
+
+    profile = load_profile(name)
+    if as_json:
+        print(json.dumps(_profile_json(profile), indent=2, ensure_ascii=False))
+        return 0
+    limits = ", ".join(
+        f"{k} {_num(getattr(profile, k))}"
+        for k in ("kv_pool_tokens", "max_model_len", "max_num_seqs", "max_num_batched_tokens")
+    )
+    lines = [
+        f"{profile.name}  ({profile.origin})",
+        *(f"  {k}: {v}" for k, v in (("cluster", profile.cluster), ("model", profile.model)) if v),
+        *(f"  {k}: {v}" for k, v in (("engine", profile.engine),) if v),
+        f"  limits: {limits}",
+        f"  output tokens per request: {_num(profile.output_tokens)}",
+    ]
+    if profile.baseline_sm_clock_mhz:
+        clocks = "/".join(f"{c:g}" for c in profile.baseline_sm_clock_mhz)
+        temps = "–".join(_num(t) for t in profile.baseline_temperature_c)
+        lines.append(f"  baseline: SM clocks {clocks} MHz" + (f", {temps} °C" if temps else ""))
+    lines.append(f"  source: {profile.source}")
+    lines.append("")
+    used = [(f, h) for f, h in ROW_FIELDS if f in dict(profile.columns)]
+    places = {f: max(_decimals(getattr(r, f)) for r in profile.rows) for f, _ in used}
+    table = [[h for _, h in used]]
+    for row in profile.rows:
+        table.append(
+            [
+                getattr(row, f) if f == "context" else _fixed(getattr(row, f), places[f])
+                for f, _ in used
+            ]
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(used))]
+    for i, cells in enumerate(table):
+        lines.append("  " + "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
+        if i == 0:
+            lines.append("  " + "  ".join("-" * w for w in widths))
+    lines.append("")
+    lines.append("  columns (rates in tok/s):")
+    lines += [f"    {n}: {m}" for n, m in profile.columns]
+    for a in profile.acceptance:
+        lines.append(
+            f"  acceptance point: {a.prompt_tokens:,} tokens x {a.concurrency}: TTFT "
+            f"{_num(a.ttft_s)} s, prefill {_num(a.prefill_tps)}, decode {_num(a.decode_tps)}, "
+            f"aggregate {_num(a.aggregate_tps)}" + (f" ({a.note})" if a.note else "")
+        )
+    lines += [f"  note: {n}" for n in profile.notes]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.name:
+        return _show(args.name, args.json)
+    return _list(args.json)

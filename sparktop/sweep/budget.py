@@ -1,0 +1,309 @@
+"""The context budget: will this prompt fit, and how long will it take? (DESIGN.md §7)
+
+:func:`compute_budget` is pure and cheap (the TUI's side pane calls it on every keypress): it
+takes a token count, concurrency, output tokens, a profile, optional overrides and an
+optional live :class:`~sparktop.model.EngineSample`, and returns a :class:`Budget` whose every
+figure says where it came from (:class:`Origin`). :func:`budget_json` is the stable
+``--json`` shape (schema ``sparktop.budget/1``, documented in ``sparktop/sweep/README.md``);
+:mod:`sparktop.sweep.report` renders the human text.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from sparktop.model import NA, EngineSample, EngineState, is_num
+from sparktop.sweep.estimator import Basis, Estimate, Estimated, estimate
+from sparktop.sweep.profile import Profile
+from sparktop.sweep.tokens import TokenCount
+
+SCHEMA = "sparktop.budget/1"
+
+
+class Origin(enum.StrEnum):
+    """Where a budget figure comes from."""
+
+    COMPUTED = "computed here"
+    PROFILE = "from the profile"
+    GIVEN = "given"
+    SERVER = "from the server"
+    DEFAULT = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """A number (tokens, %, s or requests) or NA with the reason, and its origin."""
+
+    value: float | NA
+    origin: Origin
+
+
+def _here(value: float | NA) -> Figure:
+    return Figure(value, Origin.COMPUTED)
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    """``max_model_len`` check: prompt + output per request against the server's ceiling."""
+
+    max_model_len: Figure
+    live_tokens_per_request: Figure
+    over_by_tokens: Figure
+    max_prompt_tokens: Figure
+    rejected: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class KvFit:
+    """KV-pool check: live tokens of all requests against the pool (and its free part now)."""
+
+    pool_tokens: Figure
+    total_tokens: Figure
+    pool_used_pct: Figure
+    fits: bool | None
+    max_concurrency_by_pool: Figure
+    max_num_seqs: Figure
+    free_tokens_now: Figure
+    free_used_pct: Figure
+    fits_now: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Batched:
+    """``max_num_batched_tokens`` check: chunked prefill and concurrent prefills per batch."""
+
+    max_num_batched_tokens: Figure
+    batched_tokens: Figure
+    prefill_chunks: Figure
+    over_limit: bool | None
+    max_concurrency_in_one_batch: Figure
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Expected time from the profile; ``total_s`` ≈ TTFT + output ÷ decode (per request)."""
+
+    ttft_s: Estimated
+    prefill_tps: Estimated
+    decode_tps: Estimated
+    aggregate_tps: Estimated
+    aggregate_kind: str
+    total_s: Figure
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Everything ``sparktop budget`` reports, each figure with its origin."""
+
+    profile: Profile
+    tokens: TokenCount
+    concurrency: int
+    output_tokens: int
+    output_origin: Origin
+    ceiling: Ceiling
+    kv: KvFit
+    batched: Batched
+    timing: Timing
+    estimate: Estimate
+    warnings: tuple[str, ...]
+    not_accounted_for: tuple[str, ...]
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.tokens.tokens
+
+
+def _limit(given: int | None, server: float | NA | None, profile: int | NA, flag: str) -> Figure:
+    if given is not None:
+        return Figure(given, Origin.GIVEN)
+    if server is not None and is_num(server) and server > 0:
+        return Figure(int(server), Origin.SERVER)
+    if isinstance(profile, int):
+        return Figure(profile, Origin.PROFILE)
+    return Figure(NA(f"not in the profile; pass {flag}"), Origin.PROFILE)
+
+
+def _ceiling(prompt: int, output: int, mml: Figure) -> Ceiling:
+    live = prompt + output
+    if not is_num(mml.value):
+        reason = f"max_model_len unknown ({getattr(mml.value, 'reason', '')})"
+        return Ceiling(mml, _here(live), _here(NA(reason)), _here(NA(reason)), None)
+    limit = int(mml.value)
+    over = max(0, live - limit)
+    room = limit - output
+    max_prompt = _here(room) if room > 0 else _here(NA("the output alone reaches max_model_len"))
+    return Ceiling(mml, _here(live), _here(over), max_prompt, over > 0)
+
+
+def _kv(
+    live: int, concurrency: int, pool: Figure, seqs: Figure, sample: EngineSample | None
+) -> KvFit:
+    total = live * concurrency
+    if is_num(pool.value):
+        pool_tokens = float(pool.value)
+        pct = _here(total * 100.0 / pool_tokens)
+        fits: bool | None = total <= pool_tokens
+        by_pool = _here(int(pool_tokens // live))
+    else:
+        reason = f"KV pool unknown ({getattr(pool.value, 'reason', '')})"
+        pct, fits, by_pool = _here(NA(reason)), None, _here(NA(reason))
+    if sample is None:
+        free = Figure(NA("no live server; pass --endpoint"), Origin.SERVER)
+    elif sample.state is EngineState.UNREACHABLE or not sample.ok:
+        what = sample.message or sample.state.value
+        free = Figure(NA(f"endpoint {sample.engine} {sample.state.value}: {what}"), Origin.SERVER)
+    else:
+        free = Figure(sample.kv_free_tokens, Origin.SERVER)
+    if is_num(free.value) and free.value > 0:
+        free_pct = _here(total * 100.0 / free.value)
+        fits_now: bool | None = total <= free.value
+    else:
+        free_pct, fits_now = (
+            _here(NA(f"free pool unknown: {getattr(free.value, 'reason', 0)}")),
+            None,
+        )
+        if is_num(free.value):  # 0 tokens free
+            free_pct, fits_now = _here(NA("no free KV tokens right now")), False
+    return KvFit(pool, _here(total), pct, fits, by_pool, seqs, free, free_pct, fits_now)
+
+
+def _batched(prompt: int, concurrency: int, limit: Figure) -> Batched:
+    batched = prompt * concurrency
+    if not is_num(limit.value):
+        reason = f"max_num_batched_tokens unknown ({getattr(limit.value, 'reason', '')})"
+        return Batched(limit, _here(batched), _here(NA(reason)), None, _here(NA(reason)))
+    cap = int(limit.value)
+    chunks = _here(math.ceil(prompt / cap))
+    if prompt > cap:
+        fit = _here(NA("one prompt alone exceeds the limit: chunked prefill at any concurrency"))
+    else:
+        fit = _here(cap // prompt)
+    return Batched(limit, _here(batched), chunks, batched > cap, fit)
+
+
+def _timing(est: Estimate, output: int, rejected: bool | None) -> Timing:
+    figures = [est.ttft_s, est.prefill_tps, est.decode_tps, est.aggregate_tps]
+    if rejected:
+        reason = "the server rejects this request (prompt + output > max_model_len)"
+        figures = [Estimated(NA(reason), f"no data: {reason}", Basis.NO_DATA)] * 4
+    ttft, prefill, decode, aggregate = figures
+    if is_num(ttft.value) and is_num(decode.value):
+        total = _here(ttft.value + output / decode.value)
+    else:
+        missing = "TTFT" if not is_num(ttft.value) else "decode"
+        total = _here(NA(f"no {missing} figure"))
+    return Timing(ttft, prefill, decode, aggregate, est.aggregate_kind, total)
+
+
+def _caveats(profile: Profile, tokens: TokenCount) -> tuple[str, ...]:
+    out = []
+    if tokens.method == "estimated":
+        out.append(
+            "real tokenisation: the prompt is estimated from characters (CJK 1:1, other "
+            f"characters ÷ {tokens.chars_per_token}); --endpoint or --tokenizer count exactly"
+        )
+    else:
+        out.append("the chat template and special tokens the server adds to the prompt")
+    if not isinstance(profile.output_tokens, int):
+        out.append(
+            "the profile does not state its output tokens per request, which its "
+            f"{profile.aggregate_kind} aggregate depends on"
+        )
+    out += [
+        "prefix caching: a repeated prefix (the next turn of a conversation) prefills far "
+        "cheaper; sweeps measure cold prompts",
+        "speculative-decoding acceptance: it varies with the content, and decode with it",
+        "the interconnect: tensor parallelism all-reduces every layer; another network or "
+        "another image invalidates the profile's figures",
+        "other load on the server, scheduling overhead and KV fragmentation",
+    ]
+    if isinstance(profile.output_tokens, int):
+        out.append(
+            f"the profile measured {profile.output_tokens:,} output tokens per request; its "
+            f"aggregate is {profile.aggregate_kind}"
+        )
+    return tuple(out)
+
+
+def compute_budget(
+    tokens: TokenCount | int,
+    concurrency: int,
+    profile: Profile,
+    output_tokens: int | None = None,
+    *,
+    kv_pool_tokens: int | None = None,
+    max_model_len: int | None = None,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    live: EngineSample | None = None,
+) -> Budget:
+    """The budget for ``concurrency`` requests of ``tokens`` prompt tokens each.
+
+    ``output_tokens`` defaults to 2,048 (the seed script's default). Keyword limits (from the
+    command line or the inventory) beat the live server, which beats the profile. ``live`` is
+    a scraped sample: its ``kv_free_tokens``, ``max_model_len`` and ``kv_pool_tokens`` (the
+    latter only when the server reported it); a failed one yields "no data" for the free
+    pool. ``max_num_seqs`` and ``max_num_batched_tokens`` are not exported by servers.
+    Raises ``ValueError`` for a prompt, concurrency or output below the minimum (callers
+    validate user input first).
+    """
+    count = tokens if isinstance(tokens, TokenCount) else TokenCount(tokens, "given")
+    if count.tokens < 1 or concurrency < 1 or (output_tokens is not None and output_tokens < 0):
+        raise ValueError("prompt tokens and concurrency must be >= 1, output tokens >= 0")
+    output = 2048 if output_tokens is None else output_tokens
+    ok = live if live is not None and live.ok else None
+    server_mml = ok.max_model_len if ok else None
+    if not is_num(server_mml) and isinstance(count.max_model_len, int):
+        server_mml = count.max_model_len
+    # A pool the scrape itself filled in from an inventory or profile is not the server's.
+    server_pool = (
+        ok.kv_pool_tokens
+        if ok and ok.kv_pool_source not in ("inventory", "profile", "unknown")
+        else None
+    )
+    mml = _limit(max_model_len, server_mml, profile.max_model_len, "--max-model-len")
+    pool = _limit(kv_pool_tokens, server_pool, profile.kv_pool_tokens, "--kv-pool")
+    batch = _limit(max_num_batched_tokens, None, profile.max_num_batched_tokens, "--max-batched")
+    seqs = _limit(max_num_seqs, None, profile.max_num_seqs, "the inventory")
+    ceiling = _ceiling(count.tokens, output, mml)
+    kv = _kv(count.tokens + output, concurrency, pool, seqs, live)
+    est = estimate(profile, count.tokens, concurrency)
+    warnings = []
+    if count.note:
+        warnings.append(count.note)
+    if is_num(seqs.value) and concurrency > seqs.value:
+        warnings.append(
+            f"concurrency {concurrency} > max_num_seqs {int(seqs.value)}: only "
+            f"{int(seqs.value)} run at once, the rest wait"
+        )
+    return Budget(
+        profile=profile,
+        tokens=count,
+        concurrency=concurrency,
+        output_tokens=output,
+        output_origin=Origin.GIVEN if output_tokens is not None else Origin.DEFAULT,
+        ceiling=ceiling,
+        kv=kv,
+        batched=_batched(count.tokens, concurrency, batch),
+        timing=_timing(est, output, ceiling.rejected),
+        estimate=est,
+        warnings=tuple(warnings),
+        not_accounted_for=_caveats(profile, count),
+    )
+
+
+def budget_json(budget: Budget) -> dict[str, Any]:
+    """The stable ``--json`` shape of a budget (schema :data:`SCHEMA`; see the README)."""
+    from sparktop.sweep.report_json import to_json
+
+    return to_json(budget)
+
+
+def render_budget(budget: Budget) -> str:
+    """The human-readable budget (plain text, thousands separators, h/m/s)."""
+    from sparktop.sweep.report import render_text
+
+    return render_text(budget)

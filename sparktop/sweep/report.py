@@ -1,0 +1,253 @@
+"""Budget output: the stable JSON shape and the human text, both from a :class:`Budget`.
+
+Human text uses thousands separators and h/m/s, and tags every figure with its origin:
+``[here]`` computed here, ``[profile]`` from the profile, ``[given]`` from the command line,
+``[server]`` from the live server, ``[default]`` a default.
+"""
+
+from __future__ import annotations
+
+from sparktop.model import NA, is_num
+from sparktop.sweep.budget import Budget, Figure, Origin
+from sparktop.sweep.estimator import Estimated
+
+TAGS = {
+    Origin.COMPUTED: "[here]",
+    Origin.PROFILE: "[profile]",
+    Origin.GIVEN: "[given]",
+    Origin.SERVER: "[server]",
+    Origin.DEFAULT: "[default]",
+}
+LEGEND = (
+    "[here] computed here · [profile] from the profile · [given] from the command line · "
+    "[server] from the live server"
+)
+
+
+# -- formatting ----------------------------------------------------------------------------------
+
+
+def hms(seconds: float) -> str:
+    """``65.4`` → ``1m 05s``; ``4000`` → ``1h 06m 40s``; under a minute → ``6.1s``."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = round(seconds)
+    h, rest = divmod(whole, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h {m:02d}m {s:02d}s" if h else f"{m}m {s:02d}s"
+
+
+def duration(seconds: float) -> str:
+    """Seconds with two decimals and separators, plus h/m/s from a minute up."""
+    text = f"{seconds:,.2f} s"
+    return f"{text} ({hms(seconds)})" if seconds >= 60 else text
+
+
+def tokens(n: float) -> str:
+    return f"{n:,.0f}"
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.0f}" if value >= 1000 else f"{value:,.1f}".rstrip("0").rstrip(".")
+
+
+def _why(value: object) -> str:
+    return value.reason if isinstance(value, NA) else "not available"
+
+
+# -- text ----------------------------------------------------------------------------------------
+
+
+def _line(tag: Origin | str, label: str, text: str) -> str:
+    mark = TAGS[tag] if isinstance(tag, Origin) else tag
+    return f"  {mark:<10}{label:<26}{text}"
+
+
+def _fig_text(fig: Figure, fmt: str = "tokens") -> str:
+    if not is_num(fig.value):
+        return f"no data ({_why(fig.value)})"
+    if fmt == "pct":
+        return f"{fig.value:,.1f} %"
+    return tokens(fig.value)
+
+
+def _tokens_section(b: Budget) -> list[str]:
+    t = b.tokens
+    given = Origin.GIVEN if t.method == "given" else Origin.COMPUTED
+    method = t.method
+    out = ["Tokens", _line(given, "prompt tokens", f"{tokens(t.tokens)} per request ({method})")]
+    if is_num(t.files_counted):
+        skipped = ", ".join(f"{n} {why}" for why, n in t.skipped)
+        out.append(
+            _line(
+                Origin.COMPUTED,
+                "files",
+                f"{t.files_counted:,} counted, {t.files_skipped:,} skipped"
+                + (f" ({skipped})" if skipped else ""),
+            )
+        )
+    if is_num(t.cjk_chars) and is_num(t.other_chars):
+        out.append(
+            _line(Origin.COMPUTED, "characters", f"{t.cjk_chars:,} CJK, {t.other_chars:,} other")
+        )
+    if t.method == "estimated":
+        out.append(_line("", "", f"estimate: CJK 1:1, other ÷ {t.chars_per_token}"))
+    out.append(_line(Origin.GIVEN, "concurrency", f"{b.concurrency:,}"))
+    out.append(_line(b.output_origin, "output tokens", f"{tokens(b.output_tokens)} per request"))
+    return out
+
+
+def _ceiling_section(b: Budget) -> list[str]:
+    c = b.ceiling
+    out = [
+        "Ceiling (max_model_len)",
+        _line(
+            Origin.COMPUTED,
+            "live tokens / request",
+            f"{_fig_text(c.live_tokens_per_request)} (prompt {tokens(b.prompt_tokens)} + "
+            f"output {tokens(b.output_tokens)})",
+        ),
+        _line(c.max_model_len.origin, "max_model_len", _fig_text(c.max_model_len)),
+    ]
+    if c.rejected:
+        cut = f"cut at least {_fig_text(c.over_by_tokens)} tokens"
+        if is_num(c.max_prompt_tokens.value):
+            cut += f" (prompt ≤ {_fig_text(c.max_prompt_tokens)} with this output)"
+        out.append(_line(Origin.COMPUTED, "⛔ over the ceiling", f"the server rejects it; {cut}"))
+    elif c.rejected is False:
+        out.append(
+            _line(Origin.COMPUTED, "fits", f"prompt may grow to {_fig_text(c.max_prompt_tokens)}")
+        )
+    return out
+
+
+def _kv_section(b: Budget) -> list[str]:
+    k = b.kv
+    verdict = {True: " — fits", False: " — does not fit: requests wait or are preempted"}
+    out = [
+        "KV cache pool (max_num_seqs and max_model_len are ceilings, not reservations)",
+        _line(
+            Origin.COMPUTED,
+            "all requests",
+            f"{_fig_text(k.total_tokens)} ({b.concurrency:,} × "
+            f"{_fig_text(b.ceiling.live_tokens_per_request)})",
+        ),
+        _line(k.pool_tokens.origin, "KV pool", _fig_text(k.pool_tokens)),
+        _line(
+            Origin.COMPUTED,
+            "share of the pool",
+            _fig_text(k.pool_used_pct, "pct") + verdict.get(k.fits, ""),  # type: ignore[arg-type]
+        ),
+        _line(
+            Origin.COMPUTED,
+            "max concurrency (pool)",
+            _fig_text(k.max_concurrency_by_pool) + " at this length (pool ÷ live tokens)",
+        ),
+        _line(k.max_num_seqs.origin, "max_num_seqs", _fig_text(k.max_num_seqs) + " run at once"),
+        _line(k.free_tokens_now.origin, "free now", _fig_text(k.free_tokens_now)),
+    ]
+    if is_num(k.free_used_pct.value):
+        now = {True: " — fits now", False: " — does not fit now"}.get(k.fits_now, "")  # type: ignore[arg-type]
+        out.append(
+            _line(
+                Origin.COMPUTED, "share of the free part", _fig_text(k.free_used_pct, "pct") + now
+            )
+        )
+    return out
+
+
+def _batched_section(b: Budget) -> list[str]:
+    x = b.batched
+    limit = x.max_num_batched_tokens
+    out = [
+        "Batched tokens (max_num_batched_tokens)",
+        _line(Origin.COMPUTED, "concurrency × prompt", _fig_text(x.batched_tokens)),
+        _line(limit.origin, "max_num_batched_tokens", _fig_text(limit)),
+    ]
+    if not is_num(limit.value):
+        return out
+    if b.prompt_tokens > limit.value:
+        out.append(
+            _line(
+                Origin.COMPUTED,
+                "⚠ chunked prefill",
+                f"{tokens(b.prompt_tokens)} > {tokens(limit.value)}: each prompt is prefilled in "
+                f"{_fig_text(x.prefill_chunks)} chunks (normal for long prompts; TTFT grows with "
+                "length and lowering concurrency does not avoid it)",
+            )
+        )
+    elif x.over_limit:
+        fit = _fig_text(x.max_concurrency_in_one_batch)
+        out.append(
+            _line(
+                Origin.COMPUTED,
+                "⚠ over the limit",
+                f"{_fig_text(x.batched_tokens)} > {tokens(limit.value)}: the {b.concurrency} "
+                "prefills do not fit one batch and TTFT steps up (the 2-Spark sweep's "
+                "2,048 × 6 row: 1.38 s → 6.06 s)",
+            )
+        )
+        out.append(_line("", "", f"keep concurrency ≤ {fit}, or raise max_num_batched_tokens"))
+    else:
+        out.append(
+            _line(Origin.COMPUTED, "fits one batch", f"the {b.concurrency} prefills fit one batch")
+        )
+    return out
+
+
+def _est_text(fig: Estimated, kind: str) -> str:
+    if not is_num(fig.value):
+        return f"no data ({_why(fig.value)})"
+    text = duration(fig.value) if kind == "s" else f"{_rate(fig.value)} tok/s"
+    return f"{text} · {fig.basis.value}"
+
+
+def _time_section(b: Budget) -> list[str]:
+    t = b.timing
+    agg_label = f"aggregate ({t.aggregate_kind})"
+    out = [
+        f"Time (profile {b.profile.name})",
+        _line(Origin.PROFILE, "TTFT", _est_text(t.ttft_s, "s")),
+        _line(Origin.PROFILE, "prefill / request", _est_text(t.prefill_tps, "tps")),
+        _line(Origin.PROFILE, "decode / request", _est_text(t.decode_tps, "tps")),
+        _line(Origin.PROFILE, agg_label, _est_text(t.aggregate_tps, "tps")),
+    ]
+    decode = t.decode_tps.value
+    if is_num(t.total_s.value) and is_num(decode):
+        out.append(
+            _line(
+                Origin.COMPUTED,
+                "total / request",
+                f"{hms(t.total_s.value)} (TTFT + {tokens(b.output_tokens)} tokens at "
+                f"{_rate(decode)} tok/s)",
+            )
+        )
+    else:
+        out.append(_line(Origin.COMPUTED, "total / request", _fig_text(t.total_s)))
+    hows = []
+    for fig in (t.ttft_s, t.prefill_tps, t.decode_tps, t.aggregate_tps):
+        if is_num(fig.value) and fig.how not in hows:
+            hows.append(fig.how)
+    out += [_line("", "how", how) for how in hows]
+    return out
+
+
+def render_text(b: Budget) -> str:
+    """The human budget report, one section per DESIGN.md §7 item."""
+    p = b.profile
+    head = [
+        f"sparktop budget — profile {p.name}" + (f": {p.cluster}" if p.cluster else ""),
+        LEGEND,
+    ]
+    sections = [
+        head,
+        _tokens_section(b),
+        _ceiling_section(b),
+        _kv_section(b),
+        _batched_section(b),
+        _time_section(b),
+    ]
+    if b.warnings:
+        sections.append(["Warnings", *(f"  ! {w}" for w in b.warnings)])
+    sections.append(["Not accounted for", *(f"  - {c}" for c in b.not_accounted_for)])
+    return "\n\n".join("\n".join(s) for s in sections) + "\n"

@@ -1,0 +1,110 @@
+"""The stable ``--json`` document of a budget (schema ``sparktop.budget/1``).
+
+Every key is always present; a figure is ``{"value", "origin", "reason"}`` with ``value`` null
+and ``reason`` set when there is no data; estimated figures add ``basis`` and ``how``. The
+shape is documented in ``sparktop/sweep/README.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparktop.model import NA, is_num
+from sparktop.sweep.budget import SCHEMA, Budget, Figure, Origin
+from sparktop.sweep.estimator import Estimated
+
+
+def _why(value: object) -> str:
+    return value.reason if isinstance(value, NA) else "not available"
+
+
+def _jnum(value: object) -> float | int | None:
+    if not is_num(value):
+        return None
+    return int(value) if float(value).is_integer() and abs(value) < 2**53 else round(value, 4)
+
+
+def _jfig(fig: Figure) -> dict[str, Any]:
+    value = _jnum(fig.value)
+    return {
+        "value": value,
+        "origin": fig.origin.value,
+        "reason": None if value is not None else _why(fig.value),
+    }
+
+
+def _jest(fig: Estimated) -> dict[str, Any]:
+    value = _jnum(fig.value)
+    return {
+        "value": value,
+        "origin": Origin.PROFILE.value,
+        "basis": fig.basis.value,
+        "how": fig.how,
+        "reason": None if value is not None else _why(fig.value),
+    }
+
+
+def to_json(b: Budget) -> dict[str, Any]:
+    """The ``--json`` document (schema ``sparktop.budget/1``; keys are always present)."""
+    t = b.tokens
+    p = b.profile
+    return {
+        "schema": SCHEMA,
+        "profile": {
+            "name": p.name,
+            "origin": p.origin,
+            "source": p.source,
+            "aggregate_kind": p.aggregate_kind,
+            "output_tokens": _jnum(p.output_tokens),
+        },
+        "tokens": {
+            "prompt_tokens": t.tokens,
+            "method": t.method,
+            "exact": t.exact,
+            "source": t.source,
+            "cjk_chars": _jnum(t.cjk_chars),
+            "other_chars": _jnum(t.other_chars),
+            "chars_per_token": _jnum(t.chars_per_token),
+            "files_counted": _jnum(t.files_counted),
+            "files_skipped": _jnum(t.files_skipped),
+            "skipped": dict(t.skipped),
+            "note": t.note or None,
+        },
+        "concurrency": b.concurrency,
+        "output_tokens": {"value": b.output_tokens, "origin": b.output_origin.value},
+        "ceiling": {
+            "max_model_len": _jfig(b.ceiling.max_model_len),
+            "live_tokens_per_request": _jfig(b.ceiling.live_tokens_per_request),
+            "over_by_tokens": _jfig(b.ceiling.over_by_tokens),
+            "max_prompt_tokens": _jfig(b.ceiling.max_prompt_tokens),
+            "rejected": b.ceiling.rejected,
+        },
+        "kv": {
+            "pool_tokens": _jfig(b.kv.pool_tokens),
+            "total_tokens": _jfig(b.kv.total_tokens),
+            "pool_used_pct": _jfig(b.kv.pool_used_pct),
+            "fits": b.kv.fits,
+            "max_concurrency_by_pool": _jfig(b.kv.max_concurrency_by_pool),
+            "max_num_seqs": _jfig(b.kv.max_num_seqs),
+            "free_tokens_now": _jfig(b.kv.free_tokens_now),
+            "free_used_pct": _jfig(b.kv.free_used_pct),
+            "fits_now": b.kv.fits_now,
+        },
+        "batched": {
+            "max_num_batched_tokens": _jfig(b.batched.max_num_batched_tokens),
+            "batched_tokens": _jfig(b.batched.batched_tokens),
+            "prefill_chunks": _jfig(b.batched.prefill_chunks),
+            "over_limit": b.batched.over_limit,
+            "max_concurrency_in_one_batch": _jfig(b.batched.max_concurrency_in_one_batch),
+        },
+        "time": {
+            "ttft_s": _jest(b.timing.ttft_s),
+            "prefill_tps": _jest(b.timing.prefill_tps),
+            "decode_tps": _jest(b.timing.decode_tps),
+            "aggregate_tps": _jest(b.timing.aggregate_tps),
+            "aggregate_kind": b.timing.aggregate_kind,
+            "total_s": _jfig(b.timing.total_s),
+        },
+        "warnings": list(b.warnings),
+        "not_accounted_for": list(b.not_accounted_for),
+    }

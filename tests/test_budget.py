@@ -1,0 +1,372 @@
+"""The context budget: pure computation, JSON shape, and the two commands end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from sparktop.cli import main
+from sparktop.model import NA, EngineSample, EngineState
+from sparktop.sweep.budget import Origin, budget_json, compute_budget, render_budget
+from sparktop.sweep.estimator import Basis
+from sparktop.sweep.profile import load_profile
+from tests.conftest import PROFILES
+
+TWO = "2x-spark-dsv4-flash-0731"
+FOUR = "4x-spark-dsv41-flash-1017"
+
+
+def test_the_2048_by_6_cliff() -> None:
+    b = compute_budget(2048, 6, load_profile(TWO))
+    t = b.timing
+    assert (t.ttft_s.value, t.prefill_tps.value, t.decode_tps.value) == (6.06, 342, 34.7)
+    assert t.aggregate_tps.value == 143.7 and t.ttft_s.basis is Basis.EXACT
+    assert b.batched.batched_tokens.value == 12_288 and b.batched.over_limit is True
+    assert b.batched.max_concurrency_in_one_batch.value == 4
+    assert b.batched.prefill_chunks.value == 1
+    assert b.kv.fits and b.kv.total_tokens.value == 6 * (2048 + 2048)
+    assert b.ceiling.rejected is False and b.ceiling.over_by_tokens.value == 0
+    assert t.total_s.value == pytest.approx(6.06 + 2048 / 34.7)
+    assert b.kv.pool_tokens.origin is Origin.PROFILE
+    assert b.batched.batched_tokens.origin is Origin.COMPUTED
+
+
+def test_the_900k_acceptance_point() -> None:
+    b = compute_budget(899_994, 1, load_profile(TWO))
+    assert b.timing.ttft_s.value == 1028.85 and b.timing.ttft_s.basis is Basis.ANCHORED
+    assert isinstance(b.timing.decode_tps.value, NA)
+    assert isinstance(b.timing.aggregate_tps.value, NA)
+    assert isinstance(b.timing.total_s.value, NA)
+    assert b.batched.prefill_chunks.value == 110  # ceil(899,994 / 8,192)
+    assert b.batched.max_concurrency_in_one_batch.value == NA(
+        "one prompt alone exceeds the limit: chunked prefill at any concurrency"
+    )
+    assert b.kv.max_concurrency_by_pool.value == 2  # 2,493,464 // 902,042
+
+
+def test_over_the_ceiling_says_how_much_to_cut_and_gives_no_times() -> None:
+    b = compute_budget(1_048_000, 1, load_profile(TWO), output_tokens=2048)
+    assert b.ceiling.rejected is True
+    assert b.ceiling.over_by_tokens.value == 1_048_000 + 2048 - 1_048_576
+    assert b.ceiling.max_prompt_tokens.value == 1_048_576 - 2048
+    assert "rejects" in getattr(b.timing.ttft_s.value, "reason", "")
+
+
+def test_kv_pool_does_not_fit_three_near_1m_requests() -> None:
+    b = compute_budget(1_000_000, 3, load_profile(TWO), output_tokens=0)
+    assert b.kv.fits is False and b.kv.total_tokens.value == 3_000_000
+    assert b.kv.pool_used_pct.value == pytest.approx(3_000_000 / 2_493_464 * 100)
+
+
+def test_overrides_beat_the_profile_and_say_so() -> None:
+    b = compute_budget(4096, 2, load_profile(FOUR), 128, kv_pool_tokens=10_000, max_model_len=8000)
+    assert b.kv.pool_tokens == dataclasses.replace(b.kv.pool_tokens, value=10_000)
+    assert b.kv.pool_tokens.origin is Origin.GIVEN and b.kv.fits is True
+    assert b.ceiling.max_model_len.origin is Origin.GIVEN and b.ceiling.rejected is False
+    assert b.output_origin is Origin.GIVEN
+
+
+def test_live_sample_gives_the_free_part_of_the_pool() -> None:
+    live = EngineSample(
+        "http://x:8000",
+        0.0,
+        kv_pool_tokens=2_000_000,
+        kv_pool_source="cache_config_info",
+        kv_free_tokens=10_000,
+        max_model_len=65_536,
+    )
+    b = compute_budget(8000, 2, load_profile(TWO), 0, live=live)
+    assert b.kv.free_tokens_now.value == 10_000 and b.kv.free_tokens_now.origin is Origin.SERVER
+    assert b.kv.fits_now is False and b.kv.free_used_pct.value == pytest.approx(160.0)
+    assert b.kv.pool_tokens.value == 2_000_000 and b.kv.pool_tokens.origin is Origin.SERVER
+    assert b.ceiling.max_model_len.value == 65_536
+
+
+def test_a_pool_the_scrape_took_from_the_inventory_is_not_the_servers() -> None:
+    live = EngineSample("e", 0.0, kv_pool_tokens=5, kv_pool_source="inventory", kv_free_tokens=5)
+    b = compute_budget(100, 1, load_profile(TWO), live=live)
+    assert b.kv.pool_tokens.origin is Origin.PROFILE
+
+
+def test_unreachable_live_sample_is_marked_no_data() -> None:
+    live = EngineSample("http://10.0.0.9:8000", 0.0, EngineState.UNREACHABLE, "connection refused")
+    b = compute_budget(1000, 1, load_profile(TWO), live=live)
+    reason = getattr(b.kv.free_tokens_now.value, "reason", "")
+    assert reason == "endpoint http://10.0.0.9:8000 unreachable: connection refused"
+    assert b.kv.fits_now is None and b.kv.pool_tokens.origin is Origin.PROFILE
+
+
+def test_a_profile_without_limits_says_which_flag_to_pass() -> None:
+    bare = dataclasses.replace(
+        load_profile(TWO),
+        kv_pool_tokens=NA("x"),
+        max_model_len=NA("x"),
+        max_num_batched_tokens=NA("x"),
+    )
+    b = compute_budget(1000, 1, bare)
+    assert "--kv-pool" in getattr(b.kv.pool_tokens.value, "reason", "")
+    assert b.kv.fits is None and b.ceiling.rejected is None and b.batched.over_limit is None
+    assert "--max-model-len" in getattr(b.ceiling.max_model_len.value, "reason", "")
+    json.dumps(budget_json(b))
+    render_budget(b)
+
+
+def test_concurrency_above_max_num_seqs_warns_and_has_no_data() -> None:
+    b = compute_budget(2048, 8, load_profile(TWO))
+    assert any("max_num_seqs 6" in w for w in b.warnings)
+    assert isinstance(b.timing.ttft_s.value, NA)
+    assert "no data (concurrency 8 is outside the measured columns" in render_budget(b)
+
+
+def test_invalid_numbers_are_refused() -> None:
+    with pytest.raises(ValueError):
+        compute_budget(0, 1, load_profile(TWO))
+    with pytest.raises(ValueError):
+        compute_budget(10, 0, load_profile(TWO))
+
+
+JSON_KEYS = {
+    "schema",
+    "profile",
+    "tokens",
+    "concurrency",
+    "output_tokens",
+    "ceiling",
+    "kv",
+    "batched",
+    "time",
+    "warnings",
+    "not_accounted_for",
+}
+
+
+def test_json_shape_is_stable_and_plain() -> None:
+    doc = budget_json(compute_budget(899_994, 1, load_profile(TWO)))
+    assert set(doc) == JSON_KEYS and doc["schema"] == "sparktop.budget/1"
+    assert doc["time"]["ttft_s"] == {
+        "value": 1028.85,
+        "origin": "from the profile",
+        "basis": "anchored",
+        "how": "anchored: the acceptance point (899,994 tokens × 1)",
+        "reason": None,
+    }
+    assert doc["time"]["decode_tps"]["value"] is None
+    assert doc["time"]["decode_tps"]["basis"] == "no data"
+    assert set(doc["kv"]) == {
+        "pool_tokens",
+        "total_tokens",
+        "pool_used_pct",
+        "fits",
+        "max_concurrency_by_pool",
+        "max_num_seqs",
+        "free_tokens_now",
+        "free_used_pct",
+        "fits_now",
+    }
+    assert json.loads(json.dumps(doc)) == doc
+
+
+# -- the commands --------------------------------------------------------------------------------
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_done_when_2048_by_6(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys, "budget", "--prompt-tokens", "2048", "--concurrency", "6", "--profile", TWO
+    )
+    assert code == 0
+    assert "TTFT                      6.06 s · exact" in out
+    assert "342 tok/s · exact" in out and "34.7 tok/s · exact" in out
+    assert "143.7 tok/s · exact" in out and "exact row (2,048 tokens × 6)" in out
+    assert "12,288 > 8,192" in out and "keep concurrency ≤ 4" in out
+
+
+def test_done_when_899994(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "budget", "--prompt-tokens", "899994", "--profile", TWO)
+    assert code == 0
+    assert "1,028.85 s (17m 09s) · anchored" in out
+    assert "decode / request          no data (" in out
+    assert "aggregate (end-to-end)    no data (" in out
+
+
+def test_budget_json_from_the_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("中文" * 5 + "x" * 40, encoding="utf-8")
+    code, out, _ = _run(capsys, "budget", "--scan-dir", str(tmp_path), "--ext", "md", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["tokens"]["prompt_tokens"] == 20
+    assert (doc["tokens"]["cjk_chars"], doc["tokens"]["other_chars"]) == (10, 40)
+    assert doc["tokens"]["files_counted"] == 1 and doc["profile"]["name"] == FOUR
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--prompt-tokens", "-5"], "--prompt-tokens must be at least 1, got -5"),
+        (["--prompt-tokens", "10", "--concurrency", "0"], "--concurrency must be at least 1"),
+        (["--scan-dir", "/nonexistent/dir"], "directory /nonexistent/dir not found"),
+        (["--file", "/nonexistent/file.txt"], "file /nonexistent/file.txt not found"),
+        (["--file", "/"], "/ is a directory; use --scan-dir"),
+        (["--prompt-tokens", "10", "--profile", "nope"], "unknown profile 'nope'; built-in:"),
+        (["--prompt-tokens", "10", "--chars-per-token", "0"], "--chars-per-token must be > 0"),
+        (["--prompt-tokens", "10", "--endpoint", "localhost:8000"], "--endpoint must be an http"),
+    ],
+)
+def test_bad_input_is_one_clean_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = _run(capsys, "budget", *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("sparktop: error: ") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_binary_file_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "blob.bin").write_bytes(b"\x00\xff\x00")
+    code, _, err = _run(capsys, "budget", "--file", str(tmp_path / "blob.bin"))
+    assert code == 2 and "contains NUL bytes (binary)" in err and err.count("\n") == 1
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_endpoint_down_is_marked_no_data(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    (tmp_path / "p.txt").write_text("word " * 400, encoding="utf-8")
+    code, out, err = _run(
+        capsys, "budget", "--file", str(tmp_path / "p.txt"), "--endpoint", url, "--json"
+    )
+    doc = json.loads(out)
+    assert code == 0 and err == ""
+    assert doc["tokens"]["method"] == "estimated" and doc["tokens"]["prompt_tokens"] == 500
+    assert "exact count unavailable (endpoint" in doc["tokens"]["note"]
+    free = doc["kv"]["free_tokens_now"]
+    assert free["value"] is None and free["reason"].startswith(f"endpoint {url} unreachable")
+
+
+PAGE = """\
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 1.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 0.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="256",engine="0",kv_cache_size_tokens="2493464"} 1.0
+"""
+
+
+class _Server(BaseHTTPRequestHandler):
+    def _send(self, body: str, ctype: str) -> None:
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/metrics":
+            self._send(PAGE, "text/plain; version=0.0.4")
+        elif self.path == "/v1/models":
+            models = {"data": [{"id": "m", "parent": None, "max_model_len": 131072}]}
+            self._send(json.dumps(models), "application/json")
+        else:
+            self.send_error(404)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        count = len(body["prompt"].split())
+        self._send(json.dumps({"count": count, "max_model_len": 131072}), "application/json")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def engine_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Server)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_live_endpoint_counts_exactly_and_reads_the_free_pool(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, engine_url: str
+) -> None:
+    (tmp_path / "p.txt").write_text("word " * 400, encoding="utf-8")
+    argv = ["budget", "--file", str(tmp_path / "p.txt"), "--endpoint", engine_url, "--json"]
+    code, out, _ = _run(capsys, *argv)
+    doc = json.loads(out)
+    assert code == 0 and doc["tokens"]["method"] == "exact (/tokenize)"
+    assert doc["tokens"]["prompt_tokens"] == 400
+    assert doc["kv"]["free_tokens_now"] == {
+        "value": 1_870_098,  # 2,493,464 × (1 − 0.25)
+        "origin": "from the server",
+        "reason": None,
+    }
+    assert doc["ceiling"]["max_model_len"]["value"] == 131072
+    assert doc["ceiling"]["max_model_len"]["origin"] == "from the server"
+
+
+# -- sparktop profiles ---------------------------------------------------------------------------
+
+
+def test_profiles_lists_builtins_and_user_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "broken.yaml").write_text("name: [", encoding="utf-8")
+    monkeypatch.setenv("SPARKTOP_PROFILE_DIR", str(tmp_path))
+    code, out, _ = _run(capsys, "profiles")
+    assert code == 0
+    assert f"{TWO}   built-in  18 rows, prompt 256–131,072, concurrency 1/2/4/6" in out
+    assert f"{FOUR}  built-in  36 rows" in out and "(default)" in out
+    assert "broken" in out and "invalid:" in out and "broken.yaml:1:" in out
+
+
+def test_profiles_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "profiles", TWO)
+    assert code == 0
+    assert "    2,048     6    6.06      342    34.7      143.7" in out
+    assert "acceptance point: 899,994 tokens x 1: TTFT 1,028.85 s" in out
+
+
+@pytest.mark.parametrize("name", [TWO, FOUR])
+def test_profiles_json_rows_equal_the_csv(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    import csv
+
+    code, out, _ = _run(capsys, "profiles", name, "--json")
+    rows = {(r["prompt_tokens"], r["concurrency"]): r for r in json.loads(out)["rows"]}
+    with (PROFILES / f"{name}.sweep.csv").open(encoding="utf-8") as fh:
+        expected = list(csv.DictReader(fh))
+    assert code == 0 and len(rows) == len(expected)
+    for cells in expected:
+        row = rows[(int(cells["prompt_tokens"]), int(cells["concurrency"]))]
+        assert row["ttft_s"] == float(cells["ttft_s"])
+        agg = cells.get("aggregate_tps") or cells["aggregate_decode_tps"]
+        assert row["aggregate_tps"] == float(agg)
+
+
+def test_profiles_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "profiles", "nope")
+    assert code == 2 and "unknown profile 'nope'" in err
