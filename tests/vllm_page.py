@@ -2,7 +2,8 @@
 
 Metric names, labels (``model_name``, ``engine``) and default buckets are vLLM's
 (``vllm/v1/metrics/loggers.py``: TTFT 22 edges up to 2560 s, inter-token latency 19 edges up
-to 80 s, request latency 21 edges, 1-2-5 token buckets up to ``max_model_len``).
+to 80 s, request latency 21 edges, KV-block residency 21 edges, 1-2-5 token buckets up to
+``max_model_len``).
 ``full=True`` adds the families sparktop ignores, so a page is as long as a real one.
 """
 
@@ -11,7 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    Summary,
+    generate_latest,
+)
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 TTFT_BUCKETS = (
@@ -26,6 +37,19 @@ LATENCY_BUCKETS = (
     0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
     240.0, 480.0, 960.0, 1920.0, 7680.0,
 )  # fmt: skip
+ITERATION_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+RESIDENCY_BUCKETS = (
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300,
+    600, 1200, 1800,
+)  # fmt: skip
+HTTP_HIGHR_BUCKETS = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0,
+    7.5, 10.0, 30.0, 60.0,
+)  # fmt: skip
+PREFILL_PER_TOKEN_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+NIXL_TIME_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
+NIXL_DESCRIPTOR_BUCKETS = (10, 20, 30, 50, 75, 100, 200, 400, 1000, 2000, 4000, 10000, 20000, 50000)
+SPEC_POSITIONS = 5
 LABELS = ("model_name", "engine")
 
 
@@ -197,9 +221,9 @@ class FakeVllm:
             self._add_full_page(tokens)
 
     def _add_full_page(self, tokens: list[float]) -> None:
+        """The rest of a recent vLLM page (loggers.py with ``--kv-cache-metrics``)."""
         r = self.registry
         hist_specs = [
-            ("vllm:time_per_output_token_seconds", ITL_BUCKETS),
             ("vllm:request_time_per_output_token_seconds", ITL_BUCKETS),
             ("vllm:e2e_request_latency_seconds", LATENCY_BUCKETS),
             ("vllm:request_queue_time_seconds", LATENCY_BUCKETS),
@@ -209,36 +233,124 @@ class FakeVllm:
             ("vllm:request_generation_tokens", tokens),
             ("vllm:request_params_max_tokens", tokens),
             ("vllm:request_max_num_generation_tokens", tokens),
-            ("vllm:request_prefill_kv_computed_tokens", tokens),
-            (
-                "vllm:iteration_tokens_total",
-                (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384),
-            ),
+            ("vllm:iteration_tokens_total", ITERATION_BUCKETS),
             ("vllm:request_params_n", (1, 2, 5, 10, 20)),
-            (
-                "vllm:time_per_prefill_token_request_seconds",
-                (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
-            ),
-            ("vllm:kv_block_lifetime_seconds", LATENCY_BUCKETS),
-            ("vllm:kv_block_idle_before_evict_seconds", LATENCY_BUCKETS),
+            ("vllm:kv_block_lifetime_seconds", RESIDENCY_BUCKETS),
+            ("vllm:kv_block_idle_before_evict_seconds", RESIDENCY_BUCKETS),
+            ("vllm:kv_block_reuse_gap_seconds", RESIDENCY_BUCKETS),
+            ("vllm:request_prefill_kv_computed_tokens", tokens),
+            ("vllm:time_per_prefill_token_request_seconds", PREFILL_PER_TOKEN_BUCKETS),
+            # NIXL KV-connector transfers (disaggregated prefill), NixlPromMetrics
+            ("vllm:nixl_xfer_time_seconds", NIXL_TIME_BUCKETS[1:]),
+            ("vllm:nixl_post_time_seconds", NIXL_TIME_BUCKETS),
+            ("vllm:nixl_bytes_transferred", tuple(2 ** (10 + i) for i in range(1, 25, 2))),
+            ("vllm:nixl_num_descriptors", NIXL_DESCRIPTOR_BUCKETS),
         ]
         for name, buckets in hist_specs:
             hist = Histogram(name, name, LABELS, buckets=buckets, registry=r)
             for e in self.engines:
                 hist.labels(self.model, e).observe(float(buckets[len(buckets) // 2]))
+        for name in (
+            "vllm:external_prefix_cache_queries",
+            "vllm:external_prefix_cache_hits",
+            "vllm:mm_cache_queries",
+            "vllm:mm_cache_hits",
+            "vllm:prompt_tokens_cached",
+            "vllm:prompt_tokens_recomputed",
+            "vllm:nixl_num_failed_transfers",
+            "vllm:nixl_num_failed_notifications",
+            "vllm:nixl_num_kv_expired_reqs",
+            "vllm:corrupted_requests",
+        ):
+            counter = Counter(name, name, LABELS, registry=r)
+            for e in self.engines:
+                counter.labels(self.model, e).inc(7)
         success = Counter(
             "vllm:request_success",
             "Count of successfully processed requests.",
             [*LABELS, "finished_reason"],
             registry=r,
         )
-        old_kv = Gauge(
-            "vllm:gpu_cache_usage_perc", "GPU KV-cache usage (deprecated).", LABELS, registry=r
+        # Deprecated names vLLM still serves with --show-hidden-metrics-for-version.
+        hidden_tpot = Histogram(
+            "vllm:time_per_output_token_seconds",
+            "TPOT (hidden)",
+            LABELS,
+            buckets=ITL_BUCKETS,
+            registry=r,
+        )
+        hidden = [
+            Gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage (hidden)", LABELS, registry=r)
+        ]
+        hidden += [
+            Counter(f"vllm:gpu_prefix_cache_{kind}", "hidden", LABELS, registry=r)
+            for kind in ("queries", "hits")
+        ]
+        per_pos = Counter(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens per draft position.",
+            [*LABELS, "position"],
+            registry=r,
         )
         for e in self.engines:
-            old_kv.labels(self.model, e)
+            hidden_tpot.labels(self.model, e).observe(0.02)
+            for metric in hidden:
+                metric.labels(self.model, e)
+            for pos in range(SPEC_POSITIONS):
+                per_pos.labels(self.model, e, str(pos)).inc(10 - pos)
+        self._add_http_families()
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):
+            collector(registry=r)
+        sleep = Gauge(
+            "vllm:engine_sleep_state", "Engine sleep state", [*LABELS, "sleep_state"], registry=r
+        )
+        for e in self.engines:
+            for state, value in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
+                sleep.labels(self.model, e, state).set(value)
             for reason in ("stop", "length", "abort", "error"):
                 success.labels(self.model, e, reason).inc(3)
+
+    def _add_http_families(self) -> None:
+        """The API server's request metrics (prometheus-fastapi-instrumentator, on vLLM's page)."""
+        r = self.registry
+        handlers = (
+            "/v1/completions",
+            "/v1/chat/completions",
+            "/metrics",
+            "/health",
+            "/v1/models",
+            "/tokenize",
+            "/detokenize",
+            "/version",
+            "/ping",
+            "/v1/responses",
+            "/load",
+        )
+        total = Counter(
+            "http_requests", "Total number of requests", ["handler", "method", "status"], registry=r
+        )
+        size = Summary("http_request_size_bytes", "Request size", ["handler"], registry=r)
+        rsize = Summary("http_response_size_bytes", "Response size", ["handler"], registry=r)
+        highr = Histogram(
+            "http_request_duration_highr_seconds",
+            "Latency (high resolution)",
+            buckets=HTTP_HIGHR_BUCKETS,
+            registry=r,
+        )
+        latency = Histogram(
+            "http_request_duration_seconds",
+            "Latency",
+            ["handler", "method"],
+            buckets=(0.1, 0.5, 1.0),
+            registry=r,
+        )
+        for h in handlers:
+            method = "POST" if h.startswith(("/v1/c", "/v1/r", "/tok", "/detok")) else "GET"
+            total.labels(h, method, "2xx").inc(5)
+            size.labels(h).observe(100)
+            rsize.labels(h).observe(1000)
+            latency.labels(h, method).observe(0.05)
+        highr.observe(0.05)
 
     def set_gauges(
         self, engine: str = "0", *, running: float, waiting: float, kv_usage: float

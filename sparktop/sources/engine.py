@@ -23,8 +23,7 @@ import httpx
 from sparktop.model import NA, EngineSample, EngineState, Num
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.pool import Limits
-from sparktop.sources.prom import parse_page
-from sparktop.sources.vllm import WANTED
+from sparktop.sources.vllm import parse_engine_page
 
 METRICS_PATH = "/metrics"
 MODELS_PATH = "/v1/models"
@@ -127,7 +126,7 @@ class EngineSource:
             return await self._failed(
                 wall, started, EngineState.UNAVAILABLE, f"{type(exc).__name__}: {exc}"
             )
-        page = parse_page(text, WANTED)
+        page = parse_engine_page(text)
         max_model_len, model = self._models
         sample = self.deriver.derive(
             page,

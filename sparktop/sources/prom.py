@@ -13,7 +13,7 @@ sample names they want, and only those lines reach the (pure-Python) parser.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -28,6 +28,15 @@ def normalise(name: str) -> str:
         if name.startswith(old):
             return new + name[len(old) :]
     return name
+
+
+def spellings(names: Iterable[str]) -> Iterable[str]:
+    """Each normalised name as itself and as the ``vllm_``/``sglang_`` sample spelling."""
+    for name in names:
+        yield name
+        for old, new in _PREFIXES:
+            if name.startswith(new):
+                yield old + name[len(new) :]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,18 +108,24 @@ def _parse_lines(lines: list[str]) -> Iterable[tuple[str, dict[str, str], float]
             yield s.name, s.labels, float(s.value)
 
 
-def parse_page(text: str, wanted: Collection[str] | None = None) -> PromPage:
+def parse_page(
+    text: str,
+    wanted: Collection[str] | None = None,
+    drop: Callable[[Set[str]], Set[str]] | None = None,
+) -> PromPage:
     """Parse an exposition page into a :class:`PromPage`.
 
     ``wanted``: normalised sample names to keep (e.g. ``vllm:prompt_tokens_total``,
-    ``vllm:time_to_first_token_seconds_bucket``); None keeps every sample. A line the parser
-    rejects is skipped and counted; NaN/Inf values are kept (the reader decides what they
-    mean). Never raises on page content.
+    ``vllm:time_to_first_token_seconds_bucket``); None keeps every sample. ``drop`` is given
+    the wanted names present on the page and returns those not worth parsing (an old alias
+    when its new name is there). A line the parser rejects is skipped and counted; NaN/Inf
+    values are kept (the reader decides what they mean). Never raises on page content.
     """
-    keep: list[str] = []
+    by_name: dict[str, list[str]] = {}
     declared: set[str] = set()
     types: dict[str, str] = {}
-    wanted_set = None if wanted is None else frozenset(wanted)
+    # Both spellings of every wanted name, so most lines are rejected before normalising.
+    accept = None if wanted is None else frozenset(spellings(wanted))
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
@@ -122,11 +137,15 @@ def parse_page(text: str, wanted: Collection[str] | None = None) -> PromPage:
                 if decl[1]:
                     types[decl[0]] = decl[1]
             continue
-        name = normalise(_sample_name(line))
-        if name.endswith("_created"):
+        name = _sample_name(line)
+        if accept is not None and name not in accept:
             continue
-        if wanted_set is None or name in wanted_set:
-            keep.append(line)
+        name = normalise(name)
+        if not name.endswith("_created"):
+            by_name.setdefault(name, []).append(line)
+    for name in drop(by_name.keys()) if drop else ():
+        by_name.pop(name, None)
+    keep = [line for lines in by_name.values() for line in lines]
 
     bad = 0
     first_error = ""

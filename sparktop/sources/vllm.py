@@ -11,11 +11,11 @@ new-name-first and the first one with samples wins (``kv_cache_usage_perc`` |
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
 from sparktop.model import NA, Num
-from sparktop.sources.prom import PromPage, PromSample
+from sparktop.sources.prom import PromPage, PromSample, parse_page
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +99,35 @@ SGLANG = Flavour(
 FLAVOURS: Mapping[str, Flavour] = {"vllm": VLLM, "sglang": SGLANG}
 WANTED: frozenset[str] = VLLM.wanted() | SGLANG.wanted()
 """Every sample name either flavour reads: the filter for :func:`parse_page`."""
+
+_SUFFIXES = ("", "_bucket", "_sum", "_count")
+
+
+def _alias_groups() -> list[tuple[str, ...]]:
+    groups: list[tuple[str, ...]] = []
+    for flavour in FLAVOURS.values():
+        for table in (flavour.gauges, flavour.counters, flavour.histograms):
+            groups += [aliases for aliases in table.values() if len(aliases) > 1]
+    return groups
+
+
+ALIAS_GROUPS: tuple[tuple[str, ...], ...] = tuple(_alias_groups())
+
+
+def older_aliases(present: Set[str]) -> set[str]:
+    """Sample names of old aliases whose newer name is on the page (not worth parsing)."""
+    drop: set[str] = set()
+    for aliases in ALIAS_GROUPS:
+        found = [a for a in aliases if any(a + s in present for s in _SUFFIXES)]
+        for old in found[1:]:
+            drop.update(old + s for s in _SUFFIXES)
+    return drop
+
+
+def parse_engine_page(text: str) -> PromPage:
+    """Parse only what either flavour reads, skipping old aliases shadowed by new names."""
+    return parse_page(text, WANTED, older_aliases)
+
 
 RANK_LABELS = ("engine", "dp_rank")
 MAX_GAUGES = frozenset({"kv_usage", "hit_rate", "pool_tokens", "max_model_len", "max_num_seqs"})

@@ -1,0 +1,152 @@
+"""How long one engine scrape takes: an 8-engine vLLM ``/metrics`` page of 5,000+ lines.
+
+Builds the page with prometheus_client (vLLM's metric names, ``engine`` labels 0–7 and default
+buckets, via ``tests/vllm_page.py``), serves it on 127.0.0.1, and measures in one run, as the
+median of several repeats with counters advancing between them:
+
+- prometheus_client's own parse of the whole page (``text_string_to_metric_families``);
+- sparktop's parse + derivation from the page in memory (no HTTP);
+- sparktop's whole scrape-to-sample step: ``EngineSource.sample()`` over HTTP on loopback
+  (request, body, parse, windowed rates and quantiles, KV pool) — target ≤ 20 ms.
+
+Run: ``python benchmarks/bench_scrape.py [--repeats 25]``. Not a test: timings depend on
+the machine; the ratio to prometheus_client's parse is the portable number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from prometheus_client.parser import text_string_to_metric_families
+from rich.console import Console
+from rich.table import Table
+
+from sparktop.sources.engine import EngineSource
+from sparktop.sources.metrics import MetricsDeriver
+from sparktop.sources.vllm import parse_engine_page
+from tests.http_stub import Reply, StubServer
+from tests.vllm_page import FakeVllm, Load
+
+TARGET_MS = 20.0
+ENGINES = 8
+
+
+@dataclass
+class Config:
+    name: str
+    url: str
+    kind: str = "vllm"
+    api_key_env: str | None = None
+
+
+def build() -> FakeVllm:
+    fake = FakeVllm(engines=ENGINES, full=True, spec_decode=True, kv_cache_size_tokens=1_429_328)
+    for i, engine in enumerate(fake.engines):
+        fake.load[engine] = Load(4700, 65.0, 0.1, requests_per_s=2 + i, prompt_tokens=2048)
+        fake.set_gauges(engine, running=6, waiting=i % 3, kv_usage=0.1 * (i + 1))
+    fake.advance(600)
+    return fake
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def time_sync(step: Callable[[bytes], object], fake: FakeVllm, repeats: int) -> list[float]:
+    """Median inputs: a fresh page per repeat (counters advanced by 1 s), generated untimed."""
+    times: list[float] = []
+    for _ in range(repeats):
+        fake.advance(1)
+        page = fake.page()
+        started = time.perf_counter()
+        step(page)
+        times.append(time.perf_counter() - started)
+    return times
+
+
+async def time_http(fake: FakeVllm, repeats: int) -> tuple[list[float], str]:
+    current = {"page": fake.page()}
+    routes = {"/metrics": lambda: Reply(body=current["page"])}
+    async with StubServer(routes) as server:
+        clock = [0.0]  # one simulated second per repeat, so the printed rates read true
+        source = EngineSource(Config("bench", server.url), clock=lambda: clock[0])
+        times: list[float] = []
+        state = ""
+        try:
+            await source.sample()  # connection set up and first baseline, not timed
+            for _ in range(repeats):
+                fake.advance(1)
+                clock[0] += 1.0
+                current["page"] = fake.page()
+                started = time.perf_counter()
+                sample = await source.sample()
+                times.append(time.perf_counter() - started)
+                state = (
+                    f"{sample.state.value}, {len(sample.ranks)} ranks, "
+                    f"running {sample.running:.0f}, "
+                    f"decode {sample.decode_tps:,.0f} tok/s, TTFT p50 {sample.ttft_p50}"
+                )
+        finally:
+            await source.aclose()
+    return times, state
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeats", type=int, default=25, help="timed repeats per row (median)")
+    args = parser.parse_args(argv)
+
+    fake = build()
+    page = fake.page()
+    lines = page.count(b"\n")
+    deriver = MetricsDeriver("bench")
+    clock = [0.0]
+
+    def prometheus_client_parse(body: bytes) -> object:
+        return list(text_string_to_metric_families(body.decode()))
+
+    def sparktop_parse_derive(body: bytes) -> object:
+        clock[0] += 1.0
+        return deriver.derive(parse_engine_page(body.decode()), now_s=clock[0], wall_s=clock[0])
+
+    rows = [
+        (
+            "prometheus_client parse (whole page)",
+            median_ms(time_sync(prometheus_client_parse, fake, args.repeats)),
+        ),
+        (
+            "sparktop parse + derive (in memory)",
+            median_ms(time_sync(sparktop_parse_derive, fake, args.repeats)),
+        ),
+    ]
+    http_times, state = asyncio.run(time_http(fake, args.repeats))
+    rows.append(("sparktop scrape→sample (HTTP, loopback)", median_ms(http_times)))
+
+    base = rows[0][1]
+    table = Table(title=f"{ENGINES}-engine vLLM page: {lines:,} lines, {len(page) / 1024:,.0f} KiB")
+    for column in ("step", "median ms", "× prometheus_client", "target", "result"):
+        table.add_column(column, justify="left" if column == "step" else "right")
+    for name, ms in rows:
+        whole = name.startswith("sparktop scrape")
+        target = f"≤ {TARGET_MS:.0f} ms" if whole else ""
+        result = ("PASS" if ms <= TARGET_MS else "MISS") if whole else ""
+        table.add_row(name, f"{ms:.2f}", f"{ms / base:.2f}", target, result)
+    console = Console(width=110)
+    console.print(table)
+    console.print(f"repeats: {args.repeats} (median); last sample: {state}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
