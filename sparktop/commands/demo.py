@@ -1,0 +1,125 @@
+"""``sparktop demo``: a simulated cluster on loopback, watched by the real monitor."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from sparktop.commands.sim import add_common_arguments, options_from, scenario_help
+from sparktop.errors import RuntimeFailure
+from sparktop.sim.thread import SimThread
+
+DESCRIPTION = """\
+Start a simulated DGX Spark cluster on loopback (real SSH servers answering like GB10 nodes,
+real HTTP servers speaking vLLM's /metrics) and open the monitor on it, polled by the same
+code as a real cluster. The generated inventory, keys and known_hosts live in a temporary
+directory (printed) that is removed on exit. The default scenario, 'tour', plays every fault
+in turn, so each alert shows within about two minutes.
+"""
+
+EPILOG = """\
+scenarios:
+{scenarios}
+
+examples:
+  sparktop demo                                  4 nodes, 1 engine, the tour
+  sparktop demo --scenario thermal               one node overheats and holds the engine back
+  sparktop demo --nodes 8 --engines 2 --speed 3  bigger, faster
+  sparktop demo --no-tui --rounds 3              print three snapshot tables and exit
+"""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "demo",
+        help="a simulated cluster on loopback, opened in the monitor (no hardware needed)",
+        description=DESCRIPTION,
+        epilog=EPILOG.format(scenarios=scenario_help()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common_arguments(parser, "tour")
+    parser.add_argument("--theme", default=None, help="monitor theme (see sparktop --help)")
+    parser.add_argument(
+        "--no-tui",
+        action="store_true",
+        help="print a snapshot table every few seconds instead of opening the monitor",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --no-tui: stop after N tables (default: until Ctrl-C)",
+    )
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    options = options_from(args)
+    from sparktop.sweep.profile import load_profile
+
+    load_profile(options.profile)  # a bad name is a UserError before anything starts
+    sim = SimThread(options)
+    try:
+        handle = sim.start()
+    except OSError as exc:
+        raise RuntimeFailure(f"could not start the simulator: {exc}") from None
+    try:
+        print(f"simulated cluster in {handle.directory} (removed on exit)")
+        print(handle.summary(), flush=True)
+        if args.no_tui:
+            return snapshot_loop(handle.inventory_path, rounds=args.rounds)
+        return open_monitor(handle.inventory_path, theme=args.theme)
+    finally:
+        sim.stop()
+
+
+def open_monitor(inventory_path: Path, *, theme: str | None = None) -> int:
+    """The one call that opens the TUI on the simulator's inventory.
+
+    Falls back to the snapshot loop when the UI package is not available.
+    """
+    from sparktop.inventory import load_inventory
+
+    try:
+        from sparktop.ui.app import run_tui
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith(("sparktop.ui", "textual")):
+            raise
+        return snapshot_loop(inventory_path)
+    return run_tui(load_inventory(inventory_path), theme=theme)
+
+
+def snapshot_loop(inventory_path: Path, *, rounds: int = 0, interval_s: float = 2.0) -> int:
+    """Print a snapshot table of the simulated cluster every ``interval_s`` until Ctrl-C."""
+    from rich.console import Console
+
+    from sparktop.inventory import load_inventory
+    from sparktop.snapshot import take_snapshot
+    from sparktop.snapshot_table import render_table
+    from sparktop.sources.build import build_sources
+
+    inventory = load_inventory(inventory_path)
+    console = Console()
+
+    async def loop() -> None:
+        sources = build_sources(inventory)
+        try:
+            done = 0
+            while not rounds or done < rounds:
+                started = time.monotonic()
+                snap = await take_snapshot(sources, cluster=inventory.cluster, close=False)
+                render_table(snap, console)
+                done += 1
+                if not rounds or done < rounds:
+                    await asyncio.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+        finally:
+            await asyncio.gather(*(s.aclose() for s in sources), return_exceptions=True)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(loop())
+    return 0

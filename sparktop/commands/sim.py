@@ -1,0 +1,153 @@
+"""``sparktop sim``: run the simulated cluster alone, for another sparktop or other tools."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from sparktop.errors import UserError
+from sparktop.sim.runner import SimOptions, start_sim
+from sparktop.sim.scenarios import SCENARIOS
+from sparktop.sweep.profile import DEFAULT_PROFILE
+
+MAX_NODES = 256
+
+DESCRIPTION = """\
+Start a simulated DGX Spark cluster on loopback and run it until Ctrl-C: one real SSH
+server per node answering sparktop's probe like a GB10, one HTTP server per engine with
+vLLM's /metrics, /v1/models, /tokenize and streaming completions. Load follows a sweep
+profile; scenarios inject faults. The inventory written to PATH points at it (its keys and
+known_hosts live in a temporary directory; everything is removed on exit).
+"""
+
+EPILOG = """\
+scenarios:
+{scenarios}
+
+examples:
+  sparktop sim --write-inventory /tmp/sim.yaml
+      then, in another terminal:  sparktop --inventory /tmp/sim.yaml
+  sparktop sim --write-inventory sim.yaml --nodes 8 --engines 2 --scenario thermal
+  sparktop sim --write-inventory sim.yaml --scenario tour --speed 5
+  sparktop snapshot --inventory sim.yaml --json     (while the simulator runs)
+"""
+
+
+def scenario_help() -> str:
+    return "\n".join(f"  {s.name:<17} {s.description}" for s in SCENARIOS.values())
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, default_scenario: str) -> None:
+    """Options shared by ``sim`` and ``demo``."""
+    parser.add_argument("--nodes", type=int, default=4, metavar="N", help="GB10 nodes (default 4)")
+    parser.add_argument(
+        "--engines",
+        type=int,
+        default=1,
+        metavar="M",
+        help="inference servers; nodes are split into M tensor-parallel groups (default 1)",
+    )
+    parser.add_argument(
+        "--scenario",
+        default=default_scenario,
+        metavar="NAME",
+        help=f"fault scenario (default {default_scenario}; list below)",
+    )
+    parser.add_argument(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        metavar="P",
+        help=f"sweep profile the load follows (default {DEFAULT_PROFILE})",
+    )
+    parser.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="simulated seconds per wall second (default 1)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "sim",
+        help="run the simulated cluster alone (foreground, Ctrl-C to stop)",
+        description=DESCRIPTION,
+        epilog=EPILOG.format(scenarios=scenario_help()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--write-inventory",
+        type=Path,
+        required=True,
+        metavar="PATH",
+        help="where to write the inventory (cluster.yaml) that points at the simulator",
+    )
+    add_common_arguments(parser, "normal")
+    return parser
+
+
+def options_from(args: argparse.Namespace) -> SimOptions:
+    """Validate the shared options (UserError on a bad value)."""
+    if not 1 <= args.nodes <= MAX_NODES:
+        raise UserError(f"--nodes must be between 1 and {MAX_NODES}, got {args.nodes}")
+    if not 0 <= args.engines <= args.nodes:
+        raise UserError(
+            f"--engines must be between 0 and --nodes ({args.nodes}), got {args.engines}"
+        )
+    if not args.speed > 0:
+        raise UserError(f"--speed must be positive, got {args.speed:g}")
+    if args.scenario not in SCENARIOS:
+        raise UserError(f"unknown scenario '{args.scenario}'; choose from {', '.join(SCENARIOS)}")
+    return SimOptions(
+        nodes=args.nodes,
+        engines=args.engines,
+        profile=args.profile,
+        scenario=args.scenario,
+        speed=args.speed,
+        seed=args.seed,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    options = options_from(args)
+    target: Path = args.write_inventory
+    if target.is_dir():
+        raise UserError(f"--write-inventory {target} is a directory; give a file name")
+    if not target.parent.is_dir():
+        raise UserError(f"--write-inventory: directory {target.parent} does not exist")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(options, target))
+    return 0
+
+
+async def _serve(options: SimOptions, target: Path) -> None:
+    from sparktop.sweep.profile import load_profile
+
+    load_profile(options.profile)  # a bad name is a UserError before anything starts
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    sim = await start_sim(options)
+    try:
+        try:
+            target.write_text(sim.inventory_yaml())
+        except OSError as exc:
+            raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
+        print(sim.summary().replace(str(sim.inventory_path), str(target), 1))
+        print(f"keys and known_hosts: {sim.directory}")
+        print("running; Ctrl-C to stop", flush=True)
+        await stop.wait()
+    finally:
+        await sim.close()
+        with contextlib.suppress(OSError):
+            target.unlink()
+        print("simulator stopped; inventory and keys removed", file=sys.stderr)
