@@ -1,0 +1,291 @@
+"""``sparktop snapshot``: the one-shot poll, its JSON document, its table and the command line.
+
+Nodes are asyncssh servers on loopback answering from the nvidia-smi cases
+(gb10-query-with-header.csv, gb10-thermal-slowdown.csv, gb10-hidden-low-power.csv,
+driver-mismatch.txt).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from rich.console import Console
+
+from sparktop.cli import main
+from sparktop.inventory import parse_inventory
+from sparktop.model import NA, EngineSample, EngineState, GpuSample, NodeMemory, NodeSample
+from sparktop.sim.sshserver import SshServerHandle, start_ssh_server
+from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
+from sparktop.snapshot_table import render_table
+from sparktop.sources.build import build_sources
+from sparktop.sources.ssh import SshSource
+from tests.ssh_helpers import (
+    GB10_CSV,
+    LOW_POWER_CSV,
+    THERMAL_CSV,
+    ClientFiles,
+    FakeNvidiaSmi,
+    asyncssh_responder,
+    client_files,
+    login_user,
+    node,
+    ssh_source,
+)
+
+T = TypeVar("T")
+
+
+@pytest.fixture
+def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClientFiles:
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return client_files(tmp_path / "client")
+
+
+async def _start(files: ClientFiles, fake: FakeNvidiaSmi) -> SshServerHandle:
+    server = await start_ssh_server(asyncssh_responder(fake), authorized_client_keys=[files.key])
+    files.trust(server.known_hosts_line())
+    return server
+
+
+@pytest.fixture
+async def cluster(files: ClientFiles) -> AsyncIterator[list[SshServerHandle]]:
+    """spark-1 normal, spark-2 thermal slowdown, spark-3 hung (low-power case), spark-4 driver
+    mismatch."""
+    fakes = [
+        FakeNvidiaSmi(GB10_CSV),
+        FakeNvidiaSmi(THERMAL_CSV),
+        FakeNvidiaSmi(LOW_POWER_CSV),
+        FakeNvidiaSmi(driver="mismatch"),
+    ]
+    servers = [await _start(files, fake) for fake in fakes]
+    servers[2].hang()
+    yield servers
+    for server in servers:
+        await server.close()
+
+
+async def _snapshot(files: ClientFiles, servers: list[SshServerHandle]) -> Snapshot:
+    sources = [ssh_source(files, node(f"spark-{i}", s.port)) for i, s in enumerate(servers, 1)]
+    return await take_snapshot(sources, cluster="loopback", timeout_s=30)
+
+
+async def test_snapshot_json_document(files: ClientFiles, cluster: list[SshServerHandle]) -> None:
+    snap = await _snapshot(files, cluster)
+    doc = json.loads(json.dumps(snapshot_json(snap), allow_nan=False))
+
+    assert doc["schema"] == SCHEMA and doc["cluster"] == "loopback"
+    assert doc["time"].endswith("Z") and doc["complete"] is False and doc["engines"] == []
+    nodes = {n["node"]: n for n in doc["nodes"]}
+    assert list(nodes) == ["spark-1", "spark-2", "spark-3", "spark-4"]  # inventory order
+
+    gpu = nodes["spark-1"]["gpus"][0]
+    assert gpu["sm_clock_mhz"] == 2509 and gpu["max_sm_clock_mhz"] == 3003
+    assert gpu["temperature_c"] == 55 and gpu["power_w"] == 41.37
+    assert gpu["utilization_pct"] == 97 and gpu["clock_event_mask"] == "0x0"
+    assert gpu["memory_used_mib"] is None and gpu["missing"]["memory_used_mib"] == "[N/A]"
+    assert gpu["slowdown_counters_us"]["sw_thermal_us"] == 0
+    memory = nodes["spark-1"]["memory"]
+    assert memory["unified"] is True and memory["gpu_held_mib"] == 19135
+    assert memory["total_mib"] == pytest.approx(127600748 / 1024)
+
+    assert nodes["spark-2"]["gpus"][0]["slowdowns"] == ["sw_thermal_slowdown"]
+    hung = nodes["spark-3"]
+    assert hung["state"] == "unreachable" and hung["ok"] is False
+    assert hung["message"].endswith("probe timed out after 1 s") and hung["since"]
+    mismatch = nodes["spark-4"]
+    assert mismatch["state"] == "driver/library mismatch"
+    assert mismatch["message"] == "driver/library mismatch (reboot or reload the driver)"
+
+
+async def test_snapshot_table(files: ClientFiles, cluster: list[SshServerHandle]) -> None:
+    snap = await _snapshot(files, cluster)
+    out = io.StringIO()
+    render_table(snap, Console(file=out, width=200, color_system=None))
+    text = out.getvalue()
+
+    assert "2,509/3,003" in text and "1,833/3,003" in text
+    assert "GiB unified (GPU 18.7)" in text
+    assert "sw_thermal_slowdown" in text
+    assert "failures:" in text
+    assert "spark-3: unreachable since " in text
+    assert "spark-4: driver/library mismatch (reboot or reload the driver)" in text
+
+
+def test_table_prints_remote_text_literally() -> None:
+    gpu = GpuSample(index=0, uuid="GPU-x", name="[bold red]evil[/bold red]", clock_event_mask=0x40)
+    sample = NodeSample(node="spark-1", time_s=0.0, gpus=(gpu,), memory=NodeMemory(unified=True))
+    out = io.StringIO()
+    render_table(Snapshot("c", 0.0, (sample,)), Console(file=out, width=200, color_system=None))
+    assert "[bold red]evil[/bold red]" in out.getvalue()
+    assert "hw_thermal_slowdown" in out.getvalue()
+
+
+class _Raises:
+    name = "broken"
+    kind = "node"
+
+    async def sample(self) -> NodeSample:
+        raise RuntimeError("source bug")
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Never:
+    name = "stuck"
+    kind = "engine"
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    async def sample(self) -> EngineSample:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_a_raising_or_silent_source_is_reported_not_fatal() -> None:
+    stuck = _Never()
+    snap = await take_snapshot([_Raises(), stuck], cluster="c", timeout_s=0.05)
+    assert snap.nodes[0].state.value == "error" and "source bug" in snap.nodes[0].message
+    assert snap.engines[0].state is EngineState.UNREACHABLE
+    assert snap.engines[0].message == "no answer within 0.05 s"
+    assert stuck.closed and not snap.complete
+
+
+def test_engine_json_keeps_missing_reasons() -> None:
+    engine = EngineSample(engine="dsv41", time_s=0.0, running=3.0, kv_usage=NA("metric absent"))
+    doc = snapshot_json(Snapshot("c", 0.0, (), (engine,)))
+    engines = doc["engines"]
+    assert isinstance(engines, list) and len(engines) == 1
+    entry: Any = engines[0]
+    assert entry["running"] == 3.0 and entry["kv_usage"] is None
+    assert entry["missing"]["kv_usage"] == "metric absent"
+    assert entry["state"] == "ok" and doc["complete"] is True
+
+
+def test_build_sources_follows_the_inventory() -> None:
+    inventory = parse_inventory(
+        "cluster: c\n"
+        "ssh: {user: ops, command_timeout_s: 2}\n"
+        "nodes:\n"
+        "  - {name: spark-1, host: 192.0.2.10}\n"
+        "  - {name: spark-2, host: 192.0.2.11, port: 2202, command_timeout_s: 7}\n"
+        "  - {name: here, local: true}\n"
+        "engines:\n"
+        "  - {name: dsv41, url: 'http://192.0.2.10:8015', nodes: [spark-1, spark-2]}\n",
+        "cluster.yaml",
+    )
+    sources = build_sources(inventory)
+    assert [s.name for s in sources] == ["spark-1", "spark-2", "here", "dsv41"]
+    first, second = sources[0], sources[1]
+    assert isinstance(first, SshSource) and isinstance(second, SshSource)
+    assert first.settings.user == "ops" and first.command_timeout_s == 2
+    assert second.settings.port == 2202 and second.command_timeout_s == 7
+    assert getattr(sources[2], "kind", None) == "node"
+    assert getattr(sources[3], "kind", None) == "engine"
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+class _Loop:
+    """An event loop in a thread, so servers keep running while ``main()`` runs its own."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture
+def background() -> Iterator[_Loop]:
+    loop = _Loop()
+    yield loop
+    loop.stop()
+
+
+def _inventory(tmp_path: Path, files: ClientFiles, ports: list[int]) -> Path:
+    doc = {
+        "cluster": "loopback",
+        "ssh": {
+            "user": login_user(),
+            "identity_file": str(files.identity_file),
+            "known_hosts": str(files.known_hosts),
+            "config": str(files.config),
+            "command_timeout_s": 1,
+        },
+        "nodes": [
+            {"name": f"spark-{i}", "host": "127.0.0.1", "port": p} for i, p in enumerate(ports, 1)
+        ],
+    }
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_cli_table_exit_0_when_every_node_answers(
+    tmp_path: Path,
+    files: ClientFiles,
+    background: _Loop,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    servers = [background.run(_start(files, FakeNvidiaSmi(csv))) for csv in (GB10_CSV, THERMAL_CSV)]
+    try:
+        ports = [s.port for s in servers]
+        status = main(["snapshot", "--inventory", str(_inventory(tmp_path, files, ports))])
+    finally:
+        for server in servers:
+            background.run(server.close())
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "spark-1" in out and "spark-2" in out and "failures:" not in out
+
+
+def test_cli_exit_1_and_reasons_when_a_node_is_down(
+    tmp_path: Path, files: ClientFiles, background: _Loop, capsys: pytest.CaptureFixture[str]
+) -> None:
+    up = background.run(_start(files, FakeNvidiaSmi()))
+    down = background.run(_start(files, FakeNvidiaSmi()))
+    background.run(down.go_away())
+    try:
+        ports = [up.port, down.port]
+        status = main(["snapshot", "-i", str(_inventory(tmp_path, files, ports)), "--json"])
+    finally:
+        for server in (up, down):
+            background.run(server.close())
+    doc = json.loads(capsys.readouterr().out)
+    assert status == 1
+    assert [n["state"] for n in doc["nodes"]] == ["ok", "unreachable"]
+    assert doc["nodes"][1]["message"].endswith(": connection refused")
+
+
+def test_cli_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["snapshot"])
+    assert exc.value.code == 2
+    assert main(["snapshot", "--inventory", str(tmp_path / "missing.yaml")]) == 2
+    path = tmp_path / "c.yaml"
+    path.write_text("nodes:\n  - {name: a, host: 127.0.0.1}\n")
+    assert main(["snapshot", "--inventory", str(path), "--timeout", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "missing.yaml" in err and "--timeout must be a positive number" in err
+    assert "Traceback" not in err
