@@ -370,3 +370,27 @@ def test_profiles_json_rows_equal_the_csv(capsys: pytest.CaptureFixture[str], na
 def test_profiles_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "profiles", "nope")
     assert code == 2 and "unknown profile 'nope'" in err
+
+
+def test_profiles_import_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    doc = {
+        "max_concurrency": 1,
+        "duration": 5.0,
+        "completed": 2,
+        "total_input_tokens": 4000,
+        "total_output_tokens": 256,
+        "output_throughput": 51.2,
+        "mean_ttft_ms": 800.0,
+        "mean_tpot_ms": 25.0,
+    }
+    (tmp_path / "r.json").write_text(json.dumps(doc), encoding="utf-8")
+    out_file = tmp_path / "mine.yaml"
+    argv = ["profiles", "--import", str(tmp_path / "r.json"), "--name", "mine"]
+    code, _, err = _run(capsys, *argv, "-o", str(out_file))
+    assert code == 0 and "wrote" in err
+    code, out, _ = _run(capsys, "budget", "--prompt-tokens", "2000", "--profile", str(out_file))
+    assert code == 0 and "0.80 s · exact" in out and "40 tok/s · exact" in out
+    code, _, err = _run(capsys, *argv, "-o", str(out_file))
+    assert code == 2 and "exists; not overwriting" in err
+    code, _, err = _run(capsys, "profiles", "--import", str(tmp_path / "r.json"))
+    assert code == 2 and "--import needs --name" in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,67 @@ def test_unreadable_profile_paths(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00name")
     with pytest.raises(UserError, match="not UTF-8"):
         load_profile(str(binary))
+
+
+# -- import from vllm bench serve ----------------------------------------------------------------
+
+
+def _bench(concurrency: int | None, prompt: int, **extra: object) -> dict[str, object]:
+    """The fields ``vllm bench serve --save-result`` writes that the importer reads."""
+    doc: dict[str, object] = {
+        "backend": "vllm",
+        "model_id": "org/model",
+        "max_concurrency": concurrency,
+        "duration": 20.0,
+        "completed": 8,
+        "total_input_tokens": prompt * 8,
+        "total_output_tokens": 8 * 256,
+        "output_throughput": 102.4,
+        "mean_ttft_ms": 500.0,
+        "mean_tpot_ms": 20.0,
+    }
+    doc.update(extra)
+    return doc
+
+
+def test_import_vllm_bench_results(tmp_path: Path) -> None:
+    from sparktop.sweep.importers import import_vllm_bench
+
+    (tmp_path / "a.json").write_text(json.dumps(_bench(1, 1000)), encoding="utf-8")
+    lines = [json.dumps(_bench(2, 1000)), json.dumps(_bench(2, 4000, mean_ttft_ms=2000.0))]
+    (tmp_path / "b.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = import_vllm_bench(
+        [tmp_path / "a.json", tmp_path / "b.jsonl"], "mine", kv_pool_tokens=500_000
+    )
+    out = _write(tmp_path, text, "mine.yaml")
+    profile = load_profile(str(out))
+    assert profile.concurrencies == (1, 2) and profile.output_tokens == 256
+    assert profile.kv_pool_tokens == 500_000 and profile.aggregate_kind == "end-to-end"
+    row = profile.column(2)[1]
+    assert (row.prompt_tokens, row.ttft_s, row.prefill_tps) == (4000, 2.0, 2000.0)
+    assert (row.decode_tps, row.aggregate_tps, row.wall_s) == (50.0, 102.4, 20.0)
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (_bench(None, 1000), r"a\.json: no max_concurrency"),
+        (_bench(1, 1000, mean_tpot_ms=None), r"a\.json: 'mean_tpot_ms' missing"),
+        ([1, 2], r"a\.json: not a vllm bench serve result"),
+    ],
+)
+def test_import_rejects_incomplete_results(tmp_path: Path, doc: object, message: str) -> None:
+    from sparktop.sweep.importers import import_vllm_bench
+
+    (tmp_path / "a.json").write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(UserError, match=message):
+        import_vllm_bench([tmp_path / "a.json"], "x")
+
+
+def test_import_rejects_two_results_for_one_cell(tmp_path: Path) -> None:
+    from sparktop.sweep.importers import import_vllm_bench
+
+    lines = [json.dumps(_bench(1, 1000)), json.dumps(_bench(1, 1000))]
+    (tmp_path / "r.jsonl").write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(UserError, match=r"r\.jsonl:2: a second result .* \(first: .*r\.jsonl:1\)"):
+        import_vllm_bench([tmp_path / "r.jsonl"], "x")

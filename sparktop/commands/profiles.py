@@ -22,6 +22,8 @@ examples:
   sparktop profiles 2x-spark-dsv4-flash-0731        print one as a table
   sparktop profiles ./my-sweep.yaml                 validate and print a profile file
   sparktop profiles 4x-spark-dsv41-flash-1017 --json
+  sparktop profiles --import results/*.json --name my-sweep --kv-pool 2493464 \
+      -o ~/.config/sparktop/profiles/my-sweep.yaml
 
 File format: sparktop/sweep/README.md.
 """
@@ -35,9 +37,63 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("name", nargs="?", metavar="NAME|PATH", help="profile to print")
+    parser.add_argument("profile", nargs="?", metavar="NAME|PATH", help="profile to print")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    group = parser.add_argument_group("import from vllm bench serve results")
+    group.add_argument(
+        "--import",
+        dest="import_files",
+        nargs="+",
+        metavar="JSON",
+        help="vllm bench serve --save-result files (one row each); prints profile YAML",
+    )
+    group.add_argument("--name", help="name of the imported profile")
+    group.add_argument("-o", "--output", metavar="FILE", help="write the YAML here, not stdout")
+    for flag, dest in (
+        ("--kv-pool", "kv_pool"),
+        ("--max-model-len", "max_model_len"),
+        ("--max-num-seqs", "max_num_seqs"),
+        ("--max-batched", "max_batched"),
+    ):
+        group.add_argument(flag, dest=dest, type=int, metavar="N", help="limit to record")
     return parser
+
+
+def _import(args: argparse.Namespace) -> int:
+    import re
+
+    from sparktop.sweep.importers import import_vllm_bench
+
+    if not args.name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", args.name):
+        raise UserError("--import needs --name NAME (letters, digits, '.', '_', '-')")
+    for flag, value in (
+        ("--kv-pool", args.kv_pool),
+        ("--max-model-len", args.max_model_len),
+        ("--max-num-seqs", args.max_num_seqs),
+        ("--max-batched", args.max_batched),
+    ):
+        if value is not None and value < 1:
+            raise UserError(f"{flag} must be at least 1, got {value}")
+    text = import_vllm_bench(
+        args.import_files,
+        args.name,
+        kv_pool_tokens=args.kv_pool,
+        max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_batched,
+    )
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "x", encoding="utf-8") as fh:
+            fh.write(text)
+    except FileExistsError:
+        raise UserError(f"{args.output} exists; not overwriting it") from None
+    except OSError as exc:
+        raise UserError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
 
 
 def _num(value: object) -> str:
@@ -221,6 +277,8 @@ def _show(name: str, as_json: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.name:
-        return _show(args.name, args.json)
+    if args.import_files:
+        return _import(args)
+    if args.profile:
+        return _show(args.profile, args.json)
     return _list(args.json)

@@ -28,9 +28,9 @@ LEGEND = (
 
 
 def hms(seconds: float) -> str:
-    """``65.4`` → ``1m 05s``; ``4000`` → ``1h 06m 40s``; under a minute → ``6.1s``."""
+    """``65.4`` → ``1m 05s``; ``4000`` → ``1h 06m 40s``; under a minute → ``6.1 s``."""
     if seconds < 60:
-        return f"{seconds:.1f}s"
+        return f"{seconds:.1f} s"
     whole = round(seconds)
     h, rest = divmod(whole, 3600)
     m, s = divmod(rest, 60)
