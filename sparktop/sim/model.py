@@ -64,6 +64,7 @@ class SimCluster:
         self.rates = rates
         self.seed = seed
         self.now = 0.0
+        self._steps = 0
         self._rng = random.Random(seed)
         names = node_names(nodes)
         group = nodes // engines if engines else 0
@@ -102,15 +103,18 @@ class SimCluster:
     # -- time ------------------------------------------------------------------------------
 
     def advance_to(self, now: float) -> None:
-        """Run whole steps up to simulated time ``now`` (idempotent for the past)."""
-        steps = int((now - self.now) / STEP_S)
-        if steps <= 0:
+        """Run whole steps up to simulated time ``now`` (idempotent for the past).
+
+        Steps are counted as integers so the same seed gives the same run however the
+        calls are spaced.
+        """
+        target = int(now / STEP_S + 1e-9)
+        if target <= self._steps:
             return
-        if steps > MAX_CATCH_UP_STEPS:
-            self.now = now - MAX_CATCH_UP_STEPS * STEP_S
-            steps = MAX_CATCH_UP_STEPS
-        for _ in range(steps):
-            self.now += STEP_S
+        self._steps = max(self._steps, target - MAX_CATCH_UP_STEPS)
+        while self._steps < target:
+            self._steps += 1
+            self.now = self._steps * STEP_S
             self._step_all(STEP_S)
 
     def _step_all(self, dt: float) -> None:

@@ -1,0 +1,187 @@
+"""The simulator's parts without servers: the GB10 responder, the engine's scheduler and KV
+pool, the cluster's pacing, scenarios and the clock."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from sparktop.sim.clock import SimClock
+from sparktop.sim.engine import EngineModel, LoadSpec, Phase
+from sparktop.sim.gb10 import Gb10Responder
+from sparktop.sim.gpu import Fault, GpuModel
+from sparktop.sim.model import SimCluster
+from sparktop.sim.rates import ProfileRates, default_max_num_seqs
+from sparktop.sim.scenarios import SCENARIOS, Act, Player
+from sparktop.sources import probe
+from tests.conftest import CASES
+
+FOUR = "4x-spark-dsv41-flash-1017"
+
+
+def gpu(fault: Fault = Fault.NONE, loaded: bool = True) -> GpuModel:
+    g = GpuModel("spark-1", 0, "GPU-1", 2509.0, 55.0, random.Random(1), vllm_pid=4242)
+    g.fault, g.loaded = fault, loaded
+    for _ in range(100):
+        g.step(0.1)
+    return g
+
+
+def test_probe_header_is_spelled_like_a_real_gb10() -> None:
+    case = (CASES / "nvidia-smi" / "gb10-query-with-header.csv").read_text().splitlines()
+    fields = probe.gpu_fields(probe.REASONS_FIELD, counters=False)
+    out, status = Gb10Responder(gpu()).run(probe.field_check_command(fields))
+    header, row = out.splitlines()
+    assert status == 0
+    assert header == case[0]
+    cells = row.split(", ")
+    assert cells[2] == "NVIDIA GB10" and cells[8:10] == ["[N/A]", "[N/A]"]
+    assert cells[-1] == "0x0000000000000000"
+
+
+def test_thermal_and_hidden_low_power_rows_match_the_cases() -> None:
+    thermal = (CASES / "nvidia-smi" / "gb10-thermal-slowdown.csv").read_text().splitlines()[1]
+    stuck = (CASES / "nvidia-smi" / "gb10-hidden-low-power.csv").read_text().splitlines()[1]
+    fields = probe.gpu_fields(probe.REASONS_FIELD, counters=False)
+    for fault, case in ((Fault.THERMAL, thermal), (Fault.LOW_POWER, stuck)):
+        out, _ = Gb10Responder(gpu(fault)).run(probe.field_check_command(fields))
+        ours, theirs = out.splitlines()[1].split(", "), case.split(", ")
+        assert ours[-1] == theirs[-1]  # the reason mask, bit for bit
+        assert float(ours[3]) == pytest.approx(float(theirs[3]), abs=15)  # SM clock
+        assert float(ours[6]) == pytest.approx(float(theirs[6]), abs=1.5)  # power
+        assert float(ours[5]) == pytest.approx(float(theirs[5]), abs=2)  # temperature
+
+
+def test_probe_sections_and_exit_statuses() -> None:
+    out, status = Gb10Responder(gpu()).run(probe.probe_command(probe.FIELD_SETS[0]))
+    assert status == 0
+    marks = [ln for ln in out.splitlines() if ln.startswith(probe.MARK)]
+    assert marks == [
+        "@@sparktop:gpu", "@@sparktop:rc 0", "@@sparktop:meminfo", "@@sparktop:apps",
+        "@@sparktop:rc 0",
+    ]  # fmt: skip
+    assert "MemTotal:       127600748 kB" in out
+    assert "gpu_uuid, pid, used_gpu_memory [MiB]\nGPU-1, 4242, " in out
+    assert "clocks_event_reasons_counters.sw_thermal_slowdown [us]" in out
+
+
+def test_old_driver_refuses_new_fields_like_nvidia_smi() -> None:
+    old = Gb10Responder(gpu(), old_driver=True)
+    out, status = old.run(probe.field_check_command(probe.FIELD_SETS[0]))
+    assert status == 2
+    assert out == 'Field "clocks_event_reasons.active" is not a valid field to query.\n\n'
+    out, status = old.run(probe.field_check_command(probe.FIELD_SETS[2]))
+    assert status == 0 and out.splitlines()[0].endswith(", clocks_throttle_reasons.active")
+    out, status = old.run(probe.probe_command(probe.FIELD_SETS[0]))
+    assert "@@sparktop:rc 2" in out and status == 0
+
+
+def test_unknown_commands_answer_like_bash() -> None:
+    responder = Gb10Responder(gpu())
+    assert responder.run("uptime") == ("bash: uptime: command not found\n", 127)
+    assert responder.run("nvidia-smi --query-gpu=bogus --format=csv")[1] == 2
+    assert responder.run("cat /etc/shadow")[1] == 1
+
+
+def test_idle_gpu_reports_the_idle_bit_and_low_utilisation() -> None:
+    idle = gpu(loaded=False)
+    assert idle.mask == 0x1 and idle.util_pct < 5 and idle.pstate == "P8"
+    assert idle.power_w == pytest.approx(11.2, abs=1)
+
+
+def small_engine(clients: int, prompt: int, pool: int = 100_000) -> EngineModel:
+    rates = ProfileRates.load(FOUR, max_num_seqs=4, kv_pool_tokens=pool)
+    load = LoadSpec(clients=clients, prompt_tokens=(prompt,), output_tokens=512, think_s=0.5)
+    return EngineModel("e", "m", rates, random.Random(3), load)
+
+
+def test_scheduler_respects_max_num_seqs_and_the_pool_and_preempts() -> None:
+    engine = small_engine(clients=10, prompt=30_000)
+    now, peak_waiting = 0.0, 0
+    for _ in range(6000):
+        now += 0.1
+        engine.step(now, 0.1)
+        assert len(engine.running) <= 4
+        assert engine.used_blocks == sum(r.blocks for r in engine.running)
+        assert 0 <= engine.used_blocks <= engine.limits.num_gpu_blocks
+        assert all(r.phase in (Phase.PREFILL, Phase.DECODE) for r in engine.running)
+        peak_waiting = max(peak_waiting, len(engine.waiting))
+    assert peak_waiting > 0
+    assert engine.stats.preemptions > 0
+    assert engine.stats.success["length"] > 0
+    assert engine.stats.prompt_len.count == engine.stats.success["length"]
+
+
+def test_restart_drops_requests_and_zeroes_counters() -> None:
+    engine = small_engine(clients=3, prompt=2_000, pool=1_000_000)
+    for i in range(1, 300):
+        engine.step(i * 0.1, 0.1)
+    assert engine.stats.generation_tokens > 0
+    engine.restart(30.0, downtime_s=3.0)
+    assert engine.stats.generation_tokens == 0 and not engine.running and engine.used_blocks == 0
+    assert not engine.is_up(31.0) and engine.is_up(33.0)
+
+
+def test_slowest_rank_sets_the_decode_pace() -> None:
+    rates = ProfileRates.load(FOUR)
+    fast = SimCluster(rates, seed=7)
+    slow = SimCluster(rates, seed=7)
+    slow.set_fault("spark-2", Fault.THERMAL)
+    fast.advance_to(120.0)
+    slow.advance_to(120.0)
+    pace = slow.engines["dsv41"].pace
+    assert pace == pytest.approx(1833 / 2522, abs=0.01)
+    ratio = (
+        slow.engines["dsv41"].stats.generation_tokens
+        / fast.engines["dsv41"].stats.generation_tokens
+    )
+    assert ratio < 0.9
+
+
+def test_same_seed_same_run() -> None:
+    rates = ProfileRates.load(FOUR)
+    a, b = SimCluster(rates, seed=11), SimCluster(rates, seed=11)
+    for t in (10.0, 33.3, 60.0):
+        a.advance_to(t)
+    b.advance_to(60.0)
+    assert a.engines["dsv41"].stats == b.engines["dsv41"].stats
+    assert a.gpus["spark-3"].clock_mhz == b.gpus["spark-3"].clock_mhz
+
+
+def test_max_num_seqs_is_raised_only_when_the_pool_could_never_fill() -> None:
+    assert default_max_num_seqs(8, 11_434_628, 1_048_576) == 32
+    assert default_max_num_seqs(6, 2_493_464, 1_048_576) == 6
+    assert ProfileRates.load(FOUR).limits.max_num_seqs == 32
+
+
+def test_tour_plays_every_fault_and_loops() -> None:
+    tour = SCENARIOS["tour"]
+    player = Player(tour, start_s=100.0)
+    first = player.due(100.0 + 125.0 - 0.1)
+    assert set(first) == set(Act)
+    assert player.due(100.0 + 125.0 + 8.0) == [Act.RECOVER, Act.THERMAL]
+    assert tour.period_s is not None and tour.period_s <= 130
+
+
+def test_single_scenario_fires_once_and_holds() -> None:
+    player = Player(SCENARIOS["thermal"], start_s=0.0)
+    assert player.due(4.9) == []
+    assert player.due(5.0) == [Act.THERMAL]
+    assert player.due(1_000.0) == []
+
+
+def test_clock_speed_and_pause() -> None:
+    wall = [0.0]
+    clock = SimClock(20.0, wall=lambda: wall[0])
+    wall[0] = 1.0
+    assert clock.now() == pytest.approx(20.0)
+    clock.pause()
+    wall[0] = 5.0
+    assert clock.now() == pytest.approx(20.0)
+    clock.resume()
+    clock.speed = 1.0
+    wall[0] = 7.0
+    assert clock.now() == pytest.approx(22.0)
+    with pytest.raises(ValueError):
+        SimClock(0)
