@@ -25,6 +25,8 @@ class Series:
 
     def values(self, last: int | None = None) -> tuple[float, ...]:
         """The newest ``last`` values (all when None), oldest first, as a fresh tuple."""
+        if last is not None and last <= 0:
+            return ()  # list[-0:] would be the whole series
         points = self._points if last is None else list(self._points)[-last:]
         return tuple(v for _, v in points)
 

@@ -156,6 +156,19 @@ async def test_unknown_client_key_is_an_auth_failure(
     assert "identity_file" in sample.message and server.commands == []
 
 
+async def test_encrypted_identity_without_agent_is_an_auth_failure(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    server = await start_node()
+    path, secret = str(files.identity_file), "not-in-any-message"
+    files.key.write_private_key(path, format_name="pkcs8-pem", passphrase=secret)
+    source = ssh_source(files, node("spark-1", server.port))
+    sample = await source.sample()
+    await source.aclose()
+    assert sample.state is NodeState.AUTH and "ssh-agent" in sample.message
+    assert "not-in-any-message" not in sample.message and server.commands == []
+
+
 async def test_hung_probe_does_not_delay_the_other_nodes(
     files: ClientFiles, start_node: StartNode
 ) -> None:

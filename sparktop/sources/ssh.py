@@ -177,6 +177,11 @@ class SshSource:
             return await self._fail(NodeState.UNREACHABLE, reason, started)
         except (OSError, asyncssh.Error) as exc:
             return await self._fail(NodeState.UNREACHABLE, _reason(exc), started)
+        except asyncssh.KeyImportError as exc:  # e.g. an encrypted key and no agent
+            reason = f"cannot use the SSH key: {exc}; load it into ssh-agent or fix identity_file"
+            return await self._fail(NodeState.AUTH, reason, started)
+        except ValueError as exc:  # asyncssh's errors for an unusable SSH config
+            return await self._fail(NodeState.ERROR, f"SSH settings: {exc}", started)
         try:
             text = await self._probe(conn)
         except _ProbeTimeout:
