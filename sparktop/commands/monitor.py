@@ -8,6 +8,16 @@ from pathlib import Path
 from sparktop.errors import UserError
 
 
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0.2 <= value <= 60:
+        raise argparse.ArgumentTypeError(f"interval must be 0.2–60 s, got {text}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-i",
@@ -16,7 +26,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="cluster inventory (YAML; see README). Without it: this machine only.",
     )
+    parser.add_argument(
+        "--theme",
+        metavar="NAME",
+        help="colour theme: dark (default), light, high-contrast, any Textual theme, or a "
+        "path to a .tcss palette file; 't' cycles themes inside the monitor",
+    )
+    parser.add_argument(
+        "--interval",
+        type=_interval,
+        metavar="SECONDS",
+        help="poll period (default: the inventory's interval_s, else 1.0; +/- change it live)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="NAME|FILE",
+        help="sweep profile for the expected row and the budget (default: the inventory's)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    raise UserError("the live monitor is not built yet; try 'sparktop snapshot --help'")
+    inventory = None
+    if args.inventory is not None:
+        from sparktop.inventory import load_inventory
+
+        inventory = load_inventory(args.inventory)
+    if args.profile:
+        from sparktop.sweep.profile import load_profile
+
+        load_profile(args.profile)  # a bad name is a usage error before the screen opens
+    try:
+        from sparktop.ui.app import run_tui
+    except ImportError as exc:  # pragma: no cover - textual is a hard dependency
+        raise UserError(f"the monitor needs Textual: {exc}") from None
+    return run_tui(
+        inventory,
+        theme=getattr(args, "theme", None),
+        interval_s=getattr(args, "interval", None),
+        profile=getattr(args, "profile", None),
+    )

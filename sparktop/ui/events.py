@@ -59,8 +59,11 @@ class AlertLike(Protocol):
 _NODE_CRITICAL = {NodeState.UNREACHABLE, NodeState.HOST_KEY, NodeState.AUTH}
 
 
-def _failure_text(state: str, message: str) -> str:
-    return f"{state}: {message}" if message and message != state else state
+def failure_text(state: str, message: str) -> str:
+    """``state: message``, or just the message when it already says the state."""
+    if not message or message == state:
+        return state
+    return message if message.lower().startswith(state.lower()) else f"{state}: {message}"
 
 
 def transition_events(previous: Sample | None, sample: Sample) -> list[EventRecord]:
@@ -83,7 +86,7 @@ def _node_events(prev: NodeSample | None, new: NodeSample) -> list[EventRecord]:
         severity = Severity.CRITICAL if new.state in _NODE_CRITICAL else Severity.WARNING
         if new.state is NodeState.NO_GPU:
             severity = Severity.WARNING
-        return [EventRecord(new.time_s, severity, new.node, _failure_text(new.state, new.message))]
+        return [EventRecord(new.time_s, severity, new.node, failure_text(new.state, new.message))]
     if prev is not None and not prev.ok:
         since = prev.since_s if prev.since_s is not None else prev.time_s
         down = max(0.0, new.time_s - since)
@@ -108,7 +111,7 @@ def _engine_events(prev: EngineSample | None, new: EngineSample) -> list[EventRe
     was_failed = prev is not None and prev.state is not EngineState.OK
     if failed and (prev is None or prev.state is not new.state):
         severity = Severity.CRITICAL if new.state is EngineState.UNREACHABLE else Severity.WARNING
-        text = _failure_text(f"scrape {new.state}", new.message)
+        text = failure_text(f"scrape {new.state}", new.message)
         events.append(EventRecord(new.time_s, severity, new.engine, text))
     elif new.state is EngineState.STALE and (prev is None or prev.state is not new.state):
         events.append(
@@ -116,7 +119,7 @@ def _engine_events(prev: EngineSample | None, new: EngineSample) -> list[EventRe
                 new.time_s,
                 Severity.WARNING,
                 new.engine,
-                _failure_text("metrics stale", new.message),
+                failure_text("metrics stale", new.message),
             )
         )
     elif new.ok and was_failed:

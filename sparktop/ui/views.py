@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from sparktop.cluster import ClusterState, gpu_subject
 from sparktop.model import GpuSample, NodeSample, NodeState, is_num
 from sparktop.ui import format as fmt
+from sparktop.ui.events import failure_text as state_message
 
 Cell = tuple[str, str]
 """(text, style name); the style name is '' for the default colour."""
@@ -119,10 +120,8 @@ def state_cell(sample: NodeSample, now: float, config: ViewConfig, narrow: bool)
 
 
 def failure_text(sample: NodeSample) -> str:
-    """The failure for the reasons column and events: state and message."""
-    if sample.message and sample.message != str(sample.state):
-        return f"{sample.state}: {sample.message}"
-    return str(sample.state)
+    """The failure for the detail screen: state and message (once when the message says it)."""
+    return state_message(str(sample.state), sample.message)
 
 
 def _order(config: ViewConfig, node: str, gpu_index: int) -> tuple[int, str, int]:

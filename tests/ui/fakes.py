@@ -1,0 +1,120 @@
+"""Scripted sources and sample builders for the UI tests (no network, no timing)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from sparktop.model import (
+    NA,
+    EngineSample,
+    EngineState,
+    GpuSample,
+    NodeMemory,
+    NodeSample,
+    NodeState,
+    Quantile,
+    Sample,
+)
+
+T0 = 1_767_225_600.0
+"""2026-01-01 00:00:00 UTC: the frozen clock of the UI tests."""
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: float = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def gpu(index: int = 0, uuid: str = "GPU-aaaa", **changes: object) -> GpuSample:
+    base = GpuSample(
+        index=index, uuid=uuid, name="NVIDIA GB10", sm_clock_mhz=2509.0, max_sm_clock_mhz=3003.0,
+        temperature_c=54.0, power_w=52.3, utilization_pct=97.0, memory_used_mib=NA("[N/A]"),
+        memory_total_mib=NA("[N/A]"), pstate="P0", clock_event_mask=0, process_memory_mib=101_200.0,
+    )  # fmt: skip
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def node(
+    name: str, time_s: float = T0, gpus: tuple[GpuSample, ...] | None = None, **changes: object
+) -> NodeSample:
+    memory = NodeMemory(124_546.0, 108_000.0, 101_200.0, unified=True)
+    sample = NodeSample(
+        name,
+        time_s,
+        gpus=gpus if gpus is not None else (gpu(uuid=f"GPU-{name}"),),
+        memory=memory,
+        latency_s=0.03,
+        raw=f"0, GPU-{name}, NVIDIA GB10, 2509",
+        driver_version="580.95.05",
+    )
+    return replace(sample, **changes)  # type: ignore[arg-type]
+
+
+def down(
+    name: str, time_s: float, message: str = "Connection refused", since: float | None = None
+) -> NodeSample:
+    return NodeSample(name, time_s, NodeState.UNREACHABLE, message, since_s=since or time_s)
+
+
+def engine(name: str = "dsv41", time_s: float = T0, **changes: object) -> EngineSample:
+    sample = EngineSample(
+        engine=name, time_s=time_s, model="deepseek-ai/DeepSeek-V4.1-Flash", running=8.0,
+        waiting=0.0, kv_usage=0.5, kv_pool_tokens=11_434_628.0, kv_free_tokens=5_717_314.0,
+        kv_pool_source="cache_config_info", preemptions_per_s=0.0, prefill_tps=3534.4,
+        decode_tps=361.0, ttft_p50=Quantile(8.43), ttft_p95=Quantile(9.9),
+        itl_p50=Quantile(0.021), mean_prompt_tokens=3800.0, prefix_hit_rate=0.0,
+        max_num_seqs=8.0, max_model_len=1_048_576.0, max_num_batched_tokens=8192.0,
+    )  # fmt: skip
+    return replace(sample, **changes)  # type: ignore[arg-type]
+
+
+class Scripted:
+    """A source that returns whatever the test put in ``next`` (one sample per poll)."""
+
+    def __init__(self, first: Sample, kind: str = "node") -> None:
+        self.name = first.node if isinstance(first, NodeSample) else first.engine
+        self.kind = kind if isinstance(first, NodeSample) else "engine"
+        self.next: Sample = first
+        self.polls = 0
+        self.polled = asyncio.Event()
+
+    async def sample(self) -> Sample:
+        self.polls += 1
+        self.polled.set()
+        return self.next
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Hung:
+    """A node whose poll never returns (a hung SSH command)."""
+
+    kind = "node"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.started = asyncio.Event()
+
+    async def sample(self) -> Sample:
+        self.started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def disabled_engine(name: str, time_s: float) -> EngineSample:
+    return EngineSample(
+        name, time_s, EngineState.METRICS_DISABLED, "GET /metrics answered 404", since_s=time_s
+    )

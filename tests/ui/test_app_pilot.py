@@ -1,0 +1,349 @@
+"""The live app driven with Pilot and injected scripted sources (no network, frozen clock)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.command import CommandPalette
+from textual.widgets import Input, Static
+
+from sparktop.model import EngineState
+from sparktop.ui.app import SparktopApp
+from sparktop.ui.events import EventRecord
+from sparktop.ui.screens.help import HelpScreen
+from sparktop.ui.screens.node_detail import NodeDetailScreen
+from sparktop.ui.views import NARROW_COLUMNS, WIDE_COLUMNS, row_key
+from sparktop.ui.widgets.budget import BudgetPane
+from sparktop.ui.widgets.engine_panel import EnginePanel
+from sparktop.ui.widgets.event_log import EventLog
+from sparktop.ui.widgets.header import AlertBar, HeaderBar
+from sparktop.ui.widgets.node_table import NodeTable
+from tests.ui.fakes import T0, Clock, Hung, Scripted, disabled_engine, down, engine, gpu, node
+
+
+def make_app(*sources: Scripted, clock: Clock | None = None, **kwargs: object) -> SparktopApp:
+    return SparktopApp(
+        list(sources),
+        clock=clock or Clock(),
+        autostart=False,
+        cluster="test",
+        tp_groups={"dsv41": ["spark-1", "spark-2"]},
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def cell_text(table: NodeTable, node_name: str, column: str, gpu_key: str | None = None) -> str:
+    key = f"GPU-{node_name}" if gpu_key is None else gpu_key
+    value = table.get_cell(row_key(node_name, key), column)
+    content = getattr(value, "content", value)
+    return str(getattr(content, "plain", content))
+
+
+def static_text(widget: Static) -> str:
+    return str(widget.render())
+
+
+async def test_rows_appear_and_update_in_place_keeping_the_cursor() -> None:
+    clock = Clock()
+    sources = [Scripted(node(f"spark-{i}")) for i in (1, 2, 3)]
+    app = make_app(*sources, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        table = app.query_one(NodeTable)
+        assert table.row_count == 3
+        assert [c.key for c in WIDE_COLUMNS] == [k.value for k in table.columns]
+        table.move_cursor(row=1)
+        await pilot.pause()
+        assert table.cursor_key() == row_key("spark-2", "GPU-spark-2")
+        before = set(table.rows)
+
+        clock.advance(1)
+        sources[1].next = node(
+            "spark-2", clock.now, gpus=(gpu(uuid="GPU-spark-2", temperature_c=77.0),)
+        )
+        sources[0].next = node("spark-1", clock.now)
+        sources[2].next = node("spark-3", clock.now)
+        await app.poll_now()
+
+        assert set(table.rows) == before  # same keyed rows, nothing re-added
+        assert table.cursor_key() == row_key("spark-2", "GPU-spark-2")
+        assert cell_text(table, "spark-2", "temp") == "77"
+        # Only what changed was written (the temperature, the trend sparklines), not every cell.
+        assert 0 < app.last_tick_cells < len(WIDE_COLUMNS) * 3
+
+
+async def test_node_unreachable_then_recovered() -> None:
+    clock = Clock()
+    one, two = Scripted(node("spark-1")), Scripted(node("spark-2"))
+    app = make_app(one, two, clock=clock)
+    async with app.run_test(size=(120, 40)):
+        await app.poll_now()
+        table = app.query_one(NodeTable)
+        clock.advance(5)
+        two.next = down("spark-2", clock.now, "Connection refused [errno 111]")
+        one.next = node("spark-1", clock.now)
+        await app.poll_now()
+
+        state = cell_text(table, "spark-2", "state")
+        assert state.startswith("down ")
+        assert cell_text(table, "spark-2", "why") == "Connection refused [errno 111]"
+        assert cell_text(table, "spark-1", "state") == "ok"
+        log = app.query_one(EventLog)
+        assert [(e.severity, e.subject) for e in log.events] == [("critical", "spark-2")]
+
+        clock.advance(10)
+        two.next = node("spark-2", clock.now)
+        one.next = node("spark-1", clock.now)
+        await app.poll_now()
+        assert cell_text(table, "spark-2", "state") == "ok"
+        assert table.row_count == 2
+        last = log.events[-1]
+        assert (last.severity, last.subject) == ("info", "spark-2")
+        assert "recovered after 10 s" in last.message
+
+
+async def test_stale_node_is_marked_with_its_age() -> None:
+    clock = Clock()
+    app = make_app(Scripted(node("spark-1")), clock=clock)
+    async with app.run_test(size=(120, 40)):
+        await app.poll_now()
+        clock.advance(12)
+        app.tick()
+        assert cell_text(app.query_one(NodeTable), "spark-1", "state") == "stale 12 s"
+
+
+async def test_engine_404_shows_metrics_disabled_and_logs_it() -> None:
+    clock = Clock()
+    eng = Scripted(engine())
+    app = make_app(Scripted(node("spark-1")), eng, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.pause()  # the engine block mounts, then renders on the next tick
+        app.tick()
+        block = app.query_one(EnginePanel).blocks["dsv41"]
+        assert "running 8/8" in static_text(block.query_one(".engine-lines", Static))
+
+        clock.advance(1)
+        eng.next = disabled_engine("dsv41", clock.now)
+        await app.poll_now()
+        text = static_text(block.query_one(".engine-lines", Static))
+        assert "metrics disabled" in text
+        assert "404" in text
+        assert "running" not in text
+        events = app.query_one(EventLog).events
+        assert events[-1].subject == "dsv41"
+        assert events[-1].severity == "warning"
+
+
+async def test_expected_strip_compares_with_the_profile_row() -> None:
+    app = make_app(Scripted(engine()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        app.tick()
+        strip = static_text(app.query_one(EnginePanel).blocks["dsv41"].query_one("ExpectedStrip"))
+        # The 4-Spark profile's 4K × 8 row (3,800 prompt tokens): TTFT 8.43 s, exact.
+        assert "@ 3,800 prompt × 8 running" in strip
+        assert "exact" in strip
+        assert "TTFT 8.43 s live 8.43 s +0%" in strip
+        assert "decode-only" in strip
+
+
+async def test_budget_what_if_keys_change_the_numbers() -> None:
+    app = make_app(Scripted(engine()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("b")
+        pane = app.query_one(BudgetPane)
+        assert pane.display and pane.has_focus
+        out = pane.query_one("#budget-out", Static)
+        first = static_text(out)
+        assert "8,192 tok" in first and "conc    1" in first
+
+        await pilot.press("plus", "plus")
+        assert pane.inputs.concurrency == 3
+        assert app.poller.interval_s == 1.0  # + went to the pane, not the poll interval
+        assert "conc    3" in static_text(out)
+
+        await pilot.press("right_square_bracket")
+        assert pane.inputs.prompt.tokens == 16_384
+        doubled = static_text(out)
+        assert "16,384 tok" in doubled
+        assert "free now" in doubled and "[server]" in doubled  # the live pool's free part
+
+        await pilot.press("left_square_bracket", "left_square_bracket", "minus")
+        assert (pane.inputs.prompt.tokens, pane.inputs.concurrency) == (4096, 2)
+
+
+async def test_budget_counts_a_typed_directory(tmp_path: object) -> None:
+    from pathlib import Path
+
+    folder = Path(str(tmp_path))
+    (folder / "a.py").write_text("x = 1\n" * 400)
+    app = make_app(Scripted(engine()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("b", "i")
+        prompt = app.query_one("#prompt", Input)
+        assert prompt.has_focus
+        prompt.value = str(folder)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(BudgetPane)
+        assert pane.inputs.prompt.method == "estimated"
+        assert pane.inputs.prompt.tokens == 600  # 2,400 characters ÷ 4
+        assert "1 files" in static_text(pane.query_one("#budget-out", Static))
+
+
+async def test_help_and_palette_open() -> None:
+    app = make_app(Scripted(node("spark-1")), Scripted(node("spark-2")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+        await pilot.press("ctrl+p")
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"node spark-2")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.query_one(NodeTable).cursor_key() == row_key("spark-2", "GPU-spark-2")
+
+
+async def test_node_detail_screen_shows_fields_and_probe_output() -> None:
+    app = make_app(Scripted(node("spark-1")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("enter")
+        assert isinstance(app.screen, NodeDetailScreen)
+        raw = static_text(app.screen.query_one("#raw", Static))
+        assert "GPU-spark-1, NVIDIA GB10" in raw
+        await pilot.press("escape")
+        assert not isinstance(app.screen, NodeDetailScreen)
+
+
+async def test_theme_cycle_and_switch() -> None:
+    app = make_app(Scripted(node("spark-1")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.theme == "sparktop-dark"
+        await pilot.press("t")
+        assert app.theme != "sparktop-dark" and app.theme.startswith("sparktop-")
+        app.theme = "sparktop-light"
+        await pilot.pause()
+        assert app.theme_variables["spark-warn"].lower() == "#a35200"
+        app.theme = "nord"  # a Textual theme without sparktop's variables still works
+        await pilot.pause()
+        assert app.theme_variables["spark-warn"]
+
+
+async def test_unknown_or_bad_theme_falls_back_with_a_notification(tmp_path: object) -> None:
+    from pathlib import Path
+
+    bad = Path(str(tmp_path)) / "broken.tcss"
+    bad.write_text("$primary: not-a-colour;\n")
+    for wanted in ("no-such-theme", str(bad)):
+        app = make_app(Scripted(node("spark-1")), theme=wanted)
+        async with app.run_test(size=(120, 40)):
+            assert app.theme == "sparktop-dark"
+            assert any("using sparktop-dark" in str(n.message) for n in app._notifications)
+
+
+async def test_inventory_keys_remap_bindings() -> None:
+    from sparktop.inventory import parse_inventory
+
+    text = (
+        "cluster: keys-test\nnodes: [{name: spark-1, host: 127.0.0.1}]\nkeys: {app.pause: space}\n"
+    )
+    inventory = parse_inventory(text, "k.yaml")
+    app = SparktopApp(
+        [Scripted(node("spark-1"))], inventory=inventory, clock=Clock(), autostart=False
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("space")
+        assert app.poller.paused
+        assert "PAUSED" in static_text(app.query_one(HeaderBar))
+
+
+async def test_untrusted_text_is_never_markup() -> None:
+    clock = Clock()
+    name = "[bold]n1[/"
+    bad = Scripted(down(name, T0, "[red]boom[/red] [link=x]"))
+    app = make_app(bad, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        table = app.query_one(NodeTable)
+        assert cell_text(table, name, "node", gpu_key="") == name
+        assert cell_text(table, name, "why", gpu_key="") == "[red]boom[/red] [link=x]"
+        assert "[red]boom[/red]" in str(app.query_one(EventLog).events[0].message)
+
+
+async def test_a_hung_node_does_not_block_the_others() -> None:
+    hung, fine = Hung("spark-9"), Scripted(node("spark-1"))
+    app = SparktopApp([hung, fine], clock=Clock(), cluster="test")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await hung.started.wait()
+        await fine.polled.wait()
+        app.tick()
+        await pilot.pause()
+        table = app.query_one(NodeTable)
+        assert table.row_count == 1
+        assert cell_text(table, "spark-1", "state") == "ok"
+
+
+async def test_events_api_and_alert_bar_accept_generic_records() -> None:
+    app = make_app(Scripted(node("spark-1")))
+    async with app.run_test(size=(120, 40)):
+        app.add_event(EventRecord(T0, "warning", "spark-1", "clock 1,833 MHz (−27 %)"))
+        app.tick()
+        lines = static_text(app.query_one("#event-lines", Static))
+        assert "WARN spark-1  clock 1,833 MHz" in lines
+
+        class Active:
+            severity, subject, message, since_s = "critical", "dsv41", "KV 95 %", T0 - 30
+
+        app.set_active_alerts([Active()])
+        bar = static_text(app.query_one(AlertBar))
+        assert "dsv41" in bar and "KV 95 %" in bar and "30 s" in bar
+
+
+async def test_narrow_terminal_uses_the_narrow_columns() -> None:
+    app = make_app(Scripted(node("spark-1")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        app.tick()
+        table = app.query_one(NodeTable)
+        assert [k.value for k in table.columns] == [c.key for c in NARROW_COLUMNS]
+        assert cell_text(table, "spark-1", "mem") == "U 105/122G"
+
+
+async def test_pause_freezes_staleness_and_interval_keys_step() -> None:
+    clock = Clock()
+    app = make_app(Scripted(node("spark-1")), clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("p")
+        clock.advance(30)
+        app.tick()
+        assert cell_text(app.query_one(NodeTable), "spark-1", "state") == "ok"
+        await pilot.press("p", "plus", "plus")
+        assert app.poller.interval_s == 5.0
+        await pilot.press("minus")
+        assert app.poller.interval_s == 2.0
+
+
+def test_engine_failure_states_have_distinct_events() -> None:
+    from sparktop.ui.events import transition_events
+
+    ok = engine()
+    gone = replace(ok, state=EngineState.UNREACHABLE, message="timed out")
+    events = transition_events(ok, gone)
+    assert [(e.severity, e.message) for e in events] == [
+        ("critical", "scrape unreachable: timed out")
+    ]
+    restarted = replace(ok, restarted=True)
+    assert transition_events(ok, restarted)[0].message == "server restarted (counters reset)"
