@@ -1,0 +1,117 @@
+"""``sparktop replay FILE``: a recording in the same monitor, or as a text summary."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from sparktop.errors import UserError
+
+DESCRIPTION = """\
+Replay a recording made with --record FILE (JSON lines; .zst and .gz are read as such).
+The monitor shows the cluster as it was, with the alerts that fired at the time, and a
+timeline in the header. Keys: space or p pause/play, left/right -/+10 s, shift+left/right
+-/+1 min, n next alert, home start, q quit.
+
+A truncated recording (sparktop killed, disk full) or a damaged one replays up to the
+damage; the timeline and --summary say at which line and byte it stopped and why."""
+
+EPILOG = """\
+examples:
+  sparktop replay run.jsonl.zst                 replay in real time
+  sparktop replay run.jsonl.zst --speed 10      ten times faster
+  sparktop replay run.jsonl.gz --start 5:00     start five minutes in
+  sparktop replay run.jsonl.zst --summary       alerts with their offsets, no UI
+
+exit codes: 0 ok (also for a recording cut short: it replays up to the cut),
+            2 not a recording / cannot be read / bad option
+"""
+
+MIN_SPEED = 0.1
+MAX_SPEED = 100.0
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "replay",
+        help="replay a recording in the monitor",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("file", type=Path, metavar="FILE", help="recording (.jsonl[.zst|.gz])")
+    parser.add_argument(
+        "--speed", type=float, default=1.0, metavar="X", help="playback speed (default 1)"
+    )
+    parser.add_argument(
+        "--start", default="0", metavar="OFFSET", help="start at this offset (s, MM:SS or H:MM:SS)"
+    )
+    parser.add_argument(
+        "--summary", action="store_true", help="print the recording's alerts as text, no UI"
+    )
+    parser.add_argument("--theme", metavar="NAME", help="colour theme of the monitor")
+    return parser
+
+
+def parse_offset(text: str) -> float:
+    """``90``, ``1:30`` or ``0:01:30`` → seconds; raises UserError otherwise."""
+    try:
+        parts = [float(p) for p in text.strip().split(":")]
+    except ValueError:
+        parts = []
+    if not parts or len(parts) > 3 or any(p < 0 for p in parts):
+        raise UserError(f"--start: expected seconds, MM:SS or H:MM:SS, got {text!r}")
+    seconds = 0.0
+    for part in parts:
+        seconds = seconds * 60 + part
+    return seconds
+
+
+def run(args: argparse.Namespace) -> int:
+    from sparktop.record.reader import Recording
+    from sparktop.record.replay import ReplaySource
+
+    if not MIN_SPEED <= args.speed <= MAX_SPEED:
+        raise UserError(f"--speed: between {MIN_SPEED:g} and {MAX_SPEED:g}, got {args.speed:g}")
+    start = parse_offset(args.start)
+    if not args.file.is_file():
+        raise UserError(f"no such recording: {args.file}")
+    source = ReplaySource(Recording(args.file))
+    if len(source) == 0:
+        stop = f" ({source.stop})" if source.stop else ""
+        raise UserError(f"{args.file}: the recording holds no ticks{stop}")
+    if args.summary:
+        print_summary(source, sys.stdout)
+        return 0
+    from sparktop.commands.replay_tui import run_replay_tui
+
+    return run_replay_tui(source, speed=args.speed, start_s=start, theme=args.theme)
+
+
+def print_summary(source: Any, out: TextIO) -> None:
+    """Header facts, duration, every alert event with its offset, and where reading stopped."""
+    from sparktop.record.replay import clock_text
+
+    rec = source.recording
+    header = rec.header
+    inventory = header.get("inventory") or {}
+    profile = header.get("profile") or {}
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(source.start_s))
+    out.write(f"recording {rec.path}  (sparktop {header.get('sparktop_version', '?')})\n")
+    out.write(
+        f"cluster {inventory.get('cluster', '?')}  profile {profile.get('name', 'none')}  "
+        f"{len(source)} ticks from {started} for {clock_text(source.duration_s)}\n"
+    )
+    events = source.events_until(len(source) - 1, limit=10_000)
+    out.write(f"{len(events)} alert events\n")
+    for event in events:
+        offset = clock_text(event.time_s - source.start_s)
+        out.write(
+            f"  +{offset}  {event.kind.value:<9} {event.severity.value:<8} "
+            f"{event.subject}  {event.message}\n"
+        )
+    if source.stop is not None:
+        out.write(f"replays up to the damage: {source.stop}\n")

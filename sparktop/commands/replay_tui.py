@@ -1,0 +1,205 @@
+"""The monitor fed from a recording: the live app with playback keys and a timeline line.
+
+:class:`ReplayApp` is :class:`~sparktop.ui.app.SparktopApp` with no sources and no alert
+engine: samples come from :class:`~sparktop.record.replay.ReplaySource` steps, the alert bar
+and events pane show the alerts recorded at the time, and the clock is the recording's.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from textual.widgets import Static
+
+from sparktop.cluster import ClusterState
+from sparktop.record.codec import CodecError, decode
+from sparktop.record.replay import Pacer, ReplaySource, Step
+from sparktop.sweep.profile import Profile
+from sparktop.ui import app as app_module
+from sparktop.ui.app import SparktopApp
+
+RENDER_EVERY_S = 0.25
+"""At high speed, render at most this often (ticks in between are still applied)."""
+
+
+def _inventory(header: dict[str, Any]) -> Any:
+    from pydantic import ValidationError
+
+    from sparktop.inventory import Inventory
+
+    data = header.get("inventory")
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Inventory.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def _profile(header: dict[str, Any]) -> Profile | None:
+    data = header.get("profile")
+    if not isinstance(data, dict):
+        return None
+    try:
+        return decode(Profile, data)
+    except CodecError:
+        return None
+
+
+class ReplayApp(SparktopApp):
+    """The monitor replaying a recording at ``speed``; see ``sparktop replay --help``."""
+
+    # CSS_PATH is resolved against the defining class's module: point at the monitor's.
+    CSS_PATH = str(Path(app_module.__file__ or "").with_name("app.tcss"))
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("space", "toggle_pause", "Play/pause", priority=True, id="replay.play"),
+        Binding("left", "seek(-10)", "-10 s", priority=True, id="replay.back"),
+        Binding("right", "seek(10)", "+10 s", priority=True, id="replay.forward"),
+        Binding("shift+left", "seek(-60)", "-1 min", priority=True, id="replay.back_minute"),
+        Binding("shift+right", "seek(60)", "+1 min", priority=True, id="replay.forward_minute"),
+        Binding("n", "next_alert", "Next alert", id="replay.next_alert"),
+        Binding("home", "restart", "Start", show=False, id="replay.start"),
+    ]
+
+    def __init__(
+        self, source: ReplaySource, *, speed: float = 1.0, start_s: float = 0.0, **kwargs: Any
+    ) -> None:
+        header = source.recording.header
+        inventory = _inventory(header)
+        super().__init__(
+            (),
+            inventory=inventory,
+            profile=_profile(header),
+            interval_s=header.get("interval_s") or None,
+            cluster=None if inventory is not None else "replay",
+            clock=lambda: source.time_s,
+            autostart=False,
+            **kwargs,
+        )
+        self.replay = source
+        self.speed = speed
+        self.start_s = start_s
+        self.playing = True
+        self._pacer = Pacer(speed)
+        self._timer: Timer | None = None
+        self._rendered_at = 0.0
+
+    def on_mount(self) -> None:
+        # Textual runs SparktopApp.on_mount after this handler (handlers run along the MRO),
+        # so start playing once that is done.
+        self.call_after_refresh(self._start)
+
+    def _start(self) -> None:
+        self.mount(Static("", id="timeline"), after="#header")
+        self.apply(self.replay.seek(self.start_s) if self.start_s > 0 else self.replay.step())
+        self._schedule()
+
+    # -- feeding the app -------------------------------------------------------------------
+
+    def apply(self, step: Step | None) -> None:
+        """Apply a step: samples through the app's own path, recorded alerts and events."""
+        if step is None:
+            return
+        if step.reset:
+            self.state = ClusterState(self.state.history.capacity)
+            self.known_gpus.clear()
+        from sparktop.record.replay import new_samples
+
+        for tick in step.ticks:
+            for sample in tuple(new_samples(self.state, tick)):
+                self._record(sample)
+        from sparktop.ui.widgets.event_log import EventLog
+
+        log = self.query_one(EventLog)
+        if step.reset:
+            log.events.clear()
+            for event in self.replay.events_until():
+                log.add(event)
+        else:
+            for tick in step.ticks:
+                for event in tick.events:
+                    log.add(event)
+        last = step.last
+        self.set_active_alerts(last.alerts if last is not None else ())
+        self._render(force=step.reset)
+
+    def _render(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or not self.playing or now - self._rendered_at >= RENDER_EVERY_S:
+            self._rendered_at = now
+            self.tick()
+
+    def tick(self) -> None:
+        super().tick()
+        timeline = self.query("#timeline")
+        if timeline:
+            timeline.first(Static).update(self.replay.label(self.speed, not self.playing))
+
+    # -- playback --------------------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        if not self.playing:
+            return
+        delay = self.replay.delay_s(self.speed)
+        if delay is None:
+            self.playing = False
+            self.poller.pause()
+            self._render(force=True)
+            return
+        self._timer = self.set_timer(self._pacer.wait_s(delay), self._advance)
+
+    def _advance(self) -> None:
+        self._timer = None
+        self.apply(self.replay.step())
+        self._schedule()
+
+    def action_toggle_pause(self) -> None:
+        self.playing = not self.playing
+        if self.playing:
+            self.poller.resume()
+            self.paused_at = None
+            if self.replay.at_end:
+                self.apply(self.replay.seek_index(0))
+        else:
+            self.poller.pause()
+        self._pacer.reset()
+        self._schedule()
+        self._render(force=True)
+
+    def action_seek(self, delta_s: float) -> None:
+        self.apply(self.replay.seek_by(float(delta_s)))
+        self._pacer.reset()
+        self._schedule()
+
+    def action_next_alert(self) -> None:
+        step = self.replay.next_alert()
+        if step is None:
+            self.notify("no further alert in this recording", timeout=3)
+            return
+        self.apply(step)
+        self._pacer.reset()
+        self._schedule()
+
+    def action_restart(self) -> None:
+        self.apply(self.replay.seek_index(0))
+        self._pacer.reset()
+        self._schedule()
+
+    async def action_poll_now(self) -> None:
+        """Nothing to poll in a replay."""
+
+
+def run_replay_tui(
+    source: ReplaySource, *, speed: float = 1.0, start_s: float = 0.0, theme: str | None = None
+) -> int:
+    """Run the replay until the operator quits; returns the exit code."""
+    app = ReplayApp(source, speed=speed, start_s=start_s, theme=theme)
+    return int(app.run() or 0)

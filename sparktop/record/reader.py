@@ -1,0 +1,209 @@
+"""Reading a recording: header, tick index, and where a damaged file stops being readable.
+
+Compression is recognised from the file's first bytes (zstd or gzip magic; else plain text).
+The file is read once, streaming; every complete, valid JSON line becomes an entry in the
+index (time, whether it carries alert events, the line kept zlib-compressed in memory and
+decoded on demand). Reading stops at the first damage — a corrupt compressed block, a file
+that ends mid-stream, a line that is not JSON or not a tick — and :attr:`Recording.stop`
+says which line and byte it was and why; everything before it replays.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from sparktop.errors import UserError
+from sparktop.record.codec import CodecError
+from sparktop.record.tick import FORMAT, FORMAT_VERSION, Tick, tick_from_json
+
+CHUNK = 1 << 10
+"""Compressed bytes fed at a time: damage costs at most this much of the data before it."""
+CACHE_TICKS = 64
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True, slots=True)
+class StopInfo:
+    """Where reading stopped early: 1-based ``line`` (the header is line 1), the
+    ``file_offset`` (bytes of the file read so far) and the ``reason``."""
+
+    line: int
+    file_offset: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"stopped at line {self.line} (file byte {self.file_offset:,}): {self.reason}"
+
+
+class _Damage(Exception):
+    pass
+
+
+def _chunks(path: Path) -> Iterator[tuple[bytes, int]]:
+    """Decompressed chunks and the file offset reached; raises _Damage where it breaks."""
+    with path.open("rb") as fh:
+        head = fh.read(4)
+        fh.seek(0)
+        kind = "zst" if head == ZSTD_MAGIC else "gz" if head[:2] == GZIP_MAGIC else ""
+        if not kind:
+            while block := fh.read(CHUNK):
+                yield block, fh.tell()
+            return
+        dec: Any = _decompressor(kind)
+        while block := fh.read(CHUNK):
+            while block:
+                if dec.eof:  # another frame / gzip member follows
+                    dec = _decompressor(kind)
+                try:
+                    out = dec.decompress(block)
+                except (zstandard.ZstdError, zlib.error) as exc:
+                    where = f"near file byte {fh.tell():,}"
+                    raise _Damage(f"corrupt {kind} data {where}: {exc}") from None
+                yield out, fh.tell()
+                block = dec.unused_data if dec.eof else b""
+        if not dec.eof:
+            raise _Damage("file ends mid-stream (truncated: the recorder did not finish)")
+
+
+def _decompressor(kind: str) -> Any:
+    if kind == "zst":
+        return zstandard.ZstdDecompressor().decompressobj()
+    return zlib.decompressobj(wbits=31)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    line: int
+    time_s: float
+    alert_events: int
+    any_events: int
+    packed: bytes
+
+
+class Recording:
+    """An opened recording: ``header``, ``len()`` ticks, ``tick(i)``, ``stop`` (or None).
+
+    Raises :class:`UserError` when the file cannot be read or is not a sparktop recording.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.header: dict[str, Any] = {}
+        self.stop: StopInfo | None = None
+        self._entries: list[_Entry] = []
+        self._cache: dict[int, Tick] = {}
+        self._read()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def time_s(self, index: int) -> float:
+        return self._entries[index].time_s
+
+    def has_alert_events(self, index: int) -> bool:
+        """True when the tick carries an alert firing or escalating."""
+        return self._entries[index].alert_events > 0
+
+    def event_count(self, index: int) -> int:
+        return self._entries[index].any_events
+
+    def truncate(self, index: int, reason: str) -> None:
+        """Treat tick ``index`` and after as damaged (a tick that failed to decode later)."""
+        line = self._entries[index].line if index < len(self._entries) else 0
+        del self._entries[index:]
+        self.stop = StopInfo(line, 0, reason)
+        self._cache.clear()
+
+    def tick(self, index: int) -> Tick:
+        """The tick at ``index`` (a few cached); raises :class:`CodecError` if it does not fit."""
+        cached = self._cache.get(index)
+        if cached is None:
+            data = json.loads(zlib.decompress(self._entries[index].packed))
+            cached = tick_from_json(data)
+            if len(self._cache) >= CACHE_TICKS:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[index] = cached
+        return cached
+
+    def _read(self) -> None:
+        try:
+            self._scan()
+        except OSError as exc:
+            raise UserError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        if not self.header:
+            reason = self.stop.reason if self.stop else "empty file"
+            raise UserError(f"{self.path} is not a sparktop recording ({reason})")
+
+    def _scan(self) -> None:
+        pending = b""
+        line_no = 0
+        offset = 0
+        try:
+            for chunk, offset in _chunks(self.path):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    line_no += 1
+                    if not self._take(line, line_no, offset):
+                        return
+        except _Damage as exc:
+            self.stop = StopInfo(line_no + 1, offset, str(exc))
+            return
+        if pending.strip():
+            self.stop = StopInfo(line_no + 1, offset, "last line is incomplete (truncated)")
+
+    def _take(self, line: bytes, line_no: int, offset: int) -> bool:
+        if not line.strip():
+            return True
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            self.stop = StopInfo(line_no, offset, f"not valid JSON ({why})")
+            return False
+        if line_no == 1:
+            self._check_header(data)
+            return True
+        if not self.header:
+            return False
+        try:
+            time_s = float(data["t"])
+            events = data.get("events") or []
+            alerting = sum(1 for e in events if e.get("event") in ("fired", "escalated"))
+        except (TypeError, KeyError, ValueError, AttributeError):
+            self.stop = StopInfo(line_no, offset, "not a tick (no time 't' or bad events)")
+            return False
+        self._entries.append(_Entry(line_no, time_s, alerting, len(events), zlib.compress(line, 1)))
+        return True
+
+    def _check_header(self, data: Any) -> None:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise UserError(f"{self.path} is not a sparktop recording (no header line)")
+        version = data.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise UserError(
+                f"{self.path}: recording format {version} is newer than this sparktop "
+                f"reads ({FORMAT_VERSION}); upgrade sparktop"
+            )
+        self.header = data
+
+
+def read_ticks(path: Path) -> tuple[Recording, list[Tick]]:
+    """Open and decode every tick (for tests and small files); stops at the first bad tick."""
+    rec = Recording(path)
+    ticks: list[Tick] = []
+    for i in range(len(rec)):
+        try:
+            ticks.append(rec.tick(i))
+        except CodecError as exc:
+            rec.truncate(i, f"tick does not decode: {exc}")
+            break
+    return rec, ticks
