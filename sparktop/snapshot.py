@@ -43,7 +43,7 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
           ]
         }
       ],
-      "engines": [ { "engine": "dsv41", "state": "ok", …, "missing": {…} } ]
+      "engines": [ { "engine": "dsv41", "state": "ok", …, "missing": {…} } ]  # engine_report.py
     }
 
 Missing values: a reading the source did not provide is ``null`` and its key appears in the
@@ -78,6 +78,7 @@ from sparktop.model import (
     is_num,
 )
 from sparktop.poller import error_sample
+from sparktop.sources import engine_report
 
 SCHEMA = "sparktop.snapshot/1"
 
@@ -233,13 +234,8 @@ def node_json(sample: NodeSample) -> dict[str, object]:
 
 
 def engine_json(sample: EngineSample) -> dict[str, object]:
-    out = _fields(sample, skip=("ranks", "state", "since_s"))
-    out["state"] = sample.state.value
-    out["ok"] = sample.ok
-    out["since"] = iso_time(sample.since_s)
-    out["since_s"] = sample.since_s
-    out["ranks"] = [_fields(r) for r in sample.ranks]
-    return out
+    """See :mod:`sparktop.sources.engine_report` for the engine object's keys."""
+    return engine_report.engine_json(sample)
 
 
 def snapshot_json(snap: Snapshot) -> dict[str, object]:

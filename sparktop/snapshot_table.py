@@ -14,6 +14,7 @@ from rich.text import Text
 
 from sparktop.model import EngineSample, GpuSample, NodeMemory, NodeSample, Num, fmt_num, is_num
 from sparktop.snapshot import Snapshot, iso_time
+from sparktop.sources import engine_report
 
 MIB_PER_GIB = 1024.0
 
@@ -82,21 +83,8 @@ def node_table(nodes: tuple[NodeSample, ...]) -> Table:
 
 
 def engine_table(engines: tuple[EngineSample, ...]) -> Table:
-    table = Table(title="engines", title_justify="left")
-    for name in ("engine", "running", "waiting", "KV %", "decode tok/s", "TTFT p50", "state"):
-        table.add_column(name, justify="left" if name in ("engine", "state") else "right")
-    for e in engines:
-        kv = fmt_num(e.kv_usage * 100 if is_num(e.kv_usage) else e.kv_usage, ".1f")
-        cells = (
-            e.engine,
-            fmt_num(e.running),
-            fmt_num(e.waiting),
-            kv,
-            fmt_num(e.decode_tps, ".1f"),
-            str(e.ttft_p50),
-        )
-        table.add_row(*(Text(c) for c in cells), Text(e.state.value, style=_state_style(e.ok)))
-    return table
+    """Per engine and per DP rank: see :func:`sparktop.sources.engine_report.engine_table`."""
+    return engine_report.engine_table(engines)
 
 
 def failure_lines(snap: Snapshot) -> list[str]:

@@ -9,6 +9,7 @@ engine.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sparktop.model import Source
@@ -35,17 +36,23 @@ def build_node_sources(inventory: Inventory, **ssh_options: Any) -> list[Source]
     return sources
 
 
-def build_engine_sources(inventory: Inventory) -> list[Source]:
-    """One source per engine, from :mod:`sparktop.sources.engine` (empty without engines)."""
+def build_engine_sources(inventory: Inventory, **engine_options: Any) -> list[Source]:
+    """One source per engine, from :mod:`sparktop.sources.engine` (empty without engines).
+
+    ``engine_options`` go to the hook (e.g. ``first_window_s`` for one-shot commands).
+    """
     if not inventory.engines:
         return []
     module: Any = importlib.import_module("sparktop.sources.engine")
     hook = getattr(module, "build_engine_sources", None)
     if hook is not None:
-        return list(hook(inventory))
+        return list(hook(inventory, **engine_options))
     return [module.EngineSource(engine) for engine in inventory.engines]
 
 
-def build_sources(inventory: Inventory, **ssh_options: Any) -> list[Source]:
+def build_sources(
+    inventory: Inventory, *, engine_options: Mapping[str, Any] | None = None, **ssh_options: Any
+) -> list[Source]:
     """Every source the inventory describes: nodes (in order), then engines."""
-    return build_node_sources(inventory, **ssh_options) + build_engine_sources(inventory)
+    engines = build_engine_sources(inventory, **(engine_options or {}))
+    return build_node_sources(inventory, **ssh_options) + engines

@@ -65,6 +65,11 @@ class MetricsDeriver:
         self._gauges_since = 0.0
         self._moved_at = 0.0
 
+    @property
+    def has_history(self) -> bool:
+        """True once a scrape has been kept (the next one has a window to diff against)."""
+        return bool(self._history)
+
     def reset(self) -> None:
         """Forget every past scrape (a new connection or a new server)."""
         self._history.clear()
@@ -187,6 +192,33 @@ class MetricsDeriver:
                 f"(running {gauges[0]}, waiting {gauges[1]}): gauges may be frozen"
             )
         return EngineState.OK, ""
+
+
+def fill_from_lifetime(first: EngineSample, second: EngineSample) -> EngineSample:
+    """``second`` with its empty-window latencies and ratios taken from ``first``'s lifetime
+    values (listed in ``since_start``): a one-shot caller that scraped twice shows "since
+    server start" rather than nothing when no request finished between its two scrapes."""
+    if second.state not in (EngineState.OK, EngineState.STALE):
+        return second
+    filled = {
+        k: getattr(first, k)
+        for k in first.since_start
+        if isinstance(getattr(second, k), NA) and not isinstance(getattr(first, k), NA)
+    }
+    if not filled:
+        return second
+    first_ranks = {r.rank: r for r in first.ranks}
+    ranks = []
+    for rank in second.ranks:
+        old = first_ranks.get(rank.rank)
+        fields = {
+            k: getattr(old, k)
+            for k in filled
+            if old is not None and hasattr(rank, k) and isinstance(getattr(rank, k), NA)
+        }
+        ranks.append(replace(rank, **fields))
+    since = tuple(k for k in LIFETIME_FIELDS if k in filled or k in second.since_start)
+    return replace(second, **filled, ranks=tuple(ranks), since_start=since)
 
 
 def _empty_reason(page: PromPage, reading: PageReading) -> str:
