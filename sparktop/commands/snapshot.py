@@ -22,6 +22,12 @@ Poll every node and engine in the inventory once, concurrently, and print one ta
 document with --json): per GPU the SM and max SM clock, temperature, power, utilisation,
 memory (unified memory marked), decoded clock-event reasons and the node's state.
 
+Per engine (and per data-parallel rank): running/max_num_seqs, waiting, KV-cache usage, KV
+pool and free tokens (and where the pool size came from), preemptions/s, prefill and decode
+tok/s and TTFT p50/p95, ITL p50 over --window, mean prompt tokens of finished requests,
+prefix-cache hit rate, and the state (ok, stale, unavailable, metrics disabled, unreachable)
+with its reason.
+
 Each node has its own deadline (connect_timeout_s, then command_timeout_s for the probe), so a
 hung node is reported as such without holding up the others. Exit status: 0 when every node
 and engine answered, 1 when some did not (the output still lists everything that answered,
@@ -33,6 +39,7 @@ examples:
   sparktop snapshot --inventory cluster.yaml
   sparktop snapshot --inventory cluster.yaml --json | jq '.nodes[] | {{node, state, message}}'
   sparktop snapshot -i cluster.yaml --json --timeout 8 > snap.json || echo "some nodes failed"
+  sparktop snapshot -i cluster.yaml --json --window 5 | jq '.engines[].decode_tok_per_s'
 
 JSON: schema "{SCHEMA}", keys carry their units (sm_clock_mhz, temperature_c, power_w,
 utilization_pct, memory_used_mib, latency_s); a missing reading is null and its reason is in
@@ -60,6 +67,14 @@ def add_parser(
     )
     parser.add_argument("--json", action="store_true", help="print the JSON document instead")
     parser.add_argument(
+        "--window",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="scrape each engine twice this far apart, so token rates and latency quantiles "
+        "cover a window (default 1; 0 = one scrape: no rates)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         metavar="SECONDS",
@@ -82,8 +97,10 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.timeout > 0:
         raise UserError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     inventory = load_inventory(args.inventory)
+    if not args.window >= 0:
+        raise UserError(f"--window must be 0 or a positive number of seconds, got {args.window:g}")
     timeout_s = args.timeout if args.timeout is not None else default_timeout_s(inventory)
-    snap = asyncio.run(poll(inventory, timeout_s))
+    snap = asyncio.run(poll(inventory, timeout_s + args.window, window_s=args.window))
     if args.json:
         json.dump(snapshot_json(snap), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -95,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if snap.complete else 1
 
 
-async def poll(inventory: Inventory, timeout_s: float) -> Snapshot:
-    """Build the inventory's sources, poll each once, close them."""
-    sources = build_sources(inventory)
+async def poll(inventory: Inventory, timeout_s: float, window_s: float = 0.0) -> Snapshot:
+    """Build the inventory's sources, poll each once (engines twice ``window_s`` apart), close."""
+    sources = build_sources(inventory, engine_options={"first_window_s": window_s})
     return await take_snapshot(sources, cluster=inventory.cluster, timeout_s=timeout_s)
