@@ -159,3 +159,35 @@ def test_tp_group_straggler_through_the_engine() -> None:
     state.apply(engine(t=10.0))
     rules = {e.alert.rule: e.alert for e in alerts.update(state, 10.0)}
     assert rules["tp.straggler"].node == "spark-2" and rules["tp.straggler"].engine == "dsv41"
+
+
+def test_one_shot_alerts_report_conditions_present_now_without_hold() -> None:
+    import io
+
+    from rich.console import Console
+
+    from sparktop.alerts.oneshot import alerts_now, any_critical, inventory_alerts, render_alerts
+    from sparktop.inventory import parse_inventory
+
+    samples = (node("spark-1", 0.0, **HOT), node("spark-2", 0.0, state=NodeState.UNREACHABLE))
+    found = alerts_now(samples, thresholds=Thresholds(hold_s=60), now_s=0.0)
+    assert [(a.rule, a.severity) for a in found] == [
+        ("node.down", Severity.CRITICAL),
+        ("gpu.throttle", Severity.WARNING),
+    ]
+    assert any_critical(found) and not any_critical(found[1:])
+    console = Console(file=io.StringIO(), width=200)
+    render_alerts(found, console)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "CRITICAL spark-2  unreachable since" in text and "Alerts (2):" in text
+
+    inventory = parse_inventory(
+        "cluster: c\nprofile: 4x-spark-dsv41-flash-1017\nalerts: {temperature_c: 50}\n"
+        "nodes:\n  - {name: spark-1, host: 10.0.0.1}\n"
+        "engines:\n  - {name: e, url: 'http://10.0.0.1:8015', nodes: [spark-1]}\n",
+        "cluster.yaml",
+    )
+    found = inventory_alerts([node("spark-1", 0.0, sm_clock_mhz=2000.0)], inventory, 0.0)
+    rules = {a.rule: a for a in found}
+    assert "gpu.temperature" in rules  # 55 °C over the inventory's 50 °C
+    assert "below its 2,509 MHz baseline" in rules["gpu.throttle"].message  # profile fallback

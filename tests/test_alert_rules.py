@@ -372,3 +372,10 @@ def test_case_stale_gauges_raise_a_stale_alert() -> None:
     found = run(cluster(*samples))
     assert "gauges stale" in found["engine.stale:dsv4"].message
     assert "kv.usage:dsv4" not in found  # no verdicts from frozen gauges
+
+
+def test_lifetime_figures_of_a_first_scrape_are_no_deficit() -> None:
+    live = engine(ttft_p50=Quantile(9.0), decode_tps=10.0, since_start=("ttft_p50", "decode_tps"))
+    assert run(cluster(live), expected=expected_row) == {}
+    preempted = engine(preemptions_per_s=2.0, since_start=("preemptions_per_s",))
+    assert run(cluster(preempted)) == {}

@@ -43,6 +43,11 @@ def engine_finding(
     )
 
 
+def windowed(sample: EngineSample, name: str) -> bool:
+    """True when ``name`` covers the recent window, not the server's lifetime (first scrape)."""
+    return name not in sample.since_start
+
+
 def ok_engines(ctx: RuleContext) -> Iterator[EngineSample]:
     return (s for s in ctx.state.engines.values() if s.ok)
 
@@ -135,14 +140,15 @@ def pool_rule(ctx: RuleContext) -> Iterator[Finding]:
                 f"{running:.0f} = max_num_seqs {limit:.0f}{kv_text}",
                 values,
             )
-        if is_num(s.preemptions_per_s) and s.preemptions_per_s > 0:
+        rate = s.preemptions_per_s
+        if is_num(rate) and rate > 0 and windowed(s, "preemptions_per_s"):
             kv_text = f" (KV {kv:.0f} %)" if kv is not None else ""
             yield engine_finding(
                 s,
                 "kv.preemptions",
                 Severity.WARNING,
-                f"preempting {s.preemptions_per_s:.2f} requests/s{kv_text}",
-                {**values, "preemptions_per_s": float(s.preemptions_per_s)},
+                f"preempting {rate:.2f} requests/s{kv_text}",
+                {**values, "preemptions_per_s": float(rate)},
             )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sparktop.alerts.context import Finding, RuleContext
-from sparktop.alerts.engine_rules import engine_finding, ok_engines
+from sparktop.alerts.engine_rules import engine_finding, ok_engines, windowed
 from sparktop.alerts.gpu_rules import (
     GpuView,
     gpu_views,
@@ -48,11 +48,11 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
     ttft_live = ttft_over = None
     q = s.ttft_p50
     # "<x" only bounds TTFT from above: it can never show a deficit.
-    if isinstance(q, Quantile) and q.bound != "<" and exp.ttft_s:
+    if isinstance(q, Quantile) and q.bound != "<" and exp.ttft_s and windowed(s, "ttft_p50"):
         ttft_live = q.value_s
         ttft_over = (ttft_live / exp.ttft_s - 1.0) * 100.0
     decode_live = decode_under = None
-    if is_num(s.decode_tps) and exp.decode_tps:
+    if is_num(s.decode_tps) and exp.decode_tps and windowed(s, "decode_tps"):
         decode_live = float(s.decode_tps) / float(s.running)
         decode_under = (1.0 - decode_live / exp.decode_tps) * 100.0
     return Deficit(
