@@ -69,7 +69,8 @@ def add_common_arguments(parser: argparse.ArgumentParser, default_scenario: str)
         type=float,
         default=1.0,
         metavar="X",
-        help="simulated seconds per wall second (default 1)",
+        help="simulated seconds per wall second (default 1); the monitor then shows rates "
+        "and latencies X times the simulated ones",
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
