@@ -43,8 +43,18 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
           ]
         }
       ],
-      "engines": [ { "engine": "dsv41", "state": "ok", …, "missing": {…} } ]  # engine_report.py
+      "engines": [ { "engine": "dsv41", "state": "ok", …, "missing": {…} } ],  # engine_report.py
+      "alerts": [                            # conditions present now (one poll: no hold_s)
+        {"id": "node.down:spark-2#1", "rule": "node.down", "subject": "spark-2",
+         "severity": "critical", "message": "unreachable since 14:01:58 (…)",
+         "node": "spark-2", "gpu": null, "engine": null, "values": {…},
+         "started_s": …, "fired_s": …, "cleared_s": null}
+      ],
+      "critical": true                       # some alert is critical (exit status 3)
     }
+
+Alerts are the rules of :mod:`sparktop.alerts.rules` evaluated once over this poll's samples
+with the inventory's thresholds (see :mod:`sparktop.alerts.oneshot`).
 
 Missing values: a reading the source did not provide is ``null`` and its key appears in the
 enclosing object's ``"missing"`` map with the reason as the source gave it (``[N/A]``,
@@ -64,6 +74,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sparktop.alerts.model import Alert, Severity
 from sparktop.model import (
     NA,
     EngineSample,
@@ -91,6 +102,7 @@ class Snapshot:
     time_s: float
     nodes: tuple[NodeSample, ...]
     engines: tuple[EngineSample, ...] = ()
+    alerts: tuple[Alert, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -248,4 +260,6 @@ def snapshot_json(snap: Snapshot) -> dict[str, object]:
         "complete": snap.complete,
         "nodes": [node_json(n) for n in snap.nodes],
         "engines": [engine_json(e) for e in snap.engines],
+        "alerts": [a.to_json() for a in snap.alerts],
+        "critical": any(a.severity is Severity.CRITICAL for a in snap.alerts),
     }

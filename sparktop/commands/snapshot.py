@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
+from sparktop.alerts.oneshot import CRITICAL_EXIT, any_critical, inventory_alerts, render_alerts
 from sparktop.errors import UserError
 from sparktop.inventory import Inventory, load_inventory
 from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
@@ -29,9 +31,14 @@ prefix-cache hit rate, and the state (ok, stale, unavailable, metrics disabled, 
 with its reason.
 
 Each node has its own deadline (connect_timeout_s, then command_timeout_s for the probe), so a
-hung node is reported as such without holding up the others. Exit status: 0 when every node
-and engine answered, 1 when some did not (the output still lists everything that answered,
-and each failure with its reason), 2 for a bad inventory or option.
+hung node is reported as such without holding up the others.
+
+The alert rules run once over the poll and every condition present now is listed (a single
+poll has no hold time). Exit status: 3 when any critical alert is active (an unreachable
+node, KV cache >= 98 % with requests waiting, a throttled node holding back a tensor-parallel
+engine's decode); else 1 when some node or engine did not answer (the output still lists
+everything that answered, and each failure with its reason); 0 when all is well; 2 for a bad
+inventory or option.
 """
 
 EPILOG = f"""\
@@ -101,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--window must be 0 or a positive number of seconds, got {args.window:g}")
     timeout_s = args.timeout if args.timeout is not None else default_timeout_s(inventory)
     snap = asyncio.run(poll(inventory, timeout_s + args.window, window_s=args.window))
+    alerts = inventory_alerts((*snap.nodes, *snap.engines), inventory, snap.time_s)
+    snap = dataclasses.replace(snap, alerts=alerts)
     if args.json:
         json.dump(snapshot_json(snap), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -109,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         if not console.is_terminal:
             console.width = max(console.width, 160)  # a pipe gets whole rows, not wrapped ones
         render_table(snap, console)
+        render_alerts(snap.alerts, console)
+    if any_critical(snap.alerts):
+        return CRITICAL_EXIT
     return 0 if snap.complete else 1
 
 
