@@ -234,8 +234,9 @@ class EngineState(enum.StrEnum):
 class Quantile:
     """A latency quantile from histogram bucket deltas, seconds.
 
-    ``bound`` is ``"<"`` when every observation sat in the first bucket (value = its upper
-    edge), ``">"`` when they sat in ``+Inf`` (value = the last finite edge), else ``""``.
+    ``bound`` is ``"<"`` when the quantile fell in the first bucket (value = its upper edge:
+    the lower end is unknown), ``">"`` when it fell in ``+Inf`` (value = the last finite edge),
+    else ``""`` (linear interpolation inside a bucket). Formats as ``< 10 ms``, ``> 2560 s``.
     """
 
     value_s: float
@@ -243,7 +244,10 @@ class Quantile:
 
     def __str__(self) -> str:
         v = self.value_s
-        text = f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
+        if v < 1:
+            text = f"{v * 1000:.0f} ms"
+        else:
+            text = f"{v:.0f} s" if float(v).is_integer() else f"{v:.2f} s"
         return f"{self.bound} {text}" if self.bound else text
 
 

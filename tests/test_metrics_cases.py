@@ -217,7 +217,8 @@ def test_quantile_open_ends_and_interpolation() -> None:
     assert histogram_quantile(
         0.5, Hist((1.0, 2560.0, inf), (0.0, 1.0, 9.0), 0, 9.0), "e"
     ) == Quantile(2560.0, ">")
-    assert str(Quantile(2560.0, ">")) == "> 2560.00 s"
+    assert str(Quantile(2560.0, ">")) == "> 2560 s"
+    assert str(Quantile(8.43)) == "8.43 s"
     assert histogram_quantile(0.5, Hist((1.0, inf), (0.0, 0.0), 0, 0), "empty") == NA("empty")
 
 
