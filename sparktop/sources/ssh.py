@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROBE_MARGIN_S = 0.5
+PROBE_MARGIN_S = 0.25
 """Client deadline beyond ``command_timeout_s`` (covers the field check and the probe)."""
 
 CONNECT_MARGIN_S = 1.0
