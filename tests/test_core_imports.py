@@ -38,3 +38,19 @@ def test_core_does_not_import_textual() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_import_linter_contract_is_kept() -> None:
+    """The import-linter contract in pyproject.toml (core ↛ textual, sparktop.ui) holds."""
+    import shutil
+    from pathlib import Path
+
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    if not Path(exe).exists():
+        import pytest
+
+        pytest.skip("import-linter not installed (pip install -e '.[dev]')")
+    repo = Path(__file__).resolve().parent.parent
+    result = subprocess.run([exe], capture_output=True, text=True, cwd=repo)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "1 kept, 0 broken" in result.stdout
