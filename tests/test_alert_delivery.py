@@ -6,6 +6,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,3 +121,56 @@ def test_bell_rings_for_new_alerts_not_for_clearing() -> None:
     assert AlertDelivery.should_ring([event(EventKind.ESCALATED)])
     assert not AlertDelivery.should_ring([event(EventKind.CLEARED)])
     assert not AlertDelivery.should_ring([])
+
+
+async def test_pipeline_delivers_rings_and_records_every_update(tmp_path: Path) -> None:
+    import argparse
+
+    from sparktop.alerts import AlertEngine, Thresholds
+    from sparktop.alerts.pipeline import AlertOutputs, add_output_arguments
+    from sparktop.cluster import ClusterState
+    from sparktop.record import read_ticks
+    from tests.alert_samples import node
+
+    parser = argparse.ArgumentParser()
+    add_output_arguments(parser)
+    log, rec = tmp_path / "alerts.jsonl", tmp_path / "run.jsonl.zst"
+    args = parser.parse_args(["--alert-log", str(log), "--bell", "--record", str(rec)])
+    outputs = AlertOutputs.from_args(args, {"cluster": "test", "token": "s3cret"})
+    rings: list[int] = []
+
+    class FakeApp:
+        def bell(self) -> None:
+            rings.append(1)
+
+    pipeline = outputs.wrap(FakeApp(), AlertEngine(Thresholds(hold_s=2)))
+    state = ClusterState()
+    for t in range(10):
+        hot: dict[str, Any] = (
+            {"sm_clock_mhz": 1833.0, "clock_event_mask": 0x20} if 2 <= t < 5 else {}
+        )
+        state.apply(node("spark-1", float(t), **hot))
+        pipeline.update(state, float(t))
+    outputs.close()
+    assert rings == [1]  # fired once; clearing does not ring
+    logged = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+    assert logged == ["fired", "cleared"]
+    recording, ticks = read_ticks(rec)
+    assert len(ticks) == 10 and recording.stop is None
+    assert recording.header["inventory"] == {"cluster": "test", "token": "<redacted>"}
+    assert [len(t.alerts) for t in ticks] == [0, 0, 0, 0, 1, 1, 1, 0, 0, 0]
+
+
+def test_outputs_reject_an_unwritable_recording_before_the_screen_opens(tmp_path: Path) -> None:
+    import argparse
+
+    from sparktop.alerts.pipeline import AlertOutputs, add_output_arguments
+
+    parser = argparse.ArgumentParser()
+    add_output_arguments(parser)
+    args = parser.parse_args(["--record", str(tmp_path / "missing" / "x.zst")])
+    with pytest.raises(UserError, match="--record: cannot create"):
+        AlertOutputs.from_args(args)
+    args = parser.parse_args(["--on-alert", "/nonexistent/hook"])
+    with pytest.raises(UserError, match="program not found"):
+        AlertOutputs.from_args(args)

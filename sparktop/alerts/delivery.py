@@ -149,11 +149,16 @@ class AlertDelivery:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def aclose(self) -> None:
-        await self.drain()
+    def close_log(self) -> None:
+        """Close the ``--alert-log`` file (idempotent)."""
         if self._log is not None:
             self._log.close()
             self._log = None
+
+    async def aclose(self) -> None:
+        """Wait for running commands, then close the log."""
+        await self.drain()
+        self.close_log()
 
 
 def add_alert_arguments(parser: argparse.ArgumentParser) -> None:

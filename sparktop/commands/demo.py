@@ -55,6 +55,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="N",
         help="with --no-tui: stop after N tables (default: until Ctrl-C)",
     )
+    from sparktop.alerts.pipeline import add_output_arguments
+
+    add_output_arguments(parser)
     return parser
 
 
@@ -63,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     from sparktop.sweep.profile import load_profile
 
     load_profile(options.profile)  # a bad name is a UserError before anything starts
+    from sparktop.alerts.pipeline import AlertOutputs
+
+    outputs = AlertOutputs.from_args(args)  # a bad --on-alert/--record fails before the start
     sim = SimThread(options)
     try:
         handle = sim.start()
@@ -73,12 +79,13 @@ def run(args: argparse.Namespace) -> int:
         print(handle.summary(), flush=True)
         if args.no_tui:
             return snapshot_loop(handle.inventory_path, rounds=args.rounds)
-        return open_monitor(handle.inventory_path, theme=args.theme)
+        return open_monitor(handle.inventory_path, theme=args.theme, outputs=outputs)
     finally:
+        outputs.close()
         sim.stop()
 
 
-def open_monitor(inventory_path: Path, *, theme: str | None = None) -> int:
+def open_monitor(inventory_path: Path, *, theme: str | None = None, outputs: Any = None) -> int:
     """The one call that opens the TUI on the simulator's inventory.
 
     Falls back to the snapshot loop when the UI package is not available.
@@ -91,7 +98,11 @@ def open_monitor(inventory_path: Path, *, theme: str | None = None) -> int:
         if not (exc.name or "").startswith(("sparktop.ui", "textual")):
             raise
         return snapshot_loop(inventory_path)
-    return run_tui(load_inventory(inventory_path), theme=theme)
+    inventory = load_inventory(inventory_path)
+    if outputs is None:
+        return run_tui(inventory, theme=theme)
+    outputs.inventory = inventory
+    return run_tui(inventory, theme=theme, recording=outputs.recording, alerts=outputs.wrap)
 
 
 def snapshot_loop(inventory_path: Path, *, rounds: int = 0, interval_s: float = 2.0) -> int:

@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         help="sweep profile for the expected row and the budget (default: the inventory's)",
     )
+    from sparktop.alerts.pipeline import add_output_arguments
+
+    add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,9 +62,17 @@ def run(args: argparse.Namespace) -> int:
         from sparktop.ui.app import run_tui
     except ImportError as exc:  # pragma: no cover - textual is a hard dependency
         raise UserError(f"the monitor needs Textual: {exc}") from None
-    return run_tui(
-        inventory,
-        theme=getattr(args, "theme", None),
-        interval_s=getattr(args, "interval", None),
-        profile=getattr(args, "profile", None),
-    )
+    from sparktop.alerts.pipeline import AlertOutputs
+
+    outputs = AlertOutputs.from_args(args, inventory)
+    try:
+        return run_tui(
+            inventory,
+            theme=getattr(args, "theme", None),
+            interval_s=getattr(args, "interval", None),
+            profile=getattr(args, "profile", None),
+            recording=outputs.recording,
+            alerts=outputs.wrap,
+        )
+    finally:
+        outputs.close()

@@ -329,11 +329,14 @@ def run_tui(
     tp_groups: Mapping[str, Sequence[str]] | None = None,
     recording: bool = False,
     sample_hooks: Iterable[Callable[[Sample], None]] = (),
+    alerts: Callable[[SparktopApp, Any], Any] | None = None,
 ) -> int:
     """Run the monitor until the operator quits; returns the exit code.
 
     ``sources`` default: built from the inventory (SSH nodes, local node, engines), or this
     machine (NVML + psutil, and ``http://127.0.0.1:8000`` if a server answers).
+    ``alerts(app, engine)`` may wrap the alert engine (``--on-alert``, ``--record``: see
+    :class:`sparktop.alerts.pipeline.AlertOutputs`).
     """
     if sources is None:
         from sparktop.ui.sources import default_sources
@@ -343,7 +346,8 @@ def run_tui(
         sources, inventory=inventory, profile=profile, theme=theme, interval_s=interval_s,
         cluster=cluster, tp_groups=tp_groups, recording=recording, sample_hooks=sample_hooks,
     )  # fmt: skip
-    app.alert_engine = build_alert_engine(app.setup, inventory)
+    engine = build_alert_engine(app.setup, inventory)
+    app.alert_engine = engine if alerts is None or engine is None else alerts(app, engine)
     result = app.run()
     return int(result or 0)
 
