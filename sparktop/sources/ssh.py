@@ -155,8 +155,7 @@ class SshSource:
     async def aclose(self) -> None:
         if self._inflight is not None and not self._inflight.done():
             self._inflight.cancel()
-            with contextlib.suppress(BaseException):
-                await self._inflight
+            await asyncio.wait({self._inflight})  # our own cancellation still propagates
         await self._drop()
 
     # -- one poll ------------------------------------------------------------------------
