@@ -1,7 +1,7 @@
 """The budget pane's lines, from :func:`sparktop.sweep.budget.compute_budget` (Textual-free).
 
 Every figure is tagged with its origin as ``sparktop budget`` does (``here``, ``profile``,
-``server``, ``given``), shortened for a ~44-column pane.
+``server``, ``given``); items are packed to the pane's width (~42 columns).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from sparktop.sweep.budget import Budget, Figure, Origin, compute_budget
 from sparktop.sweep.profile import Profile
 from sparktop.sweep.tokens import TokenCount
 from sparktop.ui import format as fmt
+from sparktop.ui.engine_views import Group, pack
 from sparktop.ui.views import Cell
 
 Line = list[Cell]
@@ -25,6 +26,7 @@ TAG = {
     Origin.SERVER: "server",
     Origin.DEFAULT: "default",
 }
+KEYS_HINT = "+/- conc  [/] prompt  </> output  i edit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,155 +53,143 @@ def _why(value: object) -> str:
     return value.reason if isinstance(value, NA) else "unknown"
 
 
-def _ok(flag: bool | None, yes: str, no: str) -> Cell:
+def _ok(label: str, flag: bool | None, yes: str, no: str) -> Group:
+    """The check's verdict first, so the pane reads at a glance."""
     if flag is None:
-        return ("?", "dim")
-    return (yes, "ok") if flag else (no, "crit")
+        return [_label(label), ("?", "dim")]
+    return [_label(label), (yes, "ok") if flag else (no, "crit")]
 
 
-def _prompt_lines(b: Budget) -> list[Line]:
+def _label(text: str) -> Cell:
+    return (f"{text:<8}", "dim")
+
+
+def _prompt(b: Budget) -> list[Group]:
     t = b.tokens
-    lines: list[Line] = [
-        [("prompt  ", "dim"), (f"{t.tokens:,} tok", "bold"), (f"  {t.method}", "dim")]
-    ]
+    groups: list[Group] = [[_label("prompt"), (f"{t.tokens:,} tok", "bold")], [(t.method, "dim")]]
     if is_num(t.files_counted):
-        lines.append(
-            [("        ", ""), (f"{t.files_counted:,} files, {t.files_skipped} skipped", "dim")]
-        )
-    if t.source and t.source not in ("", "text"):
-        lines.append([("        ", ""), (t.source[-36:], "dim")])
-    return lines
+        groups.append([(f"{t.files_counted:,} files, {t.files_skipped} skipped", "dim")])
+    if t.source and t.source != "text":
+        groups.append([(t.source[-40:], "dim")])
+    return groups
 
 
-def _ceiling_lines(b: Budget) -> list[Line]:
+def _ceiling(b: Budget) -> list[Group]:
     c = b.ceiling
-    line: Line = [
-        ("ceiling ", "dim"),
-        (f"{_tok(b.prompt_tokens + b.output_tokens)} of {_tok(c.max_model_len.value)}", ""),
-        _tag(c.max_model_len),
-    ]
-    line += [(" ", ""), _ok(None if c.rejected is None else not c.rejected, "fits", "REJECTED")]
-    lines = [line]
+    groups: list[Group] = [
+        _ok("ceiling", None if c.rejected is None else not c.rejected, "fits", "REJECTED"),
+        [(f"{_tok(b.prompt_tokens + b.output_tokens)}/{_tok(c.max_model_len.value)}", ""),
+         _tag(c.max_model_len)],
+    ]  # fmt: skip
     if c.rejected:
-        lines.append([("        ", ""), (f"over by {_tok(c.over_by_tokens.value)} tokens", "crit")])
-    return lines
+        groups.append([(f"over by {_tok(c.over_by_tokens.value)} tokens", "crit")])
+    return groups
 
 
-def _kv_lines(b: Budget) -> list[Line]:
+def _kv(b: Budget) -> list[list[Group]]:
     kv = b.kv
     pct = f" {kv.pool_used_pct.value:.1f}%" if is_num(kv.pool_used_pct.value) else ""
-    lines: list[Line] = [
-        [
-            ("KV      ", "dim"),
-            (f"{_tok(kv.total_tokens.value)} of {fmt.si_tokens(kv.pool_tokens.value)}{pct}", ""),
-            _tag(kv.pool_tokens),
-            (" ", ""),
-            _ok(kv.fits, "fits", "OVER POOL"),
-        ],
-    ]
+    pool: list[Group] = [
+        _ok("KV", kv.fits, "fits", "OVER POOL"),
+        [(f"{_tok(kv.total_tokens.value)}/{fmt.si_tokens(kv.pool_tokens.value)}{pct}", ""),
+         _tag(kv.pool_tokens)],
+    ]  # fmt: skip
     if is_num(kv.free_tokens_now.value):
-        free_pct = f" → {kv.free_used_pct.value:.1f}%" if is_num(kv.free_used_pct.value) else ""
-        lines.append(
-            [
-                ("  free now ", "dim"),
-                (f"{fmt.si_tokens(kv.free_tokens_now.value)}{free_pct}", ""),
-                _tag(kv.free_tokens_now),
-                (" ", ""),
-                _ok(kv.fits_now, "fits now", "NOT NOW"),
-            ]
-        )
+        used = kv.free_used_pct.value
+        now: list[Group] = [
+            _ok(" now", kv.fits_now, "fits", "NOT NOW"),
+            [(f"{fmt.si_tokens(kv.free_tokens_now.value)} free", ""),
+             (f" → {used:.1f}%" if is_num(used) else "", ""), _tag(kv.free_tokens_now)],
+        ]  # fmt: skip
     else:
-        lines.append([("  free now ", "dim"), (_why(kv.free_tokens_now.value)[:32], "dim")])
-    seqs = f"  max_num_seqs {_tok(kv.max_num_seqs.value)}" if is_num(kv.max_num_seqs.value) else ""
-    lines.append(
+        now = [[_label(" now"), (_why(kv.free_tokens_now.value), "dim")]]
+    limits: list[Group] = [
         [
-            ("  max concurrency by pool ", "dim"),
+            _label(" max"),
+            ("conc ", "dim"),
             (_tok(kv.max_concurrency_by_pool.value), ""),
-            (seqs, "dim"),
+            (" by pool", "dim"),
         ]
-    )
-    return lines
+    ]
+    if is_num(kv.max_num_seqs.value):
+        limits.append(
+            [("max_num_seqs ", "dim"), (_tok(kv.max_num_seqs.value), ""), _tag(kv.max_num_seqs)]
+        )
+    return [pool, now, limits]
 
 
-def _batched_lines(b: Budget) -> list[Line]:
+def _batched(b: Budget) -> list[list[Group]]:
     bt = b.batched
     limit = bt.max_num_batched_tokens
-    line: Line = [
-        ("batched ", "dim"),
-        (f"{_tok(bt.batched_tokens.value)} vs {_tok(limit.value)}", ""),
-        _tag(limit),
-    ]
+    figures: Group = [(f"{_tok(bt.batched_tokens.value)}/{_tok(limit.value)}", ""), _tag(limit)]
     if bt.over_limit is None:
-        return [line]
-    line += [(" ", ""), _ok(not bt.over_limit, "one batch", "TTFT steps up")]
-    lines = [line]
+        return [[[_label("batched"), *figures]]]
+    out = [[_ok("batched", not bt.over_limit, "one batch", "TTFT steps up"), figures]]
     chunks = bt.prefill_chunks.value
     if is_num(chunks) and chunks > 1:
-        lines.append([("  chunked prefill ", "dim"), (f"{chunks:.0f} chunks", "")])
+        out.append([[_label(" chunks"), (f"{chunks:.0f} (chunked prefill)", "")]])
     if bt.over_limit:
         fit = bt.max_concurrency_in_one_batch.value
-        text = f"fits at concurrency ≤ {fit:.0f}" if is_num(fit) else _why(fit)[:40]
-        lines.append([("  ", ""), (text, "warn")])
-    return lines
+        text = f"fits at concurrency ≤ {fit:.0f}" if is_num(fit) else _why(fit)
+        out.append([[_label(""), (text, "warn")]])
+    return out
 
 
-def _time_lines(b: Budget) -> list[Line]:
+def _time(b: Budget) -> list[list[Group]]:
     t = b.timing
 
-    def fig(label: str, est: Any, unit: str) -> Line:
+    def fig(label: str, est: Any, unit: str, after: str = "") -> list[Group]:
         if not is_num(est.value):
-            return [(label, "dim"), ("no data", "dim")]
+            return [[_label(label), ("no data", "dim")], [(_why(est.value), "dim")]]
         text = fmt.seconds(est.value) if unit == "s" else f"{est.value:,.1f} tok/s"
-        return [(label, "dim"), (text, "bold" if unit == "s" else ""), (f" [{est.basis!s}]", "dim")]
+        return [
+            [_label(label), (text, "bold" if unit == "s" else ""), (after, "dim")],
+            [(f"[{est.basis}]", "dim")],
+        ]
 
     total = t.total_s.value
     return [
-        fig("TTFT    ", t.ttft_s, "s"),
-        [*fig("decode  ", t.decode_tps, "tps"), ("/req", "dim")],
-        [*fig("agg     ", t.aggregate_tps, "tps"), (f" {t.aggregate_kind}", "dim")],
-        [
-            ("total   ", "dim"),
-            (
-                f"≈ {fmt.seconds(total)}" if is_num(total) else "no data",
-                "bold" if is_num(total) else "dim",
-            ),
-            (" per request", "dim"),
-        ],
-    ]
+        fig("TTFT", t.ttft_s, "s"),
+        fig("decode", t.decode_tps, "tps", "/req"),
+        fig("agg", t.aggregate_tps, "tps", f" {t.aggregate_kind}"),
+        [[_label("total"), (f"≈ {fmt.seconds(total)}" if is_num(total) else "no data",
+                            "bold" if is_num(total) else "dim"), (" per request", "dim")]],
+    ]  # fmt: skip
 
 
 def budget_lines(
     inputs: BudgetInputs,
     profile: Profile | None,
     live: EngineSample | None,
-    estimate: Any = None,
     counting: str = "",
+    width: int = 42,
 ) -> list[Line]:
-    """The pane's lines for the inputs, profile and live engine (``estimate`` unused here:
-    the budget asks the shared estimator itself)."""
+    """The pane's lines for the inputs, the profile and the live engine (its free pool)."""
     if profile is None:
-        return [[("no sweep profile: budget needs one (--profile)", "warn")]]
+        return [[("no sweep profile: the budget needs one (--profile)", "warn")]]
     try:
         b = compute_budget(
             inputs.prompt, inputs.concurrency, profile, inputs.output_tokens, live=live
         )
     except ValueError as exc:
         return [[(str(exc), "warn")]]
-    head: Line = [("profile ", "dim"), (profile.name, "accent")]
-    lines: list[Line] = [head]
-    if counting:
-        lines.append([(counting, "warn")])
-    lines += _prompt_lines(b)
-    lines.append(
-        [
-            ("conc    ", "dim"),
-            (str(b.concurrency), "bold"),
-            ("  output ", "dim"),
-            (f"{b.output_tokens:,} tok", ""),
-        ]
-    )
-    lines += [[], *_ceiling_lines(b), *_kv_lines(b), *_batched_lines(b), [], *_time_lines(b)]
-    for warning in b.warnings:
-        lines.append([("! ", "warn"), (warning, "warn")])
-    lines += [[], [("+/- conc  [/] prompt  </> output  i edit", "dim")]]
+    sections: list[list[Group]] = [
+        [[_label("profile"), (profile.name, "accent")]],
+        *([[[(counting, "warn")]]] if counting else []),
+        _prompt(b),
+        [[_label("conc"), (str(b.concurrency), "bold")],
+         [("output ", "dim"), (f"{b.output_tokens:,} tok", "")]],
+        [],
+        _ceiling(b),
+        *_kv(b),
+        *_batched(b),
+        [],
+        *_time(b),
+        *([[("! ", "warn"), (w, "warn")]] for w in b.warnings),
+        [],
+        [[(KEYS_HINT, "dim")]],
+    ]  # fmt: skip
+    lines: list[Line] = []
+    for groups in sections:
+        lines += pack(groups, width, indent=" " * 8) if groups else [[]]
     return lines

@@ -122,17 +122,19 @@ def expected_lines(
             est.aggregate_tps,
         ),
     )
+    row_how = _how(est.ttft_s)
     groups: list[Group] = [
         [*head, (profile_name, "accent")],
         [(f"@ {prompt_tokens:,} prompt × {concurrency} running", "")],
-        [(_how(est.ttft_s), "dim")],
+        [(row_how, "dim")],
     ]
     for comp, estimated in comparisons:
         past = comp.deficit(threshold_pct)
         since = clock.update(sample.engine, comp.label, past, now)
         group: Group = [(f"{comp.label} ", "dim"), (_fmt(comp.expected, comp.unit), "")]
         if not is_num(comp.expected):
-            group.append((f" ({_how(estimated)})", "dim"))
+            if _how(estimated) != row_how:  # the row's own reason is already shown once
+                group.append((f" ({_how(estimated)})", "dim"))
         else:
             dev = comp.deviation()
             group += [

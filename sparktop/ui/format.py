@@ -93,14 +93,14 @@ def gib(mib: Num | None) -> str:
 def memory(mem: NodeMemory, gpu: GpuSample, *, compact: bool = False) -> str:
     """Memory for one GPU row.
 
-    Unified (GB10): ``U 92/128G · GPU 64G`` — system used/total from ``/proc/meminfo`` and
+    Unified (GB10): ``U 92/128G·GPU 64G`` — system used/total from ``/proc/meminfo`` and
     the GPU-held sum of per-process memory. Discrete: ``48/80G`` from ``memory.used/total``.
     """
     if mem.unified or not is_num(gpu.memory_total_mib):
         held = gpu.process_memory_mib if is_num(gpu.process_memory_mib) else mem.gpu_held_mib
         if compact:
             return f"U {gib(mem.used_mib)}/{gib(mem.total_mib)}G"
-        return f"U {gib(mem.used_mib)}/{gib(mem.total_mib)}G · GPU {gib(held)}G"
+        return f"U {gib(mem.used_mib)}/{gib(mem.total_mib)}G·GPU {gib(held)}G"
     return f"{gib(gpu.memory_used_mib)}/{gib(gpu.memory_total_mib)}G"
 
 

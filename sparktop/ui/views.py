@@ -76,8 +76,17 @@ NARROW_COLUMNS = (
     Column("why", "reasons", 11),
     Column("state", "state", 10),
 )
-WIDE_MIN_WIDTH = 118
-"""Below this many columns the table switches to the narrow column set."""
+COMPACT_COLUMNS = tuple(c for c in NARROW_COLUMNS if c.key != "mem")
+WIDE_MIN_WIDTH = 119
+NARROW_MIN_WIDTH = 79
+"""Table widths (with the scrollbar) at which the wide and narrow column sets fit."""
+
+
+def columns_for(width: int) -> tuple[Column, ...]:
+    """The column set that fits a table ``width`` columns wide (wide, narrow or compact)."""
+    if width >= WIDE_MIN_WIDTH:
+        return WIDE_COLUMNS
+    return NARROW_COLUMNS if width >= NARROW_MIN_WIDTH else COMPACT_COLUMNS
 
 
 @dataclass(frozen=True, slots=True)

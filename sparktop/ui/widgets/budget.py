@@ -73,7 +73,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
     }
     BudgetPane:focus { border-left: solid $primary; }
     BudgetPane > .title { text-style: bold; color: $spark-accent; }
-    BudgetPane Horizontal { height: 1; margin: 0 0 1 0; }
+    BudgetPane Horizontal { height: 1; }
     BudgetPane Horizontal > Label { width: 12; color: $spark-dim; }
     BudgetPane Input { width: 1fr; height: 1; border: none; padding: 0; }
     BudgetPane #budget-out { margin: 1 0 0 0; }
@@ -130,18 +130,23 @@ class BudgetPane(VerticalScroll, can_focus=True):
 
     # -- rendering -------------------------------------------------------------------------
 
+    def on_resize(self) -> None:
+        self._shown = None
+        self.render_budget()
+
     def render_budget(self) -> None:
+        out = self.query_one("#budget-out", Static)
         lines = budget_lines(
             self.inputs,
             self.owner.setup.profile,
             self.live_engine(),
-            self.owner.estimate,
             self.counting,
+            out.size.width or 42,
         )
         key = tuple(tuple(line) for line in lines)
         if key != self._shown:
             self._shown = key
-            self.query_one("#budget-out", Static).update(styles.lines(lines))
+            out.update(styles.lines(lines))
 
     def _set(self, **changes: Any) -> None:
         self.inputs = self.inputs.replace(**changes)

@@ -18,6 +18,8 @@ class HeaderBar(Static):
     DEFAULT_CSS = """
     HeaderBar {
         height: 1;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
         background: $spark-header-background;
         color: $spark-header-foreground;
         padding: 0 1;
@@ -76,6 +78,8 @@ class AlertBar(Static):
     AlertBar {
         height: 1;
         padding: 0 1;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
         color: $spark-dim;
     }
     AlertBar.-active {

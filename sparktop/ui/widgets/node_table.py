@@ -13,7 +13,7 @@ from textual.widgets import DataTable
 
 from sparktop.ui.messages import NodeChosen
 from sparktop.ui.styles import styled
-from sparktop.ui.views import NARROW_COLUMNS, ROW_SEP, WIDE_COLUMNS, WIDE_MIN_WIDTH, Cell, RowView
+from sparktop.ui.views import ROW_SEP, WIDE_COLUMNS, Cell, Column, RowView, columns_for
 
 
 class OrderedCell:
@@ -34,7 +34,7 @@ class NodeTable(DataTable[Any]):
 
     Rows are added and removed by key, cells updated with ``update_cell`` (never
     ``update_width``), the order re-sorted only when rows come or go, and the cursor stays
-    on its row. Below :data:`WIDE_MIN_WIDTH` columns a narrower column set is used.
+    on its row. Narrower terminals get a reduced column set (:func:`columns_for`).
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -51,7 +51,7 @@ class NodeTable(DataTable[Any]):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
-        self.narrow = False
+        self.columns_spec: tuple[Column, ...] = WIDE_COLUMNS
         self._shown: dict[str, dict[str, Cell]] = {}
         self._orders: dict[str, tuple[int, str, int]] = {}
         self._columns_built = False
@@ -60,8 +60,9 @@ class NodeTable(DataTable[Any]):
         self._build_columns()
 
     @property
-    def columns_spec(self) -> Sequence[Any]:
-        return NARROW_COLUMNS if self.narrow else WIDE_COLUMNS
+    def narrow(self) -> bool:
+        """True when a reduced column set is shown (cells use their compact forms)."""
+        return self.columns_spec is not WIDE_COLUMNS
 
     def _build_columns(self) -> None:
         for column in self.columns_spec:
@@ -69,9 +70,9 @@ class NodeTable(DataTable[Any]):
         self._columns_built = True
 
     def on_resize(self, event: Resize) -> None:
-        narrow = event.size.width < WIDE_MIN_WIDTH
-        if narrow != self.narrow:
-            self.narrow = narrow
+        spec = columns_for(event.size.width)
+        if spec is not self.columns_spec:
+            self.columns_spec = spec
             # Rare (a resize or the budget pane opening): rebuild the columns once.
             cursor = self.cursor_key()
             self.clear(columns=True)
