@@ -12,7 +12,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from sparktop.inventory import load_inventory
-from sparktop.model import EngineSample, NodeSample, Source
+from sparktop.model import EngineSample, NodeSample, Num, Source, is_num
 from sparktop.sim.runner import SimHandle, SimOptions, start_sim
 from sparktop.sources.build import build_engine_sources, build_node_sources
 
@@ -86,3 +86,9 @@ def samples(text: str) -> dict[str, float]:
             out[f"{s.name}{{{labels}}}"] = s.value
             out[s.name] = out.get(s.name, 0.0) + s.value
     return out
+
+
+def num(value: Num | int | str) -> float:
+    """The float inside a reading; fails the test when it is not available."""
+    assert is_num(value), f"expected a number, got {value!r}"
+    return float(value)

@@ -25,7 +25,7 @@ async def test_sim_writes_an_inventory_that_sparktop_polls_then_cleans_up(tmp_pa
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV,
     )  # fmt: skip
     assert proc.stdout is not None
-    lines = []
+    lines: list[str] = []
     try:
         async with asyncio.timeout(60):
             while not lines or "Ctrl-C" not in lines[-1]:

@@ -16,6 +16,7 @@ from tests.sim_helpers import (
     engine_source,
     node_sample,
     node_sources,
+    num,
     running_sim,
     samples,
     until,
@@ -28,7 +29,7 @@ async def test_normal_run_looks_like_a_loaded_gb10_cluster() -> None:
         engine = engine_source(sim)
         try:
             results = await asyncio.gather(*(node_sample(s) for s in nodes.values()))
-            eng = await until(lambda: engine_sample(engine), lambda e: e.ok and e.running >= 1)
+            eng = await until(lambda: engine_sample(engine), lambda e: e.ok and num(e.running) >= 1)
         finally:
             await asyncio.gather(*(s.aclose() for s in [*nodes.values(), engine]))
     assert [r.node for r in results] == ["spark-1", "spark-2", "spark-3", "spark-4"]
@@ -36,15 +37,15 @@ async def test_normal_run_looks_like_a_loaded_gb10_cluster() -> None:
         assert sample.state is NodeState.OK, sample.message
         (gpu,) = sample.gpus
         assert gpu.name == "NVIDIA GB10"
-        assert 2480 <= gpu.sm_clock_mhz <= 2570
+        assert 2480 <= num(gpu.sm_clock_mhz) <= 2570
         assert gpu.max_sm_clock_mhz == 3003
-        assert 50 <= gpu.temperature_c <= 58
-        assert gpu.utilization_pct >= 90
+        assert 50 <= num(gpu.temperature_c) <= 58
+        assert num(gpu.utilization_pct) >= 90
         assert gpu.clock_event_mask == 0
         assert not is_num(gpu.memory_used_mib)  # [N/A] on GB10
         assert sample.memory.unified
         assert sample.memory.total_mib == pytest.approx(MEM_TOTAL_KB / 1024)
-        assert gpu.process_memory_mib > 90_000
+        assert num(gpu.process_memory_mib) > 90_000
     assert eng.kv_pool_tokens == 11_434_628
     assert eng.kv_pool_source.startswith("cache_config_info")
     assert eng.max_model_len == 1_048_576
@@ -59,7 +60,9 @@ async def test_thermal_sags_one_node_with_the_thermal_bit() -> None:
             sample = await until(
                 lambda: node_sample(nodes[hot]),
                 lambda s: (
-                    s.ok and s.gpus[0].clock_event_mask == 0x20 and s.gpus[0].temperature_c >= 90
+                    s.ok
+                    and s.gpus[0].clock_event_mask == 0x20
+                    and num(s.gpus[0].temperature_c) >= 90
                 ),
             )
             cool = await node_sample(nodes["spark-1"])
@@ -69,9 +72,9 @@ async def test_thermal_sags_one_node_with_the_thermal_bit() -> None:
     assert hot == "spark-2"
     assert gpu.sm_clock_mhz == pytest.approx(1833, abs=15)
     assert gpu.slowdowns == ("sw_thermal_slowdown",)
-    assert gpu.counters.sw_thermal_us > 0
+    assert num(gpu.counters.sw_thermal_us) > 0
     assert cool.gpus[0].clock_event_mask == 0
-    assert cool.gpus[0].sm_clock_mhz > 2400
+    assert num(cool.gpus[0].sm_clock_mhz) > 2400
 
 
 async def test_hidden_low_power_is_slow_busy_quiet_and_has_no_bit() -> None:
@@ -80,13 +83,13 @@ async def test_hidden_low_power_is_slow_busy_quiet_and_has_no_bit() -> None:
         stuck = nodes[sim.targets.low_power]
         try:
             sample = await until(
-                lambda: node_sample(stuck), lambda s: s.ok and s.gpus[0].sm_clock_mhz < 600
+                lambda: node_sample(stuck), lambda s: s.ok and num(s.gpus[0].sm_clock_mhz) < 600
             )
         finally:
             await asyncio.gather(*(s.aclose() for s in nodes.values()))
     gpu = sample.gpus[0]
     assert gpu.sm_clock_mhz == pytest.approx(513, abs=5)
-    assert gpu.utilization_pct >= 95
+    assert num(gpu.utilization_pct) >= 95
     assert gpu.power_w == pytest.approx(15, abs=1)
     assert gpu.clock_event_mask == 0
     # The TP group runs at the stuck rank's pace.
@@ -100,7 +103,7 @@ async def test_pool_exhaustion_fills_kv_queues_and_preempts() -> None:
         try:
             full = await until(
                 lambda: engine_sample(source),
-                lambda e: e.ok and is_num(e.kv_usage) and e.kv_usage >= 0.9 and e.waiting > 0,
+                lambda e: e.ok and num(e.kv_usage) >= 0.9 and num(e.waiting) > 0,
             )
             async with httpx.AsyncClient() as client:
 
@@ -112,7 +115,7 @@ async def test_pool_exhaustion_fills_kv_queues_and_preempts() -> None:
                 later = await until(preemptions, lambda n: n > first)
         finally:
             await source.aclose()
-    assert full.kv_free_tokens < 0.1 * 11_434_628
+    assert num(full.kv_free_tokens) < 0.1 * 11_434_628
     assert later > first
 
 
