@@ -240,3 +240,33 @@ def test_pool_and_limits_sources() -> None:
     assert (s.max_model_len, s.limit_sources["max_model_len"]) == (1_048_576, "/v1/models")
     assert (s.kv_pool_tokens, s.kv_pool_source) == (11_434_628, "profile")
     assert is_num(s.kv_free_tokens)
+
+
+def test_inf_counter_makes_only_that_rate_unavailable() -> None:
+    text = (
+        'vllm:num_requests_running{engine="0"} 2\n'
+        'vllm:generation_tokens_total{engine="0"} +Inf\n'
+        'vllm:prompt_tokens_total{engine="0"} 100\n'
+    )
+    d = MetricsDeriver("dsv4")
+    d.derive(parse_page(text, WANTED), now_s=0.0, wall_s=0.0)
+    s = d.derive(parse_page(text.replace(" 100", " 300"), WANTED), now_s=2.0, wall_s=2.0)
+    assert s.state is EngineState.OK and s.running == 2
+    assert isinstance(s.decode_tps, NA) and "inf" in s.decode_tps.reason
+    assert s.prefill_tps == 100.0
+
+
+def test_sglang_dp_ranks_and_gauges() -> None:
+    text = "".join(
+        f'sglang:{name}{{dp_rank="{r}",model_name="m"}} {value}\n'
+        for r, values in (("0", (3, 1, 0.5, 100000)), ("1", (2, 0, 0.25, 100000)))
+        for name, value in zip(
+            ("num_running_reqs", "num_queue_reqs", "token_usage", "max_total_num_tokens"),
+            values,
+            strict=True,
+        )
+    )
+    s = MetricsDeriver("sg", kind="sglang").derive(parse_page(text, WANTED), now_s=0, wall_s=0)
+    assert (s.kind, s.running, s.waiting, s.kv_usage) == ("sglang", 5, 1, 0.5)
+    assert (s.kv_pool_tokens, s.kv_pool_source) == (200000, "max_total_num_tokens")
+    assert s.kv_free_tokens == pytest.approx(50000 + 75000)

@@ -74,12 +74,6 @@ class PromPage:
         """Every sample with this normalised sample name (empty when absent)."""
         return self.samples.get(name, ())
 
-    def has_family(self, base: str) -> bool:
-        """True when the page declares ``base`` or has samples named ``base`` or ``base_*``."""
-        if base in self.declared:
-            return True
-        return any(n == base or n.startswith(base + "_") for n in self.samples)
-
     @property
     def sample_count(self) -> int:
         return sum(len(v) for v in self.samples.values())
