@@ -279,7 +279,7 @@ class FakeVllm:
             buckets=ITL_BUCKETS,
             registry=r,
         )
-        hidden = [
+        hidden: list[Gauge | Counter] = [
             Gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage (hidden)", LABELS, registry=r)
         ]
         hidden += [
