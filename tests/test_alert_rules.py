@@ -243,23 +243,23 @@ def expected_row(sample: EngineSample) -> Expected:
 
 def test_expected_deficits_ttft_and_decode() -> None:
     # 2-Spark profile row 2,048 × 2: TTFT 1.11 s, decode 57.0 tok/s per stream.
-    live = engine(ttft_p50=Quantile(1.60), decode_tps=2 * 35.3)
+    live = engine(ttft_p50=Quantile(1.60), itl_p50=Quantile(1 / 35.3))
     found = run(cluster(live), expected=expected_row)
     assert "TTFT 44 % above expected (1.60 s vs 1.11 s" in found["expected.ttft:dsv41"].message
     assert (
         "decode 38 % below expected (35.3 vs 57.0 tok/s" in found["expected.decode:dsv41"].message
     )
-    ok = engine(ttft_p50=Quantile(1.2), decode_tps=2 * 50.0)
+    ok = engine(ttft_p50=Quantile(1.2), itl_p50=Quantile(1 / 50.0))
     assert run(cluster(ok), expected=expected_row) == {}
 
 
 def test_ttft_known_only_as_an_upper_bound_is_no_deficit() -> None:
-    live = engine(ttft_p50=Quantile(2.5, "<"), decode_tps=110.0)
+    live = engine(ttft_p50=Quantile(2.5, "<"), itl_p50=Quantile(0.01, "<"))
     assert run(cluster(live), expected=expected_row) == {}
 
 
 def test_idle_engine_has_no_deficit() -> None:
-    live = engine(running=0.0, decode_tps=0.0)
+    live = engine(running=0.0, itl_p50=Quantile(1.0))
     assert run(cluster(live), expected=expected_row) == {}
 
 
@@ -277,7 +277,7 @@ def test_straggler_names_the_node_and_ties_it_to_the_decode_deficit() -> None:
             )
         )
         tracker.observe(state)
-    state.apply(engine(t=t + 45, decode_tps=2 * 35.3))
+    state.apply(engine(t=t + 45, itl_p50=Quantile(1 / 35.3)))
     found = run(
         state,
         tracker=tracker,
@@ -375,7 +375,17 @@ def test_case_stale_gauges_raise_a_stale_alert() -> None:
 
 
 def test_lifetime_figures_of_a_first_scrape_are_no_deficit() -> None:
-    live = engine(ttft_p50=Quantile(9.0), decode_tps=10.0, since_start=("ttft_p50", "decode_tps"))
+    lifetime = ("ttft_p50", "itl_p50")
+    live = engine(ttft_p50=Quantile(9.0), itl_p50=Quantile(0.1), since_start=lifetime)
     assert run(cluster(live), expected=expected_row) == {}
     preempted = engine(preemptions_per_s=2.0, since_start=("preemptions_per_s",))
     assert run(cluster(preempted)) == {}
+
+
+def test_a_counter_that_stopped_growing_is_no_longer_evidence() -> None:
+    state, tracker = ClusterState(), CounterTracker(60.0)
+    for i, total in enumerate((100.0, 109.0, 109.0)):  # grew, then stopped
+        state.apply(node("spark-2", float(i * 5), counters=counters(total)))
+        tracker.observe(state)
+    assert tracker.growth_s("spark-2", "GPU-test-0") == {}
+    assert run(state, tracker=tracker) == {}

@@ -304,18 +304,23 @@ def test_unwritable_path_is_a_user_error(tmp_path: Path) -> None:
         Recorder(tmp_path / "no-such-dir" / "x.jsonl", make_header())
 
 
-def test_header_has_no_secrets() -> None:
+def test_header_has_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     from sparktop.inventory import parse_inventory
 
+    monkeypatch.setenv("VLLM_API_KEY", "hunter2")
     inventory = parse_inventory(
         "cluster: c\nnodes:\n  - {name: spark-1, host: 10.0.0.1}\n"
-        "engines:\n  - {name: e, url: 'http://ops:hunter2@10.0.0.1:8015', nodes: [spark-1]}\n",
+        "engines:\n  - {name: e, url: 'http://10.0.0.1:8015', nodes: [spark-1],"
+        " api_key_env: VLLM_API_KEY}\n",
         "cluster.yaml",
     )
     header = make_header(inventory)
-    text = json.dumps(header)
-    assert "hunter2" not in text and "ops:" not in text
+    assert "hunter2" not in json.dumps(header)
     assert header["inventory"]["engines"][0]["url"] == "http://10.0.0.1:8015"
+    assert redact({"url": "http://ops:hunter2@10.0.0.1:8015/x", "n": [1]}) == {
+        "url": "http://10.0.0.1:8015/x",
+        "n": [1],
+    }
     assert redact({"password": "x", "ssh": {"passphrase": "y"}, "api_token": None}) == {
         "password": "<redacted>",
         "ssh": {"passphrase": "<redacted>"},

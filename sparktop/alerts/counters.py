@@ -62,16 +62,19 @@ class CounterTracker:
             points.popleft()
 
     def growth_s(self, node: str, gpu_key: str) -> dict[str, float]:
-        """Seconds added to each counter over the window (only counters that grew)."""
+        """Seconds added over the window to each counter that is still growing (it grew
+        between the two newest readings); a counter that stopped is no longer evidence."""
         points = self._points.get(gpu_subject(node, gpu_key))
         if not points or len(points) < 2:
             return {}
+        newest, before_newest = points[-1][1], points[-2][1]
+        growing = {n for n, v in newest.items() if v > before_newest.get(n, v)}
         grown: dict[str, float] = {}
         previous = points[0][1]
         for _, readings in list(points)[1:]:
             for name, value in readings.items():
                 before = previous.get(name)
-                if before is not None and value > before:
+                if name in growing and before is not None and value > before:
                     grown[name] = grown.get(name, 0.0) + (value - before) / 1e6
             previous = readings
         return grown

@@ -1,9 +1,12 @@
 """Expected-row rules: live TTFT / decode against the sweep profile, and the TP straggler.
 
 Live prompt length is ``EngineSample.mean_prompt_tokens`` (Δ``request_prompt_tokens_sum`` /
-Δ``_count``), concurrency is ``running``; live per-stream decode is ``decode_tps`` (rate of
-``vllm:generation_tokens_total``) ÷ ``running``, compared with the profile's per-stream
-decode column.
+Δ``_count``), concurrency is ``running``. Live per-stream decode is 1 / ITL p50
+(``vllm:inter_token_latency_seconds`` bucket deltas over the window), compared with the
+profile's per-request decode column. Not the generation rate ÷ running: with long prompts
+most running requests are in prefill, so that quotient sits far below the per-stream rate
+even on a healthy engine (the seeds' lesson: decode barely moves while end-to-end throughput
+collapses). An ITL known only as "< first bucket" never shows a deficit.
 """
 
 from __future__ import annotations
@@ -52,8 +55,11 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
         ttft_live = q.value_s
         ttft_over = (ttft_live / exp.ttft_s - 1.0) * 100.0
     decode_live = decode_under = None
-    if is_num(s.decode_tps) and exp.decode_tps and windowed(s, "decode_tps"):
-        decode_live = float(s.decode_tps) / float(s.running)
+    itl = s.itl_p50
+    usable = isinstance(itl, Quantile) and itl.bound != "<" and itl.value_s > 0
+    if usable and exp.decode_tps and windowed(s, "itl_p50"):
+        assert isinstance(itl, Quantile)
+        decode_live = 1.0 / itl.value_s
         decode_under = (1.0 - decode_live / exp.decode_tps) * 100.0
     return Deficit(
         ttft_live,
@@ -94,7 +100,7 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                 Severity.WARNING,
                 f"decode {d.decode_under_pct:.0f} % below expected "
                 f"({d.decode_live_tps:.1f} vs {d.decode_expected_tps:.1f} tok/s per "
-                f"stream {at})",
+                f"stream from ITL p50, {at})",
                 {
                     "decode_tps": d.decode_live_tps or 0.0,
                     "expected_decode_tps": d.decode_expected_tps or 0.0,
