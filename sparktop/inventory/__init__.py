@@ -13,8 +13,8 @@ from sparktop.inventory.models import (
     Inventory,
     NodeConfig,
     SshSettings,
-    is_valid_host,
 )
+from sparktop.inventory.names import is_valid_host
 
 __all__ = [
     "AlertThresholds",

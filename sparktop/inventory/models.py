@@ -1,19 +1,15 @@
 """The inventory's frozen, validated models (``cluster.yaml``, DESIGN.md §3).
 
 Every model forbids unknown keys, so a typo is an error rather than a silently ignored
-setting. Strings that end up naming a host, a node or an environment variable are checked
-against narrow patterns here; nothing in the inventory is ever interpolated into a shell
-command, and these checks are a second line of defence, not the first.
+setting. Strings that name a host, a node, a user, a URL or an environment variable are
+checked by :mod:`sparktop.inventory.names`; numbers refuse ``true``/``false``.
 """
 
 from __future__ import annotations
 
 import difflib
-import ipaddress
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -28,77 +24,36 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_DNS_LABEL_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
-_ALIAS_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
-_USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
-_ENV_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+from sparktop.inventory.names import (
+    check_display,
+    check_env,
+    check_host,
+    check_name,
+    check_url,
+    check_user,
+    expand_path,
+)
 
 
-def _check_name(value: str) -> str:
-    if not _NAME_RE.fullmatch(value):
+def _no_bool(value: Any) -> Any:
+    # pydantic reads `true` as 1 for an int field; `port: true` is a mistake, not port 1.
+    if isinstance(value, bool):
         raise PydanticCustomError(
-            "invalid_name",
-            "invalid name '{value}': use letters, digits, '-', '_' and '.', starting with a "
-            "letter or digit (at most 64 characters)",
-            {"value": value},
+            "bool_number", "expected a number, got {value}", {"value": str(value).lower()}
         )
     return value
 
 
-def is_valid_host(value: str) -> bool:
-    """True for a DNS name, an IPv4/IPv6 literal, or an ssh-config ``Host`` alias.
-
-    Aliases are limited to letters, digits, ``.``, ``_`` and ``-`` and may not start with
-    ``-`` (so a host can never be read as an ``ssh`` option).
-    """
-    try:
-        ipaddress.ip_address(value)
-        return True
-    except ValueError:
-        pass
-    if not _ALIAS_RE.fullmatch(value):
-        return False
-    # Dotted names must be valid DNS names (labels of at most 63 characters).
-    return "." not in value or all(_DNS_LABEL_RE.fullmatch(label) for label in value.split("."))
-
-
-def _check_host(value: str) -> str:
-    if not is_valid_host(value):
-        raise PydanticCustomError(
-            "invalid_host",
-            "invalid host name '{value}': expected a DNS name, an IPv4/IPv6 address or an "
-            "ssh-config alias (letters, digits, '.', '_', '-')",
-            {"value": value},
-        )
-    return value
-
-
-def _check_user(value: str) -> str:
-    if not _USER_RE.fullmatch(value):
-        raise PydanticCustomError("invalid_user", "invalid user name '{value}'", {"value": value})
-    return value
-
-
-def _expand_path(value: Any) -> Any:
-    return Path(value).expanduser() if isinstance(value, str | Path) else value
-
-
-def _check_env(value: str) -> str:
-    if not _ENV_RE.fullmatch(value):
-        raise PydanticCustomError(
-            "invalid_env", "invalid environment variable name '{value}'", {"value": value}
-        )
-    return value
-
-
-Name = Annotated[str, AfterValidator(_check_name)]
-User = Annotated[str, AfterValidator(_check_user)]
-Host = Annotated[str, AfterValidator(_check_host)]
-UserPath = Annotated[Path, BeforeValidator(_expand_path)]
-Port = Annotated[int, Field(ge=1, le=65535)]
-TimeoutS = Annotated[float, Field(gt=0, le=600)]
-Percent = Annotated[float, Field(gt=0, le=100)]
+_NUMBER = BeforeValidator(_no_bool)
+Name = Annotated[str, AfterValidator(check_name)]
+User = Annotated[str, AfterValidator(check_user)]
+Host = Annotated[str, AfterValidator(check_host)]
+Display = Annotated[str, AfterValidator(check_display)]
+UserPath = Annotated[Path, BeforeValidator(expand_path)]
+Port = Annotated[int, _NUMBER, Field(ge=1, le=65535)]
+TimeoutS = Annotated[float, _NUMBER, Field(gt=0, le=600)]
+Percent = Annotated[float, _NUMBER, Field(gt=0, le=100)]
+Count = Annotated[int, _NUMBER, Field(ge=1)]
 
 
 class _Frozen(BaseModel):
@@ -155,47 +110,24 @@ class EngineConfig(_Frozen):
     expose. ``api_key_env`` names an environment variable holding a bearer token."""
 
     name: Name
-    url: str
+    url: Annotated[str, AfterValidator(check_url)]
     nodes: tuple[Name, ...] = ()
     kind: Literal["vllm", "sglang"] = "vllm"
-    api_key_env: Annotated[str, AfterValidator(_check_env)] | None = None
-    max_num_seqs: Annotated[int, Field(ge=1)] | None = None
-    max_num_batched_tokens: Annotated[int, Field(ge=1)] | None = None
-    max_model_len: Annotated[int, Field(ge=1)] | None = None
-    kv_pool_tokens: Annotated[int, Field(ge=1)] | None = None
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        try:
-            parts = urlsplit(value)
-            port_ok = parts.port is None or parts.port > 0
-        except ValueError:
-            parts, port_ok = None, False
-        if (
-            parts is None
-            or not port_ok
-            or parts.scheme not in ("http", "https")
-            or not parts.hostname
-            or parts.query
-            or parts.fragment
-        ):
-            raise PydanticCustomError(
-                "invalid_url",
-                "invalid URL '{value}': expected a base URL like http://10.0.0.1:8000",
-                {"value": value},
-            )
-        return value.rstrip("/")
+    api_key_env: Annotated[str, AfterValidator(check_env)] | None = None
+    max_num_seqs: Count | None = None
+    max_num_batched_tokens: Count | None = None
+    max_model_len: Count | None = None
+    kv_pool_tokens: Count | None = None
 
 
 class AlertThresholds(_Frozen):
     """Alert thresholds (DESIGN.md §9): percentages 0–100, °C, seconds to hold."""
 
     clock_drop_pct: Percent = 10.0
-    temperature_c: Annotated[float, Field(gt=0, le=150)] = 85.0
+    temperature_c: Annotated[float, _NUMBER, Field(gt=0, le=150)] = 85.0
     kv_usage_pct: Percent = 90.0
     expected_deficit_pct: Percent = 25.0
-    hold_s: Annotated[float, Field(ge=0, le=3600)] = 10.0
+    hold_s: Annotated[float, _NUMBER, Field(ge=0, le=3600)] = 10.0
 
 
 def _errors(title: str, details: list[InitErrorDetails]) -> ValidationError:
@@ -221,9 +153,9 @@ class Inventory(_Frozen):
     ``source_path`` is the file it was loaded from (set by the loader, not a YAML key).
     """
 
-    cluster: str = "sparktop"
-    profile: str | None = None
-    interval_s: Annotated[float, Field(ge=0.2, le=60)] = 1.0
+    cluster: Display = "sparktop"
+    profile: Display | None = None
+    interval_s: Annotated[float, _NUMBER, Field(ge=0.2, le=60)] = 1.0
     ssh: SshSettings = SshSettings()
     nodes: tuple[NodeConfig, ...] = ()
     engines: tuple[EngineConfig, ...] = ()
