@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from sparktop.errors import UserError
 from sparktop.inventory.models import Inventory
+from sparktop.inventory.names import clip
 from sparktop.inventory.yamltree import (
     Loc,
     Marks,
@@ -42,15 +43,21 @@ def load_inventory(path: Path) -> Inventory:
     """
     label = _one_line(str(path))
     try:
-        raw = Path(path).expanduser().read_bytes()
+        # Bounded read: `--inventory /dev/zero` (or a huge file) must not eat memory.
+        with Path(path).expanduser().open("rb") as file:
+            raw = file.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise UserError(f"{label}: no such file") from None
     except IsADirectoryError:
         raise UserError(f"{label}: is a directory, expected a YAML file") from None
+    except PermissionError:
+        raise UserError(f"{label}: permission denied") from None
     except OSError as exc:
         raise UserError(f"{label}: cannot read: {exc.strerror or exc}") from None
+    except RuntimeError:  # expanduser: "~nosuchuser/…"
+        raise UserError(f"{label}: cannot expand '~' (no such user or no home directory)") from None
     if len(raw) > MAX_BYTES:
-        raise UserError(f"{label}: too large for an inventory ({len(raw):,} bytes)")
+        raise UserError(f"{label}: too large for an inventory (over {MAX_BYTES:,} bytes)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -65,14 +72,16 @@ def parse_inventory(text: str, source: str) -> Inventory:
         data, marks, problems = compose(text)
     except YamlSyntaxError as exc:
         raise UserError(_format(source, [exc.problem])) from None
-    if data is None:
-        raise UserError(
-            f"{_one_line(source)}:1:1: the inventory is empty (expected nodes: and engines:)"
-        )
     if not isinstance(data, dict):
+        if problems:
+            raise UserError(_format(source, problems))
+        if data is None:
+            raise UserError(
+                f"{_one_line(source)}:1:1: the inventory is empty (expected nodes: and engines:)"
+            )
         raise UserError(
             f"{_one_line(source)}:1:1: the inventory must be a mapping of keys "
-            f"(cluster:, nodes:, …), not a {type(data).__name__}"
+            f"(cluster:, nodes:, …), got {_describe(data)}"
         )
     for key in _LOADER_ONLY & data.keys():
         problems.append(_unknown_key(key, (), marks, Inventory))
@@ -80,27 +89,39 @@ def parse_inventory(text: str, source: str) -> Inventory:
     try:
         inventory = Inventory.model_validate(data)
     except ValidationError as exc:
-        problems.extend(_problem(error, marks) for error in exc.errors(include_url=False))
+        errors = [e for e in exc.errors(include_url=False) if not _reported(e["loc"], marks)]
+        found = [_problem(error, marks) for error in errors]
     else:
         if not problems:
             return inventory
-    raise UserError(_format(source, problems))
+        found = []
+    # YAML-level problems and unknown keys first: a typo usually explains the "field
+    # required" that follows it.
+    early = problems + [p for p in found if p.message.startswith("unknown key")]
+    late = [p for p in found if not p.message.startswith("unknown key")]
+    raise UserError(_format(source, _by_position(early) + _by_position(late)))
+
+
+def _reported(loc: tuple[str | int, ...], marks: Marks) -> bool:
+    """True when the YAML walk already reported this value (no second error about it)."""
+    return any(loc[: len(prefix)] == prefix for prefix in marks.reported)
+
+
+def _by_position(problems: list[Problem]) -> list[Problem]:
+    return sorted(problems, key=lambda p: (p.line, p.column))
 
 
 def _format(source: str, problems: list[Problem]) -> str:
-    # Unknown keys first: a typo usually explains the "field required" that follows it.
-    ordered = sorted(
-        problems, key=lambda p: (not p.message.startswith("unknown key"), p.line, p.column)
-    )
-    first = ordered[0]
+    """One line: the first problem's position, then up to ``MAX_SHOWN`` problems in order."""
+    first = problems[0]
     parts = []
-    for problem in ordered[:MAX_SHOWN]:
+    for problem in problems[:MAX_SHOWN]:
         text = f"{problem.path}: {problem.message}" if problem.path else problem.message
         if problem is not first and problem.line != first.line:
             text = f"line {problem.line}: {text}"
         parts.append(text)
-    if len(ordered) > MAX_SHOWN:
-        parts.append(f"and {len(ordered) - MAX_SHOWN} more")
+    if len(problems) > MAX_SHOWN:
+        parts.append(f"and {len(problems) - MAX_SHOWN} more")
     return _one_line(f"{source}:{first.line}:{first.column}: " + "; ".join(parts))
 
 
@@ -111,6 +132,23 @@ def _one_line(text: str) -> str:
     )
 
 
+_EXPECTED = {
+    "model_type": "a mapping of keys",
+    "dict_type": "a mapping of keys",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "string_type": "text",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "path_type": "a file path",
+}
+"""pydantic error type → what the operator should have written (instead of pydantic's words)."""
+
+
 def _problem(error: ErrorDetails, marks: Marks) -> Problem:
     loc: Loc = tuple(error["loc"])
     kind = error["type"]
@@ -118,14 +156,43 @@ def _problem(error: ErrorDetails, marks: Marks) -> Problem:
         return _unknown_key(loc[-1], loc[:-1], marks, _model_at(loc[:-1]))
     prefix, mark = marks.nearest(loc)
     line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-    message = error["msg"].removeprefix("Value error, ")
-    message = message[:1].lower() + message[1:]
     if kind == "missing":
-        return Problem(line, column, loc_to_path(loc), message)
+        return Problem(line, column, loc_to_path(loc), _lower_first(error["msg"]))
     shown = error.get("input")
-    if isinstance(shown, str | int | float | bool) and str(shown) not in message:
-        message += f" (got {shown!r})"
+    if kind in _EXPECTED:
+        message = f"expected {_EXPECTED[kind]}{_keys_hint(kind, loc)}, got {_describe(shown)}"
+        return Problem(line, column, loc_to_path(prefix), message)
+    message = _lower_first(error["msg"].removeprefix("Value error, "))
+    if isinstance(shown, str | int | float | bool):
+        quoted = clip(shown) if isinstance(shown, str) else _describe(shown)
+        if quoted not in message:
+            message += f" (got {_describe(shown)})"
     return Problem(line, column, loc_to_path(prefix), message)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _keys_hint(kind: str, loc: Loc) -> str:
+    model = _model_at(loc) if kind == "model_type" else None
+    if model is None:
+        return ""
+    names = [name for name in model.model_fields if name not in _LOADER_ONLY][:3]
+    return " (" + ", ".join(f"{name}:" for name in names) + ", …)"
+
+
+def _describe(value: object) -> str:
+    """How a YAML value reads to its author: ``a list``, ``'text'``, ``12``, ``true``."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return clip(repr(value) if isinstance(value, str | int | float) else str(value))
 
 
 def _unknown_key(

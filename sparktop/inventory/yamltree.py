@@ -16,7 +16,14 @@ Loc = tuple[str | int, ...]
 """A path into the document: mapping keys and sequence indices."""
 
 MAX_DEPTH = 32
-_MERGE_TAG = "tag:yaml.org,2002:merge"
+MAX_VALUES = 50_000
+"""Values built at most: aliases can make a small file expand exponentially ("billion
+laughs"); a real inventory has a few thousand."""
+_STANDARD_TAG = "tag:yaml.org,2002:"
+_MERGE_TAG = _STANDARD_TAG + "merge"
+_COLLECTION_TAGS = frozenset({_STANDARD_TAG + "seq", _STANDARD_TAG + "map"})
+_REPORTED = object()
+"""A value already reported as a problem: its key is left out so no second error follows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +42,8 @@ class Marks:
 
     key: dict[Loc, yaml.Mark] = field(default_factory=dict)
     value: dict[Loc, yaml.Mark] = field(default_factory=dict)
+    reported: set[Loc] = field(default_factory=set)
+    """Paths whose value was already reported as a problem and left out of the data."""
 
     def nearest(self, loc: Loc) -> tuple[Loc, yaml.Mark | None]:
         """The longest prefix of ``loc`` present in the document, and its value mark."""
@@ -51,6 +60,10 @@ def loc_to_path(loc: Loc) -> str:
     for part in loc:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
+
+
+class _TooMany(Exception):
+    pass
 
 
 class YamlSyntaxError(Exception):
@@ -80,71 +93,97 @@ def compose(text: str) -> tuple[Any, Marks, list[Problem]]:
     """Parse one YAML document into dicts/lists/scalars with marks for every path.
 
     Returns ``(data, marks, problems)`` where problems are duplicate or non-string keys.
-    Raises :class:`YamlSyntaxError` for text that is not YAML (tabs, unclosed brackets…).
+    Raises :class:`YamlSyntaxError` for text that is not YAML (tabs, unclosed brackets…),
+    nesting deeper than ``MAX_DEPTH`` or more than ``MAX_VALUES`` values.
     """
-    marks = Marks()
-    problems: list[Problem] = []
     try:
         loader = yaml.SafeLoader(text)  # checks for unprintable characters already
         try:
             root = loader.get_single_node()
-            data = None if root is None else _build(loader, root, (), marks, problems, 0)
+            builder = _Builder(loader)
+            data = None if root is None else builder.build(root, (), 0)
+            data = None if data is _REPORTED else data
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(_syntax_problem(exc)) from None
     except RecursionError:
         raise YamlSyntaxError(Problem(1, 1, "", "YAML error: nesting too deep")) from None
-    return data, marks, problems
+    except _TooMany:
+        message = (
+            f"more than {MAX_VALUES:,} values: too large for an inventory "
+            "(or YAML aliases '*' expand too far)"
+        )
+        raise YamlSyntaxError(Problem(1, 1, "", message)) from None
+    return data, builder.marks, builder.problems
 
 
 def _at(mark: yaml.Mark, loc: Loc, message: str) -> Problem:
     return Problem(mark.line + 1, mark.column + 1, loc_to_path(loc), message)
 
 
-def _build(
-    loader: yaml.SafeLoader,
-    node: yaml.Node,
-    loc: Loc,
-    marks: Marks,
-    problems: list[Problem],
-    depth: int,
-) -> Any:
-    marks.value.setdefault(loc, node.start_mark)
-    if depth > MAX_DEPTH:
-        problems.append(_at(node.start_mark, loc[:2], "nesting too deep"))
-        return None
-    if isinstance(node, yaml.SequenceNode):
-        return [
-            _build(loader, item, (*loc, i), marks, problems, depth + 1)
-            for i, item in enumerate(node.value)
-        ]
-    if not isinstance(node, yaml.MappingNode):
-        return loader.construct_object(node, deep=True)
-    first_seen: dict[object, yaml.Mark] = {}
-    for key_node, _ in node.value:
-        if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
-            continue
-        key = key_node.value
-        if key in first_seen:
-            problems.append(
-                _at(
-                    key_node.start_mark,
-                    loc,
-                    f"duplicate key {key!r} (first at line {first_seen[key].line + 1})",
+@dataclass(slots=True)
+class _Builder:
+    """Walks the node tree once, recording marks and problems, within a value budget."""
+
+    loader: yaml.SafeLoader
+    marks: Marks = field(default_factory=Marks)
+    problems: list[Problem] = field(default_factory=list)
+    budget: int = MAX_VALUES
+
+    def build(self, node: yaml.Node, loc: Loc, depth: int) -> Any:
+        self.budget -= 1
+        if self.budget < 0:
+            raise _TooMany
+        self.marks.value.setdefault(loc, node.start_mark)
+        if depth > MAX_DEPTH:
+            self.problems.append(_at(node.start_mark, loc[:2], "nesting too deep"))
+            self.marks.reported.add(loc)
+            return _REPORTED
+        if not isinstance(node, yaml.ScalarNode) and node.tag not in _COLLECTION_TAGS:
+            # Scalars with such tags fail in construct_object; collections must fail too.
+            tag = node.tag.replace(_STANDARD_TAG, "!!")
+            self.problems.append(_at(node.start_mark, loc, f"unsupported YAML tag {tag!r}"))
+            self.marks.reported.add(loc)
+            return _REPORTED
+        if isinstance(node, yaml.SequenceNode):
+            items = [self.build(item, (*loc, i), depth + 1) for i, item in enumerate(node.value)]
+            return [None if item is _REPORTED else item for item in items]
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, loc, depth)
+        return self.loader.construct_object(node, deep=True)
+
+    def _mapping(self, node: yaml.MappingNode, loc: Loc, depth: int) -> dict[str, Any]:
+        first_seen: dict[object, yaml.Mark] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = key_node.value
+            if key in first_seen:
+                line = first_seen[key].line + 1
+                message = f"duplicate key {key!r} (first at line {line})"
+                self.problems.append(_at(key_node.start_mark, loc, message))
+            first_seen.setdefault(key, key_node.start_mark)
+        self.loader.flatten_mapping(node)  # resolves '<<' merge keys; later keys win
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            # A list or mapping key is never built: through aliases it could be huge.
+            key = (
+                self.loader.construct_object(key_node)
+                if isinstance(key_node, yaml.ScalarNode)
+                else None
+            )
+            if not isinstance(key, str):
+                message = (
+                    f"key {key!r} must be text (quote it)"
+                    if isinstance(key_node, yaml.ScalarNode)
+                    else "a key must be text, not a list or mapping"
                 )
-            )
-        first_seen.setdefault(key, key_node.start_mark)
-    loader.flatten_mapping(node)  # resolves '<<' merge keys; later keys win
-    result: dict[str, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str):
-            problems.append(
-                _at(key_node.start_mark, loc, f"key {key!r} must be a string (quote it)")
-            )
-            continue
-        marks.key[(*loc, key)] = key_node.start_mark
-        marks.value.pop((*loc, key), None)  # a merged-over key points at the overriding one
-        result[key] = _build(loader, value_node, (*loc, key), marks, problems, depth + 1)
-    return result
+                self.problems.append(_at(key_node.start_mark, loc, message))
+                continue
+            self.marks.key[(*loc, key)] = key_node.start_mark
+            self.marks.value.pop((*loc, key), None)  # a merged-over key points at the override
+            value = self.build(value_node, (*loc, key), depth + 1)
+            if value is not _REPORTED:
+                result[key] = value
+        return result
