@@ -389,3 +389,25 @@ def test_a_counter_that_stopped_growing_is_no_longer_evidence() -> None:
         tracker.observe(state)
     assert tracker.growth_s("spark-2", "GPU-test-0") == {}
     assert run(state, tracker=tracker) == {}
+
+
+def test_profile_baseline_of_other_hardware_is_ignored() -> None:
+    # An H100-like GPU (max 1,980 MHz) watched with the GB10 profile (2,509 MHz loaded).
+    other = node("h100", 0.0, sm_clock_mhz=1755.0, max_sm_clock_mhz=1980.0)
+    assert run(cluster(other), profile_baseline_mhz=2509.0) == {}
+
+
+def test_a_long_stuck_state_does_not_become_the_baseline() -> None:
+    state = ClusterState()
+    t = warm(state, ("spark-3",), 0.0, 10)
+    stuck = {"sm_clock_mhz": 513.0, "utilization_pct": 100.0, "power_w": 14.9}
+    for i in range(200):  # the learnt baseline (upper quartile) is now 513 MHz
+        state.apply(node("spark-3", t + i, **stuck))
+    assert state.baseline_mhz("spark-3", "GPU-test-0") == 513.0
+    found = run(state)
+    assert "3,003 MHz max" in found["gpu.hidden_low_power:spark-3/gpu0"].message
+    state.apply(node("spark-3", t + 300, sm_clock_mhz=1833.0, clock_event_mask=0x20))
+    for i in range(200):
+        state.apply(node("spark-3", t + 301 + i, sm_clock_mhz=1833.0))
+    found = run(state, profile_baseline_mhz=2509.0)
+    assert "27 % below its 2,509 MHz baseline" in found["gpu.throttle:spark-3/gpu0"].message

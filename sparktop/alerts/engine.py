@@ -1,9 +1,10 @@
 """The alert engine: runs the rules on every cluster update and applies hysteresis.
 
 A condition must hold ``hold_s`` to fire and be absent ``hold_s`` to clear, so an input that
-flaps faster than that neither fires nor flaps an active alert. While a subject cannot be
-read (its node's poll or its engine's scrape fails), alerts that depend on its readings
-neither fire nor clear: not seeing a throttle is not the same as it having stopped.
+flaps faster than that neither fires nor flaps an active alert; while an alert is up its
+severity only rises (an escalation event) and its message follows the latest numbers. While a
+subject cannot be read (its node's poll or its engine's scrape fails), alerts that depend on
+its readings neither fire nor clear: not seeing a throttle is not the same as it having stopped.
 """
 
 from __future__ import annotations
@@ -98,10 +99,13 @@ class AlertEngine:
                     events.append(Event(now_s, EventKind.FIRED, track.alert))
             else:
                 before = track.alert
+                # Severity only rises while an alert is up: a value hovering at a boundary
+                # must not flap it between warning and critical.
+                severity = max(finding.severity, before.severity, key=lambda v: v.rank)
                 track.alert = before.updated(
-                    severity=finding.severity, message=finding.message, values=finding.values
+                    severity=severity, message=finding.message, values=finding.values
                 )
-                if finding.severity.rank > before.severity.rank:
+                if severity.rank > before.severity.rank:
                     events.append(Event(now_s, EventKind.ESCALATED, track.alert))
         for key in [k for k in self._tracks if k not in present]:
             track = self._tracks[key]

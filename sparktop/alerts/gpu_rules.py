@@ -49,14 +49,33 @@ class GpuView:
     counter_growth_s: dict[str, float]
 
     @property
-    def clock_ratio(self) -> float | None:
-        """SM clock ÷ baseline (or ÷ max clock when there is no baseline)."""
+    def reference(self) -> tuple[float, str] | None:
+        """The clock to judge against and its name: the baseline, or the max clock when
+        there is no baseline or the learnt one is implausibly low for a loaded GPU (under
+        half the max: learnt during a sag)."""
         ref = self.baseline_mhz
-        if ref is None and is_num(self.gpu.max_sm_clock_mhz):
-            ref = float(self.gpu.max_sm_clock_mhz)
-        if ref is None or ref <= 0 or not is_num(self.gpu.sm_clock_mhz):
+        top = float(self.gpu.max_sm_clock_mhz) if is_num(self.gpu.max_sm_clock_mhz) else None
+        if top is not None and (ref is None or ref < 0.5 * top):
+            return top, "max"
+        return (ref, "baseline") if ref is not None else None
+
+    @property
+    def clock_ratio(self) -> float | None:
+        """SM clock ÷ :attr:`reference`."""
+        ref = self.reference
+        if ref is None or ref[0] <= 0 or not is_num(self.gpu.sm_clock_mhz):
             return None
-        return float(self.gpu.sm_clock_mhz) / ref
+        return float(self.gpu.sm_clock_mhz) / ref[0]
+
+
+def reference_mhz(own: float | None, profile: float | None, gpu: GpuSample) -> float | None:
+    """The loaded clock to compare with: the GPU's own baseline, but never below the
+    profile's (a sag that lasts long enough drags the learnt baseline down with it). A
+    profile baseline above this GPU's max clock was measured on other hardware: ignored."""
+    if profile is not None and is_num(gpu.max_sm_clock_mhz) and profile > gpu.max_sm_clock_mhz:
+        profile = None
+    values = [v for v in (own, profile) if v is not None]
+    return max(values) if values else None
 
 
 def gpu_views(ctx: RuleContext) -> Iterator[GpuView]:
@@ -65,7 +84,8 @@ def gpu_views(ctx: RuleContext) -> Iterator[GpuView]:
         if not sample.ok:
             continue
         for gpu in sample.gpus:
-            base = ctx.state.baseline_mhz(sample.node, gpu.key) or ctx.profile_baseline_mhz
+            own = ctx.state.baseline_mhz(sample.node, gpu.key)
+            base = reference_mhz(own, ctx.profile_baseline_mhz, gpu)
             grown = ctx.counters.growth_s(sample.node, gpu.key)
             yield GpuView(sample.node, gpu, base, grown)
 
@@ -188,11 +208,8 @@ def hidden_low_power_rule(ctx: RuleContext) -> Iterator[Finding]:
             continue
         g = view.gpu
         label = gpu_label(view.node, g)
-        ref = (
-            f"{view.baseline_mhz:,.0f} MHz baseline"
-            if view.baseline_mhz is not None
-            else f"{g.max_sm_clock_mhz:,.0f} MHz max"
-        )
+        reference = view.reference
+        ref = f"{reference[0]:,.0f} MHz {reference[1]}" if reference else "its normal clock"
         yield Finding(
             rule="gpu.hidden_low_power",
             subject=label,
