@@ -25,7 +25,7 @@ from sparktop.sweep.profile import Profile
 from sparktop.ui import themes
 from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
-from sparktop.ui.messages import EventRecorded, NodeChosen, SampleArrived
+from sparktop.ui.messages import EventRecorded, LayoutChanged, NodeChosen, SampleArrived
 from sparktop.ui.setup import Setup, build_alert_engine, build_setup
 from sparktop.ui.views import node_rows
 from sparktop.ui.widgets.budget import BudgetPane
@@ -58,6 +58,10 @@ class SparktopApp(App[int]):
         Binding("e", "toggle_events", "Events", id="app.events"),
         Binding("t", "cycle_theme", "Theme", id="app.theme"),
         Binding("r", "poll_now", "Poll now", show=False, id="app.poll_now"),
+    ]
+    HORIZONTAL_BREAKPOINTS = [
+        (0, "-narrow"),
+        (110, "-wide"),
     ]
     INTERVAL_STEPS: ClassVar[tuple[float, ...]] = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 
@@ -182,6 +186,9 @@ class SparktopApp(App[int]):
         """Record a sample from outside the poller (replay): coalesces per subject."""
         self.post_message(SampleArrived(sample))
 
+    def on_layout_changed(self, message: LayoutChanged) -> None:
+        self.tick()
+
     def on_sample_arrived(self, message: SampleArrived) -> None:
         self._record(message.sample)
 
@@ -254,10 +261,10 @@ class SparktopApp(App[int]):
         self.tick()
 
     def action_toggle_budget(self) -> None:
-        pane = self.query_one(BudgetPane)
-        pane.display = not pane.display
-        if pane.display:
-            pane.focus()
+        body = self.query_one("#body")
+        body.toggle_class("-budget")
+        if body.has_class("-budget"):
+            self.query_one(BudgetPane).focus()
         else:
             self.query_one(NodeTable).focus()
 

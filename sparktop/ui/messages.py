@@ -54,3 +54,8 @@ class BudgetInputsChanged(Message):
     prompt_tokens: int | None
     concurrency: int
     output_tokens: int
+
+
+@dataclass
+class LayoutChanged(Message):
+    """A widget's width changed so its content must be laid out again (render now)."""

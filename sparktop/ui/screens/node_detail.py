@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -58,6 +59,7 @@ class NodeDetailScreen(Screen[None]):
     NodeDetailScreen > VerticalScroll { padding: 0 1; }
     NodeDetailScreen .section { margin: 1 0 0 0; text-style: bold; color: $spark-accent; }
     NodeDetailScreen DataTable { height: auto; }
+    NodeDetailScreen #plots { height: auto; }
     NodeDetailScreen .plot { height: 3; }
     NodeDetailScreen .plot > Label { width: 24; color: $spark-dim; }
     NodeDetailScreen .plot > Sparkline { width: 1fr; height: 3; }
@@ -156,8 +158,9 @@ class NodeDetailScreen(Screen[None]):
             for i, label in enumerate(wanted):
                 table.add_column(label, key=str(i))
             for name, values in rows:
-                table.add_row(Content(name), *(Content(v) for v in values), key=name)
+                # rich Text: measurable for auto widths, and never parsed as markup.
+                table.add_row(Text(name), *(Text(v) for v in values), key=name)
             return
         for name, values in rows:
             for i, value in enumerate(values, start=1):
-                table.update_cell(name, str(i), Content(value))
+                table.update_cell(name, str(i), Text(value), update_width=True)

@@ -75,7 +75,8 @@ class BudgetPane(VerticalScroll, can_focus=True):
     BudgetPane > .title { text-style: bold; color: $spark-accent; }
     BudgetPane Horizontal { height: 1; }
     BudgetPane Horizontal > Label { width: 12; color: $spark-dim; }
-    BudgetPane Input { width: 1fr; height: 1; border: none; padding: 0; }
+    BudgetPane Input { width: 1fr; height: 1; border: none; padding: 0 1; background: $surface; }
+    BudgetPane Input:focus { border: none; background: $boost; }
     BudgetPane #budget-out { margin: 1 0 0 0; }
     """
 

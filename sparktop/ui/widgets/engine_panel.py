@@ -14,6 +14,7 @@ from sparktop.model import EngineSample
 from sparktop.ui import styles
 from sparktop.ui.engine_views import engine_lines, limit_seqs
 from sparktop.ui.expected import DeficitClock, EstimateFn, expected_lines
+from sparktop.ui.messages import LayoutChanged
 from sparktop.ui.views import ViewConfig
 
 SPARK_POINTS = 120
@@ -91,7 +92,7 @@ class EngineBlock(Vertical):
             changed = True
         profile_name, estimate, clock = expected
         strip = expected_lines(
-            sample, profile_name, estimate, config.expected_deficit_pct, clock, now
+            sample, profile_name, estimate, config.expected_deficit_pct, clock, now, width - 2
         )
         strip_key = tuple(tuple(line) for line in strip)
         if strip_key != self._expected_shown:
@@ -101,9 +102,10 @@ class EngineBlock(Vertical):
         return changed
 
     def on_resize(self) -> None:
-        # Lines are packed to the width: re-pack on the next tick.
+        # Lines are packed to the width: lay them out again now.
         self._shown = None
         self._expected_shown = None
+        self.post_message(LayoutChanged())
 
 
 class EnginePanel(VerticalScroll):

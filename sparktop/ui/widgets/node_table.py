@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.events import Resize
 from textual.widgets import DataTable
 
-from sparktop.ui.messages import NodeChosen
+from sparktop.ui.messages import LayoutChanged, NodeChosen
 from sparktop.ui.styles import styled
 from sparktop.ui.views import ROW_SEP, WIDE_COLUMNS, Cell, Column, RowView, columns_for
 
@@ -80,6 +80,7 @@ class NodeTable(DataTable[Any]):
             self._orders.clear()
             self._build_columns()
             self._pending_cursor = cursor
+            self.post_message(LayoutChanged())
 
     _pending_cursor: str | None = None
 
