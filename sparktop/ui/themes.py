@@ -13,6 +13,7 @@ The theme is named ``sparktop-<file stem>``. Shipped files live in the installed
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -81,16 +82,17 @@ def _declarations(text: str, path: Path) -> dict[str, tuple[str, int]]:
                 name, parts, line = token.value[1:-1].strip(), [], token.location[0] + 1
             elif token.name == "variable_value_end":
                 if name is not None:
-                    found[name] = (" ".join(parts).strip(), line)
+                    found[name] = (" ".join("".join(parts).split()), line)
                 name = None
-            elif name is not None and token.name not in ("whitespace", "comment_start"):
+            elif name is not None and token.name != "comment_start":
                 parts.append(token.value)
             elif name is None and token.name not in ("whitespace",):
                 raise ThemeFileError(
                     f"{path.name}:{token.location[0] + 1}: only '$name: value;' lines are allowed"
                 )
     except TokenError as exc:
-        raise ThemeFileError(f"{path.name}: {exc}") from None
+        where = f"{path.name}:{exc.start[0]}:{exc.start[1]}"
+        raise ThemeFileError(f"{where}: {str(exc).split('.;')[0].strip()}") from None
     if name is not None:
         raise ThemeFileError(f"{path.name}:{line}: missing ';' after ${name}")
     return found
@@ -124,13 +126,17 @@ def parse_theme(text: str, path: Path) -> Theme:
 
 
 def _check_color(value: str, where: str) -> None:
-    color_text = value.split()[0] if value else ""
-    if color_text.startswith("$"):
+    """A colour, optionally followed by an alpha percentage (``#4EBF71 80%``)."""
+    words = value.split()
+    if words and words[0].startswith("$"):
         return
+    alpha_ok = len(words) == 1 or (len(words) == 2 and re.fullmatch(r"\d+(\.\d+)?%", words[1]))
     try:
-        Color.parse(color_text)
+        Color.parse(words[0] if words else "")
     except ColorParseError:
-        raise ThemeFileError(f"{where}: not a colour: {value!r}") from None
+        alpha_ok = False
+    if not alpha_ok:
+        raise ThemeFileError(f"{where}: not a colour: {value!r}")
 
 
 def load_theme_file(path: Path) -> Theme:

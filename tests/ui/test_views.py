@@ -1,0 +1,149 @@
+"""What the Nodes rows and engine lines say for the shared nvidia-smi cases and edge values."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sparktop.cluster import ClusterState
+from sparktop.model import NA, EngineState, NodeMemory, NodeSample, Quantile
+from sparktop.sources.nvsmi.node import classify_failure
+from sparktop.sources.nvsmi.tables import parse_gpu_csv
+from sparktop.ui import format as fmt
+from sparktop.ui.engine_views import engine_lines, pack
+from sparktop.ui.views import (
+    COMPACT_COLUMNS,
+    NARROW_COLUMNS,
+    WIDE_COLUMNS,
+    ViewConfig,
+    columns_for,
+    node_rows,
+)
+from tests.conftest import CASES
+from tests.ui.fakes import T0, engine, gpu, node
+
+NVSMI = CASES / "nvidia-smi"
+UNIFIED = NodeMemory(124_546.0, 94_000.0, 65_536.0, unified=True)
+
+
+def rows_for(sample: NodeSample, now: float = T0, narrow: bool = False) -> dict[str, object]:
+    state = ClusterState()
+    state.apply(sample)
+    known = {sample.node: sample.gpus} if sample.gpus else {}
+    (row,) = node_rows(state, known, now, ViewConfig(), narrow=narrow)
+    return dict(row.cells)
+
+
+def case_node(name: str) -> NodeSample:
+    gpus = parse_gpu_csv((NVSMI / name).read_text())
+    return NodeSample("spark-1", T0, gpus=gpus, memory=UNIFIED)
+
+
+def test_gb10_memory_is_shown_as_unified_never_zero() -> None:
+    cells = rows_for(case_node("gb10-query-with-header.csv"))
+    assert cells["mem"] == ("U 92/122G·GPU 64G", "")
+    assert rows_for(case_node("gb10-query-with-header.csv"), narrow=True)["mem"][0] == "U 92/122G"
+
+
+def test_thermal_slowdown_is_decoded_and_coloured() -> None:
+    cells = rows_for(case_node("gb10-thermal-slowdown.csv"))
+    assert cells["why"] == ("sw-therm", "crit")
+    assert cells["sm"][1] == "crit"
+    assert cells["temp"] == ("91", "crit")
+
+
+def test_hidden_low_power_pattern_is_flagged() -> None:
+    cells = rows_for(case_node("gb10-hidden-low-power.csv"))
+    assert cells["why"] == ("low-power?", "crit")
+
+
+def test_driver_mismatch_and_no_devices_name_the_problem() -> None:
+    for case, state_text, why in (
+        ("driver-mismatch.txt", "drv mismatch",
+         "driver/library mismatch (reboot or reload the driver)"),
+        ("no-devices.txt", "no GPU", "no GPU visible"),
+    ):  # fmt: skip
+        failure = classify_failure((NVSMI / case).read_text(), 1)
+        assert failure is not None
+        sample = NodeSample("spark-2", T0, failure[0], failure[1], since_s=T0)
+        cells = rows_for(sample)
+        assert cells["state"][0] == state_text
+        assert cells["why"][0] == why
+
+
+def test_below_baseline_marker_and_profile_fallback() -> None:
+    state = ClusterState()
+    for i in range(10):
+        state.apply(node("spark-1", T0 + i, gpus=(gpu(uuid="GPU-x", sm_clock_mhz=2510.0),)))
+    state.apply(node("spark-1", T0 + 10, gpus=(gpu(uuid="GPU-x", sm_clock_mhz=2100.0),)))
+    (row,) = node_rows(state, {}, T0 + 10, ViewConfig())
+    assert row.cells["sm"] == ("2100▼/2510", "crit")
+
+    fresh = ClusterState()
+    fresh.apply(node("spark-2", T0, gpus=(gpu(uuid="GPU-y", sm_clock_mhz=2100.0),)))
+    (row,) = node_rows(fresh, {}, T0, ViewConfig(profile_baseline_mhz=2509.0))
+    assert row.cells["sm"] == ("2100▼/2509p", "crit")
+
+
+def test_a_down_node_keeps_its_gpu_rows() -> None:
+    state = ClusterState()
+    healthy = node("spark-1", T0)
+    state.apply(healthy)
+    state.apply(NodeSample("spark-1", T0 + 5, state=healthy.state.UNREACHABLE,
+                           message="timed out", since_s=T0 + 5))  # fmt: skip
+    (row,) = node_rows(state, {"spark-1": healthy.gpus}, T0 + 6, ViewConfig())
+    assert row.gpu_key == "GPU-spark-1"
+    assert row.cells["state"] == ("down " + fmt.clock_time(T0 + 5), "crit")
+    assert row.cells["why"] == ("timed out", "crit")
+
+
+def test_column_sets_follow_the_width() -> None:
+    assert columns_for(120) is WIDE_COLUMNS
+    assert columns_for(80) is NARROW_COLUMNS
+    assert columns_for(74) is COMPACT_COLUMNS
+    # Each set fits its width: content + 2 cells of padding per column + a 1-cell scrollbar.
+    for width, columns in ((119, WIDE_COLUMNS), (79, NARROW_COLUMNS)):
+        assert sum(c.width + 2 for c in columns) + 1 <= width
+
+
+def test_missing_values_are_dots_not_zero() -> None:
+    bare = gpu(uuid="GPU-z", temperature_c=NA("[N/A]"), power_w=NA("[Not Supported]"))
+    cells = rows_for(node("spark-1", gpus=(bare,)))
+    assert cells["temp"][0] == fmt.DASH
+    assert cells["power"][0] == fmt.DASH
+
+
+def test_engine_lines_pack_to_the_width_and_show_bounds() -> None:
+    sample = engine(itl_p50=Quantile(0.01, "<"), waiting=3.0)
+    wide = engine_lines(sample, T0, ViewConfig(), 8.0, width=118)
+    narrow = engine_lines(sample, T0, ViewConfig(), 8.0, width=76)
+    assert len(narrow) > len(wide)
+    for line in narrow:
+        assert sum(len(t) for t, _ in line) <= 76
+    text = "\n".join("".join(t for t, _ in line) for line in wide)
+    assert "ITL p50 < 10 ms" in text
+    assert ("3", "warn") in [cell for line in wide for cell in line]  # waiting at max_num_seqs
+
+
+def test_engine_failure_replaces_the_numbers() -> None:
+    gone = replace(engine(), state=EngineState.UNREACHABLE, message="connect timeout",
+                   since_s=T0)  # fmt: skip
+    lines = engine_lines(gone, T0, ViewConfig(), None)
+    text = "\n".join("".join(t for t, _ in line) for line in lines)
+    assert "unreachable since" in text and "connect timeout" in text
+    assert "running" not in text
+
+
+def test_pack_keeps_groups_whole() -> None:
+    groups = [[("aaaa", "")], [("bbbb", ""), ("cc", "")], [("dddd", "")]]
+    assert pack(groups, 12) == [
+        [("aaaa", ""), ("  ", ""), ("bbbb", ""), ("cc", "")],
+        [("  ", ""), ("dddd", "")],
+    ]
+
+
+def test_sparkline_and_bar_text() -> None:
+    assert fmt.spark([1, 2, 3, 4, 5, 6, 7, 8], 8) == "▁▂▃▄▅▆▇█"
+    assert fmt.spark([5, 5, 5], 8) == "▄▄▄"
+    assert fmt.spark([], 8) == ""
+    assert fmt.bar(0.5, 8) == "████░░░░"
+    assert fmt.bar(NA(), 4) == "░░░░"
