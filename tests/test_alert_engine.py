@@ -141,7 +141,7 @@ def test_profile_gives_the_expected_row_and_baseline() -> None:
     # 2-Spark seed table, row 2,048 prompt tokens × 2: decode 57.0 tok/s per stream.
     profile = load_profile("2x-spark-dsv4-flash-0731")
     alerts, state = AlertEngine(Thresholds(hold_s=0), profile), ClusterState()
-    state.apply(engine(t=0.0, running=2.0, mean_prompt_tokens=2048.0, itl_p50=Quantile(1 / 35.3)))
+    state.apply(engine(t=0.0, running=2.0, mean_prompt_tokens=2048.0, itl_mean_s=1 / 35.3))
     events = alerts.update(state, 0.0)
     assert "decode 38 % below expected (35.3 vs 57.0 tok/s" in events[0].message
 

@@ -243,13 +243,13 @@ def expected_row(sample: EngineSample) -> Expected:
 
 def test_expected_deficits_ttft_and_decode() -> None:
     # 2-Spark profile row 2,048 × 2: TTFT 1.11 s, decode 57.0 tok/s per stream.
-    live = engine(ttft_p50=Quantile(1.60), itl_p50=Quantile(1 / 35.3))
+    live = engine(ttft_p50=Quantile(1.60), itl_mean_s=1 / 35.3)
     found = run(cluster(live), expected=expected_row)
     assert "TTFT 44 % above expected (1.60 s vs 1.11 s" in found["expected.ttft:dsv41"].message
     assert (
         "decode 38 % below expected (35.3 vs 57.0 tok/s" in found["expected.decode:dsv41"].message
     )
-    ok = engine(ttft_p50=Quantile(1.2), itl_p50=Quantile(1 / 50.0))
+    ok = engine(ttft_p50=Quantile(1.2), itl_mean_s=1 / 50.0)
     assert run(cluster(ok), expected=expected_row) == {}
 
 
@@ -259,7 +259,7 @@ def test_ttft_known_only_as_an_upper_bound_is_no_deficit() -> None:
 
 
 def test_idle_engine_has_no_deficit() -> None:
-    live = engine(running=0.0, itl_p50=Quantile(1.0))
+    live = engine(running=0.0, itl_mean_s=1.0)
     assert run(cluster(live), expected=expected_row) == {}
 
 
@@ -277,7 +277,7 @@ def test_straggler_names_the_node_and_ties_it_to_the_decode_deficit() -> None:
             )
         )
         tracker.observe(state)
-    state.apply(engine(t=t + 45, itl_p50=Quantile(1 / 35.3)))
+    state.apply(engine(t=t + 45, itl_mean_s=1 / 35.3))
     found = run(
         state,
         tracker=tracker,
@@ -375,8 +375,8 @@ def test_case_stale_gauges_raise_a_stale_alert() -> None:
 
 
 def test_lifetime_figures_of_a_first_scrape_are_no_deficit() -> None:
-    lifetime = ("ttft_p50", "itl_p50")
-    live = engine(ttft_p50=Quantile(9.0), itl_p50=Quantile(0.1), since_start=lifetime)
+    lifetime = ("ttft_p50", "itl_mean_s")
+    live = engine(ttft_p50=Quantile(9.0), itl_mean_s=0.1, since_start=lifetime)
     assert run(cluster(live), expected=expected_row) == {}
     preempted = engine(preemptions_per_s=2.0, since_start=("preemptions_per_s",))
     assert run(cluster(preempted)) == {}
@@ -411,3 +411,16 @@ def test_a_long_stuck_state_does_not_become_the_baseline() -> None:
         state.apply(node("spark-3", t + 301 + i, sm_clock_mhz=1833.0))
     found = run(state, profile_baseline_mhz=2509.0)
     assert "27 % below its 2,509 MHz baseline" in found["gpu.throttle:spark-3/gpu0"].message
+
+
+def test_decode_comes_from_mean_itl_not_the_coarse_p50() -> None:
+    # 82 tok/s expected; every rate from 40 to 100 tok/s puts ITL p50 at ~17.5 ms (57 tok/s).
+    def row(sample: EngineSample) -> Expected:
+        return Expected(prompt_tokens=7525.0, concurrency=2, ttft_s=5.0, decode_tps=82.0)
+
+    healthy = engine(itl_p50=Quantile(0.0175), itl_mean_s=1 / 80.0)
+    assert run(cluster(healthy), expected=row) == {}
+    unknown = engine(itl_p50=Quantile(0.0175))
+    assert run(cluster(unknown), expected=row) == {}
+    beyond = engine(itl_p50=Quantile(20.0, ">"))  # slower than the last edge: certainly slow
+    assert "expected.decode:dsv41" in run(cluster(beyond), expected=row)

@@ -87,6 +87,7 @@ FULL_ENGINE = EngineSample(
     ttft_p50=Quantile(6.06),
     ttft_p95=Quantile(30.0, ">"),
     itl_p50=Quantile(0.01, "<"),
+    itl_mean_s=0.0123,
     mean_prompt_tokens=2048.0,
     prefix_hit_rate=NA("no queries in the window"),
     spec_acceptance_rate=0.71,

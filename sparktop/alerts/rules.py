@@ -20,7 +20,7 @@ Rule ids (``Finding.rule``) and default severities:
   requests waiting), ``queue.pool_bound`` (waiting with the KV cache full),
   ``queue.scheduler_bound`` (waiting with running = ``max_num_seqs``), ``kv.preemptions``,
   ``kv.exhaustion`` (time to a full pool from the KV slope), ``expected.ttft`` and
-  ``expected.decode`` (live TTFT p50, or per-stream decode from ITL p50, worse than the
+  ``expected.decode`` (live TTFT p50, or per-stream decode from mean ITL, worse than the
   profile's row), ``tp.straggler`` (the member of the tensor-parallel group that holds it
   back; critical when the engine's decode deficit is past ``expected_deficit_pct``).
 """

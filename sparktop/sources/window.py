@@ -32,6 +32,7 @@ class EngineValues(TypedDict):
     ttft_p50: Quantile | NA
     ttft_p95: Quantile | NA
     itl_p50: Quantile | NA
+    itl_mean_s: Num
     mean_prompt_tokens: Num
     prefix_hit_rate: Num
     spec_acceptance_rate: Num
@@ -233,6 +234,7 @@ class Window:
             ttft_p50=quantile(0.5, merged["ttft"], self.empty),
             ttft_p95=quantile(0.95, merged["ttft"], self.empty),
             itl_p50=quantile(0.5, merged["itl"], self.empty),
+            itl_mean_s=mean(merged["itl"], self.empty),
             mean_prompt_tokens=mean(merged["prompt_len"], self.empty),
             prefix_hit_rate=hit,
             spec_acceptance_rate=_spec(d["spec_accepted"], d["spec_draft_tokens"], 0.0),
