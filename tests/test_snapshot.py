@@ -277,8 +277,10 @@ def test_cli_exit_3_critical_alert_and_reasons_when_a_node_is_down(
     assert [n["state"] for n in doc["nodes"]] == ["ok", "unreachable"]
     assert doc["nodes"][1]["message"].endswith(": connection refused")
     assert doc["critical"] is True
-    down = [a for a in doc["alerts"] if a["rule"] == "node.down"]
-    assert [(a["node"], a["severity"]) for a in down] == [(doc["nodes"][1]["node"], "critical")]
+    down_alerts = [a for a in doc["alerts"] if a["rule"] == "node.down"]
+    assert [(a["node"], a["severity"]) for a in down_alerts] == [
+        (doc["nodes"][1]["node"], "critical")
+    ]
 
 
 def test_cli_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
