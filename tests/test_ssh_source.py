@@ -8,7 +8,11 @@ compute-apps fixtures).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -167,6 +171,44 @@ async def test_encrypted_identity_without_agent_is_an_auth_failure(
     await source.aclose()
     assert sample.state is NodeState.AUTH and "ssh-agent" in sample.message
     assert "not-in-any-message" not in sample.message and server.commands == []
+
+
+@pytest.fixture
+def agent(files: ClientFiles, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """OpenSSH's ssh-agent holding the client key; SSH_AUTH_SOCK points at it."""
+    if shutil.which("ssh-agent") is None or shutil.which("ssh-add") is None:
+        pytest.skip("ssh-agent not installed (Debian: openssh-client)")
+    sock = os.path.join(tempfile.mkdtemp(prefix="sparktop-agent-"), "agent.sock")
+    proc = subprocess.Popen(
+        ["ssh-agent", "-D", "-a", sock], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert "SSH_AUTH_SOCK" in proc.stdout.readline()  # printed once the socket listens
+        env = {**os.environ, "SSH_AUTH_SOCK": sock}
+        subprocess.run(["ssh-add", "-q", str(files.identity_file)], env=env, check=True)
+        monkeypatch.setenv("SSH_AUTH_SOCK", sock)
+        yield sock
+    finally:
+        proc.terminate()
+        proc.wait(5)
+        shutil.rmtree(os.path.dirname(sock), ignore_errors=True)
+
+
+async def test_agent_supplies_the_key_as_with_openssh(
+    files: ClientFiles, start_node: StartNode, agent: str
+) -> None:
+    server = await start_node()
+    # The identity file on disk is encrypted: the agent's copy of the key is used instead.
+    files.key.write_private_key(str(files.identity_file), format_name="pkcs8-pem", passphrase="x")
+    with_file = ssh_source(files, node("spark-1", server.port))
+    agent_only = ssh_source(files, node("spark-2", server.port), identity_file=None)
+    try:
+        samples = [await with_file.sample(), await agent_only.sample()]
+    finally:
+        await with_file.aclose()
+        await agent_only.aclose()
+    assert [s.state for s in samples] == [NodeState.OK, NodeState.OK], [s.message for s in samples]
 
 
 async def test_hung_probe_does_not_delay_the_other_nodes(

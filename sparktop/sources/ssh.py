@@ -304,6 +304,8 @@ class SshSource:
         identity = _path(s.identity_file)
         if identity is not None:
             kwargs["client_keys"] = [identity]
+            # Like OpenSSH: an encrypted key is left to the agent rather than failing here.
+            kwargs["ignore_encrypted"] = True
         return kwargs
 
     def _auth_message(self, exc: asyncssh.PermissionDenied) -> str:
