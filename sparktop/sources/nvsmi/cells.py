@@ -13,6 +13,8 @@ from types import MappingProxyType
 from sparktop.model import NA
 
 MESSAGE_MAX = 120
+REASON_MAX = 60
+"""An NA keeps at most this much of the cell's text (a cell can be arbitrarily long junk)."""
 
 
 class ParseError(ValueError):
@@ -43,10 +45,18 @@ def parse_cell(text: str) -> float | NA:
     if not value:
         return NA("empty")
     if value[:2] in ("0x", "0X"):
-        return float(int(value, 16)) if _HEX_RE.fullmatch(value) else NA(value)
+        return float(int(value, 16)) if _HEX_RE.fullmatch(value) else missing(value)
     match = _NUMBER_RE.fullmatch(value)
     number = float(match.group(1)) if match else math.nan
-    return number if math.isfinite(number) else NA(value)
+    return number if math.isfinite(number) else missing(value)
+
+
+def missing(text: str) -> NA:
+    """``NA`` keeping the cell's text (cut to ``REASON_MAX`` characters), ``empty`` if blank."""
+    value = text.strip()
+    if not value:
+        return NA("empty")
+    return NA(value if len(value) <= REASON_MAX else value[: REASON_MAX - 1] + "…")
 
 
 def parse_mask(text: str) -> int | NA:
@@ -56,13 +66,14 @@ def parse_mask(text: str) -> int | NA:
         return int(value, 16)
     if _DECIMAL_RE.fullmatch(value):
         return int(value)
-    return NA(value or "empty")
+    return missing(value)
 
 
 def text_cell(text: str) -> str | NA:
+    """A text column (name, UUID, pstate): the text, or NA for ``[…]``, ``N/A``, empty."""
     value = text.strip()
     if not value or value.startswith("[") or value in ("N/A", "Not Supported"):
-        return NA(value or "empty")
+        return missing(value)
     return value
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, is_num
 from sparktop.sources.nvsmi.cells import ParseError, first_line, parse_cell
-from sparktop.sources.nvsmi.tables import looks_like_csv, parse_apps_csv, parse_gpu_csv
+from sparktop.sources.nvsmi.tables import add, looks_like_csv, parse_apps_csv, parse_gpu_csv
 from sparktop.sources.probe import MARK, SECTION_APPS, SECTION_GPU, SECTION_MEMINFO
 
 MIB_PER_KIB = 1024.0
@@ -20,8 +20,9 @@ def parse_meminfo(text: str) -> NodeMemory:
     """Total and used host memory (MiB) from ``/proc/meminfo``: used = ``MemTotal − MemAvailable``.
 
     Values are kB (KiB) in the file. A missing ``MemAvailable`` (kernels before 3.14) falls
-    back to ``MemFree + Buffers + Cached``; a missing ``MemTotal`` gives NA for both.
-    ``gpu_held_mib`` and ``unified`` are left for the caller (see :func:`parse_probe_output`).
+    back to ``MemFree + Buffers + Cached``; a missing (or zero) ``MemTotal`` gives NA for both,
+    and negative values are ignored. ``gpu_held_mib`` and ``unified`` are left for the
+    caller (see :func:`parse_probe_output`).
     """
     kib: dict[str, float] = {}
     for line in text.splitlines():
@@ -29,20 +30,18 @@ def parse_meminfo(text: str) -> NodeMemory:
         fields = rest.split()
         if sep and fields:
             value = parse_cell(fields[0])
-            if is_num(value):
+            if is_num(value) and value >= 0:
                 kib[key.strip()] = value
     total = kib.get("MemTotal")
-    if total is None:
+    if not total:
         missing = NA("MemTotal missing from /proc/meminfo")
         return NodeMemory(total_mib=missing, used_mib=missing)
     available = kib.get("MemAvailable")
     if available is None and "MemFree" in kib:
         available = kib["MemFree"] + kib.get("Buffers", 0.0) + kib.get("Cached", 0.0)
-    used: Num = (
-        (total - available) / MIB_PER_KIB
-        if available is not None
-        else NA("MemAvailable missing from /proc/meminfo")
-    )
+    used: Num = NA("MemAvailable missing from /proc/meminfo")
+    if available is not None:
+        used = max(total - available, 0.0) / MIB_PER_KIB
     return NodeMemory(total_mib=total / MIB_PER_KIB, used_mib=used)
 
 
@@ -78,6 +77,8 @@ def classify_failure(text: str, exit_status: int | None) -> tuple[NodeState, str
         return NodeState.NO_DRIVER, "nvidia-smi not found (no NVIDIA driver installed?)"
     if "couldn't communicate with the nvidia driver" in lowered:
         return NodeState.NO_DRIVER, "cannot reach the NVIDIA driver (is it loaded?)"
+    if "couldn't find libnvidia-ml.so" in lowered:
+        return NodeState.NO_DRIVER, "NVML library not found (is the NVIDIA driver installed?)"
     if exit_status == 124:
         return NodeState.ERROR, "nvidia-smi timed out"
     field = unsupported_field(text)
@@ -119,23 +120,31 @@ def _close_to(gpu_total_mib: Num, host_total_mib: Num) -> bool:
 
 
 def with_process_memory(
-    gpus: tuple[GpuSample, ...], by_uuid: Mapping[str, float]
+    gpus: tuple[GpuSample, ...], by_uuid: Mapping[str, Num]
 ) -> tuple[GpuSample, ...]:
-    """Each GPU with ``process_memory_mib`` set from ``uuid → Σ used_memory``.
+    """Each GPU with ``process_memory_mib`` set from ``uuid → Σ used_memory`` (MiB).
 
     A GPU with no process is a real 0. Entries whose UUID matches no GPU (elided ``GPU-...``)
     go to the only GPU when there is one; with several GPUs those GPUs' values become NA.
     """
     known = {gpu.uuid for gpu in gpus}
-    unmatched = sum(v for k, v in by_uuid.items() if k not in known)
-    unmatched_any = any(k not in known for k in by_uuid)
-    if unmatched_any and len(gpus) == 1:
+    unmatched = [v for k, v in by_uuid.items() if k not in known]
+    if unmatched and len(gpus) == 1:
         only = gpus[0]
-        return (replace(only, process_memory_mib=by_uuid.get(only.uuid, 0.0) + unmatched),)
-    if unmatched_any:
+        total = sum_num([by_uuid.get(only.uuid, 0.0), *unmatched])
+        return (replace(only, process_memory_mib=total),)
+    if unmatched:
         reason = NA("process memory not attributable to a GPU (UUID elided)")
         return tuple(replace(gpu, process_memory_mib=reason) for gpu in gpus)
     return tuple(replace(gpu, process_memory_mib=by_uuid.get(gpu.uuid, 0.0)) for gpu in gpus)
+
+
+def sum_num(values: Iterable[Num]) -> Num:
+    """The sum, or the first NA among the values (0.0 for none)."""
+    total: Num = 0.0
+    for value in values:
+        total = add(total, value)
+    return total
 
 
 # -- the batched probe -------------------------------------------------------------------------
@@ -204,13 +213,21 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
             since_s=time_s,
             raw=raw,
         )
-    memory = parse_meminfo(sections.get(SECTION_MEMINFO, ("", None))[0])
+    if SECTION_APPS in sections:
+        memory = parse_meminfo(sections.get(SECTION_MEMINFO, ("", None))[0])
+    else:  # meminfo is not followed by the apps marker: its last line may be half a line
+        cut = NA("probe output cut short")
+        memory = NodeMemory(total_mib=cut, used_mib=cut)
     apps_text, apps_rc = sections.get(SECTION_APPS, ("", None))
-    apps: dict[str, float] | None = None
+    apps: dict[str, Num] | None = None
     if apps_rc == 0:
         apps = parse_apps_csv(apps_text)
     gpu_text, gpu_rc = sections[SECTION_GPU]
     failure = classify_failure(gpu_text, gpu_rc)
+    if failure is None and gpu_rc is None:
+        # No exit status after the CSV: the output was cut (connection dropped, command
+        # killed), so rows may be half rows and GPUs may be missing: show none, not some.
+        failure = NodeState.GARBLED, "probe output cut short (no exit status from nvidia-smi)"
     gpus: tuple[GpuSample, ...] = ()
     if failure is None:
         try:
@@ -222,9 +239,11 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
                 failure = NodeState.NO_GPU, "no GPU visible"
     held: Num = NA("process list unavailable")
     if apps is not None and gpus:
-        held = sum(apps.values(), 0.0)
+        held = sum_num(apps.values())
     if apps is not None:
         gpus = with_process_memory(gpus, apps)
+    else:
+        gpus = tuple(replace(gpu, process_memory_mib=held) for gpu in gpus)
     memory = replace(memory, gpu_held_mib=held, unified=is_unified(gpus, memory.total_mib))
     state, message = failure if failure is not None else (NodeState.OK, "")
     return NodeSample(

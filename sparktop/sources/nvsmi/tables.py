@@ -11,6 +11,7 @@ from sparktop.sources.nvsmi.cells import (
     KNOWN_GPU_COLUMNS,
     NUMERIC_COLUMNS,
     ParseError,
+    first_line,
     normalise_header,
     parse_cell,
     parse_mask,
@@ -21,8 +22,20 @@ from sparktop.sources.nvsmi.cells import (
 
 
 def csv_rows(text: str) -> list[list[str]]:
-    lines = [line for line in text.splitlines() if line.strip()]
-    return [[cell.strip() for cell in row] for row in csv.reader(lines, skipinitialspace=True)]
+    """Each non-blank line split as CSV, cells stripped; a trailing comma adds no empty cell.
+
+    Line by line, so a stray ``"`` in a warning cannot swallow the lines after it (nvidia-smi
+    never quotes a line break).
+    """
+    rows = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        row = [cell.strip() for cell in next(csv.reader([line], skipinitialspace=True))]
+        if len(row) > 1 and row[-1] == "" and line.rstrip().endswith(","):
+            row.pop()
+        rows.append(row)
+    return rows
 
 
 def find_header(rows: list[list[str]], known: frozenset[str]) -> int | None:
@@ -37,9 +50,9 @@ def parse_gpu_csv(text: str, fields: Sequence[str] | None = None) -> tuple[GpuSa
     """GPUs from ``nvidia-smi --query-gpu=… --format=csv[,nounits][,noheader]``.
 
     Columns are found by header name; without a header, pass the requested ``fields`` (in
-    order). Lines before the header (driver warnings) and rows whose cell count differs from
-    the header's are skipped. Raises :class:`ParseError` when no header can be found or no
-    row fits it. An empty result means the header came with no GPU rows.
+    order). Lines before the header and one-cell lines after it (driver warnings) are
+    skipped. Raises :class:`ParseError` when no header can be found, no row fits it, or a
+    row has a different number of cells. An empty result means a header and no GPU rows.
     """
     rows = csv_rows(text)
     start = find_header(rows, KNOWN_GPU_COLUMNS)
@@ -52,6 +65,14 @@ def parse_gpu_csv(text: str, fields: Sequence[str] | None = None) -> tuple[GpuSa
         raise ParseError(f"no nvidia-smi CSV header in output: {first[:80]}")
     columns = [normalise_header(cell) for cell in header]
     fitting = [row for row in body if len(row) == len(columns)]
+    for number, row in enumerate(body, start=1):
+        # One-cell lines are warnings on stderr (2>&1); a GPU row with the wrong number of
+        # cells is refused rather than left out: a GPU must not silently disappear.
+        if len(row) > 1 and len(row) != len(columns):
+            raise ParseError(
+                f"GPU row {number} has {len(row)} cells but the header has {len(columns)}: "
+                + first_line(", ".join(row), 60)
+            )
     if body and not fitting:
         raise ParseError(f"rows do not match the {len(columns)}-column header")
     return tuple(
@@ -89,13 +110,14 @@ def _gpu(cells: Mapping[str, str], position: int) -> GpuSample:
 KNOWN_APP_COLUMNS = frozenset({"uuid", "pid", "used_memory", "process_name", "name"})
 
 
-def parse_apps_csv(text: str, fields: Sequence[str] | None = None) -> dict[str, float]:
+def parse_apps_csv(text: str, fields: Sequence[str] | None = None) -> dict[str, Num]:
     """GPU UUID → Σ ``used_memory`` (MiB) from ``nvidia-smi --query-compute-apps=…``.
 
     With a header, columns are found by name (``gpu_uuid``, ``used_gpu_memory [MiB]``…);
     without one, by ``fields``, else the UUID is taken as the first column and the memory as
-    the last. Elided UUIDs (``GPU-...``) are kept as they are. Processes whose memory is
-    ``[N/A]`` are left out of the sum. No processes → ``{}``.
+    the last. Elided UUIDs (``GPU-...``) are kept as they are. A process whose memory is
+    ``[N/A]`` (MIG, some drivers) makes its GPU's total NA with that text: a sum without it
+    would understate. No processes → ``{}``.
     """
     rows = [row for row in csv_rows(text) if len(row) >= 2]
     start = find_header(rows, KNOWN_APP_COLUMNS)
@@ -108,15 +130,20 @@ def parse_apps_csv(text: str, fields: Sequence[str] | None = None) -> dict[str, 
         columns, body = [], rows
     uuid_at = columns.index("uuid") if "uuid" in columns else 0
     memory_at = columns.index("used_memory") if "used_memory" in columns else -1
-    totals: dict[str, float] = {}
+    totals: dict[str, Num] = {}
     for row in body:
         if columns and len(row) != len(columns):
             continue
-        used = parse_cell(row[memory_at])
-        if is_num(used):
-            uuid = row[uuid_at]
-            totals[uuid] = totals.get(uuid, 0.0) + used
+        uuid = row[uuid_at]
+        totals[uuid] = add(totals.get(uuid, 0.0), parse_cell(row[memory_at]))
     return totals
+
+
+def add(a: Num, b: Num) -> Num:
+    """``a + b``, or the first NA: a total with a missing part is missing."""
+    if isinstance(a, NA):
+        return a
+    return b if isinstance(b, NA) else a + b
 
 
 def looks_like_csv(text: str) -> bool:
