@@ -1,144 +1,35 @@
-"""nvidia-smi parsers over every real fixture and case file, plus garbage that must not crash."""
+"""nvidia-smi CSV (GPUs, processes) and /proc/meminfo over every real fixture and case file."""
 
 from __future__ import annotations
 
 import csv
 import re
-from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from sparktop.model import NA, GpuSample, NodeState, decode_clock_events, is_num, slowdown_reasons
+from sparktop.model import NA, NodeState, decode_clock_events, is_num, slowdown_reasons
 from sparktop.sources.nvsmi import (
     ParseError,
     classify_failure,
-    normalise_header,
     parse_apps_csv,
-    parse_cell,
     parse_gpu_csv,
     parse_mask,
     parse_meminfo,
     parse_probe_output,
-    split_probe,
-    unsupported_field,
 )
-from sparktop.sources.probe import FIELD_SETS, MARK, probe_command
-from tests.conftest import CASES, FIXTURES
-
-NVSMI = FIXTURES / "nvidia-smi"
-NVSMI_CASES = CASES / "nvidia-smi"
-DCGM = FIXTURES / "dcgm"
-
-# /proc/meminfo lines from gb10-580.173.02-nvml-meminfo-probe.txt (a real GB10).
-GB10_MEMINFO = "MemTotal:       127600748 kB\nMemFree:  1000 kB\nMemAvailable:   118566368 kB\n"
-GB10_TOTAL_MIB = 127600748 / 1024
-GB10_USED_MIB = (127600748 - 118566368) / 1024
-
-
-def read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
-
-
-def only_gpu(text: str, fields: list[str] | None = None) -> GpuSample:
-    gpus = parse_gpu_csv(text, fields)
-    assert len(gpus) == 1
-    return gpus[0]
-
-
-def probe(
-    gpu: str, gpu_rc: int = 0, meminfo: str = GB10_MEMINFO, apps: str = "", apps_rc: int = 0
-) -> str:
-    """Probe output in the shape of sparktop.sources.probe.probe_command."""
-    return (
-        f"{MARK}gpu\n{gpu}\n{MARK}rc {gpu_rc}\n{MARK}meminfo\n{meminfo}\n"
-        f"{MARK}apps\n{apps}\n{MARK}rc {apps_rc}\n"
-    )
-
-
-# -- parse_cell / parse_mask -------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("41.37 W", 41.37),
-        ("2509 MHz", 2509.0),
-        ("97 %", 97.0),
-        ("0 us", 0.0),
-        ("15814595384 us", 15814595384.0),
-        (" 81559 MiB ", 81559.0),
-        ("55", 55.0),
-        ("0x0000000000000020", 32.0),
-        ("-3", -3.0),
-    ],
+from tests.nvsmi_helpers import (
+    ALL_FIELDS_CSV,
+    DCGM,
+    GB10_MEMINFO,
+    GB10_TOTAL_MIB,
+    GB10_USED_MIB,
+    NVSMI,
+    NVSMI_CASES,
+    number_in,
+    only_gpu,
+    probe,
+    read,
 )
-def test_parse_cell_numbers(text: str, expected: float) -> None:
-    assert parse_cell(text) == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "[N/A]",
-        "[Not Supported]",
-        "[Requested functionality has been deprecated]",
-        "N/A",
-        "Not Supported",
-        "ERR!",
-        "[Unknown Error]",
-        "nan",
-        "Active",
-    ],
-)
-def test_parse_cell_missing_keeps_reason(text: str) -> None:
-    value = parse_cell(text)
-    assert isinstance(value, NA)
-    assert value.reason == text
-    assert not is_num(value)
-
-
-def test_parse_cell_empty() -> None:
-    assert parse_cell("  ") == NA("empty")
-
-
-def test_parse_mask() -> None:
-    assert parse_mask("0x0000000000000020") == 0x20
-    assert parse_mask("0x00000000000001FF") == 0x1FF
-    assert parse_mask("1") == 1
-    assert parse_mask("[N/A]") == NA("[N/A]")
-
-
-def test_normalise_header_folds_units_and_aliases() -> None:
-    assert normalise_header(" clocks.current.sm [MHz]") == "clocks.sm"
-    assert normalise_header("clocks.sm") == "clocks.sm"
-    assert normalise_header("clocks_throttle_reasons.active") == "clocks_event_reasons.active"
-    assert normalise_header("used_gpu_memory [MiB]") == "used_memory"
-    assert normalise_header("gpu_uuid") == "uuid"
-
-
-@pytest.mark.parametrize(
-    "help_file", ["nvidia-smi-590-help-query-gpu.txt", "nvidia-smi-610-help-query-gpu.txt"]
-)
-def test_aliases_agree_with_help_query_gpu(help_file: str) -> None:
-    """Every ``"a" or "b"`` pair that nvidia-smi documents for a field we read folds to one name."""
-    pairs = re.findall(r'^"([^"]+)" or "([^"]+)"$', read(NVSMI / help_file), re.M)
-    fields = {f for fs in FIELD_SETS for f in fs}
-    checked = 0
-    for a, b in pairs:
-        if {a, b} & fields:
-            assert normalise_header(a) == normalise_header(b), (a, b)
-            checked += 1
-    assert checked >= 4  # name, uuid, clocks.sm, clocks_event_reasons.active, clocks.max.sm
-    documented = {
-        name
-        for line in read(NVSMI / help_file).splitlines()
-        if line.startswith('"')
-        for name in re.findall(r'"([^"]+)"', line)
-    }
-    assert {f for f in fields if f != "clocks_throttle_reasons.active"} <= documented
-
 
 # -- case files --------------------------------------------------------------------------------
 
@@ -205,40 +96,43 @@ def fixture_row(name: str) -> dict[str, str]:
     return dict(zip(header, row, strict=True))
 
 
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        # Values read from the files (see SOURCES.md); units are printed in each cell.
-        (
-            "h100-590-query-gpu-all-fields-idle.csv",
-            dict(sm=345, max_sm=1980, temp=41, power=69.85, util=0, used=0, total=81559,
-                 pstate="P0", mask=0x1, sw_power_cap_us=0),
-        ),
-        (
-            "h100-590-query-gpu-all-fields-load.csv",
-            dict(sm=1980, max_sm=1980, temp=59, power=631.95, util=100, used=19818,
-                 total=81559, pstate="P0", mask=0x0, sw_power_cap_us=0),
-        ),
-        (
-            "rtx2080super-610-query-gpu-all-fields-idle.csv",
-            dict(sm=765, max_sm=2145, temp=33, power=39.17, util=0, used=211, total=8192,
-                 pstate="P8", mask=0x1, sw_power_cap_us=15814595384),
-        ),
-    ],
-)  # fmt: skip
-def test_all_fields_csv_maps_columns_by_header(name: str, expected: dict[str, object]) -> None:
+PRINTED_FIELD = {
+    # GpuSample attribute → the header nvidia-smi printed for it (units stripped).
+    "sm_clock_mhz": "clocks.current.sm",
+    "max_sm_clock_mhz": "clocks.max.sm",
+    "temperature_c": "temperature.gpu",
+    "power_w": "power.draw",
+    "utilization_pct": "utilization.gpu",
+    "memory_used_mib": "memory.used",
+    "memory_total_mib": "memory.total",
+}
+PRINTED_COUNTER = {
+    "sw_thermal_us": "clocks_event_reasons_counters.sw_thermal_slowdown",
+    "hw_thermal_us": "clocks_event_reasons_counters.hw_thermal_slowdown",
+    "sw_power_cap_us": "clocks_event_reasons_counters.sw_power_cap",
+    "hw_power_brake_us": "clocks_event_reasons_counters.hw_power_brake_slowdown",
+}
+
+
+def fixture_fields(name: str) -> dict[str, str]:
+    """The file's one row by field name, read with the csv module (units dropped from names)."""
+    return {re.sub(r"\s*\[.*\]$", "", k): v for k, v in fixture_row(name).items()}
+
+
+@pytest.mark.parametrize("name", ALL_FIELDS_CSV)
+def test_all_fields_csv_maps_columns_by_header(name: str) -> None:
+    """Among ~200 columns, each reading comes from its own column (expected values are read
+    from the same file with the csv module)."""
+    fields = fixture_fields(name)
     gpu = only_gpu(read(NVSMI / name))
-    assert gpu.index == 0
-    assert gpu.uuid == "GPU-00000000-0000-0000-0000-000000000000"
-    assert gpu.name.startswith("NVIDIA ")
-    got = dict(
-        sm=gpu.sm_clock_mhz, max_sm=gpu.max_sm_clock_mhz, temp=gpu.temperature_c,
-        power=gpu.power_w, util=gpu.utilization_pct, used=gpu.memory_used_mib,
-        total=gpu.memory_total_mib, pstate=gpu.pstate, mask=gpu.clock_event_mask,
-        sw_power_cap_us=gpu.counters.sw_power_cap_us,
-    )  # fmt: skip
-    assert got == expected
-    assert gpu.counters.sw_thermal_us == 0 and gpu.counters.hw_power_brake_us == 0
+    assert (gpu.index, gpu.uuid, gpu.name) == (int(fields["index"]), fields["uuid"], fields["name"])
+    assert gpu.pstate == fields["pstate"]
+    assert gpu.clock_event_mask == int(fields["clocks_event_reasons.active"], 16)
+    for attr, field in PRINTED_FIELD.items():
+        assert getattr(gpu, attr) == number_in(fields[field]), attr
+    for attr, field in PRINTED_COUNTER.items():
+        assert getattr(gpu.counters, attr) == number_in(fields[field]), attr
+    assert is_num(gpu.power_w) and gpu.power_w > 0  # not a column of zeros read by mistake
 
 
 REASON_COLUMNS = (
@@ -334,7 +228,9 @@ def test_gb10_compute_apps_with_elided_uuid() -> None:
 def test_apps_edge_cases() -> None:
     assert parse_apps_csv("") == {}
     assert parse_apps_csv("gpu_uuid, pid, used_gpu_memory [MiB]\n") == {}
-    assert parse_apps_csv("gpu_uuid, pid, used_gpu_memory [MiB]\nGPU-a, 1, [N/A]\n") == {}
+    # A process with [N/A] memory (MIG) leaves its GPU's total unknown, not 0.
+    na = "gpu_uuid, pid, used_gpu_memory [MiB]\nGPU-a, 1, [N/A]\nGPU-a, 2, 5\nGPU-b, 3, 7\n"
+    assert parse_apps_csv(na) == {"GPU-a": NA("[N/A]"), "GPU-b": 7.0}
     text = "gpu_uuid, pid, used_gpu_memory [MiB]\nGPU-a, 1, 10 MiB\nGPU-b, 2, 5 MiB\nGPU-a, 3, 1\n"
     assert parse_apps_csv(text) == {"GPU-a": 11.0, "GPU-b": 5.0}
 
@@ -351,6 +247,26 @@ def test_meminfo_from_gb10_probe_fixture() -> None:
     assert (old_kernel.total_mib, old_kernel.used_mib) == (2.0, 1.0)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "MemTotal: -1 kB\nMemAvailable: 5 kB\n",
+        "MemTotal: 0 kB\nMemAvailable: 0 kB\n",
+        "MemTotal: 1x kB\n",
+        "MemTotal:\n",
+    ],
+)
+def test_meminfo_nonsense_is_unknown_not_a_number(text: str) -> None:
+    memory = parse_meminfo(text)
+    assert isinstance(memory.total_mib, NA) and isinstance(memory.used_mib, NA)
+
+
+def test_meminfo_crlf_and_available_above_total() -> None:
+    memory = parse_meminfo(GB10_MEMINFO.replace("\n", "\r\n"))
+    assert memory.used_mib == pytest.approx(GB10_USED_MIB)
+    assert parse_meminfo("MemTotal: 1024 kB\nMemAvailable: 4096 kB\n").used_mib == 0
+
+
 def test_discrete_gpu_memory_is_not_unified() -> None:
     text = read(NVSMI / "h100-590-query-gpu-all-fields-load.csv")
     meminfo = "MemTotal: 1056000000 kB\nMemAvailable: 1000000000 kB\n"
@@ -359,197 +275,3 @@ def test_discrete_gpu_memory_is_not_unified() -> None:
     assert not sample.memory.unified
     assert sample.gpus[0].memory_used_mib == 19818
     assert sample.gpus[0].process_memory_mib == 0 and sample.memory.gpu_held_mib == 0
-
-
-# -- fixtures: non-CSV -------------------------------------------------------------------------
-
-TEXT_FIXTURES = sorted(p.name for p in NVSMI.glob("*.txt"))
-
-
-def test_text_fixture_list_is_complete() -> None:
-    assert set(TEXT_FIXTURES) == {
-        "gb10-580.126.09-nvidia-smi.txt",
-        "gb10-580.173.02-nvml-meminfo-probe.txt",
-        "gb10-580.95.05-nvidia-smi.txt",
-        "gh200-550-nvidia-smi-q.txt",
-        "gh200-550-nvidia-smi.txt",
-        "h100-590-nvidia-smi-idle.txt",
-        "h100-590-nvidia-smi-load.txt",
-        "h100-590-nvidia-smi-q-idle.txt",
-        "h100-590-nvidia-smi-q-load.txt",
-        "h100-mig-590-nvidia-smi-load.txt",
-        "nvidia-smi-590-help-query-gpu.txt",
-        "nvidia-smi-610-help-query-gpu.txt",
-        "rtx2080super-610-nvidia-smi-idle.txt",
-        "rtx2080super-610-nvidia-smi-q-idle.txt",
-        "rtx4080super-595-nvidia-smi-load.txt",
-    }
-
-
-@pytest.mark.parametrize("name", TEXT_FIXTURES)
-def test_default_tables_and_q_output_are_garbled_not_crashes(name: str) -> None:
-    text = read(NVSMI / name)
-    state, message = classify_failure(text, 0) or (NodeState.OK, "")
-    assert state is NodeState.GARBLED
-    assert message.startswith("not nvidia-smi CSV: ") and "\n" not in message
-    assert len(message) <= 140
-    sample = parse_probe_output("n", probe(text), 0.0)
-    assert sample.state is NodeState.GARBLED and sample.gpus == ()
-    raw = parse_probe_output("n", text, 0.0)  # not even probe output
-    assert raw.state is NodeState.GARBLED and raw.message
-
-
-def test_default_table_message_names_the_table() -> None:
-    _, message = classify_failure(read(NVSMI / "gb10-580.126.09-nvidia-smi.txt"), 0) or ("", "")
-    assert "NVIDIA-SMI 580.126.09" in message
-
-
-# -- other failures ----------------------------------------------------------------------------
-
-
-def test_unsupported_field_wording() -> None:
-    # Wording and exit status 2 as reported in public issues against nvidia-smi users.
-    text = 'Field "clocks_event_reasons_counters.sw_power_cap" is not a valid field to query.\n\n'
-    assert unsupported_field(text) == "clocks_event_reasons_counters.sw_power_cap"
-    assert unsupported_field("Field “encoder.stats.sessionCount” is not a valid field to query.")
-    assert unsupported_field("index, name\n0, NVIDIA GB10\n") is None
-    state, message = classify_failure(text, 2) or (NodeState.OK, "")
-    assert state is NodeState.ERROR and "clocks_event_reasons_counters.sw_power_cap" in message
-
-
-@pytest.mark.parametrize(
-    ("text", "status", "state"),
-    [
-        ("bash: nvidia-smi: command not found", 127, NodeState.NO_DRIVER),
-        ("timeout: failed to run command 'nvidia-smi': No such file or directory", 127,
-         NodeState.NO_DRIVER),
-        ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make "
-         "sure that the latest NVIDIA driver is installed and running.", 9, NodeState.NO_DRIVER),
-        ("", 124, NodeState.ERROR),
-        ("Unable to determine the device handle for GPU0000:01:00.0: GPU is lost.", 15,
-         NodeState.ERROR),
-        ("Insufficient Permissions", 4, NodeState.ERROR),
-        ("", 0, NodeState.GARBLED),
-        ("\x1b[31mjunk\x00", 0, NodeState.GARBLED),
-    ],
-)  # fmt: skip
-def test_classify_failure(text: str, status: int, state: NodeState) -> None:
-    result = classify_failure(text, status)
-    assert result is not None and result[0] is state
-    assert "\x1b" not in result[1] and "\x00" not in result[1]
-
-
-def test_csv_is_not_a_failure() -> None:
-    assert classify_failure(read(NVSMI_CASES / "gb10-query-with-header.csv"), 0) is None
-
-
-def test_warning_line_before_header_is_skipped() -> None:
-    text = "WARNING: infoROM is corrupted at gpu 0000:01:00.0\n" + read(
-        NVSMI_CASES / "gb10-thermal-slowdown.csv"
-    )
-    assert classify_failure(text, 0) is None
-    assert only_gpu(text).clock_event_mask == 0x20
-
-
-def test_header_only_means_no_gpu() -> None:
-    header = read(NVSMI_CASES / "gb10-query-with-header.csv").splitlines()[0]
-    sample = parse_probe_output("n", probe(header, apps="gpu_uuid, pid, used_memory\n"), 0.0)
-    assert sample.state is NodeState.NO_GPU
-    assert isinstance(sample.memory.gpu_held_mib, NA)  # no GPU: unknown, not 0
-
-
-def test_old_driver_throttle_reasons_header() -> None:
-    text = "index, uuid, clocks_throttle_reasons.active\n0, GPU-x, 0x0000000000000004\n"
-    gpu = only_gpu(text)
-    assert gpu.clock_event_mask == 4 and gpu.slowdowns == ("sw_power_cap",)
-
-
-def test_probe_round_trip_every_field_set() -> None:
-    """Real command strings: the parser understands each field set's header names."""
-    row = {
-        "index": "0", "uuid": "GPU-1", "name": "NVIDIA GB10", "clocks.sm": "2522",
-        "clocks.max.sm": "3003", "temperature.gpu": "54", "power.draw": "40.10",
-        "utilization.gpu": "96", "memory.used": "[N/A]", "memory.total": "[N/A]",
-        "pstate": "P0", "clocks_event_reasons.active": "0x0000000000000000",
-        "clocks_throttle_reasons.active": "0x0000000000000000",
-    }  # fmt: skip
-    for fields in FIELD_SETS:
-        assert "nvidia-smi --query-gpu=" + ",".join(fields) in probe_command(fields)
-        values = [row.get(f, "0") for f in fields]
-        text = ", ".join(fields) + "\n" + ", ".join(values) + "\n"
-        sample = parse_probe_output("n", probe(text), 0.0)
-        assert sample.state is NodeState.OK, fields
-        assert sample.gpus[0].sm_clock_mhz == 2522 and sample.memory.unified
-
-
-def test_split_probe_sections() -> None:
-    sections = split_probe(probe("a, b\n1, 2", gpu_rc=3, apps="x", apps_rc=0))
-    assert sections["gpu"] == ("a, b\n1, 2", 3)
-    assert sections["apps"] == ("x", 0)
-    assert sections["meminfo"][1] is None
-
-
-def test_apps_failure_leaves_process_memory_unknown() -> None:
-    text = read(NVSMI_CASES / "gb10-query-with-header.csv")
-    sample = parse_probe_output("n", probe(text, apps="boom", apps_rc=1), 0.0)
-    assert sample.state is NodeState.OK
-    assert isinstance(sample.memory.gpu_held_mib, NA)
-    assert isinstance(sample.gpus[0].process_memory_mib, NA)
-
-
-# -- never raises ------------------------------------------------------------------------------
-
-GARBAGE = [
-    "",
-    "\n\n",
-    f"{MARK}",
-    f"{MARK}gpu",
-    f"{MARK}gpu\n{MARK}rc",
-    f"{MARK}gpu\n{MARK}rc x\n{MARK}rc 0",
-    f"{MARK}rc 0\n{MARK}gpu\nindex, uuid\n",
-    f"{MARK}gpu\nindex, uuid, name\n0, 1\n1, 2, 3, 4\n{MARK}rc 0",
-    f'{MARK}gpu\nindex, name\n"unterminated, x\n{MARK}rc 0',
-    f"{MARK}gpu\nindex, clocks.sm\n99999999999999999999999, 1e400\n{MARK}rc 0",
-    f"{MARK}gpu\nindex, clocks_event_reasons.active\n0, 0xZZ\n{MARK}rc 0",
-    f"{MARK}meminfo\nMemTotal: -1 kB\n{MARK}apps\n,,,\n{MARK}rc 0",
-    "\x00\x01\x02" * 100,
-    "é" * 10_000,
-]
-
-
-@pytest.mark.parametrize("text", GARBAGE)
-def test_probe_parser_never_raises_on_garbage(text: str) -> None:
-    sample = parse_probe_output("n", text, 1.0)
-    assert sample.node == "n" and sample.time_s == 1.0
-    assert len(sample.raw) <= 8000
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.text(
-        alphabet=st.sampled_from(list("0x1, \n[]N/A@sparktop:gpurcmeinfoaps.%MHzW-")), max_size=300
-    )
-)
-def test_probe_parser_never_raises_fuzz(text: str) -> None:
-    sample = parse_probe_output("n", text, 0.0)
-    assert isinstance(sample.state, NodeState)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(max_size=40))
-def test_parse_cell_never_raises_and_never_invents_zero(text: str) -> None:
-    value = parse_cell(text)
-    if isinstance(value, NA):
-        assert value.reason
-    else:
-        assert is_num(value)
-    mask = parse_mask(text)
-    assert isinstance(mask, NA) or 0 <= mask < 2**64
-
-
-@pytest.mark.parametrize(
-    "text", ["1e400", "0x" + "F" * 300, "0xZZ", "²", "١٢", "9" * 400, "5 apples", "12abc"]
-)
-def test_parse_cell_and_mask_reject_out_of_range(text: str) -> None:
-    assert isinstance(parse_cell(text), NA)
-    assert isinstance(parse_mask(text), NA)
