@@ -3,8 +3,9 @@
 Used for ``local: true`` inventory nodes and for ``sparktop`` without an inventory. NVML is
 initialised once, in a worker thread like every other blocking call. Each reading is its own
 call: one the device does not support becomes ``NA("Not Supported")`` and is not asked
-again; a missing newer entry point falls back to the older one (clock-event reasons →
-throttle reasons). No driver is a node state (``NO_DRIVER``), not an exception.
+again; a newer entry point the driver lacks (FunctionNotFound) falls back to the older one
+(clock-event → throttle reasons; compute processes ``_v3`` → ``_v2``). No driver is a node
+state (``NO_DRIVER``), not an exception.
 """
 
 from __future__ import annotations
@@ -13,24 +14,35 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import psutil
 
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, is_num
-from sparktop.sources.nvsmi import is_unified
+from sparktop.sources.nvsmi import is_unified, sum_num
 
 MIB = 1024 * 1024
 PSTATE_UNKNOWN = 32
 """``NVML_PSTATE_UNKNOWN``."""
 
 NO_DRIVER_MESSAGE = "no NVIDIA driver (NVML not found)"
+MISMATCH_MESSAGE = "driver/library mismatch (reboot or reload the driver)"
+
+_GET = "nvmlDeviceGet"
+REASON_CALLS = (_GET + "CurrentClocksEventReasons", _GET + "CurrentClocksThrottleReasons")
+"""Newest first: drivers before 535 have only the throttle-reasons call (same bit values)."""
+PROCESS_CALLS = tuple(_GET + "ComputeRunningProcesses" + v for v in ("_v3", "_v2", ""))
+"""Newest first. pynvml's unversioned call uses ``_v3`` and, on a driver before 510, raises
+``NVMLLibraryMismatchError`` (not an ``NVMLError``), so the versions are called directly."""
 
 
 class _Never(Exception):
     """Stands in for an NVML error class this version of the bindings does not define."""
+
+
+class _Missing(Exception):
+    """The driver lacks this entry point: try the next older one."""
 
 
 def _load_pynvml() -> Any:
@@ -58,7 +70,7 @@ class LocalSource:
         self._permanent: tuple[NodeState, str] | None = None
         self._handles: dict[int, Any] = {}
         self._skip: dict[tuple[int, str], NA] = {}
-        self._old_reasons = False
+        self._first_call: dict[str, int] = {}  # reading → index of the newest call that exists
         self._lost = False
         self._driver_version = ""
         self._since: float | None = None
@@ -94,10 +106,7 @@ class LocalSource:
         except self._error("NVMLError_DriverNotLoaded"):
             return NodeState.NO_DRIVER, "no NVIDIA driver (kernel module not loaded)"
         except self._error("NVMLError_LibRmVersionMismatch"):
-            return (
-                NodeState.DRIVER_MISMATCH,
-                "driver/library mismatch (reboot or reload the driver)",
-            )
+            return NodeState.DRIVER_MISMATCH, MISMATCH_MESSAGE
         except self._error("NVMLError") as exc:
             return NodeState.ERROR, f"NVML init failed: {exc}"
         self._initialised = True
@@ -122,7 +131,7 @@ class LocalSource:
             gpus: tuple[GpuSample, ...] = ()
             if failure is None:
                 gpus, failure = self._gpus()
-        held = _sum_process_memory(gpus)
+        held = sum_num(g.process_memory_mib for g in gpus) if gpus else NA("no GPU")
         memory = replace(memory, gpu_held_mib=held, unified=is_unified(gpus, memory.total_mib))
         if failure is None:
             self._since = None
@@ -161,84 +170,73 @@ class LocalSource:
         try:
             handle = self._handles.get(i) or nvml.nvmlDeviceGetHandleByIndex(i)
         except self._error("NVMLError") as exc:
+            self._lost = self._lost or isinstance(exc, self._error("NVMLError_GpuIsLost"))
             return GpuSample(index=i, uuid="", name=f"GPU {i} ({exc})")
         self._handles[i] = handle
-        name = self._read(i, "name", nvml.nvmlDeviceGetName, handle)
-        uuid = self._read(i, "uuid", nvml.nvmlDeviceGetUUID, handle)
+
+        def read(key: str, call: str, *args: Any) -> Any:
+            return self._read(i, key, call, handle, *args)
+
         sm = getattr(nvml, "NVML_CLOCK_SM", 1)
-        memory = self._read(i, "memory", nvml.nvmlDeviceGetMemoryInfo, handle)
-        util = self._read(i, "utilization", nvml.nvmlDeviceGetUtilizationRates, handle)
-        pstate = self._read(i, "pstate", nvml.nvmlDeviceGetPerformanceState, handle)
+        gpu_sensor = getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
+        uuid, name = read("uuid", "nvmlDeviceGetUUID"), read("name", "nvmlDeviceGetName")
+        memory = read("memory", "nvmlDeviceGetMemoryInfo")  # bytes; NotSupported on GB10
         return GpuSample(
             index=i,
-            uuid=_text(uuid) if not isinstance(uuid, NA) else "",
-            name=_text(name) if not isinstance(name, NA) else "",
-            sm_clock_mhz=_num(self._read(i, "sm_clock", nvml.nvmlDeviceGetClockInfo, handle, sm)),
-            max_sm_clock_mhz=_num(
-                self._read(i, "max_sm_clock", nvml.nvmlDeviceGetMaxClockInfo, handle, sm)
-            ),
-            temperature_c=_num(
-                self._read(
-                    i,
-                    "temperature",
-                    nvml.nvmlDeviceGetTemperature,
-                    handle,
-                    getattr(nvml, "NVML_TEMPERATURE_GPU", 0),
-                )
-            ),
-            power_w=_scaled(self._read(i, "power", nvml.nvmlDeviceGetPowerUsage, handle), 1000),
-            utilization_pct=_num(util if isinstance(util, NA) else getattr(util, "gpu", None)),
+            uuid="" if isinstance(uuid, NA) else _text(uuid),
+            name="" if isinstance(name, NA) else _text(name),
+            sm_clock_mhz=_num(read("sm_clock", "nvmlDeviceGetClockInfo", sm)),
+            max_sm_clock_mhz=_num(read("max_sm_clock", "nvmlDeviceGetMaxClockInfo", sm)),
+            temperature_c=_num(read("temperature", "nvmlDeviceGetTemperature", gpu_sensor)),
+            power_w=_scaled(read("power", "nvmlDeviceGetPowerUsage"), 1000),  # mW → W
+            utilization_pct=_num(_attr(read("util", "nvmlDeviceGetUtilizationRates"), "gpu")),
             memory_used_mib=_scaled(_attr(memory, "used"), MIB),
             memory_total_mib=_scaled(_attr(memory, "total"), MIB),
-            pstate=_pstate(pstate),
-            clock_event_mask=self._mask(i, handle),
-            process_memory_mib=self._process_memory(i, handle),
+            pstate=_pstate(read("pstate", "nvmlDeviceGetPerformanceState")),
+            clock_event_mask=_mask(self._newest(i, "clock_events", REASON_CALLS, handle)),
+            process_memory_mib=_process_memory(self._newest(i, "processes", PROCESS_CALLS, handle)),
         )
 
-    def _read(
-        self, i: int, key: str, fn: Callable[..., Any], *args: Any, fallback: bool = False
-    ) -> Any:
-        """One NVML call; its failure is an ``NA`` with the reason, cached when permanent.
-
-        With ``fallback``, FunctionNotFound is raised instead so the caller can use an older
-        call.
-        """
+    def _read(self, i: int, key: str, call: str, *args: Any, fallback: bool = False) -> Any:
+        """``nvml.<call>(*args)``; its failure is an ``NA`` with the reason, cached when
+        permanent. With ``fallback``, a missing entry point raises :class:`_Missing` so the
+        caller can use an older call."""
         cached = self._skip.get((i, key))
         if cached is not None:
             return cached
+        fn = getattr(self._nvml, call, None)
         try:
+            if not callable(fn):
+                raise _Missing
             return fn(*args)
+        except (
+            _Missing,
+            self._error("NVMLError_FunctionNotFound"),
+            self._error("NVMLLibraryMismatchError"),
+        ):
+            if fallback:
+                raise _Missing from None
+            return self._skip.setdefault((i, key), NA("not in this driver"))
         except self._error("NVMLError_NotSupported"):
             return self._skip.setdefault((i, key), NA("Not Supported"))
-        except self._error("NVMLError_FunctionNotFound"):
-            if fallback:
-                raise
-            return self._skip.setdefault((i, key), NA("not in this driver"))
         except self._error("NVMLError_GpuIsLost") as exc:
             self._lost = True
             return NA(str(exc))
         except self._error("NVMLError") as exc:
             return NA(str(exc))
+        except Exception as exc:  # a binding bug (ctypes, decoding) costs one reading only
+            return NA(f"{type(exc).__name__}: {exc}")
 
-    def _mask(self, i: int, handle: Any) -> int | NA:
-        nvml = self._nvml
-        new = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
-        if new is not None and not self._old_reasons:
+    def _newest(self, i: int, key: str, calls: tuple[str, ...], handle: Any) -> Any:
+        """The reading from the newest of ``calls`` that the bindings and the driver have;
+        a call the driver lacks is skipped from then on, for every device."""
+        start = self._first_call.get(key, 0)
+        for n, call in enumerate(calls[start:], start):
             try:
-                return _mask(self._read(i, "clock_events", new, handle, fallback=True))
-            except self._error("NVMLError_FunctionNotFound"):
-                self._old_reasons = True  # driver < 535 knows only the throttle-reasons call
-        old = nvml.nvmlDeviceGetCurrentClocksThrottleReasons
-        return _mask(self._read(i, "throttle_reasons", old, handle))
-
-    def _process_memory(self, i: int, handle: Any) -> Num:
-        procs = self._read(i, "processes", self._nvml.nvmlDeviceGetComputeRunningProcesses, handle)
-        if isinstance(procs, NA):
-            return procs
-        used = [p.usedGpuMemory for p in procs if getattr(p, "usedGpuMemory", None) is not None]
-        if procs and not used:
-            return NA("per-process memory not reported")
-        return float(sum(used)) / MIB
+                return self._read(i, key, call, handle, fallback=n < len(calls) - 1)
+            except _Missing:
+                self._first_call[key] = n + 1
+        return NA("not in this driver")
 
 
 # -- conversions -------------------------------------------------------------------------------
@@ -271,6 +269,17 @@ def _mask(value: Any) -> int | NA:
     return int(value) if isinstance(value, int) else NA("not reported")
 
 
+def _process_memory(procs: Any) -> Num:
+    """Σ ``usedGpuMemory`` (bytes) in MiB; NA when any process's memory is not reported."""
+    if isinstance(procs, NA):
+        return procs
+    used = [getattr(p, "usedGpuMemory", None) for p in procs]
+    known = [u for u in used if isinstance(u, int)]
+    if len(known) < len(used):
+        return NA(f"memory not reported for {len(used) - len(known)} of {len(used)} processes")
+    return float(sum(known)) / MIB
+
+
 def _pstate(value: Any) -> str | NA:
     if isinstance(value, NA):
         return value
@@ -287,14 +296,3 @@ def _host_memory() -> NodeMemory:
 
 def _cpu_pct() -> Num:
     return float(psutil.cpu_percent(interval=None))
-
-
-def _sum_process_memory(gpus: tuple[GpuSample, ...]) -> Num:
-    if not gpus:
-        return NA("no GPU")
-    values = [gpu.process_memory_mib for gpu in gpus]
-    missing = [v for v in values if not is_num(v)]
-    if missing:
-        first = missing[0]
-        return first if isinstance(first, NA) else NA("not reported")
-    return float(sum(v for v in values if is_num(v)))

@@ -22,6 +22,7 @@ from sparktop.sources.nvsmi.node import (
     parse_meminfo,
     parse_probe_output,
     split_probe,
+    sum_num,
     unsupported_field,
     with_process_memory,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "parse_meminfo",
     "parse_probe_output",
     "split_probe",
+    "sum_num",
     "unsupported_field",
     "with_process_memory",
 ]
