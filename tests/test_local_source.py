@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 import pynvml
@@ -14,126 +12,9 @@ import pytest
 
 from sparktop.model import NA, NodeState, Source, num_or
 from sparktop.sources.local import NO_DRIVER_MESSAGE, LocalSource
+from tests.nvml_fake import Device, FakeNvml, MemoryInfo
 
 MIB = 1024 * 1024
-
-
-@dataclass
-class Device:
-    """What one fake GPU answers; an exception class instead of a value is raised."""
-
-    name: Any = "NVIDIA GB10"
-    uuid: Any = "GPU-5f1c0000-0000-0000-0000-00000000a1b2"
-    sm_mhz: Any = 2509
-    max_sm_mhz: Any = 3003
-    temp_c: Any = 55
-    power_mw: Any = 41370
-    util: Any = 97
-    memory: Any = pynvml.NVMLError_NotSupported  # GB10: nvmlDeviceGetMemoryInfo unsupported
-    pstate: Any = 0
-    event_reasons: Any = 0
-    throttle_reasons: Any = 0
-    processes: Any = field(default_factory=lambda: [19135 * MIB, 865 * MIB])
-
-
-@dataclass
-class Proc:
-    usedGpuMemory: int | None  # pynvml's attribute name
-
-
-@dataclass
-class MemoryInfo:
-    total: int
-    used: int
-
-
-@dataclass
-class Util:
-    gpu: int
-    memory: int = 0
-
-
-class FakeNvml:
-    """The subset of ``pynvml`` LocalSource uses, with call counts and calling threads."""
-
-    NVMLError = pynvml.NVMLError
-    NVMLError_NotSupported = pynvml.NVMLError_NotSupported
-    NVMLError_FunctionNotFound = pynvml.NVMLError_FunctionNotFound
-    NVMLError_LibraryNotFound = pynvml.NVMLError_LibraryNotFound
-    NVMLError_DriverNotLoaded = pynvml.NVMLError_DriverNotLoaded
-    NVMLError_LibRmVersionMismatch = pynvml.NVMLError_LibRmVersionMismatch
-    NVMLError_GpuIsLost = pynvml.NVMLError_GpuIsLost
-    NVML_CLOCK_SM = pynvml.NVML_CLOCK_SM
-    NVML_TEMPERATURE_GPU = pynvml.NVML_TEMPERATURE_GPU
-
-    def __init__(self, devices: list[Device], init_error: type[Exception] | None = None) -> None:
-        self.devices = devices
-        self.init_error = init_error
-        self.calls: Counter[str] = Counter()
-        self.threads: set[int] = set()
-
-    def _answer(self, name: str, value: Any) -> Any:
-        self.calls[name] += 1
-        self.threads.add(threading.get_ident())
-        if isinstance(value, type) and issubclass(value, Exception):
-            raise value()
-        return value
-
-    def nvmlInit(self) -> None:
-        self._answer("nvmlInit", self.init_error)
-
-    def nvmlShutdown(self) -> None:
-        self._answer("nvmlShutdown", None)
-
-    def nvmlSystemGetDriverVersion(self) -> str:
-        return str(self._answer("nvmlSystemGetDriverVersion", "580.95.05"))
-
-    def nvmlDeviceGetCount(self) -> int:
-        return int(self._answer("nvmlDeviceGetCount", len(self.devices)))
-
-    def nvmlDeviceGetHandleByIndex(self, i: int) -> Device:
-        return self._answer("nvmlDeviceGetHandleByIndex", self.devices[i])  # type: ignore[no-any-return]
-
-    def nvmlDeviceGetName(self, h: Device) -> Any:
-        return self._answer("nvmlDeviceGetName", h.name)
-
-    def nvmlDeviceGetUUID(self, h: Device) -> Any:
-        return self._answer("nvmlDeviceGetUUID", h.uuid)
-
-    def nvmlDeviceGetClockInfo(self, h: Device, clock: int) -> Any:
-        assert clock == pynvml.NVML_CLOCK_SM
-        return self._answer("nvmlDeviceGetClockInfo", h.sm_mhz)
-
-    def nvmlDeviceGetMaxClockInfo(self, h: Device, clock: int) -> Any:
-        assert clock == pynvml.NVML_CLOCK_SM
-        return self._answer("nvmlDeviceGetMaxClockInfo", h.max_sm_mhz)
-
-    def nvmlDeviceGetTemperature(self, h: Device, sensor: int) -> Any:
-        assert sensor == pynvml.NVML_TEMPERATURE_GPU
-        return self._answer("nvmlDeviceGetTemperature", h.temp_c)
-
-    def nvmlDeviceGetPowerUsage(self, h: Device) -> Any:
-        return self._answer("nvmlDeviceGetPowerUsage", h.power_mw)
-
-    def nvmlDeviceGetUtilizationRates(self, h: Device) -> Any:
-        util = self._answer("nvmlDeviceGetUtilizationRates", h.util)
-        return Util(util)
-
-    def nvmlDeviceGetMemoryInfo(self, h: Device) -> Any:
-        return self._answer("nvmlDeviceGetMemoryInfo", h.memory)
-
-    def nvmlDeviceGetPerformanceState(self, h: Device) -> Any:
-        return self._answer("nvmlDeviceGetPerformanceState", h.pstate)
-
-    def nvmlDeviceGetCurrentClocksEventReasons(self, h: Device) -> Any:
-        return self._answer("nvmlDeviceGetCurrentClocksEventReasons", h.event_reasons)
-
-    def nvmlDeviceGetCurrentClocksThrottleReasons(self, h: Device) -> Any:
-        return self._answer("nvmlDeviceGetCurrentClocksThrottleReasons", h.throttle_reasons)
-
-    def nvmlDeviceGetComputeRunningProcesses(self, h: Device) -> Any:
-        procs = self._answer("nvmlDeviceGetComputeRunningProcesses", h.processes)
-        return [Proc(p) for p in procs]
 
 
 # -- the real machine (no GPU here) ------------------------------------------------------------
@@ -286,3 +167,61 @@ async def test_discrete_gpu_is_not_unified() -> None:
     # Unless this machine happens to have ~80 GiB of RAM, that is a discrete GPU.
     total = num_or(sample.memory.total_mib, 0)
     assert sample.memory.unified == (abs(81559 - total) <= 0.02 * total)
+
+
+# -- entry points the driver or the bindings lack ------------------------------------------------
+
+
+async def test_driver_without_v3_process_call_uses_v2_once_for_all_devices() -> None:
+    """Drivers before 510 lack ..._v3; pynvml's unversioned call then raises
+    NVMLLibraryMismatchError (not an NVMLError), so the source calls the versions itself."""
+    old = pynvml.NVMLError_FunctionNotFound
+    fake = FakeNvml([Device(processes_v3=old), Device(uuid="GPU-2", processes_v3=old)])
+    source = LocalSource("n", nvml=fake)
+    for _ in range(2):
+        sample = await source.sample()
+    assert [g.process_memory_mib for g in sample.gpus] == [20000, 20000]
+    assert sample.memory.gpu_held_mib == 40000
+    assert fake.calls["nvmlDeviceGetComputeRunningProcesses_v3"] == 1  # learnt once
+    assert fake.calls["nvmlDeviceGetComputeRunningProcesses_v2"] == 4
+
+
+async def test_bindings_with_only_the_unversioned_process_call() -> None:
+    class OnlyUnversioned(FakeNvml):
+        nvmlDeviceGetComputeRunningProcesses_v2 = None  # type: ignore[assignment]
+
+    old = pynvml.NVMLError_FunctionNotFound
+    fake = OnlyUnversioned([Device(processes_v3=old)])
+    with pytest.raises(pynvml.NVMLLibraryMismatchError):  # the trap this guards against
+        fake.nvmlDeviceGetComputeRunningProcesses(fake.devices[0])
+    sample = await LocalSource("n", nvml=fake).sample()
+    assert sample.state is NodeState.OK
+    assert sample.gpus[0].process_memory_mib == NA("not in this driver")
+    assert sample.gpus[0].sm_clock_mhz == 2509
+
+
+async def test_partly_reported_process_memory_is_unknown_not_smaller() -> None:
+    sample = await LocalSource("n", nvml=FakeNvml([Device(processes=[100 * MIB, None])])).sample()
+    assert sample.gpus[0].process_memory_mib == NA("memory not reported for 1 of 2 processes")
+    assert sample.memory.gpu_held_mib == NA("memory not reported for 1 of 2 processes")
+
+
+async def test_a_binding_bug_costs_one_reading() -> None:
+    bad_name = UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    class BadName(FakeNvml):
+        def nvmlDeviceGetName(self, h: Device) -> Any:
+            raise bad_name
+
+    sample = await LocalSource("n", nvml=BadName([Device()])).sample()
+    assert sample.state is NodeState.OK
+    assert sample.gpus[0].name == "" and sample.gpus[0].sm_clock_mhz == 2509
+
+
+async def test_gpu_lost_before_a_handle() -> None:
+    class Lost(FakeNvml):
+        def nvmlDeviceGetHandleByIndex(self, i: int) -> Device:
+            raise pynvml.NVMLError_GpuIsLost()
+
+    sample = await LocalSource("n", nvml=Lost([Device()])).sample()
+    assert sample.state is NodeState.ERROR and "GPU lost" in sample.message
