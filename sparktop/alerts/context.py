@@ -33,7 +33,11 @@ ExpectedFn = Callable[[EngineSample], Expected | None]
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """A condition that holds now. ``instant`` findings fire without waiting ``hold_s``."""
+    """A condition that holds now. ``instant`` findings fire without waiting ``hold_s``.
+
+    ``subject`` is what the alert is about (``spark-3/gpu0``, ``spark-3``, ``dsv41``);
+    ``node``/``gpu``/``engine`` name the parts; an engine finding may name the node to blame.
+    """
 
     rule: str
     subject: str
@@ -47,7 +51,12 @@ class Finding:
 
     @property
     def key(self) -> str:
-        return f"{self.rule}:{self.subject}"
+        """What hysteresis tracks: ``rule:subject``, plus ``@node`` when the finding names a
+        node other than its subject (a different straggler is a different alert)."""
+        base = f"{self.rule}:{self.subject}"
+        if self.node is not None and self.node != self.subject and self.gpu is None:
+            return f"{base}@{self.node}"
+        return base
 
 
 @dataclass(slots=True)

@@ -1,0 +1,106 @@
+"""A headless monitor on the simulator, for the alert end-to-end tests.
+
+Polls sparktop's own sources (SSH nodes, the HTTP engine) once per simulated second, feeds
+the cluster state and the alert engine (or a whole :class:`AlertPipeline`), and keeps every
+event with the poll it came in. Alert time is counted in polls (1 s each), so "within
+``hold_s`` + 2 polls" is exact whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from sparktop.alerts import AlertEngine, Event, EventKind, Thresholds
+from sparktop.alerts.pipeline import AlertPipeline
+from sparktop.cluster import ClusterState
+from sparktop.inventory import load_inventory
+from sparktop.model import EngineSample, GpuSample, Sample, Source
+from sparktop.sim.runner import SimHandle
+from sparktop.sources.build import build_node_sources
+from sparktop.sources.engine import EngineSource, profile_limits
+from sparktop.sweep.profile import load_profile
+
+HOLD_S = 3.0
+"""Hold in the end-to-end tests (s = polls): short, so a fault that lasts 16 s fires."""
+
+
+@dataclass
+class Harness:
+    sim: SimHandle
+    sources: list[Source]
+    alerts: AlertEngine
+    t0: float
+    pipeline: AlertPipeline | None = None
+    state: ClusterState = field(default_factory=ClusterState)
+    polls: int = 0
+    events: list[tuple[int, Event]] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, sim: SimHandle, hold_s: float = HOLD_S) -> Harness:
+        inventory = load_inventory(sim.inventory_path)
+        nodes = build_node_sources(inventory, backoff_base_s=0.05, backoff_cap_s=0.2)
+        limits = profile_limits(inventory.profile)
+        # Rates in simulated seconds, so live decode compares with the profile's.
+        engines = [
+            EngineSource(e, profile_limits=limits, window_s=10.0, clock=sim.clock.now)
+            for e in inventory.engines
+        ]
+        alerts = AlertEngine(
+            replace(Thresholds.from_config(inventory.alerts), hold_s=hold_s),
+            load_profile(inventory.profile) if inventory.profile else None,
+            {e.name: tuple(e.nodes) for e in inventory.engines},
+            max_num_seqs={e.name: e.max_num_seqs for e in inventory.engines if e.max_num_seqs},
+        )
+        return cls(sim, [*nodes, *engines], alerts, t0=sim.clock.now())
+
+    async def poll(self) -> list[Event]:
+        """Poll every source, update the alerts at ``now`` = poll number, wait for the next
+        simulated second."""
+        due = self.t0 + self.polls + 1.0
+        samples: list[Sample] = await asyncio.gather(*(s.sample() for s in self.sources))
+        for sample in samples:
+            self.state.apply(sample)
+        self.polls += 1
+        updater = self.pipeline if self.pipeline is not None else self.alerts
+        events = updater.update(self.state, float(self.polls))
+        self.events += [(self.polls, e) for e in events]
+        # One poll per simulated second, so the simulated load evolves at its own pace.
+        while self.sim.clock.now() < due:
+            await asyncio.sleep(0.01)
+        return events
+
+    async def run(self, polls: int) -> None:
+        for _ in range(polls):
+            await self.poll()
+
+    async def until(self, ok: Callable[[Harness], bool], limit: int, what: str) -> int:
+        """Poll until ``ok``; the poll number; fail (with the events so far) after ``limit``."""
+        for _ in range(limit):
+            await self.poll()
+            if ok(self):
+                return self.polls
+        raise AssertionError(f"{what}: not within {limit} polls; events: {self.describe()}")
+
+    def gpu(self, node: str) -> GpuSample | None:
+        sample = self.state.nodes.get(node)
+        return sample.gpus[0] if sample is not None and sample.ok and sample.gpus else None
+
+    def engine(self, name: str) -> EngineSample | None:
+        return self.state.engines.get(name)
+
+    def first(self, rule: str, kind: EventKind, after: int = 0) -> tuple[int, Event] | None:
+        for poll, event in self.events:
+            if poll > after and event.alert.rule == rule and event.kind is kind:
+                return poll, event
+        return None
+
+    def active_rules(self) -> set[str]:
+        return {a.rule for a in self.alerts.active()}
+
+    def describe(self) -> list[str]:
+        return [f"{p}:{e.kind.value}:{e.alert.rule}:{e.subject}" for p, e in self.events]
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(s.aclose() for s in self.sources), return_exceptions=True)
