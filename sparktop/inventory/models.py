@@ -134,16 +134,16 @@ def _errors(title: str, details: list[InitErrorDetails]) -> ValidationError:
     return ValidationError.from_exception_data(title, details)
 
 
+def _detail(
+    kind: str, template: str, context: dict[str, Any], loc: tuple[str | int, ...], given: Any
+) -> InitErrorDetails:
+    """One cross-reference error, located like pydantic's own (``loc`` → line in the file)."""
+    return InitErrorDetails(type=PydanticCustomError(kind, template, context), loc=loc, input=given)
+
+
 def _duplicate(kind: str, name: str, first: int, loc: tuple[str | int, ...]) -> InitErrorDetails:
-    return InitErrorDetails(
-        type=PydanticCustomError(
-            "duplicate",
-            "duplicate {kind} name '{name}' (also {kind}s[{first}])",
-            {"kind": kind, "name": name, "first": first},
-        ),
-        loc=loc,
-        input=name,
-    )
+    template = "duplicate {kind} name '{name}' (also {kind}s[{first}])"
+    return _detail("duplicate", template, {"kind": kind, "name": name, "first": first}, loc, name)
 
 
 class Inventory(_Frozen):
@@ -182,23 +182,11 @@ class Inventory(_Frozen):
                 if member not in seen:
                     details.append(_unknown_node(member, tuple(seen), ("engines", i, "nodes", j)))
                 elif engine.nodes.index(member) != j:
-                    details.append(
-                        InitErrorDetails(
-                            type=PydanticCustomError(
-                                "duplicate", "node '{name}' listed twice", {"name": member}
-                            ),
-                            loc=("engines", i, "nodes", j),
-                            input=member,
-                        )
-                    )
+                    loc = ("engines", i, "nodes", j)
+                    template = "node '{name}' listed twice"
+                    details.append(_detail("duplicate", template, {"name": member}, loc, member))
         if not self.nodes and not self.engines:
-            details.append(
-                InitErrorDetails(
-                    type=PydanticCustomError("empty", "no nodes and no engines to monitor"),
-                    loc=(),
-                    input=None,
-                )
-            )
+            details.append(_detail("empty", "no nodes and no engines to monitor", {}, (), None))
         if details:
             raise _errors("Inventory", details)
         return self
@@ -225,13 +213,8 @@ def _unknown_node(
 ) -> InitErrorDetails:
     close = difflib.get_close_matches(name, known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    listed = ", ".join(known) if known else "none"
-    return InitErrorDetails(
-        type=PydanticCustomError(
-            "unknown_node",
-            "unknown node '{name}'{hint}; nodes are: {listed}",
-            {"name": name, "hint": hint, "listed": listed},
-        ),
-        loc=loc,
-        input=name,
+    listed = ", ".join(known[:8]) + (", …" if len(known) > 8 else "") if known else "none"
+    context = {"name": name, "hint": hint, "listed": listed}
+    return _detail(
+        "unknown_node", "unknown node '{name}'{hint}; nodes are: {listed}", context, loc, name
     )

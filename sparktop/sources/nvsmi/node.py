@@ -192,27 +192,20 @@ def parse_probe_output(node: str, text: str, time_s: float) -> NodeSample:
     try:
         return _parse_probe(node, text, time_s, raw)
     except Exception as exc:  # a parser bug must become a node state, not a dead poller
-        return NodeSample(
-            node=node,
-            time_s=time_s,
-            state=NodeState.GARBLED,
-            message=f"cannot read probe output: {type(exc).__name__}: {first_line(str(exc))}",
-            since_s=time_s,
-            raw=raw,
-        )
+        message = f"cannot read probe output: {type(exc).__name__}: {first_line(str(exc))}"
+        return _garbled(node, time_s, raw, message)
+
+
+def _garbled(node: str, time_s: float, raw: str, message: str) -> NodeSample:
+    return NodeSample(
+        node=node, time_s=time_s, state=NodeState.GARBLED, message=message, since_s=time_s, raw=raw
+    )
 
 
 def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
     sections = split_probe(text)
     if SECTION_GPU not in sections:
-        return NodeSample(
-            node=node,
-            time_s=time_s,
-            state=NodeState.GARBLED,
-            message=f"not sparktop probe output: {first_line(text)}",
-            since_s=time_s,
-            raw=raw,
-        )
+        return _garbled(node, time_s, raw, f"not sparktop probe output: {first_line(text)}")
     if SECTION_APPS in sections:
         memory = parse_meminfo(sections.get(SECTION_MEMINFO, ("", None))[0])
     else:  # meminfo is not followed by the apps marker: its last line may be half a line
