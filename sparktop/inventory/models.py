@@ -107,7 +107,9 @@ class NodeConfig(_Frozen):
 class EngineConfig(_Frozen):
     """One inference server: its base URL (``/metrics``, ``/v1/models``, ``/tokenize`` below
     it), the tensor-parallel group it runs on (head first), and limits ``/metrics`` does not
-    expose. ``api_key_env`` names an environment variable holding a bearer token."""
+    expose: ``max_num_seqs`` (sequences), ``max_num_batched_tokens``, ``max_model_len`` and
+    ``kv_pool_tokens`` (tokens); ``None`` = ask the server, else the profile (DESIGN.md §5).
+    ``api_key_env`` names an environment variable holding a bearer token."""
 
     name: Name
     url: Annotated[str, AfterValidator(check_url)]
