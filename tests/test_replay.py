@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.alerts import EventKind
+from sparktop.alerts import Event, EventKind
 from sparktop.cli import main
 from sparktop.cluster import ClusterState
 from sparktop.commands.replay import parse_offset, print_summary
@@ -148,7 +148,8 @@ async def test_replay_in_the_monitor_shows_the_recorded_alerts(recording: Path) 
         assert [(a.rule, a.subject) for a in bar.alerts] == [  # type: ignore[attr-defined]
             ("gpu.throttle", "spark-2/gpu0")
         ]
-        assert [e.subject for e in app.query_one(EventLog).events] == ["spark-2/gpu0"]
+        pane = app.query_one(EventLog).events
+        assert [e.subject for e in pane if isinstance(e, Event)] == ["spark-2/gpu0"]
         timeline = str(app.query_one("#timeline").render())
         assert "00:25 / 00:59" in timeline and "⏸" in timeline
         await pilot.press("right", "right", "right")  # +30 s: cleared at 50 s

@@ -21,6 +21,7 @@ from sparktop.record.replay import Pacer, ReplaySource, Step
 from sparktop.sweep.profile import Profile
 from sparktop.ui import app as app_module
 from sparktop.ui.app import SparktopApp
+from sparktop.ui.widgets.event_log import EventLog
 
 RENDER_EVERY_S = 0.25
 """At high speed, render at most this often (ticks in between are still applied)."""
@@ -113,8 +114,6 @@ class ReplayApp(SparktopApp):
         for tick in step.ticks:
             for sample in tuple(new_samples(self.state, tick)):
                 self._record(sample)
-        from sparktop.ui.widgets.event_log import EventLog
-
         log = self.query_one(EventLog)
         if step.reset:
             log.events.clear()
@@ -154,12 +153,21 @@ class ReplayApp(SparktopApp):
             self.poller.pause()
             self._render(force=True)
             return
-        self._timer = self.set_timer(self._pacer.wait_s(delay), self._advance)
+        # Textual timers need a positive delay; a late tick goes out almost at once.
+        self._timer = self.set_timer(max(0.005, self._pacer.wait_s(delay)), self._advance)
 
     def _advance(self) -> None:
         self._timer = None
+        if not self.query(EventLog):  # shutting down: the screen is gone
+            return
         self.apply(self.replay.step())
         self._schedule()
+
+    async def on_unmount(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self.playing = False
 
     def action_toggle_pause(self) -> None:
         self.playing = not self.playing
