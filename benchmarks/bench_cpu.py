@@ -1,0 +1,261 @@
+"""Own CPU and memory: the live monitor watching 8 nodes and 1 engine at 1 Hz.
+
+1. ``sparktop --inventory <sim>`` runs as a user runs it, in a pseudo-terminal (200×50,
+   its screen output read and thrown away), against ``sparktop sim`` in another process,
+   so only the monitor's own CPU is counted. After a warm-up, psutil reads the monitor's
+   CPU time and RSS once a second for the measured window (60 s; ``--quick`` 15 s):
+   CPU seconds per wall second and RSS growth over the window.
+2. An hour at accelerated time: the real app, headless, fed by simulated sources
+   (:mod:`benchmarks.simsources`, the ``tour`` scenario so alerts and events keep coming)
+   for 3,600 one-second polls on a fake clock, rendering every tick; history points,
+   series, events and traced Python memory are read every simulated ten minutes. Bounded
+   means: no more history points at the end than at minute 20 (every series is full by
+   then) and traced memory growth from minute 20 to the end ≤ 1 MiB.
+
+Run: ``python benchmarks/bench_cpu.py [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import fcntl
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+import tracemalloc
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psutil
+
+from benchmarks.common import ROOT, Figure, check, info, print_table, sim_process
+from benchmarks.simsources import SimSources
+
+NODES, ENGINES = 8, 1
+CPU_TARGET = 0.03
+RSS_TARGET_MB = 5.0
+TRACED_TARGET_MIB = 1.0
+SIZE = (200, 50)
+MB = 1024 * 1024
+
+
+@dataclass(slots=True)
+class CpuRun:
+    seconds: float
+    cpu_s: float
+    rss_start_mb: float
+    rss_end_mb: float
+    rss_max_mb: float
+    screen_ok: bool
+    rss_mb: list[float] = field(default_factory=list)
+
+    @property
+    def cpu_per_s(self) -> float:
+        return self.cpu_s / self.seconds
+
+    @property
+    def rss_growth_mb(self) -> float:
+        return self.rss_end_mb - self.rss_start_mb
+
+
+class _Drain(threading.Thread):
+    """Reads the monitor's terminal output (a real terminal would) and keeps the tail."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(daemon=True)
+        self.fd = fd
+        self.tail = b""
+        self.total = 0
+
+    def run(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.total += len(chunk)
+            self.tail = (self.tail + chunk)[-200_000:]
+
+
+def run_monitor(inventory: Path, warmup_s: float, measure_s: float) -> CpuRun:
+    """Run the monitor in a pty against ``inventory``; measure it after ``warmup_s``."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+    command = [sys.executable, "-m", "sparktop", "--inventory", str(inventory)]
+    child = subprocess.Popen(
+        command, stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    os.close(slave)
+    drain = _Drain(master)
+    drain.start()
+    proc = psutil.Process(child.pid)
+    try:
+        time.sleep(warmup_s)
+        if child.poll() is not None:
+            raise RuntimeError(f"monitor exited early: {drain.tail[-2000:]!r}")
+        t0, cpu0 = time.monotonic(), _cpu(proc)
+        rss = [proc.memory_info().rss / MB]
+        while time.monotonic() - t0 < measure_s:
+            time.sleep(1.0)
+            rss.append(proc.memory_info().rss / MB)
+        seconds, cpu = time.monotonic() - t0, _cpu(proc) - cpu0
+        screen = drain.tail.decode("utf-8", "replace")
+        screen_ok = all(f"spark-{i}" in screen for i in range(1, NODES + 1)) and "dsv41" in screen
+    finally:
+        with contextlib.suppress(OSError):
+            os.write(master, b"q")
+        try:
+            child.wait(10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        os.close(master)
+    return CpuRun(seconds, cpu, rss[0], rss[-1], max(rss), screen_ok, rss)
+
+
+def _cpu(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return float(t.user + t.system)
+
+
+def measure_cpu(*, warmup_s: float = 10.0, measure_s: float = 60.0) -> CpuRun:
+    with sim_process(NODES, ENGINES) as sim:
+        return run_monitor(sim.inventory, warmup_s, measure_s)
+
+
+# -- an hour at accelerated time -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    minute: int
+    history_points: int
+    series: int
+    events: int
+    traced_mib: float
+
+
+async def simulated_hour(minutes: int = 60, nodes: int = NODES) -> list[Checkpoint]:
+    """Poll simulated sources once per simulated second for ``minutes``, rendering each tick."""
+    from sparktop.ui.app import SparktopApp
+    from sparktop.ui.setup import build_alert_engine
+    from sparktop.ui.widgets.event_log import EventLog
+
+    sim = SimSources(nodes, ENGINES, scenario="tour")
+    app = SparktopApp(
+        sim.sources, cluster=f"sim-{nodes}x", tp_groups=sim.groups, clock=sim.wall,
+        autostart=False, interval_s=1.0,
+    )  # fmt: skip
+    app.alert_engine = build_alert_engine(app.setup, None)
+    points: list[Checkpoint] = []
+    tracemalloc.start()
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            for second in range(1, minutes * 60 + 1):
+                sim.advance(1.0)
+                await app.poller.poll_once()
+                app.tick()
+                if second % 10 == 0:
+                    await pilot.pause(0)  # let Textual paint now and then
+                if second % 600 == 0:
+                    await pilot.pause()
+                    log = app.query_one(EventLog)
+                    points.append(
+                        Checkpoint(
+                            second // 60,
+                            app.state.history.point_count(),
+                            len(app.state.history),
+                            _event_count(log),
+                            tracemalloc.get_traced_memory()[0] / MB,
+                        )
+                    )
+    finally:
+        tracemalloc.stop()
+    return points
+
+
+def _event_count(log: object) -> int:
+    for name in ("events",):
+        value = getattr(log, name, None)
+        with contextlib.suppress(TypeError):
+            return len(value)  # type: ignore[arg-type]
+    return -1
+
+
+def history_bounded(points: list[Checkpoint]) -> tuple[bool, str]:
+    """Bounded: history points at the end ≤ at minute 20; traced growth 20 → end ≤ 1 MiB."""
+    base = next((p for p in points if p.minute >= 20), points[0])
+    end = points[-1]
+    growth = end.traced_mib - base.traced_mib
+    ok = end.history_points <= base.history_points and growth <= TRACED_TARGET_MIB
+    text = (
+        f"points {base.history_points:,}→{end.history_points:,}, "
+        f"+{growth:.2f} MiB min {base.minute}→{end.minute}"
+    )
+    return ok, text
+
+
+# -- figures ---------------------------------------------------------------------------------
+
+
+def figures(run: CpuRun, hour: list[Checkpoint]) -> list[Figure]:
+    label = f"{NODES} nodes + {ENGINES} engine, 1 Hz, {run.seconds:.0f} s"
+    out = [
+        check(f"monitor CPU s per wall s ({label})", run.cpu_per_s, CPU_TARGET, "{:.3f}"),
+        check(
+            f"monitor RSS growth after warm-up ({label})",
+            run.rss_growth_mb,
+            RSS_TARGET_MB,
+            "{:.1f} MB",
+        ),
+        info("monitor RSS start | max", f"{run.rss_start_mb:.0f} | {run.rss_max_mb:.0f} MB"),
+        Figure(
+            "monitor drew every node and the engine",
+            "yes" if run.screen_ok else "no",
+            "yes",
+            run.screen_ok,
+        ),
+    ]
+    ok, text = history_bounded(hour)
+    end = hour[-1]
+    out.append(Figure(f"history over a simulated {end.minute} min stays bounded", text,
+                      "flat after min 20, ≤ +1 MiB", ok))  # fmt: skip
+    out.append(info(f"  series | events at min {end.minute}", f"{end.series} | {end.events}"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="15 s window, 30 simulated min")
+    parser.add_argument("--seconds", type=float, help="measured window (default 60, quick 15)")
+    args = parser.parse_args(argv)
+    seconds = args.seconds or (15.0 if args.quick else 60.0)
+    run = measure_cpu(warmup_s=5.0 if args.quick else 10.0, measure_s=seconds)
+    hour = asyncio.run(simulated_hour(30 if args.quick else 60))
+    print_table("Own CPU and memory", figures(run, hour))
+    for p in hour:
+        print(
+            f"  min {p.minute:>3}: {p.history_points:>7,} points in {p.series} series, "
+            f"{p.events} events, {p.traced_mib:.1f} MiB traced"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

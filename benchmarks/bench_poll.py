@@ -1,0 +1,277 @@
+"""Poll fan-out: one full GPU poll of N simulated nodes over real loopback SSH, three ways.
+
+- **sparktop**: one persistent asyncssh connection per node (already open), the batched probe
+  on every node at once, parsed into samples and applied to a ``ClusterState``
+  (``Poller.poll_once``);
+- **(a) sequential ssh**: what a shell loop does, ``for n in nodes; ssh n '<probe>'``, with
+  OpenSSH's ``ssh`` (a fresh process and connection per node, host keys verified);
+- **(b) parallel fresh connections**: what ``watch``/``pdsh``-style loops do, a new asyncssh
+  connection per node per poll, all nodes at once (connect, run the probe, close).
+
+Every variant runs the same probe command and parses its output, against the same simulator
+in a child process (its CPU is not ours). The simulator answers instantly; with
+``--nvsmi-ms`` each nvidia-smi call on a node takes that long, as a real one does, which is
+what a concurrent poll can overlap. Figures are medians of several cycles in one run; the
+ratios are the portable numbers.
+
+Run: ``python benchmarks/bench_poll.py [--quick] [--nvsmi-ms 40]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import asyncssh
+
+from benchmarks.common import Figure, SimProcess, check, info, print_table, sim_process
+from sparktop.cluster import ClusterState
+from sparktop.inventory import Inventory, NodeConfig, load_inventory
+from sparktop.poller import Poller
+from sparktop.sources.build import build_node_sources
+from sparktop.sources.nvsmi import parse_probe_output
+from sparktop.sources.probe import FIELD_SETS, probe_command
+
+SIZES = (1, 8, 32, 64)
+NVSMI_MS = 40.0
+"""Default time one nvidia-smi call takes on a node in the benchmark (an assumption: the
+simulator has none; a real call loads NVML and walks the devices before it prints)."""
+PROBE = probe_command(FIELD_SETS[0])
+SSH_BINARY = "/usr/bin/ssh"
+
+
+@dataclass(slots=True)
+class Cycles:
+    """Wall seconds per poll cycle for one way of polling N nodes."""
+
+    seconds: list[float] = field(default_factory=list)
+    client_cpu_s: float = 0.0
+    server_cpu_s: float = 0.0
+    ok: int = 0
+    polled: int = 0
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.seconds) * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Repeats:
+    sparktop: int
+    fresh: int
+    sequential: int
+
+
+def repeats_for(nodes: int, quick: bool) -> Repeats:
+    if quick:
+        return Repeats(sparktop=5, fresh=2, sequential=1)
+    if nodes <= 8:
+        return Repeats(sparktop=20, fresh=5, sequential=3)
+    return Repeats(sparktop=10, fresh=3, sequential=1 if nodes > 32 else 2)
+
+
+class CpuMeter:
+    """CPU seconds of this process (the client) and of the simulator (the nodes) per cycle."""
+
+    def __init__(self, sim: SimProcess | None) -> None:
+        self.sim = sim
+        self.client = time.process_time()
+        self.server = sim.cpu_s() if sim else 0.0
+
+    def stop(self, result: Cycles) -> None:
+        cycles = max(1, len(result.seconds))
+        result.client_cpu_s = (time.process_time() - self.client) / cycles
+        if self.sim is not None:
+            result.server_cpu_s = (self.sim.cpu_s() - self.server) / cycles
+
+
+# -- sparktop --------------------------------------------------------------------------------
+
+
+async def poll_sparktop(
+    inventory: Inventory, nodes: Sequence[NodeConfig], cycles: int, sim: SimProcess | None = None
+) -> Cycles:
+    sub = inventory.model_copy(update={"nodes": tuple(nodes), "engines": ()})
+    state = ClusterState()
+    poller = Poller(build_node_sources(sub), inventory.interval_s, state.apply)
+    result = Cycles()
+    try:
+        await poller.poll_once()  # connect and learn the field set: not part of a cycle
+        meter = CpuMeter(sim)
+        for _ in range(cycles):
+            started = time.perf_counter()
+            samples = await poller.poll_once()
+            result.seconds.append(time.perf_counter() - started)
+            result.ok += sum(1 for s in samples if s.ok)
+            result.polled += len(samples)
+        meter.stop(result)
+    finally:
+        await poller.aclose()
+    return result
+
+
+# -- (a) a shell loop of ssh -----------------------------------------------------------------
+
+
+def ssh_argv(inventory: Inventory, node: NodeConfig) -> list[str]:
+    """``ssh`` for one simulated node: no user config, its key, its known_hosts, strict."""
+    s = inventory.ssh_for(node)
+    return [
+        SSH_BINARY, "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+        "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={s.known_hosts}",
+        "-i", str(s.identity_file), "-p", str(s.port), "-l", str(s.user), str(node.host), PROBE,
+    ]  # fmt: skip
+
+
+def poll_sequential_ssh(
+    inventory: Inventory, nodes: Sequence[NodeConfig], cycles: int, sim: SimProcess | None = None
+) -> Cycles:
+    result = Cycles()
+    meter = CpuMeter(sim)  # client CPU is in the ssh children, not counted here
+    for _ in range(cycles):
+        started = time.perf_counter()
+        for node in nodes:
+            done = subprocess.run(ssh_argv(inventory, node), capture_output=True, text=True)
+            result.ok += parse_probe_output(node.name, done.stdout, time.time()).ok
+            result.polled += 1
+        result.seconds.append(time.perf_counter() - started)
+    meter.stop(result)
+    return result
+
+
+# -- (b) fresh connections in parallel -------------------------------------------------------
+
+
+async def _fresh_probe(inventory: Inventory, node: NodeConfig) -> bool:
+    s = inventory.ssh_for(node)
+    async with asyncssh.connect(
+        str(node.host), port=s.port, username=s.user, client_keys=[str(s.identity_file)],
+        known_hosts=str(s.known_hosts), config=None, agent_path=None,
+    ) as conn:  # fmt: skip
+        out = await conn.run(PROBE)
+    text = out.stdout if isinstance(out.stdout, str) else ""
+    return parse_probe_output(node.name, text, time.time()).ok
+
+
+async def poll_fresh_parallel(
+    inventory: Inventory, nodes: Sequence[NodeConfig], cycles: int, sim: SimProcess | None = None
+) -> Cycles:
+    result = Cycles()
+    meter = CpuMeter(sim)
+    for _ in range(cycles):
+        started = time.perf_counter()
+        oks = await asyncio.gather(*(_fresh_probe(inventory, n) for n in nodes))
+        result.seconds.append(time.perf_counter() - started)
+        result.ok += sum(oks)
+        result.polled += len(oks)
+    meter.stop(result)
+    return result
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PollRun:
+    """Cycles per node count and method (``sparktop``, ``sequential``, ``fresh``)."""
+
+    nvsmi_ms: float
+    by_size: dict[int, dict[str, Cycles]] = field(default_factory=dict)
+
+
+def measure(
+    sizes: Sequence[int] = SIZES, *, nvsmi_ms: float = NVSMI_MS, quick: bool = False
+) -> PollRun:
+    """Start one simulator with ``max(sizes)`` nodes and poll the first N of them each way."""
+    run = PollRun(nvsmi_ms)
+    with sim_process(max(sizes), nvsmi_ms=nvsmi_ms) as sim:
+        inventory = load_inventory(sim.inventory)
+        for n in sizes:
+            nodes = inventory.nodes[:n]
+            r = repeats_for(n, quick)
+            run.by_size[n] = {
+                "sparktop": asyncio.run(poll_sparktop(inventory, nodes, r.sparktop, sim)),
+                "fresh": asyncio.run(poll_fresh_parallel(inventory, nodes, r.fresh, sim)),
+                "sequential": poll_sequential_ssh(inventory, nodes, r.sequential, sim),
+            }
+    for n, ways in run.by_size.items():
+        for way, cycles in ways.items():
+            if cycles.ok != cycles.polled:
+                raise RuntimeError(f"{way} at {n} nodes: {cycles.ok}/{cycles.polled} polls ok")
+    return run
+
+
+def figures(run: PollRun, *, scale_at: int = 32) -> list[Figure]:
+    """The poll figures with targets: scale (N ÷ 1 node) and speed-up over (b) at ``scale_at``."""
+    sizes = sorted(run.by_size)
+    label = f"nvidia-smi {run.nvsmi_ms:g} ms/call" if run.nvsmi_ms else "instant nvidia-smi"
+    one = run.by_size[sizes[0]]["sparktop"].median_ms
+    out: list[Figure] = []
+    for n in sizes:
+        ways = run.by_size[n]
+        s, f, q = (ways[k].median_ms for k in ("sparktop", "fresh", "sequential"))
+        out.append(
+            info(
+                f"poll {n} node(s), {label}: sparktop | (a) seq ssh | (b) fresh",
+                f"{s:.1f} | {q:.0f} | {f:.0f} ms",
+            )
+        )
+        sp, fr = ways["sparktop"], ways["fresh"]
+        out.append(
+            info(
+                f"  CPU ms/cycle client+nodes, {n} node(s): sparktop | (b) fresh",
+                f"{sp.client_cpu_s * 1e3:.1f}+{sp.server_cpu_s * 1e3:.1f} | "
+                f"{fr.client_cpu_s * 1e3:.0f}+{fr.server_cpu_s * 1e3:.0f}",
+            )
+        )
+    if scale_at in run.by_size:
+        ways = run.by_size[scale_at]
+        s = ways["sparktop"].median_ms
+        out.append(check(f"poll {scale_at} nodes ÷ 1 node ({label})", s / one, 1.5, "{:.2f}×"))
+        speedup = ways["fresh"].median_ms / s
+        out.append(
+            check(
+                f"poll speed-up over (b) fresh connections, {scale_at} nodes",
+                speedup,
+                5.0,
+                "{:.1f}×",
+                at_least=True,
+            )
+        )
+        out.append(
+            info(
+                f"poll speed-up over (a) sequential ssh, {scale_at} nodes",
+                f"{ways['sequential'].median_ms / s:.0f}×",
+            )
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer cycles per figure")
+    parser.add_argument(
+        "--nvsmi-ms", type=float, default=NVSMI_MS,
+        help=f"time one nvidia-smi call takes on a node (default {NVSMI_MS:g}; 0 = instant)",
+    )  # fmt: skip
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), metavar="N")
+    args = parser.parse_args(argv)
+    run = measure(args.sizes, nvsmi_ms=args.nvsmi_ms, quick=args.quick)
+    print_table("Poll fan-out over loopback SSH (median ms per cycle)", figures(run))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Render: one UI tick of the live monitor with 8–64 GPU rows and 4 engines.
+
+The real ``SparktopApp`` runs headless (``App.run_test``) on a terminal tall enough to show
+every row, fed by simulated sources (:mod:`benchmarks.simsources`): each round moves
+simulated time one second, polls every source (the app records the samples) and renders.
+Two figures per size, medians over the rounds:
+
+- ``tick()``: the app's render step (ClusterState → node table, engine panel, header,
+  alerts, events, budget pane), wall time;
+- tick + repaint: the CPU the process spends on the tick and on Textual's layout and paint
+  of what changed, until the app is idle again.
+
+Run: ``python benchmarks/bench_render.py [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import Figure, check, info, print_table
+from benchmarks.simsources import SimSources
+
+SIZES = (8, 16, 32, 64)
+ENGINES = 4
+TARGET_MS = 20.0
+WIDTH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class RenderResult:
+    rows: int
+    engines: int
+    tick_ms: float
+    tick_repaint_cpu_ms: float
+    cells_per_tick: float
+
+
+async def measure_one(nodes: int, engines: int = ENGINES, rounds: int = 20) -> RenderResult:
+    from sparktop.ui.app import SparktopApp
+    from sparktop.ui.setup import build_alert_engine
+    from sparktop.ui.widgets.node_table import NodeTable
+
+    sim = SimSources(nodes, engines)
+    app = SparktopApp(
+        sim.sources, cluster=f"sim-{nodes}x", tp_groups=sim.groups, clock=sim.wall,
+        autostart=False, interval_s=1.0,
+    )  # fmt: skip
+    app.alert_engine = build_alert_engine(app.setup, None)
+    ticks: list[float] = []
+    repaint: list[float] = []
+    cells: list[int] = []
+    async with app.run_test(size=(WIDTH, nodes + 12 * engines + 40)) as pilot:
+        for i in range(rounds + 5):  # the first rounds add rows and learn baselines
+            sim.advance(1.0)
+            await app.poller.poll_once()
+            await pilot.pause()
+            cpu = time.process_time()
+            started = time.perf_counter()
+            app.tick()
+            elapsed = time.perf_counter() - started
+            await pilot.pause()
+            if i >= 5:
+                ticks.append(elapsed)
+                repaint.append(time.process_time() - cpu)
+                cells.append(app.last_tick_cells)
+        shown = app.query_one(NodeTable).row_count
+    if shown != nodes:
+        raise RuntimeError(f"node table shows {shown} rows, expected {nodes}")
+    return RenderResult(
+        nodes, engines, statistics.median(ticks) * 1000, statistics.median(repaint) * 1000,
+        statistics.mean(cells),
+    )  # fmt: skip
+
+
+def measure(sizes: Sequence[int] = SIZES, *, rounds: int = 20) -> list[RenderResult]:
+    return [asyncio.run(measure_one(n, rounds=rounds)) for n in sizes]
+
+
+def figures(results: Sequence[RenderResult]) -> list[Figure]:
+    out: list[Figure] = []
+    for r in results:
+        out.append(
+            info(
+                f"render {r.rows} GPU rows + {r.engines} engines: tick() | tick+repaint CPU",
+                f"{r.tick_ms:.1f} | {r.tick_repaint_cpu_ms:.1f} ms",
+            )
+        )
+    if results:
+        small, big = results[0], results[-1]
+        out.append(
+            check(
+                f"render tick+repaint, {big.rows} GPU rows + {big.engines} engines",
+                big.tick_repaint_cpu_ms,
+                TARGET_MS,
+                "{:.1f} ms",
+            )
+        )
+        if big is not small:
+            out.append(
+                info(
+                    f"render growth {small.rows} → {big.rows} rows (tick+repaint)",
+                    f"{big.tick_repaint_cpu_ms / small.tick_repaint_cpu_ms:.2f}× "
+                    f"for {big.rows / small.rows:.0f}× rows",
+                )
+            )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), metavar="ROWS")
+    args = parser.parse_args(argv)
+    results = measure(args.sizes, rounds=5 if args.quick else 20)
+    print_table("Render: one UI tick (median)", figures(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

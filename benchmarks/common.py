@@ -1,0 +1,150 @@
+"""What every benchmark shares: the figure record, the machine line, the result table, and a
+simulator running in a child process (so its CPU is never counted as sparktop's).
+
+A :class:`Figure` is one line of the final table: what was measured, the value as text, the
+target as text and whether it passed (``None`` = informational, no target).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One measured figure. ``passed`` None = no target (shown for context)."""
+
+    name: str
+    measured: str
+    target: str = ""
+    passed: bool | None = None
+
+    @property
+    def verdict(self) -> str:
+        return "" if self.passed is None else ("PASS" if self.passed else "MISS")
+
+
+def check(name: str, value: float, limit: float, fmt: str, *, at_least: bool = False) -> Figure:
+    """A figure with a numeric target: ``value ≤ limit`` (or ``≥`` with ``at_least``)."""
+    passed = value >= limit if at_least else value <= limit
+    sign = "≥" if at_least else "≤"
+    return Figure(name, fmt.format(value), f"{sign} {fmt.format(limit)}", passed)
+
+
+def info(name: str, measured: str) -> Figure:
+    return Figure(name, measured)
+
+
+def machine() -> str:
+    """``2 cores, AMD EPYC …, Linux 6.x, Python 3.11.7`` for the table caption."""
+    model = platform.processor() or "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (
+        f"{cores} cores, {model}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def print_table(title: str, figures: Sequence[Figure], caption: str | None = None) -> None:
+    """figure | measured | target | result, with rich (plain text when not a terminal)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, caption=caption)
+    table.add_column("figure")
+    table.add_column("measured", justify="right")
+    table.add_column("target", justify="right")
+    table.add_column("result")
+    for f in figures:
+        style = {"PASS": "green", "MISS": "bold red"}.get(f.verdict, "")
+        table.add_row(f.name, f.measured, f.target, f"[{style}]{f.verdict}[/]" if style else "")
+    Console(width=120).print(table)
+
+
+def markdown_table(figures: Sequence[Figure]) -> str:
+    """The same table as GitHub markdown (for the README)."""
+    lines = ["| figure | measured | target | result |", "|---|---:|---:|---|"]
+    lines += [f"| {f.name} | {f.measured} | {f.target} | {f.verdict} |" for f in figures]
+    return "\n".join(lines)
+
+
+# -- a simulator in a child process ---------------------------------------------------------
+
+SIM_FARM = Path(__file__).resolve().parent / "simfarm.py"
+
+
+@dataclass(frozen=True, slots=True)
+class SimProcess:
+    """A simulator child process: its inventory and pid (for its CPU time)."""
+
+    inventory: Path
+    pid: int
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds the simulator has used so far."""
+        import psutil
+
+        t = psutil.Process(self.pid).cpu_times()
+        return float(t.user + t.system)
+
+
+@contextlib.contextmanager
+def sim_process(
+    nodes: int, engines: int = 0, *, nvsmi_ms: float = 0.0, timeout_s: float = 60.0
+) -> Iterator[SimProcess]:
+    """Run ``sparktop sim`` (through :mod:`benchmarks.simfarm`) in a child process; yields
+    it once the inventory is written, stops it (SIGINT, then SIGKILL) afterwards."""
+    with tempfile.TemporaryDirectory(prefix="sparktop-bench-") as tmp:
+        inventory = Path(tmp) / "cluster.yaml"
+        log = open(Path(tmp) / "sim.log", "w+")  # noqa: SIM115 - closed below
+        command = [
+            sys.executable, str(SIM_FARM), "--nvsmi-ms", f"{nvsmi_ms:g}",
+            "--write-inventory", str(inventory), "--nodes", str(nodes), "--engines", str(engines),
+        ]  # fmt: skip
+        child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while not _ready(log):
+                if child.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise RuntimeError(f"simulator did not start: {log.read()[-2000:]}")
+                time.sleep(0.05)
+            yield SimProcess(inventory, child.pid)
+        finally:
+            stop_child(child)
+            log.close()
+
+
+def _ready(log: object) -> bool:
+    log.seek(0)  # type: ignore[attr-defined]
+    return "running; Ctrl-C to stop" in log.read()  # type: ignore[attr-defined]
+
+
+def stop_child(child: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
+    """SIGINT the child (it cleans up), SIGKILL it if it does not end in time."""
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
