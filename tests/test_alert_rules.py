@@ -427,3 +427,17 @@ def test_decode_comes_from_mean_itl_not_the_coarse_p50() -> None:
     assert run(cluster(unknown), expected=row) == {}
     beyond = engine(itl_p50=Quantile(20.0, ">"))  # slower than the last edge: certainly slow
     assert "expected.decode:dsv41" in run(cluster(beyond), expected=row)
+
+
+def test_failure_messages_do_not_repeat_the_sources_own_since() -> None:
+    from sparktop.model import NodeSample
+
+    ssh = NodeSample(
+        node="spark-4",
+        time_s=10.0,
+        state=NodeState.UNREACHABLE,
+        message="unreachable since 16:56:58: connection refused",
+        since_s=9.0,
+    )
+    found = run(cluster(ssh))
+    assert found["node.down:spark-4"].message == "unreachable since 16:56:58: connection refused"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from sparktop.alerts.context import Finding, RuleContext
 from sparktop.alerts.gpu_rules import (
-    hhmmss,
+    failure_text,
 )
 from sparktop.alerts.model import Severity
 from sparktop.model import EngineSample, EngineState, is_num
@@ -68,18 +68,18 @@ def availability_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "engine.stale",
                 Severity.WARNING,
-                f"gauges stale: they stopped moving while no counter "
-                f"moved{f' ({s.message})' if s.message else ''}",
+                f"gauges stale: {s.message}"
+                if s.message
+                else "gauges stale: they stopped moving while no counter moved",
                 {},
             )
         elif not s.ok:
             since = s.since_s if s.since_s is not None else s.time_s
-            detail = f" ({s.message})" if s.message else ""
             yield engine_finding(
                 s,
                 "engine.down",
                 Severity.WARNING,
-                f"{s.state.value} since {hhmmss(since)}{detail}",
+                failure_text(s.state.value, since, s.message),
                 {"since_s": since},
             )
 

@@ -232,15 +232,23 @@ def node_down_rule(ctx: RuleContext) -> Iterator[Finding]:
         yield node_down_finding(sample)
 
 
+def failure_text(state: str, since_s: float, message: str) -> str:
+    """``unreachable since 12:03:04 (connection refused)``, without repeating what the
+    source's message already says (SSH messages carry their own "since")."""
+    if message.lower().startswith(state.lower()) or " since " in message:
+        return message
+    detail = f" ({message})" if message else ""
+    return f"{state} since {hhmmss(since_s)}{detail}"
+
+
 def node_down_finding(sample: NodeSample) -> Finding:
     since = sample.since_s if sample.since_s is not None else sample.time_s
-    detail = f" ({sample.message})" if sample.message else ""
     critical = sample.state in CRITICAL_NODE_STATES
     return Finding(
         rule="node.down",
         subject=sample.node,
         severity=Severity.CRITICAL if critical else Severity.WARNING,
-        message=f"{sample.state.value} since {hhmmss(since)}{detail}",
+        message=failure_text(sample.state.value, since, sample.message),
         node=sample.node,
         values={"since_s": since},
     )
