@@ -67,8 +67,9 @@ def limit_seqs(sample: EngineSample, fallback: float | None) -> float | None:
 def title_groups(sample: EngineSample, now: float, config: ViewConfig) -> list[Group]:
     groups: list[Group] = [[(sample.engine, "bold")], [engine_state(sample, now, config)]]
     nodes = config.engine_nodes.get(sample.engine)
-    if nodes:
-        groups.append([("TP ", "dim"), (" ".join(nodes), "")])
+    if nodes:  # one group per node, so a long TP group wraps between names
+        groups.append([("TP ", "dim"), (nodes[0], "")])
+        groups += [[(node, "")] for node in nodes[1:]]
     if len(sample.ranks) > 1:
         groups.append([(f"DP ranks {len(sample.ranks)}", "dim")])
     groups.append([(sample.kind + (f" {sample.model}" if sample.model else ""), "dim")])

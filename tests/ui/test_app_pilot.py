@@ -18,6 +18,7 @@ from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.header import AlertBar, HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
+from sparktop.ui.widgets.text_block import TextBlock
 from tests.ui.fakes import T0, Clock, Hung, Scripted, disabled_engine, down, engine, gpu, node
 
 
@@ -39,7 +40,7 @@ def cell_text(table: NodeTable, node_name: str, column: str, gpu_key: str | None
     return str(getattr(content, "plain", content))
 
 
-def static_text(widget: Static) -> str:
+def static_text(widget: Static | TextBlock) -> str:
     return str(widget.render())
 
 
@@ -121,12 +122,12 @@ async def test_engine_404_shows_metrics_disabled_and_logs_it() -> None:
         await pilot.pause()  # the engine block mounts, then renders on the next tick
         app.tick()
         block = app.query_one(EnginePanel).blocks["dsv41"]
-        assert "running 8/8" in static_text(block.query_one(".engine-lines", Static))
+        assert "running 8/8" in static_text(block.query_one(".engine-lines", TextBlock))
 
         clock.advance(1)
         eng.next = disabled_engine("dsv41", clock.now)
         await app.poll_now()
-        text = static_text(block.query_one(".engine-lines", Static))
+        text = static_text(block.query_one(".engine-lines", TextBlock))
         assert "metrics disabled" in text
         assert "404" in text
         assert "running" not in text
@@ -156,7 +157,7 @@ async def test_budget_what_if_keys_change_the_numbers() -> None:
         await pilot.press("b")
         pane = app.query_one(BudgetPane)
         assert pane.display and pane.has_focus
-        out = pane.query_one("#budget-out", Static)
+        out = pane.query_one("#budget-out", TextBlock)
         first = static_text(out)
         assert "8,192 tok" in first and "conc    1" in first
 
@@ -192,7 +193,7 @@ async def test_budget_counts_a_typed_directory(tmp_path: object) -> None:
         pane = app.query_one(BudgetPane)
         assert pane.inputs.prompt.method == "estimated"
         assert pane.inputs.prompt.tokens == 600  # 2,400 characters ÷ 4
-        assert "1 files" in static_text(pane.query_one("#budget-out", Static))
+        assert "1 files" in static_text(pane.query_one("#budget-out", TextBlock))
 
 
 async def test_help_and_palette_open() -> None:

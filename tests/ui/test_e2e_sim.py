@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from textual.widgets import Static
-
 from sparktop.inventory import load_inventory
 from sparktop.model import is_num
 from sparktop.sources.build import build_sources
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.node_table import NodeTable
+from sparktop.ui.widgets.text_block import TextBlock
 from tests.sim_helpers import running_sim
 
 DEADLINE_S = 30.0
@@ -53,7 +52,7 @@ async def test_app_shows_every_simulated_node_and_the_engine_numbers() -> None:
             block = app.query_one(EnginePanel).blocks[engine_name]
             sample = block.sample  # the sample the block last rendered
             assert sample is not None
-            text = str(block.query_one(".engine-lines", Static).render())
+            text = str(block.query_one(".engine-lines", TextBlock).render())
             assert f"running {sample.running:.0f}" in text
             assert f"decode {sample.decode_tps:,.0f} tok/s" in text
             assert "expected" in str(block.query_one("ExpectedStrip").render())

@@ -23,6 +23,7 @@ from sparktop.model import EngineSample
 from sparktop.sweep import tokens
 from sparktop.ui import styles
 from sparktop.ui.budget_view import BudgetInputs, budget_lines
+from sparktop.ui.widgets.text_block import TextBlock
 
 if TYPE_CHECKING:
     from sparktop.ui.app import SparktopApp
@@ -105,7 +106,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
         with Horizontal():
             yield Label("output tok")
             yield Input(str(self.inputs.output_tokens), type="integer", id="output")
-        yield Static("", id="budget-out")
+        yield TextBlock("", id="budget-out")
 
     def on_mount(self) -> None:
         self.render_budget()
@@ -136,7 +137,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
         self.render_budget()
 
     def render_budget(self) -> None:
-        out = self.query_one("#budget-out", Static)
+        out = self.query_one("#budget-out", TextBlock)
         lines = budget_lines(
             self.inputs,
             self.owner.setup.profile,
@@ -147,7 +148,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
         key = tuple(tuple(line) for line in lines)
         if key != self._shown:
             self._shown = key
-            out.update(styles.lines(lines))
+            out.set_content(styles.lines(lines))
 
     def _set(self, **changes: Any) -> None:
         self.inputs = self.inputs.replace(**changes)

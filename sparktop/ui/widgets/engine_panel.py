@@ -7,6 +7,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Resize
 from textual.widgets import Label, Sparkline, Static
 
 from sparktop.cluster import ClusterState
@@ -16,11 +17,12 @@ from sparktop.ui.engine_views import engine_lines, limit_seqs
 from sparktop.ui.expected import DeficitClock, EstimateFn, expected_lines
 from sparktop.ui.messages import LayoutChanged
 from sparktop.ui.views import ViewConfig
+from sparktop.ui.widgets.text_block import TextBlock
 
 SPARK_POINTS = 120
 
 
-class ExpectedStrip(Static):
+class ExpectedStrip(TextBlock):
     """The profile's row for the live (prompt length, running) beside the live values."""
 
     DEFAULT_CSS = """
@@ -54,9 +56,10 @@ class EngineBlock(Vertical):
         self.sample: EngineSample | None = None
         self._shown: tuple[object, ...] | None = None
         self._expected_shown: object = None
+        self._laid_out_width = 0
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="engine-lines")
+        yield TextBlock("", classes="engine-lines")
         with Horizontal():
             yield Label("decode tok/s")
             yield Sparkline((), id="decode-spark")
@@ -80,7 +83,7 @@ class EngineBlock(Vertical):
         changed = False
         if key != self._shown:
             self._shown = key
-            self.query_one(".engine-lines", Static).update(styles.lines(lines))
+            self.query_one(".engine-lines", TextBlock).set_content(styles.lines(lines))
             changed = True
         if sample is not self.sample:
             self.sample = sample
@@ -97,15 +100,18 @@ class EngineBlock(Vertical):
         strip_key = tuple(tuple(line) for line in strip)
         if strip_key != self._expected_shown:
             self._expected_shown = strip_key
-            self.query_one(ExpectedStrip).update(styles.lines(strip))
+            self.query_one(ExpectedStrip).set_content(styles.lines(strip))
             changed = True
         return changed
 
-    def on_resize(self) -> None:
-        # Lines are packed to the width: lay them out again now.
-        self._shown = None
-        self._expected_shown = None
-        self.post_message(LayoutChanged())
+    def on_resize(self, event: Resize) -> None:
+        # Lines are packed to the width: lay them out again now (a height change, which
+        # new content itself causes, needs nothing).
+        if event.size.width != self._laid_out_width:
+            self._laid_out_width = event.size.width
+            self._shown = None
+            self._expected_shown = None
+            self.post_message(LayoutChanged())
 
 
 class EnginePanel(VerticalScroll):

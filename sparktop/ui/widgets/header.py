@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from textual.content import Content
-from textual.widgets import Static
 
 from sparktop.ui import format as fmt
 from sparktop.ui.events import AlertLike
+from sparktop.ui.widgets.text_block import TextBlock
 
 
-class HeaderBar(Static):
+class HeaderBar(TextBlock):
     """One line: cluster name, profile, poll interval, age of the newest sample, flags."""
 
     DEFAULT_CSS = """
@@ -26,8 +27,8 @@ class HeaderBar(Static):
     }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("", **kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("", **kwargs)
         self._shown: tuple[object, ...] | None = None
 
     def show(
@@ -58,7 +59,7 @@ class HeaderBar(Static):
             parts += ["  ", ("⏸ PAUSED", "$spark-warn bold")]
         if recording:
             parts += ["  ", ("● REC", "$spark-crit bold")]
-        self.update(Content.assemble(*parts))
+        self.set_content(Content.assemble(*parts), layout=False)
 
 
 def _age_style(age_s: float | None, interval_s: float) -> str:
@@ -67,7 +68,7 @@ def _age_style(age_s: float | None, interval_s: float) -> str:
     return ""
 
 
-class AlertBar(Static):
+class AlertBar(TextBlock):
     """One line under the header with the active alerts (newest first) and their age.
 
     The alert engine calls :meth:`show_alerts` (through ``SparktopApp.set_active_alerts``)
@@ -88,8 +89,8 @@ class AlertBar(Static):
     }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__("no active alerts", **kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("no active alerts", **kwargs)
         self._shown: tuple[object, ...] | None = None
         self.alerts: tuple[AlertLike, ...] = ()
 
@@ -113,4 +114,4 @@ class AlertBar(Static):
         self.set_class(bool(self.alerts), "-active")
         if key != self._shown:
             self._shown = key
-            self.update(Content.assemble(*parts))
+            self.set_content(Content.assemble(*parts), layout=False)

@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 from sparktop.ui.messages import LayoutChanged, NodeChosen
 from sparktop.ui.styles import styled
 from sparktop.ui.views import ROW_SEP, WIDE_COLUMNS, Cell, Column, RowView, columns_for
+from sparktop.ui.widgets.keyed_table import KeyedTable
 
 
 class OrderedCell:
@@ -29,7 +30,7 @@ class OrderedCell:
         yield self.content
 
 
-class NodeTable(DataTable[Any]):
+class NodeTable(KeyedTable):
     """GPU rows from :func:`sparktop.ui.views.node_rows`; only changed cells are touched.
 
     Rows are added and removed by key, cells updated with ``update_cell`` (never
@@ -95,7 +96,6 @@ class NodeTable(DataTable[Any]):
 
     def sync(self, rows: Sequence[RowView]) -> int:
         """Make the table show ``rows``; returns how many cells were written."""
-        written = 0
         wanted = {row.key for row in rows}
         cursor = self._pending_cursor or self.cursor_key()
         self._pending_cursor = None
@@ -106,25 +106,26 @@ class NodeTable(DataTable[Any]):
             self._orders.pop(key, None)
             reorder = True
         columns = [c.key for c in self.columns_spec]
-        for row in rows:
-            shown = self._shown.get(row.key)
-            if shown is None:
-                values = [self._cell_value(row, c) for c in columns]
-                self.add_row(*values, key=row.key)
-                self._shown[row.key] = {c: row.cells.get(c, ("", "")) for c in columns}
-                self._orders[row.key] = row.order
-                written += len(columns)
-                reorder = True
-                continue
-            for column in columns:
-                cell = row.cells.get(column, ("", ""))
-                if shown[column] != cell:
-                    self.update_cell(row.key, column, self._cell_value(row, column))
-                    shown[column] = cell
-                    written += 1
-            if self._orders[row.key] != row.order:
-                self._orders[row.key] = row.order
-                reorder = True
+        written = 0
+        with self.deferred_refresh():
+            for row in rows:
+                shown = self._shown.get(row.key)
+                if shown is None:
+                    self.add_row(*(self._cell_value(row, c) for c in columns), key=row.key)
+                    self._shown[row.key] = {c: row.cells.get(c, ("", "")) for c in columns}
+                    self._orders[row.key] = row.order
+                    written += len(columns)
+                    reorder = True
+                    continue
+                for column in columns:
+                    cell = row.cells.get(column, ("", ""))
+                    if shown[column] != cell:
+                        self.update_cell(row.key, column, self._cell_value(row, column))
+                        shown[column] = cell
+                        written += 1
+                if self._orders[row.key] != row.order:
+                    self._orders[row.key] = row.order
+                    reorder = True
         if reorder:
             self.sort("node", key=lambda cell: cell.order)
             if cursor is not None and cursor in self._shown:

@@ -1,0 +1,118 @@
+"""KeyedTable: a DataTable whose ``update_cell`` repaints one row, not the whole table.
+
+Textual's DataTable keys every render cache (lines, rows, cells, row renderables) on one
+``_update_count`` that ``update_cell`` bumps, so changing one cell re-renders every visible
+cell (~40 ms for 64 rows × 12 columns on a small CPU, every second). Here ``update_cell``
+instead bumps a version of that row and refreshes only its region; while a line is rendered
+the count reads ``(count, row version)``, so only the changed row misses the caches.
+Structural changes (rows or columns added, removed, sorted, resized) still bump the count
+and invalidate everything, as in DataTable.
+
+This relies on DataTable internals of the pinned Textual (``==8.2.8`` in pyproject.toml);
+``tests/ui/test_keyed_table.py`` checks the behaviour so an upgrade that changes them fails
+loudly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.style import Style
+from textual.strip import Strip
+from textual.widgets import DataTable
+from textual.widgets._data_table import CellDoesNotExist, ColumnKey, Row, RowKey
+
+
+class KeyedTable(DataTable[Any]):
+    """A DataTable where a cell update costs a row, not a table."""
+
+    _count: int = 0
+    _rendering_version: int | None = None
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._row_versions: dict[RowKey, int] = {}
+        self._deferred: set[RowKey] | None = None
+        super().__init__(**kwargs)
+
+    @contextmanager
+    def deferred_refresh(self) -> Iterator[None]:
+        """Within the block, cell updates repaint each changed row once, at the end."""
+        self._deferred = set()
+        try:
+            yield
+        finally:
+            rows, self._deferred = self._deferred, None
+            for row in rows:
+                index = self._row_locations.get(row)
+                if index is not None:
+                    self.refresh_row(index)
+
+    # The count DataTable keys its caches on: per row while that row's line is rendered.
+    @property  # type: ignore[override]
+    def _update_count(self) -> int | tuple[int, int]:
+        version = self._rendering_version
+        return self._count if version is None else (self._count, version)
+
+    @_update_count.setter
+    def _update_count(self, value: int) -> None:
+        self._count = value
+
+    @property
+    def _y_offsets(self) -> list[tuple[RowKey, int]]:
+        cached = self._offset_cache.get(self._count)
+        if cached is None:
+            cached = [(row.key, y) for row in self.ordered_rows for y in range(row.height)]
+            self._offset_cache[self._count] = cached
+        return cached
+
+    @property
+    def ordered_rows(self) -> list[Row]:
+        cache_key = (self.row_count, self._count)
+        cached = self._ordered_row_cache.get(cache_key)
+        if cached is None:
+            key_at = self._row_locations.get_key
+            cached = [self.rows[key] for i in range(self.row_count) if (key := key_at(i))]
+            self._ordered_row_cache[cache_key] = cached
+        return cached
+
+    def update_cell(
+        self,
+        row_key: RowKey | str,
+        column_key: ColumnKey | str,
+        value: Any,
+        *,
+        update_width: bool = False,
+    ) -> None:
+        """Set a cell and repaint only its row (``update_width`` falls back to DataTable)."""
+        if update_width:
+            super().update_cell(row_key, column_key, value, update_width=True)
+            return
+        row = RowKey(row_key) if isinstance(row_key, str) else row_key
+        column = ColumnKey(column_key) if isinstance(column_key, str) else column_key
+        if row not in self._row_locations or column not in self._column_locations:
+            raise CellDoesNotExist(f"No cell exists for row_key={row!r}, column_key={column!r}.")
+        self._data[row][column] = value
+        self._row_versions[row] = self._row_versions.get(row, 0) + 1
+        if self._deferred is not None:
+            self._deferred.add(row)
+            return
+        index = self._row_locations.get(row)
+        if index is not None:
+            self.refresh_row(index)
+
+    def remove_row(self, row_key: RowKey | str) -> None:
+        super().remove_row(row_key)
+        self._row_versions.pop(RowKey(row_key) if isinstance(row_key, str) else row_key, None)
+
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        try:
+            row_key, _ = self._get_offsets(y)
+        except LookupError:
+            return super()._render_line(y, x1, x2, base_style)
+        self._rendering_version = self._row_versions.get(row_key, 0)
+        try:
+            return super()._render_line(y, x1, x2, base_style)
+        finally:
+            self._rendering_version = None
