@@ -20,9 +20,9 @@ def local_engine_answers(url: str = LOCAL_ENGINE_URL) -> bool:
     return sample.state is not EngineState.UNREACHABLE
 
 
-def default_sources(inventory: Inventory | None) -> list[Source]:
+def default_sources(inventory: Inventory | None, local_url: str = LOCAL_ENGINE_URL) -> list[Source]:
     """The inventory's sources; without one, this machine (NVML + psutil) and the vLLM
-    server at ``http://127.0.0.1:8000`` when one answers."""
+    server at ``local_url`` (``http://127.0.0.1:8000``) when one answers."""
     if inventory is not None:
         from sparktop.sources.build import build_sources
 
@@ -30,8 +30,8 @@ def default_sources(inventory: Inventory | None) -> list[Source]:
     from sparktop.sources.local import LocalSource
 
     sources: list[Source] = [LocalSource(socket.gethostname() or "localhost")]
-    if local_engine_answers():
+    if local_engine_answers(local_url):
         from sparktop.sources.engine import EngineSource
 
-        sources.append(EngineSource(EngineConfig(name="local", url=LOCAL_ENGINE_URL)))
+        sources.append(EngineSource(EngineConfig(name="local", url=local_url)))
     return sources

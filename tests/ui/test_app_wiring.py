@@ -1,0 +1,147 @@
+"""The app's wiring: alert engine → alert bar and events, help coverage, keymap, quit keys,
+the palette's theme picker, and the sources used without an inventory."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from textual.command import CommandPalette
+
+from sparktop.model import NodeSample
+from sparktop.ui.app import SparktopApp
+from sparktop.ui.screens.help import ENGINE_FIELD_HELP, NODE_COLUMN_HELP, all_bindings
+from sparktop.ui.setup import build_alert_engine
+from sparktop.ui.sources import default_sources
+from sparktop.ui.views import WIDE_COLUMNS
+from sparktop.ui.widgets.event_log import EventLog
+from sparktop.ui.widgets.header import AlertBar
+from tests.ui.fakes import T0, Clock, Scripted, gpu, node
+
+
+async def test_alert_engine_feeds_the_alert_bar_and_events() -> None:
+    clock = Clock()
+    hot = Scripted(node("spark-1"))
+    app = SparktopApp([hot], clock=clock, autostart=False, cluster="test")
+    app.alert_engine = build_alert_engine(app.setup, None)
+    assert app.alert_engine is not None
+    async with app.run_test(size=(120, 40)):
+        for _ in range(15):  # the thermal case held longer than hold_s (10 s)
+            hot.next = node("spark-1", clock.now, gpus=(gpu(
+                uuid="GPU-spark-1", sm_clock_mhz=1833.0, temperature_c=91.0, power_w=38.0,
+                clock_event_mask=0x20),))  # fmt: skip
+            await app.poll_now()
+            clock.advance(1)
+        bar = app.query_one(AlertBar)
+        assert bar.alerts, "no active alert after 15 s of thermal slowdown"
+        assert any("spark-1" in a.subject for a in bar.alerts)
+        assert "spark-1" in str(bar.render())
+        events = app.query_one(EventLog).events
+        assert any(e.subject.startswith("spark-1") and "91" in e.message for e in events)
+
+
+def test_help_explains_every_column_and_every_binding_has_an_id() -> None:
+    assert [key for key, _, _ in NODE_COLUMN_HELP] == [c.key for c in WIDE_COLUMNS]
+    assert all(source for _, _, source in (*NODE_COLUMN_HELP, *ENGINE_FIELD_HELP))
+    ids = [b.id for b in all_bindings()]
+    assert len(ids) == len(set(ids))
+    for wanted in (
+        "app.pause",
+        "app.budget",
+        "app.events",
+        "app.theme",
+        "app.quit",
+        "app.help",
+        "app.interval_up",
+        "budget.concurrency_up",
+        "node.details",
+    ):
+        assert wanted in ids
+
+
+async def test_unknown_key_ids_in_the_inventory_are_reported() -> None:
+    from sparktop.inventory import parse_inventory
+
+    text = (
+        "cluster: k\nnodes: [{name: spark-1, host: 127.0.0.1}]\n"
+        "keys: {app.pause: space, app.explode: x}\n"
+    )
+    inventory = parse_inventory(text, "k.yaml")
+    app = SparktopApp([Scripted(node("spark-1"))], inventory=inventory, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        messages = [str(n.message) for n in app._notifications]
+        assert any("app.explode" in m for m in messages)
+        await pilot.press("space")
+        assert app.poller.paused
+
+
+async def test_ctrl_c_and_q_quit_cleanly() -> None:
+    for key in ("ctrl+c", "q"):
+        app = SparktopApp([Scripted(node("spark-1"))], autostart=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press(key)
+            await pilot.pause()
+        assert app.return_code == 0
+
+
+async def test_palette_theme_picker_lists_and_applies_sparktop_themes() -> None:
+    app = SparktopApp([Scripted(node("spark-1"))], autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.action_change_theme()
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"high-contrast")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.theme == "sparktop-high-contrast"
+
+
+class _Metrics(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = b'vllm:num_requests_running{engine="0"} 1.0\n'
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+@contextmanager
+def metrics_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_without_inventory_this_machine_and_a_local_engine_if_it_answers() -> None:
+    with metrics_server() as url:
+        sources = default_sources(None, local_url=url)
+        assert [getattr(s, "kind", "node") for s in sources] == ["node", "engine"]
+        assert getattr(sources[1], "url", None) == url
+    closed = default_sources(None, local_url=url)  # the server is gone now
+    assert len(closed) == 1
+    assert closed[0].name
+
+
+async def test_this_machine_without_a_driver_shows_the_notice() -> None:
+    from sparktop.model import NodeState
+
+    sample = NodeSample("here", T0, NodeState.NO_DRIVER, "no NVIDIA driver (NVML not found)")
+    app = SparktopApp([Scripted(sample)], autostart=False, clock=Clock())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        notice = app.query_one("#notice")
+        assert notice.display
+        assert "No NVIDIA driver" in str(notice.render())
