@@ -100,7 +100,7 @@ async def test_palette_theme_picker_lists_and_applies_sparktop_themes() -> None:
 
 
 class _Metrics(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         body = b'vllm:num_requests_running{engine="0"} 1.0\n'
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
