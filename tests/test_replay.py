@@ -102,7 +102,10 @@ def test_summary_lists_alerts_with_offsets_and_the_damage(tmp_path: Path) -> Non
     print_summary(ReplaySource(Recording(whole)), out)
     text = out.getvalue()
     assert "60 ticks" in text and "2 alert events" in text
-    assert "+00:25  fired     warning  spark-2/gpu0  throttling at 1,833 MHz" in text
+    assert (
+        "+00:25  fired     warning  gpu.throttle           spark-2/gpu0  throttling at 1,833 MHz"
+        in text
+    )
     assert "+00:50  cleared" in text and "damage" not in text
     cut = tmp_path / "cut.jsonl.gz"
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size * 3 // 5])

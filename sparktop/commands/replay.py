@@ -111,7 +111,7 @@ def print_summary(source: Any, out: TextIO) -> None:
         offset = clock_text(event.time_s - source.start_s)
         out.write(
             f"  +{offset}  {event.kind.value:<9} {event.severity.value:<8} "
-            f"{event.subject}  {event.message}\n"
+            f"{event.alert.rule:<22} {event.subject}  {event.message}\n"
         )
     if source.stop is not None:
         out.write(f"replays up to the damage: {source.stop}\n")
