@@ -31,12 +31,14 @@ def gpu(**overrides: Any) -> GpuSample:
     return GpuSample(index=0, uuid="GPU-test-0", name="NVIDIA GB10", **values)
 
 
-def node(
-    name: str, t: float, *, state: NodeState = NodeState.OK, **gpu_overrides: Any
-) -> NodeSample:
-    if state is not NodeState.OK:
-        return NodeSample(node=name, time_s=t, state=state, message="connection refused", since_s=t)
+def node(name: str, t: float, **gpu_overrides: Any) -> NodeSample:
+    """A reachable node with one loaded GB10 (readings overridden by keyword)."""
     return NodeSample(node=name, time_s=t, gpus=(gpu(**gpu_overrides),))
+
+
+def failed(name: str, t: float, state: NodeState = NodeState.UNREACHABLE) -> NodeSample:
+    """A node whose poll failed with ``state``."""
+    return NodeSample(node=name, time_s=t, state=state, message="connection refused", since_s=t)
 
 
 def counters(sw_thermal_s: float) -> SlowdownCounters:

@@ -6,9 +6,9 @@ from typing import Any
 
 from sparktop.alerts import Alert, AlertEngine, Event, EventKind, Severity, Thresholds
 from sparktop.cluster import ClusterState
-from sparktop.model import NodeState, Quantile
+from sparktop.model import NodeState
 from sparktop.sweep.profile import load_profile
-from tests.alert_samples import engine, node, warm
+from tests.alert_samples import engine, failed, node, warm
 
 HOT: dict[str, Any] = {"sm_clock_mhz": 1833.0, "clock_event_mask": 0x20}
 
@@ -81,7 +81,7 @@ def test_unreachable_node_freezes_its_gpu_alerts() -> None:
     events = drive(alerts, state, 0.0, 6, **HOT)
     assert [e.alert.rule for e in events] == ["gpu.throttle"]
     for t in range(6, 30):  # 24 s without readings
-        state.apply(node("spark-1", float(t), state=NodeState.UNREACHABLE))
+        state.apply(failed("spark-1", float(t), NodeState.UNREACHABLE))
         events += alerts.update(state, float(t))
     fired = [(e.kind, e.alert.rule) for e in events]
     assert (EventKind.FIRED, "node.down") in fired
@@ -173,7 +173,7 @@ def test_one_shot_alerts_report_conditions_present_now_without_hold() -> None:
     from sparktop.alerts.oneshot import alerts_now, any_critical, inventory_alerts, render_alerts
     from sparktop.inventory import parse_inventory
 
-    samples = (node("spark-1", 0.0, **HOT), node("spark-2", 0.0, state=NodeState.UNREACHABLE))
+    samples = (node("spark-1", 0.0, **HOT), failed("spark-2", 0.0, NodeState.UNREACHABLE))
     found = alerts_now(samples, thresholds=Thresholds(hold_s=60), now_s=0.0)
     assert [(a.rule, a.severity) for a in found] == [
         ("node.down", Severity.CRITICAL),

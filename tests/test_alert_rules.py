@@ -14,7 +14,7 @@ from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, Qua
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.nvsmi import parse_gpu_csv
 from sparktop.sources.prom import PromPage, parse_page
-from tests.alert_samples import cluster, counters, engine, engine_down, node, warm
+from tests.alert_samples import cluster, counters, engine, engine_down, failed, node, warm
 from tests.conftest import CASES
 
 
@@ -157,11 +157,11 @@ def test_hidden_low_power_needs_all_three_signs_and_no_bit() -> None:
 
 
 def test_unreachable_node_is_critical_and_driver_states_are_warnings() -> None:
-    found = run(cluster(node("spark-2", 5.0, state=NodeState.UNREACHABLE)))
+    found = run(cluster(failed("spark-2", 5.0, NodeState.UNREACHABLE)))
     down = found["node.down:spark-2"]
     assert down.severity is Severity.CRITICAL and "unreachable since" in down.message
     assert "connection refused" in down.message
-    found = run(cluster(node("spark-2", 5.0, state=NodeState.DRIVER_MISMATCH)))
+    found = run(cluster(failed("spark-2", 5.0, NodeState.DRIVER_MISMATCH)))
     assert found["node.down:spark-2"].severity is Severity.WARNING
 
 
