@@ -44,8 +44,8 @@ def _frozen(values: Mapping[str, float]) -> Mapping[str, float]:
 class Alert:
     """One occurrence of a rule's condition on one subject, from onset to clearing.
 
-    ``id`` is unique per occurrence (``rule:subject#n``); ``key`` (``rule:subject``) is the
-    same for every occurrence. ``subject`` is readable: ``spark-3`` (node), ``spark-3/gpu0``
+    ``id`` is unique per occurrence (``key#n``); ``key`` (``rule:subject``, plus ``@node``
+    when an engine alert blames a node) is the same for every occurrence. ``subject`` is readable: ``spark-3`` (node), ``spark-3/gpu0``
     (GPU), ``dsv41`` (engine); ``node``/``gpu``/``engine`` name the parts (``gpu`` is the
     GPU key, its UUID). ``started_s`` is when the condition was first seen (wall clock),
     ``fired_s`` when it had held ``hold_s``, ``cleared_s`` when it had been absent ``hold_s``
@@ -68,7 +68,12 @@ class Alert:
 
     @property
     def key(self) -> str:
-        return f"{self.rule}:{self.subject}"
+        """``rule:subject`` (``@node`` added when an engine alert blames a node): the same
+        for every occurrence of one condition."""
+        base = f"{self.rule}:{self.subject}"
+        if self.node is not None and self.node != self.subject and self.gpu is None:
+            return f"{base}@{self.node}"
+        return base
 
     @property
     def text(self) -> str:
