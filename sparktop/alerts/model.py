@@ -45,12 +45,13 @@ class Alert:
     """One occurrence of a rule's condition on one subject, from onset to clearing.
 
     ``id`` is unique per occurrence (``key#n``); ``key`` (``rule:subject``, plus ``@node``
-    when an engine alert blames a node) is the same for every occurrence. ``subject`` is readable: ``spark-3`` (node), ``spark-3/gpu0``
-    (GPU), ``dsv41`` (engine); ``node``/``gpu``/``engine`` name the parts (``gpu`` is the
-    GPU key, its UUID). ``started_s`` is when the condition was first seen (wall clock),
-    ``fired_s`` when it had held ``hold_s``, ``cleared_s`` when it had been absent ``hold_s``
-    (None while active). ``message`` carries the numbers; ``values`` the same numbers by name
-    (units in the names).
+    when an engine alert blames a node) is the same for every occurrence. ``subject`` is
+    readable: ``spark-3`` (node), ``spark-3/gpu0`` (GPU), ``dsv41`` (engine);
+    ``node``/``gpu``/``engine`` name the parts (``gpu`` is the GPU key, its UUID).
+    ``started_s`` is when the condition was first seen (wall clock), ``fired_s`` when it had
+    held ``hold_s``, ``cleared_s`` when it had been absent ``hold_s`` (None while active).
+    ``message`` carries the numbers, without repeating the subject; ``values`` the same
+    numbers by name (units in the names).
     """
 
     id: str
