@@ -8,9 +8,10 @@
 2. An hour at accelerated time: the real app, headless, fed by simulated sources
    (:mod:`benchmarks.simsources`, the ``tour`` scenario so alerts and events keep coming)
    for 3,600 one-second polls on a fake clock, rendering every tick; history points,
-   series, events and traced Python memory are read every simulated ten minutes. Bounded
-   means: no more history points at the end than at minute 20 (every series is full by
-   then) and traced memory growth from minute 20 to the end ≤ 1 MiB.
+   series, events, RSS and allocated Python blocks (``sys.getallocatedblocks``) are read
+   every simulated ten minutes. Bounded means: no more history points at the end than at
+   minute 20 (every series is full by then) and allocated Python blocks grow ≤ 1 % from
+   minute 40 (the events pane is full by then) to the end.
 
 Run: ``python benchmarks/bench_cpu.py [--quick]``
 """
@@ -21,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import fcntl
+import gc
 import os
 import pty
 import struct
@@ -29,7 +31,6 @@ import sys
 import termios
 import threading
 import time
-import tracemalloc
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +45,10 @@ from benchmarks.simsources import SimSources
 NODES, ENGINES = 8, 1
 CPU_TARGET = 0.03
 RSS_TARGET_MB = 5.0
-TRACED_TARGET_MIB = 1.0
+SETTLED_MINUTE = 40
+"""By then every history series (600 points) and the events pane (500 events) are full."""
+BLOCKS_GROWTH_PCT = 1.0
+QUICK_MINUTES = 50
 SIZE = (200, 50)
 MB = 1024 * 1024
 
@@ -146,7 +150,8 @@ class Checkpoint:
     history_points: int
     series: int
     events: int
-    traced_mib: float
+    rss_mb: float
+    blocks: int
 
 
 async def simulated_hour(minutes: int = 60, nodes: int = NODES) -> list[Checkpoint]:
@@ -162,49 +167,42 @@ async def simulated_hour(minutes: int = 60, nodes: int = NODES) -> list[Checkpoi
     )  # fmt: skip
     app.alert_engine = build_alert_engine(app.setup, None)
     points: list[Checkpoint] = []
-    tracemalloc.start()
-    try:
-        async with app.run_test(size=SIZE) as pilot:
-            for second in range(1, minutes * 60 + 1):
-                sim.advance(1.0)
-                await app.poller.poll_once()
-                app.tick()
-                if second % 10 == 0:
-                    await pilot.pause(0)  # let Textual paint now and then
-                if second % 600 == 0:
-                    await pilot.pause()
-                    log = app.query_one(EventLog)
-                    points.append(
-                        Checkpoint(
-                            second // 60,
-                            app.state.history.point_count(),
-                            len(app.state.history),
-                            _event_count(log),
-                            tracemalloc.get_traced_memory()[0] / MB,
-                        )
+    me = psutil.Process()
+    async with app.run_test(size=SIZE) as pilot:
+        for second in range(1, minutes * 60 + 1):
+            sim.advance(1.0)
+            await app.poller.poll_once()
+            app.tick()
+            if second % 10 == 0:
+                await pilot.pause(0)  # let Textual paint now and then
+            if second % 600 == 0:
+                await pilot.pause()
+                gc.collect()
+                points.append(
+                    Checkpoint(
+                        second // 60,
+                        app.state.history.point_count(),
+                        len(app.state.history),
+                        len(app.query_one(EventLog).events),
+                        me.memory_info().rss / MB,
+                        sys.getallocatedblocks(),
                     )
-    finally:
-        tracemalloc.stop()
+                )
     return points
 
 
-def _event_count(log: object) -> int:
-    for name in ("events",):
-        value = getattr(log, name, None)
-        with contextlib.suppress(TypeError):
-            return len(value)  # type: ignore[arg-type]
-    return -1
-
-
 def history_bounded(points: list[Checkpoint]) -> tuple[bool, str]:
-    """Bounded: history points at the end ≤ at minute 20; traced growth 20 → end ≤ 1 MiB."""
-    base = next((p for p in points if p.minute >= 20), points[0])
+    """Bounded: history points no higher at the end than at minute 20 (every series full),
+    and allocated Python blocks grow ≤ 1 % from minute 40 (the events pane full) to the end."""
+    full = next((p for p in points if p.minute >= 20), points[0])
+    settled = next((p for p in points if p.minute >= SETTLED_MINUTE), points[-1])
     end = points[-1]
-    growth = end.traced_mib - base.traced_mib
-    ok = end.history_points <= base.history_points and growth <= TRACED_TARGET_MIB
+    blocks_pct = (end.blocks - settled.blocks) / settled.blocks * 100
+    ok = end.history_points <= full.history_points and blocks_pct <= BLOCKS_GROWTH_PCT
     text = (
-        f"points {base.history_points:,}→{end.history_points:,}, "
-        f"+{growth:.2f} MiB min {base.minute}→{end.minute}"
+        f"points {full.history_points:,}→{end.history_points:,} (min {full.minute}→{end.minute}), "
+        f"Python blocks {blocks_pct:+.1f} %, RSS {end.rss_mb - settled.rss_mb:+.1f} MB "
+        f"(min {settled.minute}→{end.minute})"
     )
     return ok, text
 
@@ -233,7 +231,7 @@ def figures(run: CpuRun, hour: list[Checkpoint]) -> list[Figure]:
     ok, text = history_bounded(hour)
     end = hour[-1]
     out.append(Figure(f"history over a simulated {end.minute} min stays bounded", text,
-                      "flat after min 20, ≤ +1 MiB", ok))  # fmt: skip
+                      "points flat; blocks ≤ +1 %", ok))  # fmt: skip
     out.append(info(f"  series | events at min {end.minute}", f"{end.series} | {end.events}"))
     return out
 
@@ -242,17 +240,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="15 s window, 30 simulated min")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"15 s window, {QUICK_MINUTES} simulated min"
+    )
     parser.add_argument("--seconds", type=float, help="measured window (default 60, quick 15)")
     args = parser.parse_args(argv)
     seconds = args.seconds or (15.0 if args.quick else 60.0)
     run = measure_cpu(warmup_s=5.0 if args.quick else 10.0, measure_s=seconds)
-    hour = asyncio.run(simulated_hour(30 if args.quick else 60))
+    hour = asyncio.run(simulated_hour(QUICK_MINUTES if args.quick else 60))
     print_table("Own CPU and memory", figures(run, hour))
     for p in hour:
         print(
             f"  min {p.minute:>3}: {p.history_points:>7,} points in {p.series} series, "
-            f"{p.events} events, {p.traced_mib:.1f} MiB traced"
+            f"{p.events} events, RSS {p.rss_mb:.1f} MB, {p.blocks:,} Python blocks"
         )
     return 0
 

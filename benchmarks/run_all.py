@@ -1,0 +1,141 @@
+"""Every sparktop benchmark in one run: what the monitor costs and how it scales.
+
+Runs, in order: poll fan-out over loopback SSH (``bench_poll``), the monitor's own CPU and
+memory (``bench_cpu``), the render tick (``bench_render``), the engine scrape
+(``bench_scrape``) and the budget scan (``bench_budget``), then prints one table:
+figure | measured | target | PASS/MISS, with the machine it ran on. Ratios are measured in
+one run (both sides of a ratio on the same machine, minutes apart at most); absolute times
+depend on the machine and on what else it is doing.
+
+Run: ``python benchmarks/run_all.py`` (about 5 minutes on 2 cores) or ``--quick`` (about 2);
+``--only poll,render`` runs some; ``--markdown FILE`` also writes the table as markdown.
+Exit status 0 when every figure passes, 1 when one misses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import bench_budget, bench_cpu, bench_poll, bench_render
+from benchmarks.common import Figure, check, info, machine, markdown_table, print_table
+
+BENCHMARKS = ("poll", "cpu", "render", "scrape", "budget")
+
+
+def poll(quick: bool) -> list[Figure]:
+    """Instant nodes (the fan-out's own cost) and nodes whose nvidia-smi takes time."""
+    out: list[Figure] = []
+    for nvsmi_ms in (0.0, bench_poll.NVSMI_MS):
+        out += bench_poll.figures(bench_poll.measure(nvsmi_ms=nvsmi_ms, quick=quick))
+    return out
+
+
+def cpu(quick: bool) -> list[Figure]:
+    run = bench_cpu.measure_cpu(warmup_s=5.0 if quick else 10.0, measure_s=15.0 if quick else 60)
+    hour = asyncio.run(bench_cpu.simulated_hour(bench_cpu.QUICK_MINUTES if quick else 60))
+    return bench_cpu.figures(run, hour)
+
+
+def render(quick: bool) -> list[Figure]:
+    return bench_render.figures(bench_render.measure(rounds=5 if quick else 20))
+
+
+def scrape(quick: bool) -> list[Figure]:
+    """The metrics helper's scrape benchmark (``bench_scrape``), as figures."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from benchmarks import bench_scrape as bs
+    from sparktop.sources.metrics import MetricsDeriver
+    from sparktop.sources.vllm import parse_engine_page
+
+    repeats = 8 if quick else 25
+    fake = bs.build()
+    page = fake.page()
+    deriver, clock = MetricsDeriver("bench"), [0.0]
+
+    def prometheus_client_parse(body: bytes) -> object:
+        return list(text_string_to_metric_families(body.decode()))
+
+    def sparktop_parse_derive(body: bytes) -> object:
+        clock[0] += 1.0
+        return deriver.derive(parse_engine_page(body.decode()), now_s=clock[0], wall_s=clock[0])
+
+    prom = bs.median_ms(bs.time_sync(prometheus_client_parse, fake, repeats))
+    ours = bs.median_ms(bs.time_sync(sparktop_parse_derive, fake, repeats))
+    http_times, _state = asyncio.run(bs.time_http(fake, repeats))
+    whole = statistics.median(http_times) * 1000
+    lines = page.count(b"\n")
+    return [
+        info(
+            f"scrape {bs.ENGINES}-engine page, {lines:,} lines: prometheus_client parse",
+            f"{prom:.1f} ms",
+        ),
+        info(
+            "scrape: sparktop parse + derive (in memory) ÷ prometheus_client parse",
+            f"{ours:.1f} ms = {ours / prom:.2f}×",
+        ),
+        check("scrape end to end (HTTP on loopback → EngineSample)", whole, 20.0, "{:.1f} ms"),
+    ]
+
+
+def budget(quick: bool) -> list[Figure]:
+    return bench_budget.figures(bench_budget.measure(5 if quick else 15))
+
+
+RUNNERS: dict[str, Callable[[bool], list[Figure]]] = {
+    "poll": poll,
+    "cpu": cpu,
+    "render": render,
+    "scrape": scrape,
+    "budget": budget,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="shorter windows, fewer repeats")
+    parser.add_argument(
+        "--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of {BENCHMARKS}"
+    )
+    parser.add_argument("--markdown", type=Path, metavar="FILE", help="also write the table")
+    args = parser.parse_args(argv)
+    wanted = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(wanted) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {BENCHMARKS}")
+    figures: list[Figure] = []
+    started = time.monotonic()
+    for name in wanted:
+        t0 = time.monotonic()
+        print(f"running {name}…", file=sys.stderr, flush=True)
+        part = RUNNERS[name](args.quick)
+        print(f"  {name}: {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+        print_table(name, part)
+        figures += part
+    where = machine()
+    took = f"{time.monotonic() - started:.0f} s{' (--quick)' if args.quick else ''}"
+    print()
+    print_table("sparktop: measured overhead and scale", figures, f"{where}; took {took}")
+    if args.markdown is not None:
+        args.markdown.write_text(f"{markdown_table(figures)}\n\nMachine: {where}; took {took}\n")
+    missed = [f.name for f in figures if f.passed is False]
+    if missed:
+        print(f"MISS: {len(missed)} figure(s): " + "; ".join(missed))
+    else:
+        print("every figure with a target passes")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
