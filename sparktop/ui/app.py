@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Static
 
 from sparktop.cluster import ClusterState
@@ -211,6 +212,14 @@ class SparktopApp(App[int]):
 
     def tick(self) -> None:
         """Render what changed since the last tick."""
+        try:
+            self._tick()
+        except NoMatches:
+            if self.is_running and self.screen_stack:
+                raise
+            # A timer or message that landed while the screens were being torn down.
+
+    def _tick(self) -> None:
         now = self.clock()
         view_now = self.paused_at if self.paused_at is not None else now
         config = self.view_config
@@ -258,7 +267,7 @@ class SparktopApp(App[int]):
         else:
             nxt = next((s for s in reversed(steps) if s < current - 1e-9), steps[0])
         self.poller.set_interval(nxt)
-        self.view_config = _with_interval(self.view_config, self.poller.interval_s)
+        self.view_config = replace(self.view_config, interval_s=self.poller.interval_s)
         self.tick()
 
     def action_toggle_budget(self) -> None:
@@ -320,12 +329,6 @@ class SparktopApp(App[int]):
         await self.poller.aclose()
 
 
-def _with_interval(config: Any, interval_s: float) -> Any:
-    from dataclasses import replace
-
-    return replace(config, interval_s=interval_s)
-
-
 def run_tui(
     inventory: Inventory | None,
     *,
@@ -358,7 +361,3 @@ def run_tui(
     app.alert_engine = engine if alerts is None or engine is None else alerts(app, engine)
     result = app.run()
     return int(result or 0)
-
-
-def theme_files() -> Path | None:
-    return themes.themes_dir()

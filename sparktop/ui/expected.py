@@ -48,6 +48,8 @@ class Comparison:
     live: Any
     worse_when: str
     unit: str = ""
+    live_label: str = "live"
+    """What the live figure is (``p50`` for TTFT, ``e2e`` rate beside a decode-only one)."""
 
     def deviation(self) -> float | None:
         return fmt.deviation_pct(self.live, self.expected)
@@ -114,14 +116,15 @@ def expected_lines(
         return [[*head, (f"estimator failed: {exc}", "warn")]]
     kind = AGGREGATE_KINDS.get(str(getattr(est, "aggregate_kind", "")), "aggregate")
     per_request = sample.decode_tps / running if is_num(sample.decode_tps) else sample.decode_tps
+    # Live: TTFT p50 of the window; decode tok/s ÷ running; the generation rate, which
+    # over a busy window is end-to-end (prefill time included), whatever the profile's kind.
     comparisons = (
-        (Comparison("TTFT", _value(est.ttft_s), _ttft_live(sample), "higher", "s"), est.ttft_s),
+        (Comparison("TTFT", _value(est.ttft_s), _ttft_live(sample), "higher", "s", "p50"),
+         est.ttft_s),
         (Comparison("decode/req", _value(est.decode_tps), per_request, "lower"), est.decode_tps),
-        (
-            Comparison(f"agg {kind}", _value(est.aggregate_tps), sample.decode_tps, "lower"),
-            est.aggregate_tps,
-        ),
-    )
+        (Comparison(f"agg {kind}", _value(est.aggregate_tps), sample.decode_tps, "lower", "",
+                    "live e2e" if kind == "decode-only" else "live"), est.aggregate_tps),
+    )  # fmt: skip
     row_how = _how(est.ttft_s)
     groups: list[Group] = [
         [*head, (profile_name, "accent")],
@@ -138,7 +141,7 @@ def expected_lines(
         else:
             dev = comp.deviation()
             group += [
-                (" live ", "dim"),
+                (f" {comp.live_label} ", "dim"),
                 (_fmt(comp.live, comp.unit), "bold"),
                 (f" {fmt.signed_pct(dev)}", "crit" if past else "ok" if dev is not None else "dim"),
             ]
@@ -157,6 +160,7 @@ COLUMN_NOTES = (
     "TTFT: profile ttft_s vs live TTFT p50 (vllm:time_to_first_token_seconds bucket deltas)",
     "decode/req: profile per-request decode tok/s vs live decode tok/s ÷ running",
     "agg: profile aggregate tok/s (its own definition: end-to-end or decode-only) vs live "
-    "rate(vllm:generation_tokens_total)",
+    "rate(vllm:generation_tokens_total), which over a busy window is end-to-end ('live e2e' "
+    "beside a decode-only profile, which reads higher by the prefill share)",
 )
 """What each comparison compares (shown on the help screen)."""

@@ -146,7 +146,8 @@ async def test_expected_strip_compares_with_the_profile_row() -> None:
         # The 4-Spark profile's 4K × 8 row (3,800 prompt tokens): TTFT 8.43 s, exact.
         assert "@ 3,800 prompt × 8 running" in strip
         assert "exact" in strip
-        assert "TTFT 8.43 s live 8.43 s +0%" in strip
+        assert "TTFT 8.43 s p50 8.43 s +0%" in strip
+        assert "agg decode-only 361.0 live e2e 361.0" in strip
         assert "decode-only" in strip
 
 

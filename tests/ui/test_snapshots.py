@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from sparktop.model import Quantile
 from sparktop.ui.app import SparktopApp
@@ -71,6 +72,8 @@ def cluster_app(theme: str | None = None) -> tuple[SparktopApp, object]:
         clock.advance(-1)
         app.add_event(EventRecord(T0 + 5, "warning", "dsv41", "decode 27 % below expected"))
         app.set_active_alerts([Alert()])
+        for field in app.query(Input):
+            field.cursor_blink = False
         await pilot.pause()
         app.tick()
         await pilot.pause()
