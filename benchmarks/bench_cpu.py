@@ -93,7 +93,7 @@ class _Drain(threading.Thread):
             self.tail = (self.tail + chunk)[-200_000:]
 
 
-def run_monitor(inventory: Path, warmup_s: float, measure_s: float) -> CpuRun:
+def run_monitor(inventory: Path, warmup_s: float, measure_s: float, nodes: int = NODES) -> CpuRun:
     """Run the monitor in a pty against ``inventory``; measure it after ``warmup_s``."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
@@ -118,7 +118,7 @@ def run_monitor(inventory: Path, warmup_s: float, measure_s: float) -> CpuRun:
             rss.append(proc.memory_info().rss / MB)
         seconds, cpu = time.monotonic() - t0, _cpu(proc) - cpu0
         screen = drain.tail.decode("utf-8", "replace")
-        screen_ok = all(f"spark-{i}" in screen for i in range(1, NODES + 1)) and "dsv41" in screen
+        screen_ok = all(f"spark-{i}" in screen for i in range(1, nodes + 1)) and "dsv41" in screen
     finally:
         with contextlib.suppress(OSError):
             os.write(master, b"q")
@@ -136,9 +136,10 @@ def _cpu(proc: psutil.Process) -> float:
     return float(t.user + t.system)
 
 
-def measure_cpu(*, warmup_s: float = 10.0, measure_s: float = 60.0) -> CpuRun:
-    with sim_process(NODES, ENGINES) as sim:
-        return run_monitor(sim.inventory, warmup_s, measure_s)
+def measure_cpu(*, warmup_s: float = 10.0, measure_s: float = 60.0, nodes: int = NODES) -> CpuRun:
+    """The monitor against ``sparktop sim`` with ``nodes`` nodes and one engine."""
+    with sim_process(nodes, ENGINES) as sim:
+        return run_monitor(sim.inventory, warmup_s, measure_s, nodes)
 
 
 # -- an hour at accelerated time -------------------------------------------------------------
@@ -146,16 +147,24 @@ def measure_cpu(*, warmup_s: float = 10.0, measure_s: float = 60.0) -> CpuRun:
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    minute: int
+    at_s: int
+    """Simulated seconds since the start."""
     history_points: int
     series: int
     events: int
     rss_mb: float
     blocks: int
 
+    @property
+    def minute(self) -> float:
+        return self.at_s / 60
 
-async def simulated_hour(minutes: int = 60, nodes: int = NODES) -> list[Checkpoint]:
-    """Poll simulated sources once per simulated second for ``minutes``, rendering each tick."""
+
+async def simulated_hour(
+    minutes: int = 60, nodes: int = NODES, every_s: int = 600
+) -> list[Checkpoint]:
+    """Poll simulated sources once per simulated second for ``minutes``, rendering each tick;
+    a checkpoint every ``every_s`` simulated seconds."""
     from sparktop.ui.app import SparktopApp
     from sparktop.ui.setup import build_alert_engine
     from sparktop.ui.widgets.event_log import EventLog
@@ -175,12 +184,12 @@ async def simulated_hour(minutes: int = 60, nodes: int = NODES) -> list[Checkpoi
             app.tick()
             if second % 10 == 0:
                 await pilot.pause(0)  # let Textual paint now and then
-            if second % 600 == 0:
+            if second % every_s == 0:
                 await pilot.pause()
                 gc.collect()
                 points.append(
                     Checkpoint(
-                        second // 60,
+                        second,
                         app.state.history.point_count(),
                         len(app.state.history),
                         len(app.query_one(EventLog).events),
@@ -200,9 +209,10 @@ def history_bounded(points: list[Checkpoint]) -> tuple[bool, str]:
     blocks_pct = (end.blocks - settled.blocks) / settled.blocks * 100
     ok = end.history_points <= full.history_points and blocks_pct <= BLOCKS_GROWTH_PCT
     text = (
-        f"points {full.history_points:,}→{end.history_points:,} (min {full.minute}→{end.minute}), "
+        f"points {full.history_points:,}→{end.history_points:,} "
+        f"(min {full.minute:g}→{end.minute:g}), "
         f"Python blocks {blocks_pct:+.1f} %, RSS {end.rss_mb - settled.rss_mb:+.1f} MB "
-        f"(min {settled.minute}→{end.minute})"
+        f"(min {settled.minute:g}→{end.minute:g})"
     )
     return ok, text
 
@@ -230,9 +240,9 @@ def figures(run: CpuRun, hour: list[Checkpoint]) -> list[Figure]:
     ]
     ok, text = history_bounded(hour)
     end = hour[-1]
-    out.append(Figure(f"history over a simulated {end.minute} min stays bounded", text,
+    out.append(Figure(f"history over a simulated {end.minute:g} min stays bounded", text,
                       "points flat; blocks ≤ +1 %", ok))  # fmt: skip
-    out.append(info(f"  series | events at min {end.minute}", f"{end.series} | {end.events}"))
+    out.append(info(f"  series | events at min {end.minute:g}", f"{end.series} | {end.events}"))
     return out
 
 
@@ -251,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table("Own CPU and memory", figures(run, hour))
     for p in hour:
         print(
-            f"  min {p.minute:>3}: {p.history_points:>7,} points in {p.series} series, "
+            f"  min {p.minute:>3g}: {p.history_points:>7,} points in {p.series} series, "
             f"{p.events} events, RSS {p.rss_mb:.1f} MB, {p.blocks:,} Python blocks"
         )
     return 0

@@ -50,6 +50,10 @@ def render(quick: bool) -> list[Figure]:
 
 
 def scrape(quick: bool) -> list[Figure]:
+    return scrape_figures(8 if quick else 25)
+
+
+def scrape_figures(repeats: int) -> list[Figure]:
     """The metrics helper's scrape benchmark (``bench_scrape``), as figures."""
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -57,7 +61,6 @@ def scrape(quick: bool) -> list[Figure]:
     from sparktop.sources.metrics import MetricsDeriver
     from sparktop.sources.vllm import parse_engine_page
 
-    repeats = 8 if quick else 25
     fake = bs.build()
     page = fake.page()
     deriver, clock = MetricsDeriver("bench"), [0.0]

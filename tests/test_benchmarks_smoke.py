@@ -1,0 +1,110 @@
+"""The benchmarks still run: each one at a tiny size, checking the rows of its table.
+
+Nothing here asserts a time: the figures depend on the machine. What must hold is that every
+benchmark measures what it says (all polls succeed, the monitor draws every node) and that
+the table has its rows with a target and a verdict where the issue sets one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_budget, bench_cpu, bench_poll, bench_render, run_all
+from benchmarks.common import Figure, check
+
+HAS_SSH = Path(bench_poll.SSH_BINARY).exists() or shutil.which("ssh") is not None
+
+
+def names(figures: list[Figure]) -> list[str]:
+    return [f.name for f in figures]
+
+
+def judged(figures: list[Figure]) -> list[Figure]:
+    return [f for f in figures if f.passed is not None]
+
+
+def test_check_reads_the_target_both_ways() -> None:
+    assert check("x", 1.0, 1.5, "{:.1f}").verdict == "PASS"
+    assert check("x", 2.0, 1.5, "{:.1f}").verdict == "MISS"
+    assert check("x", 6.0, 5.0, "{:.1f}", at_least=True).target == "≥ 5.0"
+    assert check("x", 4.0, 5.0, "{:.1f}", at_least=True).passed is False
+
+
+@pytest.mark.skipif(not HAS_SSH, reason="needs OpenSSH's ssh client (Debian openssh-client)")
+def test_poll_fan_out_polls_every_node_three_ways() -> None:
+    run = bench_poll.measure((1, 2), nvsmi_ms=5.0, quick=True)
+    for ways in run.by_size.values():
+        assert set(ways) == {"sparktop", "fresh", "sequential"}
+        for cycles in ways.values():
+            assert cycles.seconds and cycles.ok == cycles.polled > 0
+        assert ways["sparktop"].server_cpu_s > 0
+    figures = bench_poll.figures(run, scale_at=2)
+    assert "poll 2 nodes ÷ 1 node (nvidia-smi 5 ms/call)" in names(figures)
+    assert "poll speed-up over (b) fresh connections, 2 nodes" in names(figures)
+    assert len(judged(figures)) == 2
+
+
+def test_monitor_cpu_run_draws_every_node() -> None:
+    run = bench_cpu.measure_cpu(warmup_s=3.0, measure_s=1.0, nodes=2)
+    assert run.screen_ok
+    assert run.seconds >= 1.0 and run.cpu_s > 0 and run.rss_start_mb > 0
+    hour = asyncio.run(bench_cpu.simulated_hour(minutes=1, nodes=2, every_s=20))
+    assert [p.at_s for p in hour] == [20, 40, 60]
+    assert hour[-1].history_points > 0 and hour[-1].series > 0
+    figures = bench_cpu.figures(run, hour)
+    assert {f.name.split(" (")[0] for f in judged(figures)} == {
+        "monitor CPU s per wall s",
+        "monitor RSS growth after warm-up",
+        "monitor drew every node and the engine",
+        "history over a simulated 1 min stays bounded",
+    }
+
+
+def test_render_tick_shows_every_row() -> None:
+    results = [asyncio.run(bench_render.measure_one(n, engines=1, rounds=1)) for n in (2, 4)]
+    assert [r.rows for r in results] == [2, 4]
+    figures = bench_render.figures(results)
+    assert "render tick+repaint, 4 GPU rows + 1 engines" in names(figures)
+    assert "render growth 2 → 4 rows (tick+repaint)" in names(figures)
+
+
+def test_scrape_figures_from_the_metrics_benchmark() -> None:
+    figures = run_all.scrape_figures(repeats=1)
+    assert len(figures) == 3
+    assert figures[0].name.startswith("scrape 8-engine page, 5,")
+    assert judged(figures)[0].name == "scrape end to end (HTTP on loopback → EngineSample)"
+
+
+def test_budget_counts_the_tree_it_built() -> None:
+    run = bench_budget.measure(repeats=1, chars=20_000)
+    assert run.chars >= 20_000 and run.counted == run.files
+    assert run.skipped == 1  # the binary file; .git is not walked at all
+    assert run.tokens > 20_000 / 4
+    assert names(judged(bench_budget.figures(run))) == [
+        "budget count ÷ plain read of the same tree"
+    ]
+
+
+def test_run_all_prints_one_table_and_fails_on_a_miss(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(
+        run_all,
+        "RUNNERS",
+        {
+            "poll": lambda quick: [check("fast", 1.0, 2.0, "{:.1f}")],
+            "budget": lambda quick: [check("slow", 3.0, 2.0, "{:.1f}")],
+        },
+    )
+    markdown = tmp_path / "perf.md"
+    assert run_all.main(["--only", "poll,budget", "--markdown", str(markdown)]) == 1
+    out = capsys.readouterr().out
+    assert "sparktop: measured overhead and scale" in out and "MISS: 1 figure(s): slow" in out
+    assert "| fast | 1.0 | ≤ 2.0 | PASS |" in markdown.read_text()
+    assert run_all.main(["--only", "poll"]) == 0
+    with pytest.raises(SystemExit):
+        run_all.main(["--only", "nonsense"])
