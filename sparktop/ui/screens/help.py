@@ -11,40 +11,41 @@ from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
 from sparktop.ui.expected import COLUMN_NOTES
+from sparktop.ui.views import WIDE_COLUMNS
 
 NODE_COLUMN_HELP: tuple[tuple[str, str, str], ...] = (
     ("node", "inventory name", "`nodes[].name`"),
-    ("tp", "TP: tensor-parallel group and rank (`dsv41·0` = head)", "`engines[].nodes`"),
-    ("gpu", "#: GPU index", "`index`"),
+    ("tp", "tensor-parallel group and rank (`dsv41·0` = head)", "`engines[].nodes`"),
+    ("gpu", "GPU index", "`index`"),
     (
         "sm",
-        "SM MHz/base: SM clock now / this GPU's baseline under load (upper quartile of "
+        "SM clock now / this GPU's baseline under load (upper quartile of "
         "readings at ≥ 50 % util; `p` = the profile's sweep clock until it has its own); `▼` "
         "when more than `clock_drop_pct` below",
         "`clocks.sm`, NVML SM clock",
     ),
-    ("max", "max SM clock (GB10: 3003; ~2.5 GHz under load is normal)", "`clocks.max.sm`"),
-    ("temp", "°C: GPU temperature, coloured at `alerts.temperature_c`", "`temperature.gpu`"),
-    ("power", "W: power draw", "`power.draw`, NVML power (mW)"),
-    ("util", "util: GPU utilisation", "`utilization.gpu`"),
+    ("max", "maximum SM clock (GB10: 3003; ~2.5 GHz under load is normal)", "`clocks.max.sm`"),
+    ("temp", "GPU temperature, coloured at `alerts.temperature_c`", "`temperature.gpu`"),
+    ("power", "power draw", "`power.draw`, NVML power (mW)"),
+    ("util", "GPU utilisation", "`utilization.gpu`"),
     (
         "mem",
-        "memory: `U used/total G · GPU held G` on unified memory (GB10 reports "
+        "`U used/totalG·GPU heldG` on unified memory (GB10 reports "
         "`memory.*` as `[N/A]`); `used/total G` otherwise",
         "`/proc/meminfo` MemTotal − MemAvailable; Σ `--query-compute-apps used_memory`",
     ),
     (
         "why",
-        "reasons: active clock-event reasons, slowdowns coloured (`sw-therm` `hw-therm` "
+        "active clock-event reasons, slowdowns coloured (`sw-therm` `hw-therm` "
         "`pwr-cap` `hw-slow` `pwr-brake`), benign ones plain (`idle` `app-clk` `sync` `disp`); "
         "`low-power?` = busy, under half of max clock, under 30 W, no bit set (GB10 stuck "
         "low-power state). For a failed node: why it failed.",
         "`clocks_event_reasons.active` (NVML bitmask)",
     ),
-    ("trend", "trend: sparkline of the latest SM clock readings", "history"),
+    ("trend", "sparkline of the latest SM clock readings", "history"),
     (
         "state",
-        "state: `ok`, `stale N s` (no sample for ~3 polls), `down HH:MM:SS` "
+        "`ok`, `stale N s` (no sample for ~3 polls), `down HH:MM:SS` "
         "(unreachable since), `no driver`, `drv mismatch`, `host key!`, `auth failed`…",
         "the node's last poll",
     ),
@@ -90,10 +91,20 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def table(title: str, header: str, rows: tuple[tuple[str, str, str], ...]) -> str:
-    lines = [f"## {title}", "", f"| {header} | meaning | source |", "|---|---|---|"]
-    lines += [f"| {key} | {meaning} | {source} |" for key, meaning, source in rows]
+def table(title: str, rows: tuple[tuple[str, str, str], ...]) -> str:
+    """A help section: one bullet per field, what it means and where it comes from."""
+    lines = [f"## {title}", ""]
+    lines += [
+        f"- **{label}**: {meaning.rstrip('.…')}. *Source:* {source}"
+        for label, meaning, source in rows
+    ]
     return "\n".join(lines)
+
+
+def node_columns() -> tuple[tuple[str, str, str], ...]:
+    """NODE_COLUMN_HELP with each column's on-screen label."""
+    labels = {c.key: c.label for c in WIDE_COLUMNS}
+    return tuple((labels[key], meaning, source) for key, meaning, source in NODE_COLUMN_HELP)
 
 
 EXPECTED = """\
@@ -166,12 +177,9 @@ class HelpScreen(ModalScreen[None]):
         text = "\n\n".join(
             [
                 "# sparktop help",
-                table(
-                    "Nodes (one row per GPU, keyed by node + GPU UUID)", "column", NODE_COLUMN_HELP
-                ),
+                table("Nodes (one row per GPU, keyed by node + GPU UUID)", node_columns()),
                 table(
                     "Engines (one block per server; DP ranks listed when more than one)",
-                    "field",
                     ENGINE_FIELD_HELP,
                 ),
                 EXPECTED,
