@@ -50,7 +50,7 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
          "node": "spark-2", "gpu": null, "engine": null, "values": {…},
          "started_s": …, "fired_s": …, "cleared_s": null}
       ],
-      "critical": true                       # some alert is critical (exit status 3)
+      "critical": false                      # a critical alert about a source that answered (exit 3)
     }
 
 Alerts are the rules of :mod:`sparktop.alerts.rules` evaluated once over this poll's samples
@@ -75,6 +75,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sparktop.alerts.model import Alert, Severity
+from sparktop.alerts.oneshot import any_critical
 from sparktop.model import (
     NA,
     EngineSample,
@@ -261,5 +262,5 @@ def snapshot_json(snap: Snapshot) -> dict[str, object]:
         "nodes": [node_json(n) for n in snap.nodes],
         "engines": [engine_json(e) for e in snap.engines],
         "alerts": [a.to_json() for a in snap.alerts],
-        "critical": any(a.severity is Severity.CRITICAL for a in snap.alerts),
+        "critical": any_critical(snap.alerts),
     }

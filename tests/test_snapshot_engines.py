@@ -210,3 +210,20 @@ def test_pool_from_the_inventory_is_said(
     assert (e["kv_pool_tokens"], e["kv_pool_source"]) == (2_493_464, "inventory")
     assert e["kv_free_tokens"] == 2_493_464 / 2
     assert e["window_s"] is None and e["decode_tok_per_s"] is None
+
+
+def test_snapshot_exits_3_on_a_critical_condition_in_the_data(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A full KV pool with requests waiting is critical: exit 3 (cron can act on it), while a
+    source that did not answer is exit 1 (tested in test_snapshot.py)."""
+    fake = FakeVllm(kv_cache_size_tokens=1_000_000)
+    fake.set_gauges(running=8, waiting=5, kv_usage=0.99)
+    routes = {"/metrics": lambda: Reply(body=fake.page()), "/v1/models": models_route()}
+    with serving(routes) as url:
+        code = main(["snapshot", "--inventory", str(inventory(tmp_path, url)), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 3
+    assert doc["critical"] is True
+    kv_alerts = [a for a in doc["alerts"] if a["rule"] == "kv.usage"]
+    assert [a["severity"] for a in kv_alerts] == ["critical"]

@@ -75,8 +75,20 @@ def inventory_alerts(
     )
 
 
+AVAILABILITY_RULES = frozenset({"node.down", "engine.down", "engine.stale", "engine.restarted"})
+"""Rules about a source not answering; ``snapshot`` reports those with exit status 1, not 3."""
+
+
 def any_critical(alerts: Iterable[Alert]) -> bool:
-    return any(a.severity is Severity.CRITICAL for a in alerts)
+    """True when a critical alert is active about something that *did* answer.
+
+    A node or engine that did not answer already makes ``snapshot`` exit 1; exit 3 is kept for
+    conditions seen in the data (a throttled TP member in decode deficit, a full KV pool with
+    requests waiting), so a cron job can tell "could not look" from "looked and it is bad".
+    """
+    return any(
+        a.severity is Severity.CRITICAL and a.rule not in AVAILABILITY_RULES for a in alerts
+    )
 
 
 def render_alerts(alerts: Iterable[Alert], console: Console) -> None:

@@ -34,11 +34,11 @@ Each node has its own deadline (connect_timeout_s, then command_timeout_s for th
 hung node is reported as such without holding up the others.
 
 The alert rules run once over the poll and every condition present now is listed (a single
-poll has no hold time). Exit status: 3 when any critical alert is active (an unreachable
-node, KV cache >= 98 % with requests waiting, a throttled node holding back a tensor-parallel
+poll has no hold time). Exit status: 3 when a critical condition is seen in what answered
+(KV cache >= 98 % with requests waiting, a throttled node holding back a tensor-parallel
 engine's decode); else 1 when some node or engine did not answer (the output still lists
-everything that answered, and each failure with its reason); 0 when all is well; 2 for a bad
-inventory or option.
+everything that answered, and each failure with its reason; an unreachable node is listed as a
+critical alert too); 0 when all is well; 2 for a bad inventory or option.
 """
 
 EPILOG = f"""\
