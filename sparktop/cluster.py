@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from sparktop.history import History
-from sparktop.model import EngineSample, NodeSample, Sample, is_num
+from sparktop.model import EngineSample, GpuSample, NodeSample, Sample, is_num, num_or
 
 LOADED_UTIL_PCT = 50.0
 """A GPU counts as under load at or above this utilisation (baseline is learnt under load)."""
@@ -20,6 +20,9 @@ BASELINE_WINDOW = 300
 """How many loaded SM-clock readings the baseline remembers per GPU."""
 
 BASELINE_MIN_POINTS = 5
+
+MIN_BASELINE_FRACTION_OF_MAX = 0.5
+"""Loaded readings below this fraction of the max SM clock are never learnt as a baseline."""
 
 
 def gpu_subject(node: str, gpu_key: str) -> str:
@@ -47,6 +50,18 @@ class _Baseline:
             return None
         # The upper quartile: a short sag does not drag the baseline down with it.
         return statistics.quantiles(self.readings, n=4)[2]
+
+
+def _healthy_loaded_clock(gpu: GpuSample) -> bool:
+    """Whether this reading may teach the baseline: under load, no slowdown reason active, and
+    at least half the max clock. A long thermal sag or a stuck low-power state must not become
+    the GPU's "normal" (it would hide the very throttle the baseline exists to show)."""
+    util, clock, max_clock = gpu.utilization_pct, gpu.sm_clock_mhz, gpu.max_sm_clock_mhz
+    if not (is_num(util) and is_num(clock)) or util < LOADED_UTIL_PCT:
+        return False
+    if gpu.slowdowns:
+        return False
+    return not (is_num(max_clock) and clock < max_clock * MIN_BASELINE_FRACTION_OF_MAX)
 
 
 class ClusterState:
@@ -77,12 +92,11 @@ class ClusterState:
                 value = getattr(gpu, metric)
                 if is_num(value):
                     self.history.add(subject, metric, sample.time_s, float(value))
-            util, clock = gpu.utilization_pct, gpu.sm_clock_mhz
-            if is_num(util) and is_num(clock) and util >= LOADED_UTIL_PCT:
+            if _healthy_loaded_clock(gpu):
                 base = self._baselines.get(subject)
                 if base is None:
                     base = self._baselines[subject] = _Baseline(deque(maxlen=BASELINE_WINDOW))
-                base.readings.append(float(clock))
+                base.readings.append(num_or(gpu.sm_clock_mhz, 0.0))
 
     def _apply_engine(self, sample: EngineSample) -> None:
         self.engines[sample.engine] = sample

@@ -54,7 +54,7 @@ def num_or(value: Num | None, default: float) -> float:
 
 def sort_key(value: object) -> tuple[int, float]:
     """A key that sorts missing values first and numbers by value."""
-    return (1, float(value)) if is_num(value) else (0, 0.0)  # type: ignore[arg-type]
+    return (1, float(value)) if is_num(value) else (0, 0.0)
 
 
 def fmt_num(value: Num | None, spec: str = ",.0f", unit: str = "") -> str:
@@ -168,12 +168,14 @@ class GpuSample:
     @property
     def clock_events(self) -> tuple[str, ...]:
         """Decoded active clock-event reasons (empty when unknown or none)."""
-        return decode_clock_events(self.clock_event_mask) if isinstance(self.clock_event_mask, int) else ()
+        mask = self.clock_event_mask
+        return decode_clock_events(mask) if isinstance(mask, int) else ()
 
     @property
     def slowdowns(self) -> tuple[str, ...]:
         """Active reasons that are real slowdowns."""
-        return slowdown_reasons(self.clock_event_mask) if isinstance(self.clock_event_mask, int) else ()
+        mask = self.clock_event_mask
+        return slowdown_reasons(mask) if isinstance(mask, int) else ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,10 @@ def error_sample(source: Source, exc: BaseException) -> Sample:
     message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     if getattr(source, "kind", "node") == "engine":
         return EngineSample(
-            engine=source.name, time_s=now, state=EngineState.UNREACHABLE, message=message,
+            engine=source.name,
+            time_s=now,
+            state=EngineState.UNREACHABLE,
+            message=message,
             since_s=now,
         )
     return NodeSample(

@@ -32,7 +32,8 @@ def test_core_does_not_import_textual() -> None:
         "        pass\n"
         "for m in mods:\n"
         "    importlib.import_module(m)\n"
-        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith(('textual.', 'sparktop.ui')))\n"
+        "bad = sorted(m for m in sys.modules\n"
+        "             if m == 'textual' or m.startswith(('textual.', 'sparktop.ui')))\n"
         "print(len(mods), bad)\n"
         "sys.exit(1 if bad else 0)\n"
     )

@@ -1,0 +1,51 @@
+"""ClusterState: newest samples, bounded history, and the SM-clock baseline under load."""
+
+from __future__ import annotations
+
+from sparktop.cluster import BASELINE_WINDOW, ClusterState
+from sparktop.model import GpuSample, NodeSample, NodeState
+
+
+def _node(t: float, clock: float, util: float = 97.0, mask: int = 0) -> NodeSample:
+    gpu = GpuSample(
+        index=0,
+        uuid="GPU-1",
+        name="NVIDIA GB10",
+        sm_clock_mhz=clock,
+        max_sm_clock_mhz=3003.0,
+        utilization_pct=util,
+        clock_event_mask=mask,
+    )
+    return NodeSample(node="spark-1", time_s=t, gpus=(gpu,))
+
+
+def test_baseline_is_learnt_under_load_only() -> None:
+    state = ClusterState()
+    for t in range(10):
+        state.apply(_node(t, 2509.0 + t % 3))
+        state.apply(_node(t + 0.5, 600.0, util=2.0, mask=0x1))  # idle readings are ignored
+    baseline = state.baseline_mhz("spark-1", "GPU-1")
+    assert baseline is not None and 2509.0 <= baseline <= 2511.0
+
+
+def test_a_long_throttle_does_not_become_the_baseline() -> None:
+    state = ClusterState()
+    for t in range(20):
+        state.apply(_node(t, 2520.0))
+    # Longer than the baseline window: SW thermal slowdown at 1,833 MHz, then a stuck
+    # low-power state at 513 MHz with no reason bit (the two GB10 cases in shared/cases).
+    for t in range(20, 20 + BASELINE_WINDOW):
+        state.apply(_node(t, 1833.0, mask=0x20))
+    for t in range(20 + BASELINE_WINDOW, 20 + 2 * BASELINE_WINDOW):
+        state.apply(_node(t, 513.0, util=100.0))
+    assert state.baseline_mhz("spark-1", "GPU-1") == 2520.0
+
+
+def test_history_is_bounded_and_failures_keep_the_last_good_history() -> None:
+    state = ClusterState(history_capacity=8)
+    for t in range(50):
+        state.apply(_node(t, 2500.0 + t))
+    state.apply(NodeSample(node="spark-1", time_s=51, state=NodeState.UNREACHABLE, since_s=51))
+    series = state.history.get("spark-1/GPU-1", "sm_clock_mhz")
+    assert len(series) == 8 and series.values()[-1] == 2549.0
+    assert state.nodes["spark-1"].state is NodeState.UNREACHABLE
