@@ -145,3 +145,48 @@ async def test_this_machine_without_a_driver_shows_the_notice() -> None:
         notice = app.query_one("#notice")
         assert notice.display
         assert "No NVIDIA driver" in str(notice.render())
+
+
+class _Tokenize(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(length)
+        body = b'{"count": 4321, "max_model_len": 1048576, "tokens": []}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+async def test_pasted_text_is_counted_by_the_engines_tokenize_else_estimated() -> None:
+    from textual import events
+
+    from sparktop.ui.widgets.budget import BudgetPane, PromptInput
+    from tests.ui.fakes import engine
+
+    text = "def f(x):\n    return x * 2\n" * 40  # 1,080 characters, multi-line
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Tokenize)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        live = Scripted(engine())
+        live.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
+        for source, method, tokens in ((live, "exact (/tokenize)", 4321),
+                                       (Scripted(engine()), "estimated", 270)):  # fmt: skip
+            app = SparktopApp([source], autostart=False, clock=Clock())
+            async with app.run_test(size=(120, 40)) as pilot:
+                await app.poll_now()
+                await pilot.press("b", "i")
+                app.query_one(PromptInput).post_message(events.Paste(text))
+                await pilot.pause()
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                prompt = app.query_one(BudgetPane).inputs.prompt
+                assert (prompt.method, prompt.tokens) == (method, tokens)
+    finally:
+        server.shutdown()
+        server.server_close()
