@@ -93,9 +93,15 @@ class TokenCount:
         return self.method != "estimated"
 
 
+_ASCII_RUNS = re.compile(r"[\x00-\x7f]+")
+
+
 def count_chars(text: str) -> tuple[int, int]:
     """``(cjk, other)`` character counts of ``text``."""
-    cjk = 0 if text.isascii() else len(_CJK.findall(text))
+    if text.isascii():
+        return 0, len(text)
+    # Source text is mostly ASCII with a few symbols: look for CJK only in what is not.
+    cjk = len(_CJK.findall(_ASCII_RUNS.sub("", text)))
     return cjk, len(text) - cjk
 
 
@@ -206,12 +212,13 @@ def normalise_exts(exts: Iterable[str] | str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _walk_files(root: Path, exts: tuple[str, ...], errors: list[OSError]) -> Iterator[Path]:
+def _walk_files(root: Path, exts: tuple[str, ...], errors: list[OSError]) -> Iterator[str]:
+    # Plain strings, not Path objects: building a Path per file costs as much as counting it.
     for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(filenames):
             if not exts or name.lower().endswith(exts):
-                yield Path(dirpath) / name
+                yield os.path.join(dirpath, name)
 
 
 def _size(n: int) -> str:
@@ -246,7 +253,7 @@ def scan_directory(
     tokens = cjk = other = counted = 0
     for file in _walk_files(root, wanted, errors):
         try:
-            info = file.stat()
+            info = os.stat(file)
             if not stat.S_ISREG(info.st_mode):
                 skipped["not a regular file"] += 1
                 continue
