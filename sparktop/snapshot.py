@@ -50,7 +50,7 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
          "node": "spark-2", "gpu": null, "engine": null, "values": {…},
          "started_s": …, "fired_s": …, "cleared_s": null}
       ],
-      "critical": false                      # a critical alert about a source that answered (exit 3)
+      "critical": false                      # critical condition in data that answered (exit 3)
     }
 
 Alerts are the rules of :mod:`sparktop.alerts.rules` evaluated once over this poll's samples
@@ -74,7 +74,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sparktop.alerts.model import Alert, Severity
+from sparktop.alerts.model import Alert
 from sparktop.alerts.oneshot import any_critical
 from sparktop.model import (
     NA,
