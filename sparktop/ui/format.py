@@ -28,10 +28,6 @@ SHORT_REASONS = {
 }
 """Short names for NVML clock-event reasons (the help screen lists the long ones)."""
 
-LOW_POWER_UTIL_PCT = 80.0
-LOW_POWER_CLOCK_FRACTION = 0.5
-LOW_POWER_MAX_W = 30.0
-
 
 def spark(values: Sequence[float], width: int) -> str:
     """A one-line block-character sparkline of the newest ``width`` values, scaled min..max."""
@@ -104,41 +100,14 @@ def memory(mem: NodeMemory, gpu: GpuSample, *, compact: bool = False) -> str:
     return f"{gib(gpu.memory_used_mib)}/{gib(gpu.memory_total_mib)}G"
 
 
-def hidden_low_power(gpu: GpuSample) -> bool:
-    """The GB10 stuck low-power pattern: busy, slow, cold on power, and no slowdown bit.
-
-    High utilisation (≥ 80 %), SM clock under half of max, power under 30 W, and no
-    active slowdown reason (the ``gb10-hidden-low-power`` case: 513 MHz, 100 %, 14.9 W).
-    """
-    util, clock, top, power = (
-        gpu.utilization_pct,
-        gpu.sm_clock_mhz,
-        gpu.max_sm_clock_mhz,
-        gpu.power_w,
-    )
-    if not (is_num(util) and is_num(clock) and is_num(power)):
-        return False
-    limit = float(top) * LOW_POWER_CLOCK_FRACTION if is_num(top) else 1000.0
-    return (
-        util >= LOW_POWER_UTIL_PCT
-        and clock < limit
-        and power < LOW_POWER_MAX_W
-        and not gpu.slowdowns
-    )
-
-
-def reasons(gpu: GpuSample) -> str:
-    """Active clock-event reasons, short names, slowdowns first; ``low-power?`` for the pattern."""
+def reasons(gpu: GpuSample, low_power: bool = False) -> str:
+    """Active clock-event reasons, short names, slowdowns first; ``low-power?`` first when the
+    hidden low-power pattern holds (judged by the alert rule, passed in)."""
     names = [SHORT_REASONS.get(r, "other") for r in gpu.slowdowns]
     names += [SHORT_REASONS.get(r, "other") for r in gpu.clock_events if r not in gpu.slowdowns]
-    if hidden_low_power(gpu):
+    if low_power:
         names.insert(0, "low-power?")
     return ",".join(names) if names else ("none" if isinstance(gpu.clock_event_mask, int) else DASH)
-
-
-def below_baseline(clock: Num, baseline: float | None, drop_pct: float) -> bool:
-    """True when the SM clock is more than ``drop_pct`` % under the GPU's baseline."""
-    return is_num(clock) and baseline is not None and clock < baseline * (1 - drop_pct / 100)
 
 
 def clock_cell(clock: Num, baseline: float | None, below: bool, suffix: str = "") -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparktop.alerts.thresholds import Thresholds
 from sparktop.errors import UserError
 from sparktop.inventory import Inventory
 from sparktop.sweep.estimator import estimate
@@ -98,12 +99,6 @@ def build_setup(
     for engine, nodes in groups.items():
         for rank, node in enumerate(nodes):
             membership.setdefault(node, (engine, rank))
-    thresholds = {}
-    if alerts is not None:
-        thresholds = {
-            k: float(getattr(alerts, k))
-            for k in ("clock_drop_pct", "temperature_c", "kv_usage_pct", "expected_deficit_pct")
-        }
     clocks = [float(c) for c in prof.baseline_sm_clock_mhz] if prof is not None else []
     config = ViewConfig(
         cluster=name,
@@ -113,7 +108,7 @@ def build_setup(
         tp_groups=membership,
         engine_nodes=groups,
         profile_baseline_mhz=min(clocks) if clocks else None,
-        **thresholds,
+        thresholds=Thresholds.from_config(alerts),
     )
     engine_order = {e: i for i, e in enumerate(groups)}
     return Setup(config, prof, engine_order, seqs, urls, keys, problems)

@@ -9,6 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from sparktop.alerts.context import RuleContext
+from sparktop.alerts.counters import CounterTracker
+from sparktop.alerts.gpu_rules import GpuView, clock_drop_pct, hidden_low_power, reference_mhz
+from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState, gpu_subject
 from sparktop.model import GpuSample, NodeSample, NodeState, is_num
 from sparktop.ui import format as fmt
@@ -19,13 +23,17 @@ Cell = tuple[str, str]
 
 ROW_SEP = "\x1f"
 
+_NO_COUNTERS = CounterTracker(0.0)
+"""The row marks read no slowdown counters (the alert engine tracks those)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ViewConfig:
     """Display settings taken from the inventory (or defaults for this machine).
 
     ``tp_groups`` maps a node to ``(engine, rank in the TP group)``, head = 0.
-    Thresholds mirror the inventory's ``alerts:`` section (DESIGN.md §3).
+    ``thresholds`` are the alert rules' (the inventory's ``alerts:`` section), so the table
+    marks what the alerts judge by.
     """
 
     cluster: str = "this machine"
@@ -34,11 +42,24 @@ class ViewConfig:
     node_order: Mapping[str, int] = field(default_factory=dict)
     tp_groups: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     engine_nodes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    clock_drop_pct: float = 10.0
-    temperature_c: float = 85.0
-    kv_usage_pct: float = 90.0
-    expected_deficit_pct: float = 25.0
+    thresholds: Thresholds = field(default_factory=Thresholds)
     profile_baseline_mhz: float | None = None
+
+    @property
+    def clock_drop_pct(self) -> float:
+        return self.thresholds.clock_drop_pct
+
+    @property
+    def temperature_c(self) -> float:
+        return self.thresholds.temperature_c
+
+    @property
+    def kv_usage_pct(self) -> float:
+        return self.thresholds.kv_usage_pct
+
+    @property
+    def expected_deficit_pct(self) -> float:
+        return self.thresholds.expected_deficit_pct
 
     def stale_after_s(self) -> float:
         """A sample older than this (about three missed polls) is shown as stale."""
@@ -143,49 +164,52 @@ def _tp_cell(config: ViewConfig, node: str) -> Cell:
 
 
 def gpu_row(
-    state: ClusterState,
+    ctx: RuleContext,
     sample: NodeSample,
     gpu: GpuSample,
     now: float,
     config: ViewConfig,
     narrow: bool,
 ) -> RowView:
-    """The cells of one GPU of a healthy (or stale) node."""
+    """The cells of one GPU of a healthy (or stale) node.
+
+    The baseline shown and the ``▼``/``low-power?`` marks use the alert rules' own tests
+    (:mod:`sparktop.alerts.gpu_rules`): the GPU's loaded baseline, never below the profile's
+    sweep clock, and the hidden low-power pattern.
+    """
     status = state_cell(sample, now, config, narrow)
     stale = status[1] == "stale"
-    own = state.baseline_mhz(sample.node, gpu.key)
-    # The profile's sweep clock (GB10 nodes) is the fallback before the GPU has its own, and
-    # also catches a GPU that has been slow since start.
-    floor = config.profile_baseline_mhz if "GB10" in gpu.name else None
-    base = own if own is not None else floor
-    below = fmt.below_baseline(gpu.sm_clock_mhz, own, config.clock_drop_pct) or (
-        fmt.below_baseline(gpu.sm_clock_mhz, floor, config.clock_drop_pct)
-    )
-    slow = bool(gpu.slowdowns) or fmt.hidden_low_power(gpu)
+    own = ctx.state.baseline_mhz(sample.node, gpu.key)
+    reference = reference_mhz(own, ctx.profile_baseline_mhz, gpu)
+    view = GpuView(sample.node, gpu, reference, {})
+    below = clock_drop_pct(ctx, view) is not None
+    low_power = hidden_low_power(ctx, view)
+    slow = bool(gpu.slowdowns) or low_power
     hot = is_num(gpu.temperature_c) and gpu.temperature_c >= config.temperature_c
     plain = "stale" if stale else ""
 
     def mark(flag: bool, style: str = "warn") -> str:
         return "stale" if stale else (style if flag else "")
 
-    trend = state.history.get(gpu_subject(sample.node, gpu.key), "sm_clock_mhz").values(last=7)
+    suffix = "p" if reference is not None and reference != own else ""
+    subject = gpu_subject(sample.node, gpu.key)
+    trend = ctx.state.history.get(subject, "sm_clock_mhz").values(last=7)
     cells: dict[str, Cell] = {
         "node": (sample.node, plain),
         "tp": _tp_cell(config, sample.node),
         "gpu": (str(gpu.index), plain),
-        "sm": (
-            fmt.clock_cell(gpu.sm_clock_mhz, base, below, "" if own is not None else "p"),
-            mark(below or slow, "crit"),
-        ),
+        "sm": (fmt.clock_cell(gpu.sm_clock_mhz, reference, below, suffix),
+               mark(below or slow, "crit")),
         "max": (fmt.num(gpu.max_sm_clock_mhz, ".0f"), "dim"),
         "temp": (fmt.num(gpu.temperature_c, ".0f"), mark(hot, "crit")),
-        "power": (fmt.num(gpu.power_w, ".0f" if num_or_zero(gpu.power_w) >= 100 else ".1f"), plain),
+        "power": (fmt.num(gpu.power_w, ".0f" if num_or_zero(gpu.power_w) >= 100 else ".1f"),
+                  plain),
         "util": (fmt.num(gpu.utilization_pct, ".0f") + "%", plain),
         "mem": (fmt.memory(sample.memory, gpu, compact=narrow), plain),
-        "why": (fmt.reasons(gpu), mark(slow, "crit")),
+        "why": (fmt.reasons(gpu, low_power), mark(slow, "crit")),
         "trend": (fmt.spark(trend, 7), "stale" if stale else "accent"),
         "state": status,
-    }
+    }  # fmt: skip
     return RowView(
         row_key(sample.node, gpu.key), sample.node, gpu.key,
         _order(config, sample.node, gpu.index), cells,
@@ -230,10 +254,13 @@ def node_rows(
     ``known_gpus`` holds each node's GPUs from its last healthy poll, so a node that goes
     down keeps its GPU rows (marked down) instead of collapsing to one row.
     """
+    ctx = RuleContext(
+        state, config.thresholds, _NO_COUNTERS, profile_baseline_mhz=config.profile_baseline_mhz
+    )
     rows: list[RowView] = []
     for node, sample in state.nodes.items():
         if sample.ok and sample.gpus:
-            rows += [gpu_row(state, sample, g, now, config, narrow) for g in sample.gpus]
+            rows += [gpu_row(ctx, sample, g, now, config, narrow) for g in sample.gpus]
         elif sample.ok:
             empty = NodeSample(node, sample.time_s, NodeState.NO_GPU, "no GPU in the probe output")
             rows.append(failed_row(empty, None, now, config, narrow))
