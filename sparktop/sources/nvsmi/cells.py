@@ -5,6 +5,7 @@ A missing value becomes :class:`~sparktop.model.NA` keeping nvidia-smi's text, n
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -94,6 +95,7 @@ ALIASES: Mapping[str, str] = MappingProxyType(
 """Alternative spellings → the name used here (from ``nvidia-smi --help-query-gpu``)."""
 
 
+@functools.lru_cache(maxsize=512)
 def normalise_header(name: str) -> str:
     """``' clocks.current.sm [MHz]'`` → ``'clocks.sm'``: units dropped, aliases folded."""
     key = _UNIT_RE.sub("", name).strip().lower()

@@ -12,6 +12,8 @@ from sparktop.sources.nvsmi.tables import add, looks_like_csv, parse_apps_csv, p
 from sparktop.sources.probe import MARK, SECTION_APPS, SECTION_GPU, SECTION_MEMINFO
 
 MIB_PER_KIB = 1024.0
+MEMINFO_KEYS = frozenset({"MemTotal", "MemAvailable", "MemFree", "Buffers", "Cached"})
+"""The /proc/meminfo lines read (the other ~50 are skipped unparsed)."""
 
 # -- /proc/meminfo -----------------------------------------------------------------------------
 
@@ -28,7 +30,7 @@ def parse_meminfo(text: str) -> NodeMemory:
     for line in text.splitlines():
         key, sep, rest = line.strip().partition(":")
         fields = rest.split()
-        if sep and fields:
+        if sep and fields and key.strip() in MEMINFO_KEYS:
             value = parse_cell(fields[0])
             if is_num(value) and value >= 0:
                 kib[key.strip()] = value
