@@ -30,28 +30,25 @@ class EventRecord:
     message: str
 
 
-class EventLike(Protocol):
+class _Described(Protocol):
+    @property
+    def severity(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+
+class EventLike(_Described, Protocol):
     """What the events pane needs from an event (the alert engine's records fit)."""
 
     @property
     def time_s(self) -> float: ...
-    @property
-    def severity(self) -> str: ...
-    @property
-    def subject(self) -> str: ...
-    @property
-    def message(self) -> str: ...
 
 
-class AlertLike(Protocol):
+class AlertLike(_Described, Protocol):
     """What the alert bar needs from an active alert: severity, subject, message, since when."""
 
-    @property
-    def severity(self) -> str: ...
-    @property
-    def subject(self) -> str: ...
-    @property
-    def message(self) -> str: ...
     @property
     def since_s(self) -> float: ...
 
