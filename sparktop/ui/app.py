@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import on
@@ -45,7 +46,8 @@ NO_DRIVER_TEXT = (
 class SparktopApp(App[int]):
     """The monitor. Built from injected sources (tests and the demo pass their own)."""
 
-    CSS_PATH = "app.tcss"
+    # Absolute, so subclasses in other packages (the replay app, tests) find it too.
+    CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "sparktop"
     COMMANDS = App.COMMANDS | {ClusterCommands}
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -190,3 +190,25 @@ async def test_pasted_text_is_counted_by_the_engines_tokenize_else_estimated() -
     finally:
         server.shutdown()
         server.server_close()
+
+
+async def test_fed_samples_are_recorded_and_events_are_posted_as_messages() -> None:
+    from sparktop.model import NodeState
+    from sparktop.ui.messages import EventRecorded
+
+    class Watching(SparktopApp):
+        seen: list[EventRecorded]
+
+        def on_event_recorded(self, message: EventRecorded) -> None:
+            self.seen.append(message)
+
+    app = Watching([], autostart=False, clock=Clock())
+    app.seen = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.feed(node("spark-7"))
+        await pilot.pause()
+        assert "spark-7" in app.state.nodes
+        assert app.seen == []
+        app.feed(NodeSample("spark-7", T0 + 2, NodeState.UNREACHABLE, "timed out", since_s=T0 + 2))
+        await pilot.pause()
+        assert [(m.event.subject, m.event.severity) for m in app.seen] == [("spark-7", "critical")]
