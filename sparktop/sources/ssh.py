@@ -31,10 +31,11 @@ import os
 import random
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import asyncssh
+from asyncssh.encryption import get_default_encryption_algs
 
 from sparktop.model import NodeSample, NodeState
 from sparktop.sources.hostkeys import (
@@ -57,6 +58,16 @@ PROBE_MARGIN_S = 0.25
 
 CONNECT_MARGIN_S = 1.0
 """Safety net beyond asyncssh's own ``connect_timeout``."""
+
+
+def gcm_first(algs: Sequence[bytes]) -> list[str]:
+    """asyncssh's default ciphers with AES-GCM first, used when no SSH config names Ciphers.
+
+    asyncssh drives chacha20-poly1305 with several OpenSSL calls per packet and AES-GCM with
+    one: a poll costs about 30 % less CPU on this side (and on an asyncssh server).
+    """
+    gcm = [a for a in algs if b"-gcm@" in a]
+    return [a.decode("ascii") for a in (*gcm, *(a for a in algs if a not in gcm))]
 
 
 class _ProbeTimeout(Exception):
@@ -264,6 +275,8 @@ class SshSource:
         kwargs = self._connect_kwargs()
         # Resolve the SSH config for this host to learn which known_hosts files apply.
         options = await asyncssh.SSHClientConnectionOptions.construct(**kwargs)
+        if list(options.encryption_algs) == get_default_encryption_algs():
+            kwargs["encryption_algs"] = gcm_first(options.encryption_algs)
         files = known_hosts_files(self.settings.known_hosts, options.known_hosts)
         accept_new = not getattr(self.node, "strict_host_key_checking", True)
         matcher = KnownHostsMatcher(files, host=options.host, port=options.port)
