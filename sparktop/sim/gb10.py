@@ -11,6 +11,7 @@ unknown field ``Field "x" is not a valid field to query.`` with status 2.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -66,6 +67,15 @@ NEW_DRIVER = "580.95.05"
 OLD_DRIVER = "525.147.05"
 
 
+@functools.lru_cache(maxsize=64)
+def split_command(command: str) -> tuple[str, ...]:
+    """Shell words and ``;``/``&``/``>`` punctuation of a command line (ValueError if it does
+    not parse). Cached: the same few probe commands arrive every poll from every client."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&>")
+    lexer.whitespace_split = True
+    return tuple(lexer)
+
+
 def _invalid(field: str) -> tuple[str, int]:
     return f'Field "{field}" is not a valid field to query.\n\n', 2
 
@@ -91,9 +101,7 @@ class Gb10Responder:
     def run(self, command: str) -> tuple[str, int]:
         """Interpret a command line; output is stdout (and 2>&1 stderr) and the last status."""
         try:
-            lexer = shlex.shlex(command, posix=True, punctuation_chars=";&>")
-            lexer.whitespace_split = True
-            tokens = list(lexer)
+            tokens = split_command(command)
         except ValueError as exc:
             return f"bash: syntax error: {exc}\n", 2
         out: list[str] = []
