@@ -6,6 +6,7 @@ style names (``ok``, ``warn``, ``crit``, ``dim``, ``stale``, ``accent``) to them
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -22,6 +23,9 @@ Cell = tuple[str, str]
 """(text, style name); the style name is '' for the default colour."""
 
 ROW_SEP = "\x1f"
+
+Order = tuple[int, tuple[tuple[int, str], ...], int]
+"""A row's sort key: inventory position, natural node name, GPU index."""
 
 _NO_COUNTERS = CounterTracker(0.0)
 """The row marks read no slowdown counters (the alert engine tracks those)."""
@@ -117,7 +121,7 @@ class RowView:
     key: str
     node: str
     gpu_key: str | None
-    order: tuple[int, str, int]
+    order: Order
     cells: Mapping[str, Cell]
 
 
@@ -154,8 +158,18 @@ def failure_text(sample: NodeSample) -> str:
     return state_message(str(sample.state), sample.message)
 
 
-def _order(config: ViewConfig, node: str, gpu_index: int) -> tuple[int, str, int]:
-    return (config.node_order.get(node, 1_000_000), node, gpu_index)
+def natural(name: str) -> tuple[tuple[int, str], ...]:
+    """Sort key that orders ``spark-2`` before ``spark-10``."""
+    return tuple(
+        (int(part), "") if part.isdigit() else (-1, part)
+        for part in re.split(r"(\d+)", name)
+        if part
+    )
+
+
+def _order(config: ViewConfig, node: str, gpu_index: int) -> Order:
+    """Inventory order first; nodes the inventory does not list, by natural name order."""
+    return (config.node_order.get(node, 1_000_000), natural(node), gpu_index)
 
 
 def _tp_cell(config: ViewConfig, node: str) -> Cell:

@@ -42,6 +42,7 @@ class EngineBlock(Vertical):
         height: auto;
         margin: 0 0 1 0;
     }
+    EngineBlock:last-of-type { margin: 0; }
     EngineBlock > .engine-lines { height: auto; }
     EngineBlock > Horizontal { height: 1; }
     EngineBlock Label { width: auto; color: $spark-dim; padding: 0 1 0 0; }
@@ -120,7 +121,7 @@ class EnginePanel(VerticalScroll):
     DEFAULT_CSS = """
     EnginePanel {
         height: auto;
-        max-height: 65%;
+        max-height: 55%;
         min-height: 5;
         padding: 0 1;
         border-top: solid $panel;

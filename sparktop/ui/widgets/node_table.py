@@ -13,7 +13,7 @@ from textual.widgets import DataTable
 
 from sparktop.ui.messages import LayoutChanged, NodeChosen
 from sparktop.ui.styles import styled
-from sparktop.ui.views import ROW_SEP, WIDE_COLUMNS, Cell, Column, RowView, columns_for
+from sparktop.ui.views import ROW_SEP, WIDE_COLUMNS, Cell, Column, Order, RowView, columns_for
 from sparktop.ui.widgets.keyed_table import KeyedTable
 
 
@@ -22,7 +22,7 @@ class OrderedCell:
 
     __slots__ = ("content", "order")
 
-    def __init__(self, content: Content, order: tuple[int, str, int]) -> None:
+    def __init__(self, content: Content, order: Order) -> None:
         self.content = content
         self.order = order
 
@@ -45,7 +45,7 @@ class NodeTable(KeyedTable):
     DEFAULT_CSS = """
     NodeTable {
         height: auto;
-        max-height: 50%;
+        max-height: 40%;
         scrollbar-size-vertical: 1;
     }
     """
@@ -54,7 +54,7 @@ class NodeTable(KeyedTable):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self.columns_spec: tuple[Column, ...] = WIDE_COLUMNS
         self._shown: dict[str, dict[str, Cell]] = {}
-        self._orders: dict[str, tuple[int, str, int]] = {}
+        self._orders: dict[str, Order] = {}
         self._columns_built = False
 
     def on_mount(self) -> None:
