@@ -32,11 +32,7 @@ BENCHMARKS = ("poll", "cpu", "render", "scrape", "budget")
 
 
 def poll(quick: bool) -> list[Figure]:
-    """Instant nodes (the fan-out's own cost) and nodes whose nvidia-smi takes time."""
-    out: list[Figure] = []
-    for nvsmi_ms in (0.0, bench_poll.NVSMI_MS):
-        out += bench_poll.figures(bench_poll.measure(nvsmi_ms=nvsmi_ms, quick=quick))
-    return out
+    return bench_poll.run_both(quick)
 
 
 def cpu(quick: bool) -> list[Figure]:
