@@ -46,7 +46,7 @@ class EngineBlock(Vertical):
     EngineBlock > .engine-lines { height: auto; }
     EngineBlock > Horizontal { height: 1; }
     EngineBlock Label { width: auto; color: $spark-dim; padding: 0 1 0 0; }
-    EngineBlock Sparkline { width: 1fr; margin: 0 2 0 0; }
+    EngineBlock Sparkline { width: 1fr; max-width: 48; margin: 0 2 0 0; }
     EngineBlock Sparkline > .sparkline--max-color { color: $spark-accent; }
     EngineBlock Sparkline > .sparkline--min-color { color: $spark-accent 30%; }
     """

@@ -8,6 +8,11 @@ the count reads ``(count, row version)``, so only the changed row misses the cac
 Structural changes (rows or columns added, removed, sorted, resized) still bump the count
 and invalidate everything, as in DataTable.
 
+Cells that are :class:`~textual.content.Content` (or carry one as ``.content``) in rows one
+line high also take a shorter render path: their segments are cropped, padded and styled
+directly instead of going through Rich's ``Padding``/``render_lines`` twice, which is most of
+DataTable's cost per cell. The result is the same segments, so snapshots do not change.
+
 This relies on DataTable internals of the pinned Textual (``==8.2.8`` in pyproject.toml);
 ``tests/ui/test_keyed_table.py`` checks the behaviour so an upgrade that changes them fails
 loudly.
@@ -19,8 +24,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rich.segment import Segment
 from rich.style import Style
+from textual.cache import LRUCache
+from textual.content import Content
 from textual.strip import Strip
+from textual.style import Style as TextualStyle
 from textual.widgets import DataTable
 from textual.widgets._data_table import CellDoesNotExist, ColumnKey, Row, RowKey
 
@@ -34,7 +43,13 @@ class KeyedTable(DataTable[Any]):
     def __init__(self, **kwargs: Any) -> None:
         self._row_versions: dict[RowKey, int] = {}
         self._deferred: set[RowKey] | None = None
+        # Cell text → segments (theme-resolved), shared by every cell showing the same text.
+        self._segments: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(4096)
         super().__init__(**kwargs)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._segments.clear()  # theme variables resolve differently now
 
     @contextmanager
     def deferred_refresh(self) -> Iterator[None]:
@@ -105,6 +120,58 @@ class KeyedTable(DataTable[Any]):
     def remove_row(self, row_key: RowKey | str) -> None:
         super().remove_row(row_key)
         self._row_versions.pop(RowKey(row_key) if isinstance(row_key, str) else row_key, None)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        content = self._one_line_content(row_index, column_index)
+        if content is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        cache_key = (
+            row_key, column_key, base_style, cursor, hover, self._show_hover_cursor,
+            self._update_count, self._pseudo_class_state,
+        )  # fmt: skip
+        cached = self._cell_render_cache.get(cache_key)  # type: ignore[arg-type]
+        if cached is not None:
+            return cached
+        fixed = row_index < self.fixed_rows or column_index < self.fixed_columns
+        component_style, post_style = self._get_styles_to_render_cell(
+            False, False, fixed, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
+        )  # fmt: skip
+        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index})
+        pre_style += component_style
+        pad = self.cell_padding
+        inner = max(0, width - 2 * pad)
+        key = (content.plain, *content.spans, inner)
+        body = self._segments.get(key)
+        if body is None:
+            body = Segment.adjust_line_length(content.render_segments(TextualStyle(), ""), inner)
+            self._segments[key] = body
+        line = [Segment(" " * pad), *body, Segment(" " * pad)] if pad else body
+        lines = [list(Segment.apply_style(line, pre_style, post_style))]
+        self._cell_render_cache[cache_key] = lines  # type: ignore[arg-type]
+        return lines
+
+    def _one_line_content(self, row_index: int, column_index: int) -> Content | None:
+        """The cell's Content when the short render path applies, else None."""
+        if row_index < 0 or column_index < 0:
+            return None
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None or self.rows[row_key].height != 1:
+            return None
+        value = self._data[row_key].get(column_key)
+        value = getattr(value, "content", value)
+        return value if isinstance(value, Content) and "\n" not in value.plain else None
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         try:
