@@ -83,6 +83,13 @@ def _how(estimated: Any) -> str:
     return str(getattr(estimated, "how", "")) or "no data"
 
 
+def _basis(estimated: Any) -> str:
+    """How the row was obtained, in a word (exact, interpolated, clamped, anchored); the
+    estimator's full sentence when it has no data, since the reason is what matters then."""
+    basis = str(getattr(estimated, "basis", "") or "")
+    return basis if basis and basis != "no data" else _how(estimated)
+
+
 def _fmt(value: Any, unit: str) -> str:
     if not is_num(value):
         return "no data"
@@ -129,7 +136,7 @@ def expected_lines(
     groups: list[Group] = [
         [*head, (profile_name, "accent")],
         [(f"@ {prompt_tokens:,} prompt × {concurrency} running", "")],
-        [(row_how, "dim")],
+        [(_basis(est.ttft_s), "dim")],
     ]
     for comp, estimated in comparisons:
         past = comp.deficit(threshold_pct)

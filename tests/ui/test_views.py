@@ -147,3 +147,24 @@ def test_sparkline_and_bar_text() -> None:
     assert fmt.spark([], 8) == ""
     assert fmt.bar(0.5, 8) == "████░░░░"
     assert fmt.bar(NA(), 4) == "░░░░"
+
+
+def test_expected_strip_says_how_in_a_word_and_no_data_with_its_reason_once() -> None:
+    from functools import partial
+
+    from sparktop.sweep.estimator import estimate
+    from sparktop.sweep.profile import load_profile
+    from sparktop.ui.expected import DeficitClock, expected_lines
+
+    profile = load_profile("4x-spark-dsv41-flash-1017")
+    fn = partial(estimate, profile)
+
+    def text(sample: object) -> str:
+        lines = expected_lines(sample, profile.name, fn, 25.0, DeficitClock(), T0)  # type: ignore[arg-type]
+        return "\n".join("".join(t for t, _ in line) for line in lines)
+
+    between = text(engine(running=6.0, mean_prompt_tokens=6019.0))
+    assert "interpolated" in between and "log-log" not in between
+    beyond = text(engine(running=32.0))
+    assert beyond.count("outside the measured columns") == 1
+    assert "TTFT no data" in beyond
