@@ -48,14 +48,5 @@ class NodeChosen(Message):
 
 
 @dataclass
-class BudgetInputsChanged(Message):
-    """The budget pane's inputs changed (prompt tokens, concurrency, output tokens)."""
-
-    prompt_tokens: int | None
-    concurrency: int
-    output_tokens: int
-
-
-@dataclass
 class LayoutChanged(Message):
     """A widget's width changed so its content must be laid out again (render now)."""
