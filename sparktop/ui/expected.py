@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sparktop.model import EngineSample, is_num
+from sparktop.alerts.expected_rules import live_itl_s
+from sparktop.model import NA, EngineSample, is_num
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_views import Group, pack
 from sparktop.ui.views import Cell
@@ -49,14 +50,16 @@ class Comparison:
     worse_when: str
     unit: str = ""
     live_label: str = "live"
-    """What the live figure is (``p50`` for TTFT, ``e2e`` rate beside a decode-only one)."""
+    """What the live figure is (``p50`` for TTFT, ``1/ITL`` for decode, ``e2e`` rate)."""
+    comparable: bool = True
+    """False when the two figures are defined differently: shown, never flagged."""
 
     def deviation(self) -> float | None:
         return fmt.deviation_pct(self.live, self.expected)
 
     def deficit(self, threshold_pct: float) -> bool:
         dev = self.deviation()
-        if dev is None:
+        if dev is None or not self.comparable:
             return False
         return dev > threshold_pct if self.worse_when == "higher" else dev < -threshold_pct
 
@@ -122,15 +125,21 @@ def expected_lines(
     except Exception as exc:  # a profile lookup bug must not take the panel down
         return [[*head, (f"estimator failed: {exc}", "warn")]]
     kind = AGGREGATE_KINDS.get(str(getattr(est, "aggregate_kind", "")), "aggregate")
-    per_request = sample.decode_tps / running if is_num(sample.decode_tps) else sample.decode_tps
-    # Live: TTFT p50 of the window; decode tok/s ÷ running; the generation rate, which
-    # over a busy window is end-to-end (prefill time included), whatever the profile's kind.
+    itl_s = live_itl_s(sample)
+    per_stream = 1.0 / itl_s if itl_s else NA("no inter-token latencies in the window")
+    # Live per-stream decode is 1 / mean ITL, not the generation rate ÷ running: with long
+    # prompts most running requests are in prefill, so that quotient reads far below the
+    # per-stream rate on a healthy engine. The generation rate over a busy window is an
+    # end-to-end aggregate (prefill time included): like-for-like only with an end-to-end
+    # profile column; beside a decode-only one it is shown but never flagged.
     comparisons = (
         (Comparison("TTFT", _value(est.ttft_s), _ttft_live(sample), "higher", "s", "p50"),
          est.ttft_s),
-        (Comparison("decode/req", _value(est.decode_tps), per_request, "lower"), est.decode_tps),
+        (Comparison("decode/req", _value(est.decode_tps), per_stream, "lower", "", "1/ITL"),
+         est.decode_tps),
         (Comparison(f"agg {kind}", _value(est.aggregate_tps), sample.decode_tps, "lower", "",
-                    "live e2e" if kind == "decode-only" else "live"), est.aggregate_tps),
+                    "live e2e" if kind == "decode-only" else "live",
+                    comparable=kind != "decode-only"), est.aggregate_tps),
     )  # fmt: skip
     row_how = _how(est.ttft_s)
     groups: list[Group] = [
@@ -150,7 +159,10 @@ def expected_lines(
             group += [
                 (f" {comp.live_label} ", "dim"),
                 (_fmt(comp.live, comp.unit), "bold"),
-                (f" {fmt.signed_pct(dev)}", "crit" if past else "ok" if dev is not None else "dim"),
+                (
+                    f" {fmt.signed_pct(dev)}",
+                    "crit" if past else "ok" if dev is not None and comp.comparable else "dim",
+                ),
             ]
             if since is not None and now - since >= 1:
                 group.append((f" since {fmt.clock_time(since)}", "crit"))
@@ -165,9 +177,10 @@ def _ttft_live(sample: EngineSample) -> Any:
 
 COLUMN_NOTES = (
     "TTFT: profile ttft_s vs live TTFT p50 (vllm:time_to_first_token_seconds bucket deltas)",
-    "decode/req: profile per-request decode tok/s vs live decode tok/s ÷ running",
+    "decode/req: profile per-request decode tok/s vs live 1 / mean ITL "
+    "(vllm:inter_token_latency_seconds Δsum/Δcount over the window)",
     "agg: profile aggregate tok/s (its own definition: end-to-end or decode-only) vs live "
     "rate(vllm:generation_tokens_total), which over a busy window is end-to-end ('live e2e' "
-    "beside a decode-only profile, which reads higher by the prefill share)",
+    "beside a decode-only profile: shown, not flagged, since the two are defined differently)",
 )
 """What each comparison compares (shown on the help screen)."""

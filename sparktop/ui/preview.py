@@ -169,6 +169,7 @@ class FakeEngine:
             preemptions_per_s=0.0, prefill_tps=3534.4 + self.rng.uniform(-50, 50),
             decode_tps=decode, ttft_p50=Quantile(8.43 / self.slow),
             ttft_p95=Quantile(9.9 / self.slow), itl_p50=Quantile(0.021 * self.slow),
+            itl_mean_s=self.slow / 45.0,
             mean_prompt_tokens=3800.0, prefix_hit_rate=0.0, max_model_len=1_048_576.0,
             max_num_seqs=float(self.max_num_seqs), max_num_batched_tokens=8192.0,
             restarted=restarted, ranks=ranks, latency_s=0.012,

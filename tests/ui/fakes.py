@@ -71,7 +71,8 @@ def engine(name: str = "dsv41", time_s: float = T0, **changes: object) -> Engine
         waiting=0.0, kv_usage=0.5, kv_pool_tokens=11_434_628.0, kv_free_tokens=5_717_314.0,
         kv_pool_source="cache_config_info", preemptions_per_s=0.0, prefill_tps=3534.4,
         decode_tps=361.0, ttft_p50=Quantile(8.43), ttft_p95=Quantile(9.9),
-        itl_p50=Quantile(0.021), mean_prompt_tokens=3800.0, prefix_hit_rate=0.0,
+        itl_p50=Quantile(0.021), itl_mean_s=1 / 45.0, mean_prompt_tokens=3800.0,
+        prefix_hit_rate=0.0,
         max_num_seqs=8.0, max_model_len=1_048_576.0, max_num_batched_tokens=8192.0,
     )  # fmt: skip
     return replace(sample, **changes)  # type: ignore[arg-type]
