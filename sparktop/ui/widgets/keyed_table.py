@@ -33,6 +33,9 @@ from textual.style import Style as TextualStyle
 from textual.widgets import DataTable
 from textual.widgets._data_table import CellDoesNotExist, ColumnKey, Row, RowKey
 
+CACHED_CELLS = 2000
+CACHED_LINES = 300
+
 
 class KeyedTable(DataTable[Any]):
     """A DataTable where a cell update costs a row, not a table."""
@@ -44,8 +47,14 @@ class KeyedTable(DataTable[Any]):
         self._row_versions: dict[RowKey, int] = {}
         self._deferred: set[RowKey] | None = None
         # Cell text → segments (theme-resolved), shared by every cell showing the same text.
-        self._segments: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(4096)
+        self._segments: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(CACHED_CELLS)
         super().__init__(**kwargs)
+        # A row version bump leaves that row's old entries dead, so DataTable's sizes (10,000
+        # cells, 1,000 lines) only fill with them: ~10 MB more within two minutes at 1 Hz.
+        # These still hold every visible cell and line of the table on a 250-line terminal.
+        self._cell_render_cache = LRUCache(CACHED_CELLS)
+        self._row_render_cache = LRUCache(CACHED_LINES)
+        self._line_cache = LRUCache(CACHED_LINES)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
