@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from sparktop.alerts.counters import CounterTracker
 from sparktop.alerts.model import Severity
@@ -75,6 +76,9 @@ class RuleContext:
     max_num_seqs: Mapping[str, float] = field(default_factory=dict)
     profile_baseline_mhz: float | None = None
     expected: ExpectedFn | None = None
+    gpu_views: list[Any] | None = None
+    """Every GPU's view, built once per evaluation by :func:`sparktop.alerts.gpu_rules.gpu_views`
+    (a context lives for one evaluation of one state)."""
 
 
 Rule = Callable[[RuleContext], Iterable[Finding]]

@@ -78,16 +78,24 @@ def reference_mhz(own: float | None, profile: float | None, gpu: GpuSample) -> f
     return max(values) if values else None
 
 
-def gpu_views(ctx: RuleContext) -> Iterator[GpuView]:
-    """Every GPU of every reachable node, with its baseline and counter growth."""
-    for sample in ctx.state.nodes.values():
-        if not sample.ok:
-            continue
-        for gpu in sample.gpus:
-            own = ctx.state.baseline_mhz(sample.node, gpu.key)
-            base = reference_mhz(own, ctx.profile_baseline_mhz, gpu)
-            grown = ctx.counters.growth_s(sample.node, gpu.key)
-            yield GpuView(sample.node, gpu, base, grown)
+def gpu_views(ctx: RuleContext) -> list[GpuView]:
+    """Every GPU of every reachable node, with its baseline and counter growth (built once
+    per context: every GPU rule and each engine's straggler search reads them)."""
+    if ctx.gpu_views is None:
+        ctx.gpu_views = [
+            GpuView(
+                sample.node,
+                gpu,
+                reference_mhz(
+                    ctx.state.baseline_mhz(sample.node, gpu.key), ctx.profile_baseline_mhz, gpu
+                ),
+                ctx.counters.growth_s(sample.node, gpu.key),
+            )
+            for sample in ctx.state.nodes.values()
+            if sample.ok
+            for gpu in sample.gpus
+        ]
+    return ctx.gpu_views
 
 
 def hidden_low_power(ctx: RuleContext, view: GpuView) -> bool:
