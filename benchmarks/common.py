@@ -82,8 +82,14 @@ def print_table(title: str, figures: Sequence[Figure], caption: str | None = Non
 
 def markdown_table(figures: Sequence[Figure]) -> str:
     """The same table as GitHub markdown (for the README)."""
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
     lines = ["| figure | measured | target | result |", "|---|---:|---:|---|"]
-    lines += [f"| {f.name} | {f.measured} | {f.target} | {f.verdict} |" for f in figures]
+    lines += [
+        f"| {cell(f.name)} | {cell(f.measured)} | {cell(f.target)} | {f.verdict} |" for f in figures
+    ]
     return "\n".join(lines)
 
 

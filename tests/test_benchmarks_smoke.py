@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bench_budget, bench_cpu, bench_poll, bench_render, run_all
-from benchmarks.common import Figure, check
+from benchmarks.common import Figure, check, markdown_table
 
 HAS_SSH = Path(bench_poll.SSH_BINARY).exists() or shutil.which("ssh") is not None
 
@@ -69,8 +69,10 @@ def test_render_tick_shows_every_row() -> None:
     results = [asyncio.run(bench_render.measure_one(n, engines=1, rounds=1)) for n in (2, 4)]
     assert [r.rows for r in results] == [2, 4]
     figures = bench_render.figures(results)
-    assert "render tick+repaint, 4 GPU rows + 1 engines" in names(figures)
-    assert "render growth 2 → 4 rows (tick+repaint)" in names(figures)
+    assert names(judged(figures)) == [
+        "render: one UI tick (tick()), 4 GPU rows + 1 engines, 200×60"
+    ]
+    assert "render growth 2 → 4 rows: tick() | tick+repaint" in names(figures)
 
 
 def test_scrape_figures_from_the_metrics_benchmark() -> None:
@@ -106,6 +108,7 @@ def test_run_all_prints_one_table_and_fails_on_a_miss(
     out = capsys.readouterr().out
     assert "sparktop: measured overhead and scale" in out and "MISS: 1 figure(s): slow" in out
     assert "| fast | 1.0 | ≤ 2.0 | PASS |" in markdown.read_text()
+    assert "a \\| b" in markdown_table([Figure("a | b", "1")])
     assert run_all.main(["--only", "poll"]) == 0
     with pytest.raises(SystemExit):
         run_all.main(["--only", "nonsense"])
