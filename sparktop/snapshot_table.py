@@ -1,38 +1,70 @@
-"""The human-readable form of a :class:`~sparktop.snapshot.Snapshot`: rich tables on a console.
+"""The human-readable form of a :class:`~sparktop.snapshot.Snapshot`, fitted to the console.
 
-One row per GPU (node, GPU, SM/max clock, temperature, power, utilisation, memory with
-unified memory marked, decoded clock-event reasons, state); a failed node gets one row with
-its state, and every failure is listed under the table with its reason. Engines get a table
-of their own when the inventory has any.
+One row per GPU: node, GPU (index and name without the ``NVIDIA`` prefix), SM/max SM clock
+(MHz), temperature (°C), power (W), utilisation (%), memory (``U used/totalG·GPU heldG`` on
+unified memory, GiB), decoded clock-event reasons and the node's state. A failed node gets
+one row with its state, and every failure is listed under the tables with its reason.
+Engines follow (see :func:`sparktop.sources.engine_report.engine_tables`).
+
+Tables are borderless and never clip a value: when the console is too narrow, whole columns
+are left out in :data:`NODE_PRIORITY` order and named in a note (see
+:mod:`sparktop.snapshot_fit`). :func:`needed_width` is the width that shows everything.
 """
 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from sparktop.model import EngineSample, GpuSample, NodeMemory, NodeSample, Num, fmt_num, is_num
+from sparktop.model import GpuSample, NodeMemory, NodeSample, Num, fmt_num, is_num
 from sparktop.snapshot import Snapshot, iso_time
+from sparktop.snapshot_fit import Col, Fitted, fit_table, hidden_note
 from sparktop.sources import engine_report
 
 MIB_PER_GIB = 1024.0
 
+NODE_COLUMNS = (
+    Col("node", 0, "left"),
+    Col("GPU", 7, "left"),
+    Col("SM MHz", 1),
+    Col("°C", 4),
+    Col("W", 3),
+    Col("util%", 2),
+    Col("memory", 6, "left"),
+    Col("reasons", 5, "left", wrap=True),
+    Col("state", 0, "left", wrap=True),
+)
+"""Display order; the number is the priority (0 always shown, higher left out first)."""
+
+NODE_PRIORITY = tuple(c.header for c in sorted(NODE_COLUMNS, key=lambda c: c.priority))
+"""Columns most important first: node, state, SM MHz, util%, W, °C, reasons, memory, GPU."""
+
+MEMORY_LEGEND = "memory: U = unified, used/total GiB; GPU = GiB held by GPU processes"
+
 
 def _gib(value: Num) -> str:
-    return f"{float(value) / MIB_PER_GIB:.1f}" if is_num(value) else "n/a"
+    if not is_num(value):
+        return "n/a"
+    gib = float(value) / MIB_PER_GIB
+    return f"{gib:.0f}" if gib >= 10 else f"{gib:.1f}"
+
+
+def _pair(used: Num, total: Num) -> str:
+    if not (is_num(used) and is_num(total)):
+        return "n/a"
+    return f"{_gib(used)}/{_gib(total)}G"
 
 
 def memory_text(gpu: GpuSample, memory: NodeMemory) -> str:
-    """``used/total GiB unified (GPU-held N GiB)`` on unified memory, else ``used/total MiB``."""
+    """``U 105/122G·GPU 101G`` on unified memory (host memory, with what GPU processes hold),
+    ``host …`` when the GPU reports no memory of its own, else ``used/totalG``."""
     if memory.unified or not (is_num(gpu.memory_total_mib) and gpu.memory_total_mib > 0):
         held = gpu.process_memory_mib if is_num(gpu.process_memory_mib) else memory.gpu_held_mib
-        text = f"{_gib(memory.used_mib)}/{_gib(memory.total_mib)} GiB"
-        text += " unified" if memory.unified else " host"
+        text = ("U " if memory.unified else "host ") + _pair(memory.used_mib, memory.total_mib)
         if is_num(held):
-            text += f" (GPU {_gib(held)})"
+            text += f"·GPU {_gib(held)}G"
         return text
-    return f"{fmt_num(gpu.memory_used_mib)}/{fmt_num(gpu.memory_total_mib)} MiB"
+    return _pair(gpu.memory_used_mib, gpu.memory_total_mib)
 
 
 def reasons_text(gpu: GpuSample) -> str:
@@ -42,49 +74,42 @@ def reasons_text(gpu: GpuSample) -> str:
     return ", ".join(gpu.clock_events) or "none"
 
 
-def _state_style(ok: bool) -> str:
-    return "" if ok else "bold red"
+def gpu_text(gpu: GpuSample) -> str:
+    """``0 GB10``: the index and the name without the ``NVIDIA`` every name starts with."""
+    return f"{gpu.index} {gpu.name.removeprefix('NVIDIA ')}".rstrip()
 
 
 def _clock(gpu: GpuSample) -> str:
-    return f"{fmt_num(gpu.sm_clock_mhz)}/{fmt_num(gpu.max_sm_clock_mhz)}"
+    return f"{fmt_num(gpu.sm_clock_mhz, '.0f')}/{fmt_num(gpu.max_sm_clock_mhz, '.0f')}"
 
 
-def node_table(nodes: tuple[NodeSample, ...]) -> Table:
-    table = Table(title="nodes", title_justify="left", expand=False)
-    table.add_column("node", no_wrap=True)
-    table.add_column("GPU", no_wrap=True)
-    table.add_column("SM/max MHz", justify="right", no_wrap=True)
-    table.add_column("°C", justify="right")
-    table.add_column("W", justify="right")
-    table.add_column("util %", justify="right")
-    table.add_column("memory", no_wrap=True)
-    table.add_column("reasons")
-    table.add_column("state", no_wrap=True)
+def node_rows(nodes: tuple[NodeSample, ...]) -> list[list[Text]]:
+    """One row of cells per GPU (per failed node: its name and state), as :data:`NODE_COLUMNS`."""
+    rows: list[list[Text]] = []
     for sample in nodes:
-        state = Text(sample.state.value, style=_state_style(sample.ok))
+        state = Text(sample.state.value, style="" if sample.ok else "bold red")
         if not sample.gpus:
-            table.add_row(Text(sample.node), "-", "", "", "", "", "", "", state)
+            rows.append([Text(sample.node), Text("-"), *(Text() for _ in range(6)), state])
             continue
         for gpu in sample.gpus:
             cells = (
                 sample.node,
-                f"{gpu.index} {gpu.name}",
+                gpu_text(gpu),
                 _clock(gpu),
-                fmt_num(gpu.temperature_c),
-                fmt_num(gpu.power_w, ".1f"),
-                fmt_num(gpu.utilization_pct),
+                fmt_num(gpu.temperature_c, ".0f"),
+                fmt_num(gpu.power_w, ".0f"),
+                fmt_num(gpu.utilization_pct, ".0f"),
                 memory_text(gpu, sample.memory),
                 reasons_text(gpu),
             )
             # Text(), not markup: names and reasons come from remote machines.
-            table.add_row(*(Text(c) for c in cells), state)
-    return table
+            rows.append([*(Text(c) for c in cells), state])
+    return rows
 
 
-def engine_table(engines: tuple[EngineSample, ...]) -> Table:
-    """Per engine and per DP rank: see :func:`sparktop.sources.engine_report.engine_table`."""
-    return engine_report.engine_table(engines)
+def node_table(nodes: tuple[NodeSample, ...], width: int) -> Fitted:
+    """The node table within ``width`` cells (columns left out by priority)."""
+    return fit_table(NODE_COLUMNS, node_rows(nodes), width, title="nodes")
 
 
 def failure_lines(snap: Snapshot) -> list[str]:
@@ -99,13 +124,34 @@ def failure_lines(snap: Snapshot) -> list[str]:
     return lines
 
 
-def render_table(snap: Snapshot, console: Console) -> None:
-    """Print the snapshot: header line, node table, engine table, then the failures."""
-    header = Text(f"{snap.cluster}  {iso_time(snap.time_s)}")
-    console.print(header)
-    console.print(node_table(snap.nodes))
+def needed_width(snap: Snapshot) -> int:
+    """Cells the widest table needs to show every column (nodes; engines in one table)."""
+    width = node_table(snap.nodes, 0).needed
     if snap.engines:
-        console.print(engine_table(snap.engines))
+        width = max(width, engine_report.wide_width(snap.engines))
+    return width
+
+
+def render_table(snap: Snapshot, console: Console) -> None:
+    """Print the snapshot within ``console.width``: header line, nodes, engines, failures."""
+    width = console.width
+    console.print(Text(f"{snap.cluster}  {iso_time(snap.time_s)}"))
+    nodes = node_table(snap.nodes, width)
+    console.print(nodes.table)
+    if "memory" not in nodes.hidden and any(n.memory.unified and n.gpus for n in snap.nodes):
+        console.print(Text(MEMORY_LEGEND, style="dim"))
+    fitted = [nodes]
+    if snap.engines:
+        console.print()
+        engines = engine_report.engine_tables(snap.engines, width)
+        for table in engines:
+            console.print(table.table)
+        for line in engine_report.notes(snap.engines):
+            console.print(Text(line, style="dim"))
+        fitted += engines
+    note = hidden_note(fitted, width)
+    if note is not None:
+        console.print(note)
     failures = failure_lines(snap)
     if failures:
         console.print(Text("failures:", style="bold"))

@@ -111,8 +111,8 @@ async def test_snapshot_table(files: ClientFiles, cluster: list[SshServerHandle]
     render_table(snap, Console(file=out, width=200, color_system=None))
     text = out.getvalue()
 
-    assert "2,509/3,003" in text and "1,833/3,003" in text
-    assert "GiB unified (GPU 18.7)" in text
+    assert "2509/3003" in text and "1833/3003" in text
+    assert "·GPU 19G" in text and "U = unified" in text
     assert "sw_thermal_slowdown" in text
     assert "failures:" in text
     assert "spark-3: unreachable since " in text

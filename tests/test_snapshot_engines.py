@@ -198,6 +198,8 @@ def test_table_shows_ranks_bounds_and_pool_source(
     assert "7/12" in out and "└ rank 1" in out and "4/6" in out
     assert "< 10 ms*" in out
     assert "pool from num_gpu_blocks×block_size" in out
+    # Not a terminal: every column, one wide engine table, nothing clipped.
+    assert "prefill tok/s" in out and "engines: speed" not in out and "…" not in out
 
 
 def test_pool_from_the_inventory_is_said(

@@ -15,7 +15,7 @@ from sparktop.alerts.oneshot import CRITICAL_EXIT, any_critical, inventory_alert
 from sparktop.errors import UserError
 from sparktop.inventory import Inventory, load_inventory
 from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
-from sparktop.snapshot_table import render_table
+from sparktop.snapshot_table import needed_width, render_table
 from sparktop.sources.build import build_sources
 from sparktop.sources.ssh import CONNECT_MARGIN_S, PROBE_MARGIN_S
 
@@ -116,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         console = Console(highlight=False)
         if not console.is_terminal:
-            console.width = max(console.width, 160)  # a pipe gets whole rows, not wrapped ones
+            # A pipe gets every column on whole rows; a terminal gets what fits its width.
+            console.width = max(console.width, 160, needed_width(snap))
         render_table(snap, console)
         render_alerts(snap.alerts, console)
     if any_critical(snap.alerts):

@@ -1,4 +1,4 @@
-"""Engine samples for people and scripts: the JSON object and the rich table of a snapshot.
+"""Engine samples for people and scripts: the JSON object and the tables of a snapshot.
 
 JSON (one object per engine, ``ranks`` holding the same keys per data-parallel rank)::
 
@@ -22,6 +22,10 @@ JSON (one object per engine, ``ranks`` holding the same keys per data-parallel r
 
 A missing value is ``null`` and its key is in ``missing`` with the reason. ``since_start``
 lists the keys that cover the server's lifetime instead of the window.
+
+Tables (:func:`engine_tables`): one row per engine and per DP rank, in one table of
+:data:`WIDE` columns when the console is wide enough, else two narrower ones (requests and
+KV cache; speed), each leaving out whole columns by priority rather than clipping values.
 """
 
 from __future__ import annotations
@@ -29,10 +33,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from rich.table import Table
 from rich.text import Text
 
 from sparktop.model import NA, EngineSample, EngineState, Num, Quantile, RankStats, fmt_num, is_num
+from sparktop.snapshot_fit import Col, Fitted, fit_table
 
 # JSON key → sample attribute, for the values shared by an engine and its ranks.
 COMMON = (
@@ -130,12 +134,39 @@ def engine_json(sample: EngineSample) -> dict[str, object]:
     }
 
 
-# -- table -------------------------------------------------------------------------------------
+# -- tables ------------------------------------------------------------------------------------
 
-COLUMNS = (
-    "engine", "running", "waiting", "KV %", "pool", "free", "preempt/s", "prefill tok/s",
-    "decode tok/s", "TTFT p50", "TTFT p95", "ITL p50", "mean prompt", "hit %", "state",
-)  # fmt: skip
+WIDE = (
+    ("engine", Col("engine", 0, "left")),
+    ("running", Col("running", 1)),
+    ("waiting", Col("waiting", 2)),
+    ("kv", Col("KV %", 3)),
+    ("pool", Col("pool tok", 10)),
+    ("free", Col("free tok", 4)),
+    ("preempt", Col("preempt/s", 11)),
+    ("prefill", Col("prefill tok/s", 7)),
+    ("decode", Col("decode tok/s", 5)),
+    ("ttft50", Col("TTFT p50", 6)),
+    ("ttft95", Col("TTFT p95", 9)),
+    ("itl50", Col("ITL p50", 8)),
+    ("prompt", Col("mean prompt", 13)),
+    ("hit", Col("hit %", 12)),
+    ("state", Col("state", 0, "left", wrap=True)),
+)
+"""The one-table layout, in display order; the number is the priority (0 always shown)."""
+
+_SPEED_HEADERS = {
+    "prefill": "prefill\ntok/s",
+    "decode": "decode\ntok/s",
+    "ttft50": "TTFT\np50",
+    "ttft95": "TTFT\np95",
+    "itl50": "ITL\np50",
+    "prompt": "mean\nprompt",
+}
+_LOAD_KEYS = ("engine", "running", "waiting", "kv", "pool", "free", "preempt", "state")
+_SPEED_KEYS = ("engine", "prefill", "decode", "ttft50", "ttft95", "itl50", "prompt", "hit")
+
+Row = dict[str, Text]
 
 
 def _tokens(value: Num) -> str:
@@ -154,71 +185,98 @@ def _latency(value: Quantile | NA, lifetime: bool) -> str:
     return "n/a" if isinstance(value, NA) else f"{value}{'*' if lifetime else ''}"
 
 
-def _cells(
-    row: EngineSample | RankStats, name: str, since_start: tuple[str, ...], seqs: Num
-) -> list[str]:
+def _row(row: EngineSample | RankStats, name: str, since_start: tuple[str, ...], seqs: Num) -> Row:
     running = fmt_num(row.running)
     if is_num(row.running) and is_num(seqs):
         running = f"{row.running:.0f}/{seqs:.0f}"
-    return [
-        name,
-        running,
-        fmt_num(row.waiting),
-        _pct(row.kv_usage),
-        _tokens(row.kv_pool_tokens),
-        _tokens(row.kv_free_tokens),
-        fmt_num(row.preemptions_per_s, ".2f"),
-        fmt_num(row.prefill_tps, ",.0f"),
-        fmt_num(row.decode_tps, ",.1f"),
-        _latency(row.ttft_p50, "ttft_p50" in since_start),
-        _latency(row.ttft_p95, "ttft_p95" in since_start),
-        _latency(row.itl_p50, "itl_p50" in since_start),
-        fmt_num(row.mean_prompt_tokens, ",.0f")
-        + ("*" if "mean_prompt_tokens" in since_start else ""),
-        _pct(row.prefix_hit_rate),
-    ]
+    prompt = fmt_num(row.mean_prompt_tokens, ",.0f")
+    cells = {
+        "engine": name,
+        "running": running,
+        "waiting": fmt_num(row.waiting),
+        "kv": _pct(row.kv_usage),
+        "pool": _tokens(row.kv_pool_tokens),
+        "free": _tokens(row.kv_free_tokens),
+        "preempt": fmt_num(row.preemptions_per_s, ".2f"),
+        "prefill": fmt_num(row.prefill_tps, ",.0f"),
+        "decode": fmt_num(row.decode_tps, ",.1f"),
+        "ttft50": _latency(row.ttft_p50, "ttft_p50" in since_start),
+        "ttft95": _latency(row.ttft_p95, "ttft_p95" in since_start),
+        "itl50": _latency(row.itl_p50, "itl_p50" in since_start),
+        "prompt": prompt + ("*" if "mean_prompt_tokens" in since_start else ""),
+        "hit": _pct(row.prefix_hit_rate),
+        "state": "",
+    }
+    # Text(), not markup: engine names come from the inventory, messages from servers.
+    return {key: Text(value) for key, value in cells.items()}
 
 
-def _state(sample: EngineSample) -> Text:
-    text = sample.state.value
-    if sample.message:
-        text += f": {sample.message}"
-    return Text(text, style=STATE_STYLE.get(sample.state, ""))
-
-
-def _notes(sample: EngineSample) -> str:
-    notes = [f"pool from {sample.kv_pool_source}"]
-    notes.append(
-        f"rates over {sample.window_s:.1f} s" if sample.window_s else "rates need two scrapes"
-    )
-    if sample.since_start:
-        notes.append("* = since server start (no window yet or no requests in it)")
-    if sample.restarted:
-        notes.append("server restarted")
-    return f"{sample.engine}: " + "; ".join(notes)
-
-
-def engine_table(samples: Iterable[EngineSample]) -> Table:
-    """Engines, one row each, and one indented row per DP rank when there are several.
+def engine_rows(samples: Iterable[EngineSample]) -> list[Row]:
+    """One row per engine, then one indented row per DP rank when there are several.
 
     ``running`` reads ``running/max_num_seqs`` (the engine row: ``max_num_seqs`` × ranks);
-    ``*`` marks latencies and mean prompt computed since server start; the caption says
-    where each pool came from and the window the rates cover.
+    ``*`` marks latencies and mean prompt computed since server start.
     """
-    samples = tuple(samples)
-    table = Table(title="engines", title_justify="left", caption_justify="left")
-    for name in COLUMNS:
-        table.add_column(name, justify="left" if name in ("engine", "state") else "right")
+    rows = []
     for s in samples:
         ranks = len(s.ranks)
         # max_num_seqs bounds each DP rank's scheduler; the engine's ceiling is their sum.
         total = s.max_num_seqs * ranks if is_num(s.max_num_seqs) and ranks > 1 else s.max_num_seqs
-        table.add_row(*_cells(s, s.engine, s.since_start, total), _state(s))
+        row = _row(s, s.engine, s.since_start, total)
+        if s.state not in (EngineState.OK, EngineState.STALE):
+            row = {key: Text() for key in row} | {"engine": row["engine"]}  # nothing read
+        row["state"] = Text(s.state.value, style=STATE_STYLE.get(s.state, ""))
+        rows.append(row)
         if ranks > 1:
-            for r in s.ranks:
-                cells = _cells(r, f"  └ rank {r.rank}", s.since_start, s.max_num_seqs)
-                table.add_row(*cells, Text(""))
-    table.caption = "\n".join(
-        _notes(s) for s in samples if s.state in (EngineState.OK, EngineState.STALE)
-    )
-    return table
+            rows += [_row(r, f"  └ rank {r.rank}", s.since_start, s.max_num_seqs) for r in s.ranks]
+    return rows
+
+
+def _fit(keys: Iterable[str], rows: list[Row], width: int, title: str, split: bool) -> Fitted:
+    spec = dict(WIDE)
+    cols = [
+        Col(_SPEED_HEADERS.get(k, c.header), c.priority, c.justify, c.wrap) if split else c
+        for k, c in ((k, spec[k]) for k in keys)
+    ]
+    cells = [[row[k] for k in keys] for row in rows]
+    return fit_table(cols, cells, width, title)
+
+
+def wide_width(samples: Iterable[EngineSample]) -> int:
+    """Cells the one-table layout needs to show every column."""
+    return _fit(dict(WIDE), engine_rows(samples), 0, "", split=False).needed
+
+
+def engine_tables(samples: Iterable[EngineSample], width: int) -> list[Fitted]:
+    """The engines within ``width`` cells: one table of :data:`WIDE` columns when all fit,
+    else two narrower ones (load: requests and KV cache; speed: token rates, latencies), each
+    leaving out columns by priority if even that is too wide."""
+    rows = engine_rows(samples)
+    wide = _fit(dict(WIDE), rows, width, "engines", split=False)
+    if not wide.hidden:
+        return [wide]
+    return [
+        _fit(_LOAD_KEYS, rows, width, "engines: requests and KV cache", split=True),
+        _fit(_SPEED_KEYS, rows, width, "engines: speed", split=True),
+    ]
+
+
+def notes(samples: Iterable[EngineSample]) -> list[str]:
+    """Per answering engine where its pool came from, the window its rates cover and its
+    message; then what ``*`` means when any value is since server start."""
+    lines = []
+    lifetime = False
+    for s in samples:
+        if s.state not in (EngineState.OK, EngineState.STALE):
+            continue  # listed under "failures:" with the reason
+        parts = [f"pool from {s.kv_pool_source}"]
+        parts.append(f"rates over {s.window_s:.1f} s" if s.window_s else "rates need two scrapes")
+        if s.restarted:
+            parts.append("server restarted")
+        if s.message:
+            parts.append(s.message)
+        lines.append(f"{s.engine}: " + "; ".join(parts))
+        lifetime = lifetime or bool(s.since_start)
+    if lifetime:
+        lines.append("* = since server start (no window yet, or no requests in it)")
+    return lines
