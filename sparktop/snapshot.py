@@ -16,10 +16,11 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
           "node": "spark-1",
           "state": "ok",                     # NodeState value: "ok", "unreachable", …
           "ok": true,
-          "message": "",                     # the failure, with its reason, when not ok
+          "message": null,                   # the failure, with its reason, when not ok
           "since": null, "since_s": null,    # when the current failure began
           "latency_s": 0.041,                # how long the probe took
-          "driver_version": "",
+          "driver_version": null,            # "580.95.05" when the source reads it
+          "missing": {"driver_version": "not reported"},
           "memory": {
             "unified": true,                 # GB10: host memory is the GPU's memory
             "total_mib": 124610.1, "used_mib": 8826.9,   # /proc/meminfo
@@ -58,7 +59,9 @@ with the inventory's thresholds (see :mod:`sparktop.alerts.oneshot`).
 
 Missing values: a reading the source did not provide is ``null`` and its key appears in the
 enclosing object's ``"missing"`` map with the reason as the source gave it (``[N/A]``,
-``Not Supported``, ``metric absent``…). A value is never reported as 0 because it is missing.
+``Not Supported``, ``metric absent``…). A value is never reported as 0 because it is missing,
+and a text field is never ``""``: unknown text (driver version, GPU name or UUID, engine
+model) is ``null`` with the reason ``not reported``; no message is ``null`` too.
 Units are in the key names (``_mhz``, ``_c``, ``_w``, ``_pct``, ``_mib``, ``_us``, ``_s``);
 engine ``kv_usage`` is a fraction 0–1 as vLLM exports it.
 """
@@ -175,8 +178,12 @@ def iso_time(time_s: float | None) -> str | None:
     return datetime.fromtimestamp(time_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+NOT_REPORTED = "not reported"
+"""The ``missing`` reason of a text field the source left empty."""
+
+
 def _value(value: object) -> object:
-    if isinstance(value, NA):
+    if isinstance(value, NA) or value == "":
         return None
     if isinstance(value, Quantile):
         return {"value_s": value.value_s, "bound": value.bound or None}
@@ -199,6 +206,8 @@ def _split(obj: Any, skip: tuple[str, ...] = ()) -> tuple[dict[str, object], dic
         value = getattr(obj, f.name)
         if isinstance(value, NA):
             missing[f.name] = value.reason
+        elif value == "":
+            missing[f.name] = NOT_REPORTED
         out[f.name] = _value(value)
     return out, missing
 
@@ -235,12 +244,13 @@ def node_json(sample: NodeSample) -> dict[str, object]:
         "node": sample.node,
         "state": sample.state.value,
         "ok": sample.ok,
-        "message": sample.message,
+        "message": sample.message or None,
         "since": iso_time(sample.since_s),
         "since_s": sample.since_s,
         "time_s": sample.time_s,
         "latency_s": sample.latency_s,
-        "driver_version": sample.driver_version,
+        "driver_version": sample.driver_version or None,
+        "missing": {} if sample.driver_version else {"driver_version": NOT_REPORTED},
         "memory": memory_json(sample.memory),
         "gpus": [gpu_json(g) for g in sample.gpus],
     }

@@ -103,6 +103,42 @@ async def test_snapshot_json_document(files: ClientFiles, cluster: list[SshServe
     mismatch = nodes["spark-4"]
     assert mismatch["state"] == "driver/library mismatch"
     assert mismatch["message"] == "driver/library mismatch (reboot or reload the driver)"
+    # Unknown text is null with a reason, never "" (the SSH probe does not read the driver).
+    assert nodes["spark-1"]["message"] is None and nodes["spark-1"]["driver_version"] is None
+    assert nodes["spark-1"]["missing"] == {"driver_version": "not reported"}
+    assert not list(_empty_strings(doc))
+
+
+def _empty_strings(value: object, path: str = "") -> Iterator[str]:
+    """Where ``""`` occurs in a JSON document (keys included)."""
+    if value == "":
+        yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key == "":
+                yield f"{path}.<key>"
+            yield from _empty_strings(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _empty_strings(item, f"{path}[{i}]")
+
+
+def test_unknown_text_is_null_in_json() -> None:
+    gpu = GpuSample(index=0, uuid="", name="", pstate="")
+    node_ = NodeSample(node="n", time_s=0.0, gpus=(gpu,), driver_version="")
+    engine = EngineSample(engine="e", time_s=0.0, model="", message="")
+    doc = snapshot_json(Snapshot("c", 0.0, (node_,), (engine,)))
+    assert not list(_empty_strings(doc))
+    entry: Any = doc["nodes"]
+    g = entry[0]["gpus"][0]
+    assert (g["uuid"], g["name"], g["pstate"]) == (None, None, None)
+    assert g["missing"]["uuid"] == "not reported"
+    e: Any = doc["engines"]
+    assert (e[0]["model"], e[0]["message"]) == (None, None)
+    assert e[0]["missing"]["model"] == "not reported"
+    known = NodeSample(node="n", time_s=0.0, driver_version="580.95.05", message="x")
+    node_doc: Any = snapshot_json(Snapshot("c", 0.0, (known,)))["nodes"]
+    assert node_doc[0]["driver_version"] == "580.95.05" and node_doc[0]["missing"] == {}
 
 
 async def test_snapshot_table(files: ClientFiles, cluster: list[SshServerHandle]) -> None:

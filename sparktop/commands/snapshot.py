@@ -15,11 +15,11 @@ from sparktop.alerts.oneshot import CRITICAL_EXIT, any_critical, inventory_alert
 from sparktop.errors import UserError
 from sparktop.inventory import Inventory, load_inventory
 from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
-from sparktop.snapshot_table import needed_width, render_table
+from sparktop.snapshot_table import NODE_PRIORITY, needed_width, render_table
 from sparktop.sources.build import build_sources
 from sparktop.sources.ssh import CONNECT_MARGIN_S, PROBE_MARGIN_S
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Poll every node and engine in the inventory once, concurrently, and print one table (or a JSON
 document with --json): per GPU the SM and max SM clock, temperature, power, utilisation,
 memory (unified memory marked), decoded clock-event reasons and the node's state.
@@ -29,6 +29,12 @@ pool and free tokens (and where the pool size came from), preemptions/s, prefill
 tok/s and TTFT p50/p95, ITL p50 over --window, mean prompt tokens of finished requests,
 prefix-cache hit rate, and the state (ok, stale, unavailable, metrics disabled, unreachable)
 with its reason.
+
+In a terminal the tables fit its width without clipping a value: columns that do not fit are
+left out, least important first ({", ".join(reversed(NODE_PRIORITY[2:]))}; node and state
+always stay), and named under the table; engines split into two narrower tables (requests and
+KV cache; speed). Piped output gets every column on whole lines. Memory on GB10 reads
+"U used/totalG·GPU heldG": unified memory in GiB, and what GPU processes hold.
 
 Each node has its own deadline (connect_timeout_s, then command_timeout_s for the probe), so a
 hung node is reported as such without holding up the others.
@@ -50,7 +56,8 @@ examples:
 
 JSON: schema "{SCHEMA}", keys carry their units (sm_clock_mhz, temperature_c, power_w,
 utilization_pct, memory_used_mib, latency_s); a missing reading is null and its reason is in
-the enclosing object's "missing" map. See sparktop/snapshot.py for the full schema.
+the enclosing object's "missing" map; text is never "" (unknown or no message: null).
+See sparktop/snapshot.py for the full schema.
 """
 
 

@@ -3,7 +3,7 @@
 JSON (one object per engine, ``ranks`` holding the same keys per data-parallel rank)::
 
     {"engine": "dsv41", "kind": "vllm", "model": "dsv41-flash", "state": "ok", "ok": true,
-     "message": "", "since": null, "since_s": null, "time_s": 1795961531.2, "latency_s": 0.004,
+     "message": null, "since": null, "since_s": null, "time_s": 1795961531.2, "latency_s": 0.004,
      "running": 7, "waiting": 1, "max_num_seqs": 8,
      "kv_usage": 0.81,                      # fraction 0–1, as vLLM exports it
      "kv_usage_pct": 81.0,
@@ -20,8 +20,9 @@ JSON (one object per engine, ``ranks`` holding the same keys per data-parallel r
      "ranks": [{"rank": "0", …}],
      "missing": {"spec_acceptance_rate": "no speculative decoding", …}}
 
-A missing value is ``null`` and its key is in ``missing`` with the reason. ``since_start``
-lists the keys that cover the server's lifetime instead of the window.
+A missing value is ``null`` and its key is in ``missing`` with the reason; so is a model the
+server did not name (``"model": null``, reason ``not reported``); no message is ``null``.
+``since_start`` lists the keys that cover the server's lifetime instead of the window.
 
 Tables (:func:`engine_tables`): one row per engine and per DP rank, in one table of
 :data:`WIDE` columns when the console is wide enough, else two narrower ones (requests and
@@ -81,9 +82,10 @@ def _iso(time_s: float | None) -> str | None:
     )
 
 
-def _values(obj: EngineSample | RankStats, pairs: Iterable[tuple[str, str]]) -> dict[str, object]:
+def _values(
+    obj: EngineSample | RankStats, pairs: Iterable[tuple[str, str]], missing: dict[str, str]
+) -> dict[str, object]:
     out: dict[str, object] = {}
-    missing: dict[str, str] = {}
     bounds: dict[str, str] = {}
     for key, attr in pairs:
         value = getattr(obj, attr)
@@ -107,19 +109,21 @@ def _values(obj: EngineSample | RankStats, pairs: Iterable[tuple[str, str]]) -> 
 
 def rank_json(rank: RankStats) -> dict[str, object]:
     """One DP rank: the shared keys (see the module docstring)."""
-    return {"rank": rank.rank, **_values(rank, COMMON)}
+    return {"rank": rank.rank, **_values(rank, COMMON, {})}
 
 
 def engine_json(sample: EngineSample) -> dict[str, object]:
     """One engine as a JSON-ready dict: units in key names, NA → null plus ``missing``."""
-    values = _values(sample, COMMON + ENGINE_ONLY)
+    values = _values(
+        sample, COMMON + ENGINE_ONLY, {} if sample.model else {"model": "not reported"}
+    )
     return {
         "engine": sample.engine,
         "kind": sample.kind,
-        "model": sample.model,
+        "model": sample.model or None,
         "state": sample.state.value,
         "ok": sample.ok,
-        "message": sample.message,
+        "message": sample.message or None,
         "since": _iso(sample.since_s),
         "since_s": sample.since_s,
         "time_s": sample.time_s,
