@@ -20,6 +20,7 @@ from pydantic_core import ErrorDetails
 from sparktop.errors import UserError
 from sparktop.inventory.models import Inventory
 from sparktop.inventory.names import clip
+from sparktop.inventory.profile_ref import resolve_profile
 from sparktop.inventory.yamltree import (
     Loc,
     Marks,
@@ -62,12 +63,18 @@ def load_inventory(path: Path) -> Inventory:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"{label}: not UTF-8 text (byte {exc.start})") from None
-    inventory = parse_inventory(text, label)
+    base_dir = Path(path).expanduser().absolute().parent
+    inventory = parse_inventory(text, label, base_dir=base_dir)
     return inventory.model_copy(update={"source_path": Path(path)})
 
 
-def parse_inventory(text: str, source: str) -> Inventory:
-    """Validate inventory YAML text; ``source`` names it in messages (usually the file)."""
+def parse_inventory(text: str, source: str, *, base_dir: Path | None = None) -> Inventory:
+    """Validate inventory YAML text; ``source`` names it in messages (usually the file).
+
+    ``profile:`` must name a profile that loads (see :mod:`sparktop.inventory.profile_ref`);
+    a profile path is read relative to ``base_dir`` (None: the working directory) and kept
+    absolute in the returned inventory.
+    """
     try:
         data, marks, problems = compose(text)
     except YamlSyntaxError as exc:
@@ -93,13 +100,30 @@ def parse_inventory(text: str, source: str) -> Inventory:
         found = [_problem(error, marks) for error in errors]
     else:
         if not problems:
-            return inventory
+            return _with_profile(inventory, source, marks, base_dir)
         found = []
     # YAML-level problems and unknown keys first: a typo usually explains the "field
     # required" that follows it.
     early = problems + [p for p in found if p.message.startswith("unknown key")]
     late = [p for p in found if not p.message.startswith("unknown key")]
     raise UserError(_format(source, _by_position(early) + _by_position(late)))
+
+
+def _with_profile(
+    inventory: Inventory, source: str, marks: Marks, base_dir: Path | None
+) -> Inventory:
+    """The inventory with its ``profile:`` checked (and a path made absolute)."""
+    if inventory.profile is None:
+        return inventory
+    try:
+        profile = resolve_profile(inventory.profile, base_dir)
+    except UserError as exc:
+        mark = marks.value.get(("profile",))
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise UserError(_format(source, [Problem(line, column, "profile", str(exc))])) from None
+    if profile == inventory.profile:
+        return inventory
+    return inventory.model_copy(update={"profile": profile})
 
 
 def _reported(loc: tuple[str | int, ...], marks: Marks) -> bool:

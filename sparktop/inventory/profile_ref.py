@@ -1,0 +1,70 @@
+"""The inventory's ``profile:``: a sweep profile that must exist, checked when the file loads.
+
+A name is a built-in profile or one in the user profile directory
+(:func:`sparktop.sweep.profile.load_profile`); a path (contains ``/``, starts with ``~`` or
+``.``, or ends in ``.yaml``/``.yml``) is read relative to the inventory's own directory and
+stored absolute, so every later reader finds the same file whatever the working directory.
+The profile is loaded in full, so a broken profile file is reported here too.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+from sparktop.errors import UserError
+from sparktop.sweep.profile import (
+    PROFILE_SUFFIXES,
+    builtin_profile_names,
+    load_profile,
+    user_profile_paths,
+)
+
+
+def looks_like_path(name: str) -> bool:
+    """True when ``name`` is a file path rather than a profile name (same rule as ``--profile``)."""
+    return (
+        "/" in name
+        or os.sep in name
+        or name.endswith(PROFILE_SUFFIXES)
+        or name.startswith(("~", "."))
+    )
+
+
+def resolve_profile(name: str, base_dir: Path | None) -> str:
+    """``name`` as later readers should use it: a path made absolute against ``base_dir``
+    (the inventory's directory; None = the working directory), a name unchanged.
+
+    Raises :class:`UserError` with the problem only (the caller adds ``file:line:col:``):
+    an unknown name (with the closest built-in or user name and the built-in list), or a
+    profile file that is missing, unreadable or invalid.
+    """
+    if not name.strip():
+        raise UserError(
+            f"empty; name a profile (built-in: {', '.join(builtin_profile_names())}) or leave "
+            "the key out"
+        )
+    if looks_like_path(name):
+        try:
+            path = Path(name).expanduser()
+        except RuntimeError:  # "~nosuchuser/…"
+            raise UserError(f"cannot expand '~' in {name!r}") from None
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        if not path.exists():
+            raise UserError(f"profile file {name} not found (looked for {path})")
+        load_profile(str(path))  # unreadable or invalid: says which file and line
+        return str(path)
+    builtin = builtin_profile_names()
+    users = tuple(p.stem for p in user_profile_paths())
+    if name not in builtin and name not in users:
+        close = difflib.get_close_matches(name, builtin + users, n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        extra = f"; yours: {', '.join(users)}" if users else ""
+        raise UserError(
+            f"unknown profile {name!r}{hint}; built-in: {', '.join(builtin)}{extra}; "
+            "or a profile file path, relative to this inventory"
+        )
+    load_profile(name)  # a broken user profile says which file and line
+    return name
