@@ -1,4 +1,5 @@
-"""Alert rules on sample sequences: throttling, hidden low power, pool, deficits, availability."""
+"""Alert rules on sample sequences: throttling, hidden low power, pool, deficits, availability
+(KV exhaustion and preemptions: ``test_alert_kv.py``)."""
 
 from __future__ import annotations
 
@@ -208,30 +209,6 @@ def test_scheduler_limit_from_inventory_when_metrics_lack_it() -> None:
     assert run(cluster(sample)) == {}
     found = run(cluster(sample), max_num_seqs={"dsv41": 8.0})
     assert "queue.scheduler_bound:dsv41" in found
-
-
-def test_preemptions_rising() -> None:
-    found = run(cluster(engine(preemptions_per_s=0.4, kv_usage=0.97)))
-    assert "preempting 0.40 requests/s" in found["kv.preemptions:dsv41"].message
-
-
-def test_time_to_exhaustion_from_kv_slope() -> None:
-    state = ClusterState()
-    for i in range(31):  # 50 % → 80 % in 30 s: +1 %/s, full in ~20 s
-        state.apply(engine(t=float(i), kv_usage=0.50 + 0.01 * i))
-    found = run(state)["kv.exhaustion:dsv41"]
-    assert "full in ~20 s" in found.message and round(found.values["eta_s"]) == 20
-    flat = ClusterState()
-    for i in range(31):
-        flat.apply(engine(t=float(i), kv_usage=0.60))
-    assert run(flat) == {}
-
-
-def test_kv_slope_needs_enough_history() -> None:
-    state = ClusterState()
-    for i in range(3):
-        state.apply(engine(t=float(i), kv_usage=0.5 + 0.1 * i))
-    assert "kv.exhaustion:dsv41" not in run(state)
 
 
 # -- expected deficit and the tensor-parallel straggler ----------------------------------------

@@ -19,7 +19,7 @@ from sparktop.alerts.pipeline import AlertPipeline
 from sparktop.model import is_num
 from sparktop.record import Recorder, Recording, make_header
 from sparktop.record.replay import ReplaySource
-from sparktop.sim.scenarios import Act
+from sparktop.sim.scenarios import SCENARIOS, Act
 from tests.alerts_sim_harness import HOLD_S, Harness
 from tests.sim_helpers import running_sim
 
@@ -147,7 +147,23 @@ TOUR_ALERTS = (
     ("node.down", "down", "node"),
     ("engine.restarted", "engine", "engine"),
 )
-TOUR_ROUND_S = 125
+TOUR_ROUND_S = int(SCENARIOS["tour"].period_s or 0)
+
+
+def _kv_alerts_agree_with_the_samples(h: Harness) -> None:
+    """What the engine panel shows and the KV alerts say never contradict each other: no
+    preemption alert while the windowed rate reads 0, no time-to-exhaustion warning at a
+    KV usage under half of ``kv_usage_pct``."""
+    sample = h.engine(ENGINE)
+    if sample is None or not sample.ok:
+        return
+    limit = h.alerts.thresholds.kv_usage_pct
+    for alert in h.alerts.active():
+        if alert.rule == "kv.preemptions":
+            rate = sample.preemptions_per_s
+            assert is_num(rate) and rate > 0, (h.polls, alert.message, rate)
+        if alert.rule == "kv.exhaustion" and alert.status == "firing":
+            assert alert.values["kv_usage_pct"] >= limit / 2, (h.polls, alert.message)
 
 
 async def test_tour_raises_every_alert_once_clears_them_and_delivers_them(tmp_path: Path) -> None:
@@ -161,7 +177,9 @@ async def test_tour_raises_every_alert_once_clears_them_and_delivers_them(tmp_pa
         h = Harness.start(sim)
         h.pipeline = AlertPipeline(h.alerts, delivery)
         try:
-            await h.run(TOUR_ROUND_S)
+            for _ in range(TOUR_ROUND_S):
+                await h.poll()
+                _kv_alerts_agree_with_the_samples(h)
         finally:
             await h.aclose()
             await delivery.aclose()

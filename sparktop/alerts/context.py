@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sparktop.alerts.counters import CounterTracker
-from sparktop.alerts.model import Severity
+from sparktop.alerts.model import Severity, alert_key
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample
@@ -38,6 +38,12 @@ class Finding:
 
     ``subject`` is what the alert is about (``spark-3/gpu0``, ``spark-3``, ``dsv41``);
     ``node``/``gpu``/``engine`` name the parts; an engine finding may name the node to blame.
+    ``score`` says how bad this reading is, comparable only between findings of one rule
+    (higher is worse: % below baseline, °C, KV %, requests waiting, deficit %), rounded as
+    the message shows it; the alert keeps the message of its worst moment (the latest of
+    equal ones) for while it clears. ``clear_after_s`` overrides
+    ``hold_s`` for clearing, for conditions whose input is already smoothed over a window
+    (a windowed rate, a fitted slope): None means ``hold_s``.
     """
 
     rule: str
@@ -49,15 +55,14 @@ class Finding:
     engine: str | None = None
     values: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     instant: bool = False
+    score: float = 0.0
+    clear_after_s: float | None = None
 
     @property
     def key(self) -> str:
         """What hysteresis tracks: ``rule:subject``, plus ``@node`` when the finding names a
         node other than its subject (a different straggler is a different alert)."""
-        base = f"{self.rule}:{self.subject}"
-        if self.node is not None and self.node != self.subject and self.gpu is None:
-            return f"{base}@{self.node}"
-        return base
+        return alert_key(self.rule, self.subject, self.node, self.gpu)
 
 
 @dataclass(slots=True)

@@ -1,10 +1,15 @@
 """The alert engine: runs the rules on every cluster update and applies hysteresis.
 
-A condition must hold ``hold_s`` to fire and be absent ``hold_s`` to clear, so an input that
-flaps faster than that neither fires nor flaps an active alert; while an alert is up its
-severity only rises (an escalation event) and its message follows the latest numbers. While a
-subject cannot be read (its node's poll or its engine's scrape fails), alerts that depend on
-its readings neither fire nor clear: not seeing a throttle is not the same as it having stopped.
+A condition must hold ``hold_s`` to fire and be absent ``hold_s`` to clear (a rule may clear
+sooner: ``Finding.clear_after_s``, for inputs already smoothed over a window), so an input
+that flaps faster than that neither fires nor flaps an active alert. While an alert is up its
+severity only rises (an escalation event) and, while the condition holds, its message follows
+the latest numbers; once the condition is gone the alert is *recovering* and shows its worst
+moment's message and values (a reading that no longer meets the condition never becomes the
+alert's text). A condition building up towards ``hold_s`` is *pending* (:meth:`pending`).
+While a subject cannot be read (its node's poll or its engine's scrape fails), alerts that
+depend on its readings neither fire nor clear: not seeing a throttle is not the same as it
+having stopped.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass
 
 from sparktop.alerts.context import Expected, ExpectedFn, Finding, RuleContext
 from sparktop.alerts.counters import CounterTracker
-from sparktop.alerts.model import Alert, Event, EventKind
+from sparktop.alerts.model import Alert, Event, EventKind, Pending
 from sparktop.alerts.rules import ENGINE_SCOPED, NODE_SCOPED, RULES, Rule, evaluate, unknown_scopes
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
@@ -25,10 +30,15 @@ from sparktop.sweep.profile import Profile
 
 @dataclass(slots=True)
 class _Track:
-    finding: Finding
+    finding: Finding  # the latest reading that met the condition
     first_seen_s: float
+    worst: Finding  # the worst reading of this occurrence (severity, then score)
     absent_since_s: float | None = None
     alert: Alert | None = None
+
+
+def _worse_or_same(a: Finding, b: Finding) -> bool:
+    return (a.severity.rank, a.score) >= (b.severity.rank, b.score)
 
 
 class AlertEngine:
@@ -91,8 +101,10 @@ class AlertEngine:
         for key, finding in present.items():
             track = self._tracks.get(key)
             if track is None:
-                track = self._tracks[key] = _Track(finding, now_s)
+                track = self._tracks[key] = _Track(finding, now_s, finding)
             track.finding, track.absent_since_s = finding, None
+            if _worse_or_same(finding, track.worst):
+                track.worst = finding
             if track.alert is None:
                 if finding.instant or now_s - track.first_seen_s >= hold:
                     track.alert = self._new_alert(finding, track.first_seen_s, now_s)
@@ -103,7 +115,10 @@ class AlertEngine:
                 # must not flap it between warning and critical.
                 severity = max(finding.severity, before.severity, key=lambda v: v.rank)
                 track.alert = before.updated(
-                    severity=severity, message=finding.message, values=finding.values
+                    severity=severity,
+                    message=finding.message,
+                    values=finding.values,
+                    recovering_since_s=None,
                 )
                 if severity.rank > before.severity.rank:
                     events.append(Event(now_s, EventKind.ESCALATED, track.alert))
@@ -117,7 +132,15 @@ class AlertEngine:
                 continue
             if track.absent_since_s is None:
                 track.absent_since_s = now_s
-            if now_s - track.absent_since_s >= hold:
+                # The last reading that met the condition may already look healthy (a
+                # slowdown counter's last tick at a recovered clock): show the worst one.
+                track.alert = track.alert.updated(
+                    message=track.worst.message,
+                    values=track.worst.values,
+                    recovering_since_s=now_s,
+                )
+            clear_after = track.finding.clear_after_s
+            if now_s - track.absent_since_s >= (hold if clear_after is None else clear_after):
                 cleared = track.alert.updated(cleared_s=now_s)
                 events.append(Event(now_s, EventKind.CLEARED, cleared))
                 del self._tracks[key]
@@ -140,9 +163,34 @@ class AlertEngine:
         )
 
     def active(self) -> tuple[Alert, ...]:
-        """Alerts that fired and have not cleared, most severe first, then oldest first."""
+        """Alerts that fired and have not cleared (firing or recovering: see
+        :attr:`Alert.status`), most severe first, then oldest first."""
         alerts = [t.alert for t in self._tracks.values() if t.alert is not None]
         return tuple(sorted(alerts, key=lambda a: (-a.severity.rank, a.started_s, a.key)))
+
+    def pending(self) -> tuple[Pending, ...]:
+        """Conditions that held at the last :meth:`update` but not yet for ``hold_s``:
+        each with its onset (``started_s``) and when it fires if it keeps holding
+        (``due_s``); most severe first, then oldest first. A pending condition that breaks
+        before ``due_s`` leaves without an event."""
+        hold = self.thresholds.hold_s
+        pending = [
+            Pending(
+                rule=t.finding.rule,
+                subject=t.finding.subject,
+                severity=t.finding.severity,
+                message=t.finding.message,
+                started_s=t.first_seen_s,
+                due_s=t.first_seen_s + hold,
+                node=t.finding.node,
+                gpu=t.finding.gpu,
+                engine=t.finding.engine,
+                values=t.finding.values,
+            )
+            for t in self._tracks.values()
+            if t.alert is None
+        ]
+        return tuple(sorted(pending, key=lambda p: (-p.severity.rank, p.started_s, p.key)))
 
 
 def _frozen(finding: Finding, nodes: frozenset[str], engines: frozenset[str]) -> bool:

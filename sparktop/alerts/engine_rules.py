@@ -1,4 +1,4 @@
-"""Engine rules: availability and KV-pool exhaustion.
+"""Engine rules: availability, the KV pool and its queue, preemptions, time to a full pool.
 
 Inputs are :class:`~sparktop.model.EngineSample` fields (vLLM ``/metrics``): ``kv_usage`` is
 a fraction 0–1 (``vllm:kv_cache_usage_perc``), ``running``/``waiting`` request counts,
@@ -8,7 +8,9 @@ a fraction 0–1 (``vllm:kv_cache_usage_perc``), ``running``/``waiting`` request
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from sparktop.alerts.context import Finding, RuleContext
 from sparktop.alerts.gpu_rules import (
@@ -17,8 +19,9 @@ from sparktop.alerts.gpu_rules import (
 from sparktop.alerts.model import Severity
 from sparktop.model import EngineSample, EngineState, is_num
 
-MIN_SLOPE_POINTS = 5
-MIN_SLOPE_SPAN_S = 10.0
+MIN_SLOPE_POINTS = 8
+MIN_SPAN_SHARE = 0.9
+"""The KV history must cover this share of ``slope_window_s`` (polls are not exactly on time)."""
 
 
 def engine_finding(
@@ -30,6 +33,8 @@ def engine_finding(
     *,
     node: str | None = None,
     instant: bool = False,
+    score: float = 0.0,
+    clear_after_s: float | None = None,
 ) -> Finding:
     return Finding(
         rule=rule,
@@ -40,6 +45,8 @@ def engine_finding(
         node=node,
         values=values,
         instant=instant,
+        score=score,
+        clear_after_s=clear_after_s,
     )
 
 
@@ -120,6 +127,7 @@ def pool_rule(ctx: RuleContext) -> Iterator[Finding]:
                 Severity.CRITICAL if critical else Severity.WARNING,
                 f"KV cache {kv:.1f} % full{pool}{wait}",
                 values,
+                score=round(kv, 1),
             )
         if queued and kv is not None and kv >= t.kv_usage_pct:
             yield engine_finding(
@@ -129,6 +137,7 @@ def pool_rule(ctx: RuleContext) -> Iterator[Finding]:
                 f"pool-bound: {waiting:.0f} waiting with the KV cache "
                 f"{kv:.1f} % full ({running or 0:.0f} running)",
                 values,
+                score=waiting or 0.0,
             )
         elif queued and running is not None and limit is not None and running >= limit:
             kv_text = f", KV {kv:.0f} %" if kv is not None else ""
@@ -139,36 +148,101 @@ def pool_rule(ctx: RuleContext) -> Iterator[Finding]:
                 f"scheduler-bound: {waiting:.0f} waiting with running "
                 f"{running:.0f} = max_num_seqs {limit:.0f}{kv_text}",
                 values,
+                score=waiting or 0.0,
             )
-        rate = s.preemptions_per_s
-        if is_num(rate) and rate > 0 and windowed(s, "preemptions_per_s"):
-            kv_text = f" (KV {kv:.0f} %)" if kv is not None else ""
-            yield engine_finding(
-                s,
-                "kv.preemptions",
-                Severity.WARNING,
-                f"preempting {rate:.2f} requests/s{kv_text}",
-                {**values, "preemptions_per_s": float(rate)},
-            )
+        finding = preemption_finding(s, kv, values)
+        if finding is not None:
+            yield finding
 
 
-def kv_slope(ctx: RuleContext, engine: str) -> tuple[float, float] | None:
-    """Least-squares KV-usage slope (fraction/s) over the window and the newest usage."""
-    series = ctx.state.history.get(engine, "kv_usage")
-    last = series.last
-    if last is None:
+def preemption_finding(
+    s: EngineSample, kv: float | None, values: dict[str, float]
+) -> Finding | None:
+    """Preemptions in the sample's rate window (the one the engine panel shows), never from
+    lifetime counters. The window already smooths the rate, so the alert clears as soon as
+    the windowed rate is back to 0 (no extra ``hold_s``)."""
+    rate = s.preemptions_per_s
+    if not (is_num(rate) and rate > 0 and windowed(s, "preemptions_per_s")):
         return None
-    points = series.since(last[0] - ctx.thresholds.slope_window_s)
-    if len(points) < MIN_SLOPE_POINTS or points[-1][0] - points[0][0] < MIN_SLOPE_SPAN_S:
-        return None
+    kv_note = f"KV {kv:.0f} %" if kv is not None else ""
+    if s.window_s:
+        count = round(rate * s.window_s)
+        detail = ", ".join(x for x in (f"{rate:.2f}/s", kv_note) if x)
+        text = (
+            f"preempted {count} request{'' if count == 1 else 's'} in the last "
+            f"{s.window_s:.0f} s ({detail})"
+        )
+    else:
+        text = f"preempting {rate:.2f} requests/s" + (f" ({kv_note})" if kv_note else "")
+    return engine_finding(
+        s,
+        "kv.preemptions",
+        Severity.WARNING,
+        text,
+        {**values, "preemptions_per_s": float(rate)},
+        score=round(float(rate), 2),
+        clear_after_s=0.0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class KvGrowth:
+    """Sustained KV-cache growth: least-squares slope (fraction/s) over ``span_s`` seconds
+    of history and the newest usage (fraction 0–1)."""
+
+    slope: float
+    usage: float
+    span_s: float
+
+
+def _least_squares(points: Sequence[tuple[float, float]]) -> float | None:
     n = len(points)
     mean_t = sum(p[0] for p in points) / n
     mean_v = sum(p[1] for p in points) / n
     var = sum((p[0] - mean_t) ** 2 for p in points)
     if var <= 0:
         return None
-    slope = sum((p[0] - mean_t) * (p[1] - mean_v) for p in points) / var
-    return slope, last[1]
+    return sum((p[0] - mean_t) * (p[1] - mean_v) for p in points) / var
+
+
+def _quarter_means(points: Sequence[tuple[float, float]]) -> list[float] | None:
+    """Mean usage in each quarter of the points' time span (None if a quarter is empty)."""
+    t0, span = points[0][0], points[-1][0] - points[0][0]
+    bins: list[list[float]] = [[], [], [], []]
+    for t, v in points:
+        bins[min(3, int((t - t0) / span * 4))].append(v)
+    if not all(bins):
+        return None
+    return [sum(b) / len(b) for b in bins]
+
+
+def kv_growth(ctx: RuleContext, engine: str) -> KvGrowth | None:
+    """The KV-cache history of ``engine`` (``vllm:kv_cache_usage_perc``) when it shows
+    growth worth extrapolating, else None. All of: usage now ≥ ``exhaustion_usage_ratio`` ×
+    ``kv_usage_pct`` (a slope at a few % is noise); history covering ``slope_window_s``;
+    each quarter of that window higher on average than the one before (a sustained rise,
+    not one jump); usage now no more than ``exhaustion_fall_pct`` points below the highest
+    reading of the last quarter (so the warning goes as soon as usage falls); a positive
+    least-squares slope over the window."""
+    t = ctx.thresholds
+    series = ctx.state.history.get(engine, "kv_usage")
+    last = series.last
+    if last is None or last[1] * 100.0 < t.exhaustion_usage_ratio * t.kv_usage_pct:
+        return None
+    points = series.since(last[0] - t.slope_window_s)
+    span = points[-1][0] - points[0][0]
+    if len(points) < MIN_SLOPE_POINTS or span <= 0 or span < MIN_SPAN_SHARE * t.slope_window_s:
+        return None
+    quarters = _quarter_means(points)
+    if quarters is None or any(b <= a for a, b in itertools.pairwise(quarters)):
+        return None
+    recent_peak = max(v for ts, v in points if ts >= last[0] - span / 4)
+    if (recent_peak - last[1]) * 100.0 > t.exhaustion_fall_pct:
+        return None
+    slope = _least_squares(points)
+    if slope is None or slope <= 0:
+        return None
+    return KvGrowth(slope, last[1], span)
 
 
 def _duration(seconds: float) -> str:
@@ -179,23 +253,29 @@ def _duration(seconds: float) -> str:
 
 
 def exhaustion_rule(ctx: RuleContext) -> Iterator[Finding]:
+    """Time until the KV pool is full at the sustained growth rate (see :func:`kv_growth`),
+    when within ``exhaustion_horizon_s``. Clears as soon as the growth stops qualifying: the
+    fit window is its hysteresis."""
     for s in ok_engines(ctx):
-        fit = kv_slope(ctx, s.engine)
-        if fit is None:
+        growth = kv_growth(ctx, s.engine)
+        if growth is None or growth.usage >= 1.0:
             continue
-        slope, usage = fit
-        if slope <= 0 or usage >= 1.0:
-            continue
-        eta = (1.0 - usage) / slope
+        eta = (1.0 - growth.usage) / growth.slope
         if eta > ctx.thresholds.exhaustion_horizon_s:
             continue
         yield engine_finding(
             s,
             "kv.exhaustion",
             Severity.WARNING,
-            f"KV pool full in ~{_duration(eta)} at "
-            f"+{_pct(slope):.2f} %/s (now {_pct(usage):.1f} %)",
-            {"eta_s": eta, "slope_pct_per_s": _pct(slope), "kv_usage_pct": _pct(usage)},
+            f"KV pool full in ~{_duration(eta)} at +{_pct(growth.slope):.2f} %/s "
+            f"(now {_pct(growth.usage):.1f} %, rising over the last {growth.span_s:.0f} s)",
+            {
+                "eta_s": eta,
+                "slope_pct_per_s": _pct(growth.slope),
+                "kv_usage_pct": _pct(growth.usage),
+            },
+            score=-round(eta),
+            clear_after_s=0.0,
         )
 
 

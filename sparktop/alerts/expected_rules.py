@@ -20,8 +20,10 @@ from sparktop.alerts.context import Finding, RuleContext
 from sparktop.alerts.engine_rules import engine_finding, ok_engines, windowed
 from sparktop.alerts.gpu_rules import (
     GpuView,
+    drop_score,
     gpu_views,
     hidden_low_power,
+    slow_now,
     slowdown_evidence,
     throttle_evidence,
 )
@@ -103,6 +105,7 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                     "expected_ttft_s": d.ttft_expected_s or 0.0,
                     "deficit_pct": d.ttft_over_pct,
                 },
+                score=round(d.ttft_over_pct),
             )
         if d.decode_under_pct is not None and d.decode_under_pct >= limit:
             yield engine_finding(
@@ -117,6 +120,7 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                     "expected_decode_tps": d.decode_expected_tps or 0.0,
                     "deficit_pct": d.decode_under_pct,
                 },
+                score=round(d.decode_under_pct),
             )
 
 
@@ -153,19 +157,25 @@ def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
             continue
         view, evidence = found
         clock = view.gpu.sm_clock_mhz
-        where = f"{view.node} at {clock:,.0f} MHz" if is_num(clock) else view.node
+        where, tail = view.node, ""
+        if is_num(clock) and slow_now(ctx, view):
+            where = f"{view.node} at {clock:,.0f} MHz"
+        elif is_num(clock):  # only a slowdown counter ticked: the clock itself is back
+            tail = f" (clock now {clock:,.0f} MHz)"
         d = deficit(ctx, s)
         under = d.decode_under_pct if d is not None else None
         values = {"deficit_pct": under} if under is not None else {}
         if is_num(clock):
             values["sm_clock_mhz"] = float(clock)
         if under is not None and under >= limit:
-            message = f"decode {under:.0f} % below expected; {where}, {', '.join(evidence)}"
+            message = f"decode {under:.0f} % below expected; {where}, {', '.join(evidence)}{tail}"
             severity = Severity.CRITICAL
         else:
-            message = f"held back by {where}: {', '.join(evidence)}"
+            message = f"held back by {where}: {', '.join(evidence)}{tail}"
             severity = Severity.WARNING
-        yield engine_finding(s, "tp.straggler", severity, message, values, node=view.node)
+        yield engine_finding(
+            s, "tp.straggler", severity, message, values, node=view.node, score=drop_score(view)
+        )
 
 
 RULES = (expected_rule, straggler_rule)

@@ -141,6 +141,26 @@ def slowdown_evidence(ctx: RuleContext, view: GpuView) -> list[str]:
     return evidence
 
 
+def slow_now(ctx: RuleContext, view: GpuView) -> bool:
+    """The newest reading itself shows the slowdown: an active slowdown reason, a clock drop
+    past ``clock_drop_pct``, or the hidden low-power pattern (not only counter growth, which
+    may be the last tick of a throttle that has just ended)."""
+    return (
+        bool(view.gpu.slowdowns)
+        or hidden_low_power(ctx, view)
+        or clock_drop_pct(ctx, view) is not None
+    )
+
+
+def drop_score(view: GpuView) -> float:
+    """How far the SM clock sits below the reference clock, in whole % as messages show it
+    (0 when at or above it): the :attr:`Finding.score` of the clock rules, so a recovering
+    alert shows its slowest moment (the latest of equally slow ones: clock noise of a few MHz
+    does not pick an early reading with little counter evidence)."""
+    ratio = view.clock_ratio
+    return float(max(0, round((1.0 - ratio) * 100.0))) if ratio is not None else 0.0
+
+
 def throttle_evidence(ctx: RuleContext, view: GpuView) -> list[str]:
     """Why this GPU counts as throttling (empty when it does not)."""
     evidence = slowdown_evidence(ctx, view)
@@ -181,14 +201,19 @@ def throttle_rule(ctx: RuleContext) -> Iterator[Finding]:
         if not evidence:
             continue
         label = gpu_label(view.node, view.gpu)
+        if slow_now(ctx, view):
+            message = f"throttling at {_clock_text(view.gpu)}: {'; '.join(evidence)}"
+        else:  # only a counter that ticked since the last poll: say the clock is back
+            message = f"throttled recently: {'; '.join(evidence)} (now {_clock_text(view.gpu)})"
         yield Finding(
             rule="gpu.throttle",
             subject=label,
             severity=Severity.WARNING,
-            message=f"throttling at {_clock_text(view.gpu)}: {'; '.join(evidence)}",
+            message=message,
             node=view.node,
             gpu=view.gpu.key,
             values=_gpu_values(view),
+            score=drop_score(view),
         )
 
 
@@ -207,6 +232,7 @@ def temperature_rule(ctx: RuleContext) -> Iterator[Finding]:
             node=view.node,
             gpu=view.gpu.key,
             values=_gpu_values(view),
+            score=float(round(temp)),
         )
 
 
@@ -230,6 +256,7 @@ def hidden_low_power_rule(ctx: RuleContext) -> Iterator[Finding]:
             node=view.node,
             gpu=g.key,
             values=_gpu_values(view),
+            score=drop_score(view),
         )
 
 

@@ -50,8 +50,11 @@ class Alert:
     ``node``/``gpu``/``engine`` name the parts (``gpu`` is the GPU key, its UUID).
     ``started_s`` is when the condition was first seen (wall clock), ``fired_s`` when it had
     held ``hold_s``, ``cleared_s`` when it had been absent ``hold_s`` (None while active).
-    ``message`` carries the numbers, without repeating the subject; ``values`` the same
-    numbers by name (units in the names).
+    ``recovering_since_s`` is when the condition was last seen gone while the alert is still
+    up (waiting out the clearing hold; None while the condition holds). ``message`` carries
+    the numbers, without repeating the subject; ``values`` the same numbers by name (units in
+    the names). While the condition holds they are the latest reading's; while it recovers
+    (and in the ``cleared`` event) they are the worst reading's, never a healthy one's.
     """
 
     id: str
@@ -66,15 +69,21 @@ class Alert:
     gpu: str | None = None
     engine: str | None = None
     values: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    recovering_since_s: float | None = None
 
     @property
     def key(self) -> str:
         """``rule:subject`` (``@node`` added when an engine alert blames a node): the same
         for every occurrence of one condition."""
-        base = f"{self.rule}:{self.subject}"
-        if self.node is not None and self.node != self.subject and self.gpu is None:
-            return f"{base}@{self.node}"
-        return base
+        return alert_key(self.rule, self.subject, self.node, self.gpu)
+
+    @property
+    def status(self) -> str:
+        """``firing`` (the condition holds), ``recovering`` (gone, clearing hold running) or
+        ``cleared``."""
+        if self.cleared_s is not None:
+            return "cleared"
+        return "firing" if self.recovering_since_s is None else "recovering"
 
     @property
     def text(self) -> str:
@@ -114,6 +123,7 @@ class Alert:
             "gpu": self.gpu,
             "engine": self.engine,
             "values": dict(self.values),
+            "recovering_since_s": self.recovering_since_s,
         }
 
     @classmethod
@@ -127,12 +137,65 @@ class Alert:
             started_s=float(data["started_s"]),
             fired_s=float(data["fired_s"]),
             message=str(data["message"]),
-            cleared_s=None if data.get("cleared_s") is None else float(data["cleared_s"]),
+            cleared_s=_opt_float(data.get("cleared_s")),
             node=data.get("node"),
             gpu=data.get("gpu"),
             engine=data.get("engine"),
             values=_frozen({str(k): float(v) for k, v in (data.get("values") or {}).items()}),
+            recovering_since_s=_opt_float(data.get("recovering_since_s")),
         )
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def alert_key(rule: str, subject: str, node: str | None, gpu: str | None) -> str:
+    """``rule:subject``, plus ``@node`` when an engine alert blames a node (not for GPU
+    alerts, whose subject already names the node)."""
+    base = f"{rule}:{subject}"
+    if node is not None and node != subject and gpu is None:
+        return f"{base}@{node}"
+    return base
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A condition that holds now but has not held ``hold_s`` yet (no alert, no event).
+
+    ``started_s`` is when it was first seen (wall clock), ``due_s`` when it fires if it keeps
+    holding (``started_s + hold_s``); the other fields as in :class:`Alert`, from the latest
+    reading. It has the alert bar's shape (``severity``, ``subject``, ``message``,
+    ``since_s``), so a UI can list it with a "pending" mark.
+    """
+
+    rule: str
+    subject: str
+    severity: Severity
+    message: str
+    started_s: float
+    due_s: float
+    node: str | None = None
+    gpu: str | None = None
+    engine: str | None = None
+    values: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def key(self) -> str:
+        """Same as the :attr:`Alert.key` it becomes when it fires."""
+        return alert_key(self.rule, self.subject, self.node, self.gpu)
+
+    @property
+    def since_s(self) -> float:
+        return self.started_s
+
+    @property
+    def text(self) -> str:
+        return f"{self.subject}: {self.message}"
+
+    def remaining_s(self, now_s: float) -> float:
+        """Seconds until it fires if it keeps holding (0 when due)."""
+        return max(0.0, self.due_s - now_s)
 
 
 @dataclass(frozen=True, slots=True)

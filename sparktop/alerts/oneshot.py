@@ -86,9 +86,7 @@ def any_critical(alerts: Iterable[Alert]) -> bool:
     conditions seen in the data (a throttled TP member in decode deficit, a full KV pool with
     requests waiting), so a cron job can tell "could not look" from "looked and it is bad".
     """
-    return any(
-        a.severity is Severity.CRITICAL and a.rule not in AVAILABILITY_RULES for a in alerts
-    )
+    return any(a.severity is Severity.CRITICAL and a.rule not in AVAILABILITY_RULES for a in alerts)
 
 
 def render_alerts(alerts: Iterable[Alert], console: Console) -> None:

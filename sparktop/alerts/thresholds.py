@@ -12,8 +12,11 @@ Defaults (DESIGN.md §9; the inventory may override the first five):
 ``low_power_clock_ratio``   0.5     … SM clock below this share of baseline (else of max) …
 ``low_power_power_w``       25      … power below this (W), and no slowdown reason bit
 ``kv_critical_pct``         98      KV usage that, with requests waiting, is critical
-``exhaustion_horizon_s``    300     warn when the KV slope fills the pool within this
-``slope_window_s``          60      window for the KV slope (s)
+``exhaustion_horizon_s``    300     warn when the KV slope fills the pool within this (s)
+``exhaustion_usage_ratio``  0.5     … only once KV usage ≥ this share of ``kv_usage_pct``
+``slope_window_s``          60      … and usage has risen over this long (s; least squares)
+``exhaustion_fall_pct``     2       … the warning goes once usage falls this many points
+                                    below its recent peak (the last quarter of the window)
 ``counter_window_s``        60      window for slowdown-counter growth (s)
 =========================== ======= ===================================================
 """
@@ -37,7 +40,9 @@ class Thresholds:
     low_power_power_w: float = 25.0
     kv_critical_pct: float = 98.0
     exhaustion_horizon_s: float = 300.0
+    exhaustion_usage_ratio: float = 0.5
     slope_window_s: float = 60.0
+    exhaustion_fall_pct: float = 2.0
     counter_window_s: float = 60.0
 
     @classmethod
