@@ -23,6 +23,10 @@ from sparktop.sweep.tokens import TokenCount
 SCHEMA = "sparktop.budget/1"
 
 
+DEFAULT_OUTPUT_TOKENS = 2048
+"""Output tokens per request when none are given (the seed script's default)."""
+
+
 class Origin(enum.StrEnum):
     """Where a budget figure comes from."""
 
@@ -253,7 +257,7 @@ def compute_budget(
     count = tokens if isinstance(tokens, TokenCount) else TokenCount(tokens, "given")
     if count.tokens < 1 or concurrency < 1 or (output_tokens is not None and output_tokens < 0):
         raise ValueError("prompt tokens and concurrency must be >= 1, output tokens >= 0")
-    output = 2048 if output_tokens is None else output_tokens
+    output = DEFAULT_OUTPUT_TOKENS if output_tokens is None else output_tokens
     ok = live if live is not None and live.ok else None
     server_mml = ok.max_model_len if ok else None
     if not is_num(server_mml) and isinstance(count.max_model_len, int):

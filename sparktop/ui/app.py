@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.css.query import NoMatches
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Static
 
 from sparktop.cluster import ClusterState
 from sparktop.inventory import Inventory
@@ -30,6 +30,7 @@ from sparktop.ui.events import AlertLike, EventLike, transition_events
 from sparktop.ui.messages import EventRecorded, LayoutChanged, NodeChosen, SampleArrived
 from sparktop.ui.setup import Setup, build_alert_engine, build_setup
 from sparktop.ui.views import node_rows
+from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.event_log import EventLog
@@ -52,7 +53,7 @@ class SparktopApp(App[int]):
     COMMANDS = App.COMMANDS | {ClusterCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
+        Binding("ctrl+c", "interrupt", "Quit", show=False, priority=True, id="app.interrupt"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("p", "toggle_pause", "Pause", id="app.pause"),
         Binding("plus", "interval(1)", "+interval", id="app.interval_up"),
@@ -115,7 +116,7 @@ class SparktopApp(App[int]):
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
         yield AlertBar(id="alerts")
-        with Horizontal(id="body"):
+        with Body(id="body"):
             with Vertical(id="main"):
                 yield Static(NO_DRIVER_TEXT, id="notice")
                 yield NodeTable(id="nodes")
@@ -252,6 +253,15 @@ class SparktopApp(App[int]):
 
     # -- actions ---------------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # An input types + and - itself; Textual cannot tell these keys are printable, so
+        # without this the footer would offer them while typing.
+        return not (action == "interval" and self.typing())
+
+    def typing(self) -> bool:
+        """True while a text field has the focus (it takes the printable keys)."""
+        return isinstance(self.focused, Input)
+
     def action_toggle_pause(self) -> None:
         if self.poller.paused:
             self.poller.resume()
@@ -273,12 +283,11 @@ class SparktopApp(App[int]):
         self.tick()
 
     def action_toggle_budget(self) -> None:
-        body = self.query_one("#body")
-        body.toggle_class("-budget")
-        if body.has_class("-budget"):
-            self.query_one(BudgetPane).focus()
+        body = self.query_one(Body)
+        if body.budget_open:
+            body.close_budget()
         else:
-            self.query_one(NodeTable).focus()
+            body.open_budget()
 
     def action_toggle_events(self) -> None:
         log = self.query_one(EventLog)
@@ -326,6 +335,11 @@ class SparktopApp(App[int]):
     async def action_quit(self) -> None:
         await self.poller.aclose()
         self.exit(0)
+
+    async def action_interrupt(self) -> None:
+        """Ctrl-C: quit like ``q``, with the shell's status for an interrupt (130)."""
+        await self.poller.aclose()
+        self.exit(130)
 
     async def on_unmount(self) -> None:
         await self.poller.aclose()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sparktop.model import NA, EngineSample, is_num
-from sparktop.sweep.budget import Budget, Figure, Origin, compute_budget
+from sparktop.sweep.budget import DEFAULT_OUTPUT_TOKENS, Budget, Figure, Origin, compute_budget
 from sparktop.sweep.profile import Profile
 from sparktop.sweep.tokens import TokenCount
 from sparktop.ui import format as fmt
@@ -31,11 +31,17 @@ KEYS_HINT = "+/- conc  [/] prompt  </> output  i edit"
 
 @dataclass(frozen=True, slots=True)
 class BudgetInputs:
-    """What the operator set: the prompt (with how it was counted), concurrency, output."""
+    """What the operator set: the prompt (with how it was counted), concurrency, output
+    tokens per request (None: ``sparktop budget``'s default, :data:`DEFAULT_OUTPUT_TOKENS`)."""
 
     prompt: TokenCount
     concurrency: int
-    output_tokens: int
+    output_tokens: int | None = None
+
+    @property
+    def output(self) -> int:
+        """The output tokens the budget uses."""
+        return DEFAULT_OUTPUT_TOKENS if self.output_tokens is None else self.output_tokens
 
     def replace(self, **changes: Any) -> BudgetInputs:
         return replace(self, **changes)

@@ -180,7 +180,7 @@ async def test_pasted_text_is_counted_by_the_engines_tokenize_else_estimated() -
             app = SparktopApp([source], autostart=False, clock=Clock())
             async with app.run_test(size=(120, 40)) as pilot:
                 await app.poll_now()
-                await pilot.press("b", "i")
+                await pilot.press("b")
                 app.query_one(PromptInput).post_message(events.Paste(text))
                 await pilot.pause()
                 await app.workers.wait_for_complete()

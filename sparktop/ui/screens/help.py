@@ -126,11 +126,12 @@ concurrency, `[`/`]` halve/double prompt tokens, `<`/`>` output tokens, `i` edit
 def all_bindings() -> list[Binding]:
     """Every binding with an id in the UI (for the help screen and inventory ``keys:``)."""
     from sparktop.ui.app import SparktopApp
-    from sparktop.ui.widgets.budget import BudgetPane
+    from sparktop.ui.widgets.body import Body
+    from sparktop.ui.widgets.budget import BudgetInput, BudgetPane
     from sparktop.ui.widgets.node_table import NodeTable
 
     found: list[Binding] = []
-    for owner in (SparktopApp, NodeTable, BudgetPane):
+    for owner in (SparktopApp, NodeTable, Body, BudgetPane, BudgetInput):
         found += [b for b in owner.BINDINGS if isinstance(b, Binding) and b.id]
     return found
 

@@ -40,7 +40,22 @@ class TextPasted(Message):
         self.text = text
 
 
-class PromptInput(Input):
+class BudgetInput(Input):
+    """A budget field: Enter applies it, Escape leaves it (back to the pane, whose what-if
+    keys then work)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "submit", "Apply", id="budget.apply"),
+        Binding("escape", "leave", "Done", id="budget.leave_input"),
+    ]
+
+    def action_leave(self) -> None:
+        pane = next((a for a in self.ancestors if isinstance(a, BudgetPane)), None)
+        if pane is not None:
+            pane.focus()
+
+
+class PromptInput(BudgetInput):
     """The prompt field: a number or a path; a long or multi-line paste is counted as text."""
 
     def _on_paste(self, event: events.Paste) -> None:
@@ -52,18 +67,13 @@ class PromptInput(Input):
 
 
 class BudgetPane(VerticalScroll, can_focus=True):
-    """The context budget beside the live view (``b`` toggles it)."""
+    """The context budget beside the live view (``b`` toggles it, the prompt field focused)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("plus", "concurrency(1)", "+conc", id="budget.concurrency_up"),
-        Binding("minus", "concurrency(-1)", "-conc", id="budget.concurrency_down"),
-        Binding("left_square_bracket", "prompt(0.5)", "½ prompt", id="budget.prompt_halve"),
-        Binding("right_square_bracket", "prompt(2)", "2× prompt", id="budget.prompt_double"),
-        Binding("less_than_sign", "output(0.5)", "½ out", show=False, id="budget.output_halve"),
-        Binding("greater_than_sign", "output(2)", "2× out", show=False, id="budget.output_double"),
         Binding("i", "edit", "Edit", id="budget.edit"),
-        Binding("escape", "leave", "Leave", show=False, id="budget.leave"),
     ]
+    """The what-if keys and ``escape`` (close) are bound on the body around the pane
+    (:class:`~sparktop.ui.widgets.body.Body`), so they work from the Nodes table too."""
 
     DEFAULT_CSS = """
     BudgetPane {
@@ -84,12 +94,8 @@ class BudgetPane(VerticalScroll, can_focus=True):
     def __init__(self, app: SparktopApp, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.owner = app
-        profile = app.setup.profile
-        out = profile.output_tokens if profile is not None else None
         self.inputs = BudgetInputs(
-            prompt=tokens.TokenCount(8192, "what-if"),
-            concurrency=1,
-            output_tokens=out if isinstance(out, int) else 128,
+            prompt=tokens.TokenCount(8192, "what-if"), concurrency=1, output_tokens=None
         )
         self.counting = ""
         self._live_key: object = None
@@ -102,10 +108,10 @@ class BudgetPane(VerticalScroll, can_focus=True):
             yield PromptInput(placeholder="tokens, file/dir path, or paste", id="prompt")
         with Horizontal():
             yield Label("concurrency")
-            yield Input(str(self.inputs.concurrency), type="integer", id="concurrency")
+            yield BudgetInput(str(self.inputs.concurrency), type="integer", id="concurrency")
         with Horizontal():
             yield Label("output tok")
-            yield Input(str(self.inputs.output_tokens), type="integer", id="output")
+            yield BudgetInput(str(self.inputs.output), type="integer", id="output")
         yield TextBlock("", id="budget-out")
 
     def on_mount(self) -> None:
@@ -153,7 +159,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
     def _set(self, **changes: Any) -> None:
         self.inputs = self.inputs.replace(**changes)
         self.query_one("#concurrency", Input).value = str(self.inputs.concurrency)
-        self.query_one("#output", Input).value = str(self.inputs.output_tokens)
+        self.query_one("#output", Input).value = str(self.inputs.output)
         self.render_budget()
 
     # -- what-if keys ----------------------------------------------------------------------
@@ -167,13 +173,10 @@ class BudgetPane(VerticalScroll, can_focus=True):
         self.query_one("#prompt", Input).value = str(self.inputs.prompt.tokens)
 
     def action_output(self, factor: float) -> None:
-        self._set(output_tokens=max(1, round(self.inputs.output_tokens * factor)))
+        self._set(output_tokens=max(1, round(self.inputs.output * factor)))
 
     def action_edit(self) -> None:
         self.query_one("#prompt", Input).focus()
-
-    def action_leave(self) -> None:
-        self.app.action_focus_next()
 
     # -- typed and pasted input ------------------------------------------------------------
 

@@ -1,0 +1,81 @@
+"""Body: the live view beside the budget pane, and the keys that work while the pane is open.
+
+The what-if keys (``+``/``-`` concurrency, ``[``/``]`` prompt, ``<``/``>`` output) and
+``escape`` (close) are bound here, on the container of both the Nodes table and the pane, so
+they work wherever the focus is in the body, not only on the pane; an input keeps the keys it
+types (and the footer then hides them). While the pane is closed these bindings are off
+(``check_action``), so ``+``/``-`` fall through to the app's poll interval.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.widgets import Input
+
+from sparktop.ui.widgets.budget import BudgetPane
+
+CONCURRENCY = Binding.Group("conc", compact=True)
+PROMPT = Binding.Group("prompt", compact=True)
+OUTPUT = Binding.Group("out", compact=True)
+
+WHAT_IF_ACTIONS = frozenset({"concurrency", "prompt", "output", "close_budget"})
+
+
+class Body(Horizontal):
+    """``#main`` (nodes, engines, events) and the :class:`BudgetPane`, open with ``-budget``."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("plus", "concurrency(1)", "+conc", group=CONCURRENCY,
+                id="budget.concurrency_up"),
+        Binding("minus", "concurrency(-1)", "-conc", group=CONCURRENCY,
+                id="budget.concurrency_down"),
+        Binding("left_square_bracket", "prompt(0.5)", "½ prompt", group=PROMPT,
+                id="budget.prompt_halve"),
+        Binding("right_square_bracket", "prompt(2)", "2× prompt", group=PROMPT,
+                id="budget.prompt_double"),
+        Binding("less_than_sign", "output(0.5)", "½ output", group=OUTPUT,
+                id="budget.output_halve"),
+        Binding("greater_than_sign", "output(2)", "2× output", group=OUTPUT,
+                id="budget.output_double"),
+        Binding("escape", "close_budget", "Close", id="budget.close"),
+    ]  # fmt: skip
+
+    @property
+    def budget_open(self) -> bool:
+        return self.has_class("-budget")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in WHAT_IF_ACTIONS:
+            # An input types these keys itself (Textual cannot tell that ``plus`` is
+            # printable, so without this the footer would offer them while typing).
+            return self.budget_open and not isinstance(self.app.focused, Input)
+        return True
+
+    def open_budget(self) -> None:
+        """Show the pane with the cursor in the prompt field (typing works at once)."""
+        self.add_class("-budget")
+        pane = self.query_one(BudgetPane)
+        pane.render_budget()
+        pane.query_one("#prompt", Input).focus()
+        self.refresh_bindings()
+
+    def close_budget(self) -> None:
+        """Hide the pane; the focus goes back to the Nodes table."""
+        self.remove_class("-budget")
+        self.query_one("#nodes").focus()
+        self.refresh_bindings()
+
+    def action_close_budget(self) -> None:
+        self.close_budget()
+
+    def action_concurrency(self, step: int) -> None:
+        self.query_one(BudgetPane).action_concurrency(step)
+
+    def action_prompt(self, factor: float) -> None:
+        self.query_one(BudgetPane).action_prompt(factor)
+
+    def action_output(self, factor: float) -> None:
+        self.query_one(BudgetPane).action_output(factor)

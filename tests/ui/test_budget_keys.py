@@ -1,0 +1,107 @@
+"""The budget pane and the keyboard: where the focus goes, which keys work, what the footer
+offers, in each state (closed, typing in a field, pane open with no field focused)."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from sparktop.ui.app import SparktopApp
+from sparktop.ui.screens.help import HelpScreen
+from sparktop.ui.widgets.body import Body
+from sparktop.ui.widgets.budget import BudgetPane, PromptInput
+from sparktop.ui.widgets.node_table import NodeTable
+from tests.ui.fakes import Clock, Scripted, engine, node
+
+
+def make_app() -> SparktopApp:
+    return SparktopApp(
+        [Scripted(node("spark-1")), Scripted(engine())],
+        clock=Clock(),
+        autostart=False,
+        cluster="test",
+        tp_groups={"dsv41": ["spark-1"]},
+    )
+
+
+def footer_hints(app: SparktopApp) -> dict[str, str]:
+    """Key → description of what the footer shows now."""
+    return {
+        key: active.binding.description
+        for key, active in app.screen.active_bindings.items()
+        if active.binding.show
+    }
+
+
+async def test_b_opens_the_pane_with_the_cursor_in_the_prompt_field() -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("b")
+        pane = app.query_one(BudgetPane)
+        assert pane.display
+        assert isinstance(app.focused, PromptInput)
+        await pilot.press(*"125000", "enter")  # typing works at once; Enter applies
+        assert (pane.inputs.prompt.tokens, pane.inputs.prompt.method) == (125_000, "given")
+        assert pane.has_focus  # back on the pane, so the what-if keys work
+        await pilot.press("plus")
+        assert pane.inputs.concurrency == 2
+
+
+async def test_escape_leaves_the_field_then_closes_the_pane_and_q_quits() -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        pane = app.query_one(BudgetPane)
+        await pilot.press("b", "escape")
+        assert pane.display and pane.has_focus
+        assert app.query_one("#prompt", Input).value == ""  # nothing typed into it
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert pane.has_focus
+        await pilot.press("escape")
+        assert not pane.display
+        assert app.query_one(NodeTable).has_focus
+        await pilot.press("b", "escape", "b")  # b closes the pane too
+        assert not pane.display
+        await pilot.press("b", "escape", "q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_what_if_keys_work_from_the_nodes_table_while_the_pane_is_open() -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        pane = app.query_one(BudgetPane)
+        await pilot.press("b", "escape")
+        app.query_one(NodeTable).focus()
+        await pilot.pause()
+        await pilot.press("plus", "greater_than_sign", "right_square_bracket")
+        assert pane.inputs.concurrency == 2
+        assert pane.inputs.output == 4096  # the CLI's default 2,048, doubled
+        assert pane.inputs.prompt.tokens == 16_384
+        assert app.poller.interval_s == 1.0  # + went to the budget, not the poll interval
+        await pilot.press("escape")  # closes the pane from the table too
+        assert not pane.display
+        await pilot.press("plus")
+        assert app.poller.interval_s == 2.0
+
+
+async def test_the_footer_offers_what_works_in_each_state() -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        closed = footer_hints(app)
+        assert closed["plus"] == "+interval" and "escape" not in closed
+        assert {"q", "question_mark", "b", "p"} <= set(closed)
+
+        await pilot.press("b")  # typing in the prompt field
+        typing = footer_hints(app)
+        assert typing == {"enter": "Apply", "escape": "Done"}
+
+        await pilot.press("escape")  # the pane, no field focused
+        pane = footer_hints(app)
+        assert pane["plus"] == "+conc" and pane["escape"] == "Close" and pane["i"] == "Edit"
+        assert {"q", "question_mark", "b", "p"} <= set(pane)
+        assert app.query_one(Body).budget_open
