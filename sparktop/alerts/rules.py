@@ -18,8 +18,11 @@ Rule ids (``Finding.rule``) and default severities:
   unavailable), ``engine.restarted`` (fires at once, clears after ``hold_s``),
   ``engine.stale`` (frozen gauges), ``kv.usage`` (critical at ``kv_critical_pct`` with
   requests waiting), ``queue.pool_bound`` (waiting with the KV cache full),
-  ``queue.scheduler_bound`` (waiting with running = ``max_num_seqs``), ``kv.preemptions``,
-  ``kv.exhaustion`` (time to a full pool from the KV slope), ``expected.ttft`` and
+  ``queue.scheduler_bound`` (waiting with running = ``max_num_seqs``), ``kv.preemptions``
+  (preemptions in the sample's rate window; clears when that rate is 0), ``kv.exhaustion``
+  (time to a full pool within ``exhaustion_horizon_s``, only at usage ≥ half of
+  ``kv_usage_pct`` after a rise sustained over ``slope_window_s``; clears when usage falls),
+  ``expected.ttft`` and
   ``expected.decode`` (live TTFT p50, or per-stream decode from mean ITL, worse than the
   profile's row), ``tp.straggler`` (the member of the tensor-parallel group that holds it
   back; critical when the engine's decode deficit is past ``expected_deficit_pct``).
