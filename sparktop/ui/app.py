@@ -29,7 +29,7 @@ from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
 from sparktop.ui.messages import EventRecorded, LayoutChanged, NodeChosen, SampleArrived
 from sparktop.ui.setup import Setup, build_alert_engine, build_setup
-from sparktop.ui.views import node_rows
+from sparktop.ui.views import Cell, node_rows, node_states
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.engine_panel import EnginePanel
@@ -104,6 +104,8 @@ class SparktopApp(App[int]):
             if getattr(source, "kind", "") == "engine" and isinstance(url, str):
                 self.setup.engine_urls.setdefault(source.name, url)
         self.known_gpus: dict[str, tuple[GpuSample, ...]] = {}
+        self.node_states: dict[str, Cell] = {}
+        """Each node's state as its rows show it (worst GPU), as of the last tick."""
         self.poller = Poller(self.sources, self.view_config.interval_s, self._record)
         self.requested_theme = theme
         self.paused_at: float | None = None
@@ -228,6 +230,7 @@ class SparktopApp(App[int]):
         config = self.view_config
         table = self.query_one(NodeTable)
         rows = node_rows(self.state, self.known_gpus, view_now, config, narrow=table.narrow)
+        self.node_states = node_states(rows)
         cells = table.sync(rows)
         cells += self.query_one(EnginePanel).sync(
             self.state, view_now, config, self.setup.engine_order, self.setup.max_num_seqs,

@@ -19,11 +19,13 @@ class ClusterCommands(Provider):
         app = cast("SparktopApp", self.app)
         found: list[tuple[str, object, str]] = []
         for node, sample in app.state.nodes.items():
+            # The state as the Nodes table shows it (``throttled``, ``low-power?``, ``down…``).
+            status = app.node_states.get(node, (str(sample.state), ""))[0]
             found.append(
                 (
                     f"node {node}",
                     partial(app.jump_to_node, node),
-                    f"Jump to {node} in the Nodes table ({sample.state})",
+                    f"Jump to {node} in the Nodes table ({status})",
                 )
             )
             found.append(

@@ -7,7 +7,7 @@ style names (``ok``, ``warn``, ``crit``, ``dim``, ``stale``, ``accent``) to them
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sparktop.alerts.context import RuleContext
@@ -153,6 +153,32 @@ def state_cell(sample: NodeSample, now: float, config: ViewConfig, narrow: bool)
     return (_SHORT_STATE.get(sample.state, str(sample.state)), style)
 
 
+def gpu_state_cell(status: Cell, *, below: bool, low_power: bool) -> Cell:
+    """A healthy node's state for one GPU: ``low-power?`` (the hidden low-power pattern) or
+    ``throttled`` (a slowdown reason, or the clock past ``clock_drop_pct`` below baseline:
+    the tests behind the ``low-power?`` and ``▼`` marks), else the node's state."""
+    if low_power:
+        return ("low-power?", "warn")
+    if below:
+        return ("throttled", "warn")
+    return status
+
+
+STATE_RANK = {"crit": 4, "warn": 3, "stale": 2, "ok": 1}
+"""How bad a state cell's style is, to name a node by its worst GPU."""
+
+
+def node_states(rows: Iterable[RowView]) -> dict[str, Cell]:
+    """Each node's worst row state (a node with one GPU throttling reads ``throttled``)."""
+    worst: dict[str, Cell] = {}
+    for row in rows:
+        cell = row.cells.get("state", ("", ""))
+        held = worst.get(row.node)
+        if held is None or STATE_RANK.get(cell[1], 0) > STATE_RANK.get(held[1], 0):
+            worst[row.node] = cell
+    return worst
+
+
 def failure_text(sample: NodeSample) -> str:
     """The failure for the detail screen: state and message (once when the message says it)."""
     return state_message(str(sample.state), sample.message)
@@ -199,6 +225,8 @@ def gpu_row(
     below = clock_drop_pct(ctx, view) is not None
     low_power = hidden_low_power(ctx, view)
     slow = bool(gpu.slowdowns) or low_power
+    if not stale:
+        status = gpu_state_cell(status, below=below or bool(gpu.slowdowns), low_power=low_power)
     hot = is_num(gpu.temperature_c) and gpu.temperature_c >= config.temperature_c
     plain = "stale" if stale else ""
 

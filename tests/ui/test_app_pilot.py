@@ -349,3 +349,28 @@ def test_engine_failure_states_have_distinct_events() -> None:
     ]
     restarted = replace(ok, restarted=True)
     assert transition_events(ok, restarted)[0].message == "server restarted (counters reset)"
+
+
+async def test_row_state_and_palette_say_throttled_and_low_power() -> None:
+    from textual.command import CommandList
+
+    hot = gpu(uuid="GPU-spark-2", sm_clock_mhz=1833.0, temperature_c=91.0, clock_event_mask=0x20)
+    stuck = gpu(uuid="GPU-spark-3", sm_clock_mhz=513.0, power_w=15.0, utilization_pct=100.0)
+    sources = [
+        Scripted(node("spark-1")),
+        Scripted(node("spark-2", gpus=(hot,))),
+        Scripted(node("spark-3", gpus=(stuck,))),
+    ]
+    app = make_app(*sources)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        table = app.query_one(NodeTable)
+        assert cell_text(table, "spark-1", "state") == "ok"
+        assert cell_text(table, "spark-2", "state") == "throttled"
+        assert cell_text(table, "spark-3", "state") == "low-power?"
+
+        await pilot.press("ctrl+p", *"node spark-2")
+        await pilot.pause(0.3)
+        options = app.screen.query_one(CommandList)
+        texts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert any("Jump to spark-2 in the Nodes table (throttled)" in t for t in texts), texts

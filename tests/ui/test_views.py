@@ -49,11 +49,13 @@ def test_thermal_slowdown_is_decoded_and_coloured() -> None:
     assert cells["why"] == ("sw-therm", "crit")
     assert cells["sm"][1] == "crit"
     assert cells["temp"] == ("91", "crit")
+    assert cells["state"] == ("throttled", "warn")  # never a green ok while slowed down
 
 
 def test_hidden_low_power_pattern_is_flagged() -> None:
     cells = rows_for(case_node("gb10-hidden-low-power.csv"))
     assert cells["why"] == ("low-power?", "crit")
+    assert cells["state"] == ("low-power?", "warn")
 
 
 def test_driver_mismatch_and_no_devices_name_the_problem() -> None:

@@ -45,8 +45,10 @@ NODE_COLUMN_HELP: tuple[tuple[str, str, str], ...] = (
     ("trend", "sparkline of the latest SM clock readings", "history"),
     (
         "state",
-        "`ok`, `stale N s` (no sample for ~3 polls), `down HH:MM:SS` "
-        "(unreachable since), `no driver`, `drv mismatch`, `host key!`, `auth failed`…",
+        "`ok`; `throttled` (a slowdown reason, or the clock marked `▼`) and `low-power?` "
+        "(the pattern in **reasons**) in the warning colour; `stale N s` (no sample for ~3 "
+        "polls), `down HH:MM:SS` (unreachable since), `no driver`, `drv mismatch`, "
+        "`host key!`, `auth failed`…",
         "the node's last poll",
     ),
 )
