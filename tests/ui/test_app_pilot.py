@@ -374,3 +374,29 @@ async def test_row_state_and_palette_say_throttled_and_low_power() -> None:
         options = app.screen.query_one(CommandList)
         texts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         assert any("Jump to spark-2 in the Nodes table (throttled)" in t for t in texts), texts
+
+
+async def test_alert_bar_counts_and_puts_the_most_severe_first() -> None:
+    class Alert:
+        def __init__(self, severity: str, subject: str, message: str, age_s: float) -> None:
+            self.severity, self.subject, self.message = severity, subject, message
+            self.since_s = T0 - age_s
+
+    app = make_app(Scripted(node("spark-1")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.set_active_alerts(
+            [
+                Alert("warning", "dsv41", "decode 27 % below expected", 5),
+                Alert("critical", "spark-3/gpu0", "throttling at 1,833 MHz", 40),
+                Alert("warning", "spark-2/gpu0", "temperature 86 °C", 2),
+            ]
+        )
+        await pilot.pause()
+        bar = static_text(app.query_one(AlertBar))
+        assert bar.startswith("3 alerts (1 critical): ▲ spark-3/gpu0 throttling at 1,833 MHz 40 s")
+        # Then the warnings, newest first.
+        assert bar.index("spark-2/gpu0") < bar.index("dsv41")
+        # On screen at 80 columns: the count and the critical alert are both visible.
+        line = app.query_one(AlertBar).render_line(0).text.strip()
+        assert len(line) <= 80
+        assert line.startswith("3 alerts (1 critical): ▲ spark-3/gpu0 throttling")

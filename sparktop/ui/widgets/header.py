@@ -68,8 +68,13 @@ def _age_style(age_s: float | None, interval_s: float) -> str:
     return ""
 
 
+SEVERITY_RANK = {"critical": 2, "warning": 1, "info": 0}
+
+
 class AlertBar(TextBlock):
-    """One line under the header with the active alerts (newest first) and their age.
+    """One line under the header with the active alerts: a count when there are several,
+    then the most severe first (newest first within a severity), each with its age, so the
+    line's end may be cut but never a critical alert behind a warning.
 
     The alert engine calls :meth:`show_alerts` (through ``SparktopApp.set_active_alerts``)
     with objects that have ``severity``, ``subject``, ``message`` and ``since_s``.
@@ -96,12 +101,18 @@ class AlertBar(TextBlock):
 
     def show_alerts(self, alerts: Sequence[AlertLike], now: float | None = None) -> None:
         now = time.time() if now is None else now
-        self.alerts = tuple(sorted(alerts, key=lambda a: a.since_s, reverse=True))
+        self.alerts = tuple(
+            sorted(alerts, key=lambda a: (-SEVERITY_RANK.get(str(a.severity), 0), -a.since_s))
+        )
         parts: list[str | tuple[str, str]] = []
+        if len(self.alerts) > 1:
+            critical = sum(str(a.severity) == "critical" for a in self.alerts)
+            counts = f" ({critical} critical)" if 0 < critical < len(self.alerts) else ""
+            parts.append((f"{len(self.alerts)} alerts{counts}:", "bold"))
         for alert in self.alerts:
-            style = "$spark-crit bold" if alert.severity == "critical" else "$spark-warn"
+            style = "$spark-crit bold" if str(alert.severity) == "critical" else "$spark-warn"
             if parts:
-                parts.append("  │  ")
+                parts.append("  │  " if len(parts) > 1 else " ")
             parts += [
                 (f"▲ {alert.subject}", style),
                 " ",
