@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -244,7 +246,7 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_endpoint_down_is_marked_no_data(
+def test_endpoint_down_is_marked_no_data_warned_and_exit_1(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     url = f"http://127.0.0.1:{_closed_port()}"
@@ -252,12 +254,60 @@ def test_endpoint_down_is_marked_no_data(
     code, out, err = _run(
         capsys, "budget", "--file", str(tmp_path / "p.txt"), "--endpoint", url, "--json"
     )
-    doc = json.loads(out)
-    assert code == 0 and err == ""
+    doc = json.loads(out)  # the budget is still printed, from the profile and the estimate
+    assert code == 1
+    assert err == (
+        f"sparktop: warning: endpoint {url} unreachable (connection refused): "
+        "free KV and exact token count are not available\n"
+    )
     assert doc["tokens"]["method"] == "estimated" and doc["tokens"]["prompt_tokens"] == 500
     assert "exact count unavailable (endpoint" in doc["tokens"]["note"]
     free = doc["kv"]["free_tokens_now"]
     assert free["value"] is None and free["reason"].startswith(f"endpoint {url} unreachable")
+
+
+def test_endpoint_down_with_a_given_count_misses_only_the_free_kv(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    code, out, err = _run(capsys, "budget", "--prompt-tokens", "4000", "--endpoint", url)
+    assert code == 1 and "TTFT" in out and "free now" in out
+    assert err == (
+        f"sparktop: warning: endpoint {url} unreachable (connection refused): "
+        "free KV is not available\n"
+    )
+
+
+def test_stdin_is_estimated_when_the_endpoint_is_down(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"abcd" * 100)))
+    code, out, err = _run(capsys, "budget", "--file", "-", "--endpoint", url, "--json")
+    doc = json.loads(out)
+    assert code == 1 and "free KV and exact token count are not available" in err
+    assert doc["tokens"]["method"] == "estimated" and doc["tokens"]["prompt_tokens"] == 100
+
+
+def test_exit_codes_are_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["budget", "--help"])
+    out = capsys.readouterr().out
+    status = out[out.index("exit status:") :]
+    assert "\n  0  " in status and "\n  1  --endpoint was given" in status
+    assert "\n  2  a bad option" in status
+
+
+def test_a_fifo_is_refused_not_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Nothing writes to the FIFO: reading it would block forever (tests/test_tokens.py has
+    the guarded version of this, and the directory scan)."""
+    os.mkfifo(tmp_path / "pipe")
+    code, out, err = _run(capsys, "budget", "--file", str(tmp_path / "pipe"))
+    assert code == 2 and out == ""
+    assert err == (
+        f"sparktop: error: {tmp_path / 'pipe'} is a FIFO, not a regular file; to count what a "
+        "pipe carries, send it to standard input: --file -\n"
+    )
 
 
 PAGE = """\
@@ -327,6 +377,18 @@ def test_live_endpoint_counts_exactly_and_reads_the_free_pool(
     }
     assert doc["ceiling"]["max_model_len"]["value"] == 131072
     assert doc["ceiling"]["max_model_len"]["origin"] == "from the server"
+
+
+def test_an_endpoint_that_answers_without_metrics_is_warned_about(
+    capsys: pytest.CaptureFixture[str], engine_url: str
+) -> None:
+    url = engine_url + "/nothing-here"  # /nothing-here/metrics: 404
+    code, _, err = _run(capsys, "budget", "--prompt-tokens", "4000", "--endpoint", url)
+    assert code == 1 and err.count("\n") == 1
+    assert err == (
+        f"sparktop: warning: endpoint {url} answered but not usefully (metrics disabled: "
+        "GET /metrics returned 404): free KV is not available\n"
+    )
 
 
 # -- sparktop profiles ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -60,12 +60,57 @@ def test_scan_directory_skips_and_counts(tmp_path: Path) -> None:
     assert dict(count.skipped) == {
         "binary or not UTF-8": 2,
         "larger than 4,096 bytes": 1,
-        "not a regular file": 1,
+        "not a regular file (FIFO)": 1,
         "unreadable": 1,
     }
     assert count.files_skipped == 5
     assert (count.cjk_chars, count.other_chars) == (20, 440)
     assert count.tokens == 100 + 20 + 10
+
+
+def _finishes(call: Callable[[], object], fifo: Path) -> object:
+    """``call()``'s result or exception; a call stuck opening ``fifo`` is freed, then fails."""
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = call()
+        except Exception as exc:
+            box["result"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(30)
+    if thread.is_alive():
+        with open(fifo, "wb"):  # a writer lets the blocked open return
+            pass
+        thread.join(30)
+        pytest.fail(f"reading {fifo.name} blocked: a FIFO was opened")
+    return box["result"]
+
+
+def test_fifos_sockets_and_devices_are_never_opened(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    error = _finishes(lambda: tk.count_file(fifo), fifo)
+    assert isinstance(error, UserError)
+    assert str(error) == (
+        f"{fifo} is a FIFO, not a regular file; to count what a pipe carries, send it to "
+        "standard input: --file -"
+    )
+    with pytest.raises(UserError, match=r"/dev/null is a character device, not a regular file$"):
+        tk.count_file("/dev/null")
+    (tmp_path / "link.txt").symlink_to(fifo)  # a symlink is followed to what it names
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "s.sock"))
+    try:
+        (tmp_path / "ok.txt").write_text("abcd" * 3, encoding="utf-8")
+        count = _finishes(lambda: tk.scan_directory(tmp_path), fifo)
+    finally:
+        sock.close()
+    assert isinstance(count, tk.TokenCount)
+    assert dict(count.skipped) == {"not a regular file (FIFO)": 2, "not a regular file (socket)": 1}
+    assert count.files_counted == 1 and count.tokens == 3
 
 
 def test_scan_directory_extension_filter(tmp_path: Path) -> None:

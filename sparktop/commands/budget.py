@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import json
 import os
 import sys
@@ -28,6 +29,13 @@ examples:
   sparktop budget --file prompt.txt --endpoint http://192.168.10.10:8015   # exact count + free KV
   sparktop budget --file prompt.txt --tokenizer ./tokenizer.json           # exact, offline
   sparktop budget --prompt-tokens 40000 --profile ./my-sweep.yaml --json
+
+exit status:
+  0  the budget is printed (with --endpoint: from live data)
+  1  --endpoint was given but the server could not be reached or did not answer usefully: the
+     budget is still printed, from the profile and the estimate, and a one-line warning on
+     stderr says what is missing (free KV, exact token count) and why
+  2  a bad option, file or profile (one line on stderr, nothing printed)
 
 Token estimate without a tokenizer: CJK characters 1:1, other characters / --chars-per-token.
 Profiles: 'sparktop profiles'. JSON schema: sparktop.budget/1 (sparktop/sweep/README.md).
@@ -117,12 +125,13 @@ def _api_key(args: argparse.Namespace) -> str | None:
     return key
 
 
-def _count(args: argparse.Namespace, api_key: str | None) -> Any:
+def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeFailure | None]:
+    """The token count, and the endpoint's failure when the exact count fell back."""
     from sparktop.sweep import exact_tokens as ex
     from sparktop.sweep import tokens as tk
 
     if args.prompt_tokens is not None:
-        return tk.TokenCount(args.prompt_tokens, "given", source="--prompt-tokens")
+        return tk.TokenCount(args.prompt_tokens, "given", source="--prompt-tokens"), None
     exact: tk.Counter_ | None = None
     method = "estimated"
     endpoint = None
@@ -132,24 +141,30 @@ def _count(args: argparse.Namespace, api_key: str | None) -> Any:
         endpoint = ex.EndpointTokenizer(args.endpoint, api_key)
         exact, method = endpoint, "exact (/tokenize)"
 
+    stdin = None
+    if args.file == "-" and exact is not None:
+        # Kept (the exact count needs the whole text anyway) so the estimate can reread it.
+        stdin = io.BytesIO(sys.stdin.buffer.read())
+
     def run(counter: tk.Counter_ | None, how: str) -> tk.TokenCount:
         if args.scan_dir:
             max_bytes = int(args.max_file_mb * 1024 * 1024)
             return tk.scan_directory(
                 args.scan_dir, args.ext, args.chars_per_token, max_bytes, counter, how
             )
-        return tk.count_file(args.file, args.chars_per_token, counter, how)
+        if stdin is not None:
+            stdin.seek(0)
+        return tk.count_file(args.file, args.chars_per_token, counter, how, stdin=stdin)
 
     try:
         count = run(exact, method)
         if endpoint is not None and isinstance(endpoint.max_model_len, int):
             count = dataclasses.replace(count, max_model_len=endpoint.max_model_len)
-        return count
+        return count, None
     except RuntimeFailure as exc:
         # The exact count failed (server down): say so and fall back to the estimate.
-        if args.file == "-":
-            raise
-        return tk.with_note(run(None, "estimated"), f"exact count unavailable ({exc}); estimated")
+        note = f"exact count unavailable ({exc}); estimated"
+        return tk.with_note(run(None, "estimated"), note), exc
     finally:
         if endpoint is not None:
             endpoint.close()
@@ -167,6 +182,53 @@ def _live(url: str, api_key: str | None) -> Any:
     return asyncio.run(scrape_once(url, api_key=api_key, timeout_s=5.0))
 
 
+def _tcp_reason(url: str, timeout_s: float = 3.0) -> str | None:
+    """Why nothing accepts a TCP connection at ``url``'s host and port; None when it does."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from sparktop.sweep.exact_tokens import connect_reason
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        return str(exc)
+    try:
+        socket.create_connection((parts.hostname or "", port), timeout=timeout_s).close()
+    except OSError as exc:
+        return connect_reason(exc)
+    return None
+
+
+def endpoint_problem(url: str, count_failure: RuntimeFailure | None, live: Any) -> str | None:
+    """One line on what ``--endpoint`` could not give, and why; None when it gave everything.
+
+    ``live`` is the scraped :class:`~sparktop.model.EngineSample`; ``count_failure`` the
+    error of the exact count (None when it worked or was not asked for).
+    """
+    live_ok = live is None or live.ok
+    if live_ok and count_failure is None:
+        return None
+    missing = []
+    if not live_ok:
+        missing.append("free KV")
+    if count_failure is not None:
+        missing.append("exact token count")
+    lost = " and ".join(missing) + (" are" if len(missing) > 1 else " is") + " not available"
+    if count_failure is not None and " unreachable (" in str(count_failure):
+        return f"{count_failure}: {lost}"
+    reason = None if live_ok else _tcp_reason(url)
+    if reason is not None:
+        return f"endpoint {url} unreachable ({reason}): {lost}"
+    if live_ok:
+        because = str(count_failure)
+    else:
+        state, message = live.state.value, live.message
+        because = message if message.startswith(state) else f"{state}: {message}".rstrip(": ")
+    return f"endpoint {url} answered but not usefully ({because}): {lost}"
+
+
 def run(args: argparse.Namespace) -> int:
     _check(args)
     from sparktop.sweep.budget import budget_json, compute_budget, render_budget
@@ -174,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
 
     profile = load_profile(args.profile or DEFAULT_PROFILE)
     api_key = _api_key(args)
-    count = _count(args, api_key)
+    count, count_failure = _count(args, api_key)
     if count.tokens < 1:
         where = args.scan_dir or args.file
         files = ""
@@ -197,4 +259,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_budget(budget))
+    problem = endpoint_problem(args.endpoint, count_failure, live) if args.endpoint else None
+    if problem is not None:
+        # Live data was asked for and not obtained: the budget above is profile-only.
+        sys.stdout.flush()
+        print(f"sparktop: warning: {problem}", file=sys.stderr)
+        return 1
     return 0

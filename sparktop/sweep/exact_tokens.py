@@ -6,11 +6,38 @@ by ``sparktop budget`` as the ``exact`` counter of a file or directory scan.
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
 
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import NA
 from sparktop.sweep.tokens import Counter_, TokenCount, count_chars
+
+_ERRNO_REASONS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ETIMEDOUT: "timed out",
+    errno.EHOSTUNREACH: "no route to host",
+    errno.ENETUNREACH: "network unreachable",
+    errno.ECONNRESET: "connection reset",
+}
+
+
+def connect_reason(exc: BaseException) -> str:
+    """Why a connection failed, in a few words (``connection refused``, ``timed out``,
+    ``host not found``…), from the first OS error in the exception's chain; else its text."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, socket.gaierror):
+            return "host not found"
+        if isinstance(current, TimeoutError) or "Timeout" in type(current).__name__:
+            return "timed out"
+        if isinstance(current, OSError) and current.errno in _ERRNO_REASONS:
+            return _ERRNO_REASONS[current.errno]
+        current = current.__cause__ or current.__context__
+    return str(exc) or type(exc).__name__
 
 
 class EndpointTokenizer:
@@ -34,8 +61,9 @@ class EndpointTokenizer:
         try:
             response = self._client.post("/tokenize", json={"prompt": text})
         except httpx.HTTPError as exc:
-            reason = str(exc) or type(exc).__name__
-            raise RuntimeFailure(f"endpoint {self.url} unreachable: {reason}") from None
+            raise RuntimeFailure(
+                f"endpoint {self.url} unreachable ({connect_reason(exc)})"
+            ) from None
         if response.status_code != 200:
             raise RuntimeFailure(
                 f"{self.url}/tokenize answered HTTP {response.status_code}: "

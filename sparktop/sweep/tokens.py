@@ -10,6 +10,8 @@
 
 A directory scan skips ``SKIP_DIRS`` and hidden folders, and skips files that are binary (a NUL
 byte or invalid UTF-8), oversized, unreadable or not regular files, counting each reason.
+Only regular files are ever opened (:func:`open_regular`): a FIFO would block until a writer
+came, a device may never end; ``--file`` refuses them and points a pipe at ``-`` (stdin).
 """
 
 from __future__ import annotations
@@ -130,6 +132,49 @@ class NotText(Exception):
     """A file is binary or not UTF-8."""
 
 
+class NotRegular(Exception):
+    """A path is not a regular file; ``kind`` says what it is (``FIFO``, ``socket``, …)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+def file_kind(mode: int) -> str:
+    """What a ``st_mode`` is, in words: ``regular file``, ``FIFO``, ``socket``, ``character
+    device``…"""
+    kinds = (
+        (stat.S_ISREG, "regular file"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    )
+    return next((name for test, name in kinds if test(mode)), "special file")
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """Open ``path`` for binary reading if (following symlinks) it is a regular file.
+
+    Raises :class:`NotRegular` for anything else, without opening it (a device's open can
+    have effects); the check is repeated on the open descriptor, opened non-blocking so a
+    file swapped for a FIFO in between cannot block. ``OSError`` for missing/unreadable.
+    """
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise NotRegular(file_kind(info.st_mode))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegular(file_kind(mode))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def iter_text(stream: BinaryIO) -> Iterator[str]:
     """Decode a byte stream as strict UTF-8 in 1 MiB chunks; :class:`NotText` on NUL/bad bytes."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
@@ -167,24 +212,35 @@ def count_file(
     chars_per_token: float = DEFAULT_CHARS_PER_TOKEN,
     exact: Counter_ | None = None,
     method: str = "estimated",
+    stdin: BinaryIO | None = None,
 ) -> TokenCount:
-    """Count one file (``-`` reads standard input), estimated unless ``exact`` is given.
+    """Count one file (``-`` reads ``stdin``, default standard input), estimated unless
+    ``exact`` is given.
 
-    Raises :class:`UserError` for a missing, unreadable, directory or non-text file.
+    Raises :class:`UserError` for a missing, unreadable, directory or non-text file, and for
+    anything but a regular file (a FIFO, socket or device is refused, not read).
     """
     import sys
 
     name = str(path)
     try:
         if name == "-":
-            tokens, cjk, other = _count_stream(iter_text(sys.stdin.buffer), chars_per_token, exact)
+            stream = stdin if stdin is not None else sys.stdin.buffer
+            tokens, cjk, other = _count_stream(iter_text(stream), chars_per_token, exact)
         else:
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:
                 tokens, cjk, other = _count_stream(iter_text(fh), chars_per_token, exact)
     except FileNotFoundError:
         raise UserError(f"file {name} not found") from None
     except IsADirectoryError:
         raise UserError(f"{name} is a directory; use --scan-dir") from None
+    except NotRegular as exc:
+        if exc.kind == "directory":
+            raise UserError(f"{name} is a directory; use --scan-dir") from None
+        hint = "; to count what a pipe carries, send it to standard input: --file -"
+        raise UserError(
+            f"{name} is a {exc.kind}, not a regular file{hint if exc.kind == 'FIFO' else ''}"
+        ) from None
     except NotText as exc:
         raise UserError(f"{name}: {exc}") from None
     except OSError as exc:
@@ -253,15 +309,14 @@ def scan_directory(
     tokens = cjk = other = counted = 0
     for file in _walk_files(root, wanted, errors):
         try:
-            info = os.stat(file)
-            if not stat.S_ISREG(info.st_mode):
-                skipped["not a regular file"] += 1
-                continue
-            if info.st_size > max_file_bytes:
-                skipped[f"larger than {_size(max_file_bytes)}"] += 1
-                continue
-            with open(file, "rb") as fh:
+            with open_regular(file) as fh:
+                if os.fstat(fh.fileno()).st_size > max_file_bytes:
+                    skipped[f"larger than {_size(max_file_bytes)}"] += 1
+                    continue
                 t, c, o = _count_stream(iter_text(fh), chars_per_token, exact)
+        except NotRegular as exc:
+            skipped[f"not a regular file ({exc.kind})"] += 1
+            continue
         except NotText:
             skipped["binary or not UTF-8"] += 1
             continue
