@@ -82,6 +82,8 @@ class ReplayApp(SparktopApp):
             autostart=False,
             **kwargs,
         )
+        # The recording holds the alert engine's events; the UI's own would repeat them.
+        self.own_events = False
         self.replay = source
         self.speed = speed
         self.start_s = start_s

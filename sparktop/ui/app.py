@@ -97,6 +97,7 @@ class SparktopApp(App[int]):
         self.autostart = autostart
         self.recording = recording
         self.alert_engine = alert_engine
+        self.own_events: bool | None = None
         self.sample_hooks = tuple(sample_hooks)
         self.estimate = self.setup.estimator()
         for source in self.sources:
@@ -184,10 +185,20 @@ class SparktopApp(App[int]):
         else:
             previous = self.state.engines.get(sample.engine)
         self.state.apply(sample)
-        for event in transition_events(previous, sample):
-            self.add_event(event)
+        if self.derives_events:
+            for event in transition_events(previous, sample):
+                self.add_event(event)
         for hook in self.sample_hooks:
             hook(sample)
+
+    @property
+    def derives_events(self) -> bool:
+        """Whether the events pane gets the UI's own events (node down/recovered, scrape
+        failed/recovered, server restarted, gauges stale). The alert engine's rules cover
+        each of these (``node.down``, ``engine.down``/``restarted``/``stale``), so with an
+        engine attached they would be logged twice; ``own_events`` overrides (replay: the
+        recording holds the alert engine's events)."""
+        return self.alert_engine is None if self.own_events is None else self.own_events
 
     def feed(self, sample: Sample) -> None:
         """Record a sample from outside the poller (replay): coalesces per subject."""

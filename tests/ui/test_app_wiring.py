@@ -212,3 +212,31 @@ async def test_fed_samples_are_recorded_and_events_are_posted_as_messages() -> N
         app.feed(NodeSample("spark-7", T0 + 2, NodeState.UNREACHABLE, "timed out", since_s=T0 + 2))
         await pilot.pause()
         assert [(m.event.subject, m.event.severity) for m in app.seen] == [("spark-7", "critical")]
+
+
+async def test_with_an_alert_engine_each_failure_is_logged_once() -> None:
+    from dataclasses import replace
+
+    from tests.ui.fakes import down, engine
+
+    clock = Clock()
+    one, eng = Scripted(node("spark-1")), Scripted(engine())
+    app = SparktopApp([one, eng], clock=clock, autostart=False, cluster="test")
+    app.alert_engine = build_alert_engine(app.setup, None)
+    assert app.derives_events is False
+    async with app.run_test(size=(120, 40)):
+        await app.poll_now()
+        for _ in range(12):  # down longer than hold_s (10 s)
+            clock.advance(1)
+            one.next = down("spark-1", clock.now, "Connection refused", since=T0 + 1)
+            eng.next = engine(time_s=clock.now)
+            await app.poll_now()
+        eng.next = replace(engine(time_s=clock.now + 1), restarted=True)
+        clock.advance(1)
+        await app.poll_now()
+        log = app.query_one(EventLog)
+        about_node = [e for e in log.events if e.subject == "spark-1"]
+        assert len(about_node) == 1, [e.message for e in about_node]
+        assert about_node[0].severity == "critical"
+        restarts = [e for e in log.events if "restarted" in e.message]
+        assert len(restarts) == 1, [e.message for e in restarts]
