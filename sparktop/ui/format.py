@@ -29,17 +29,59 @@ SHORT_REASONS = {
 """Short names for NVML clock-event reasons (the help screen lists the long ones)."""
 
 
-def spark(values: Sequence[float], width: int) -> str:
-    """A one-line block-character sparkline of the newest ``width`` values, scaled min..max."""
+def spark(
+    values: Sequence[float], width: int, low: float | None = None, high: float | None = None
+) -> str:
+    """A one-line block-character sparkline of the newest ``width`` values.
+
+    Scaled ``low``..``high`` when given (a steady SM clock on a 0..max-clock scale draws a flat
+    line and only a real sag a dip), else min..max of the data shown (any jitter fills the
+    height). Values outside the scale are clamped; a value at the bottom still draws ``▁``.
+    """
     data = list(values)[-width:]
     if not data:
         return ""
-    low, high = min(data), max(data)
-    span = high - low
+    bottom = min(data) if low is None else low
+    top_value = max(data) if high is None else high
+    span = top_value - bottom
     if span <= 0:
         return BARS[3] * len(data)
     top = len(BARS) - 1
-    return "".join(BARS[round((v - low) / span * top)] for v in data)
+    return "".join(BARS[round(max(0.0, min(1.0, (v - bottom) / span)) * top)] for v in data)
+
+
+def plot_rows(
+    values: Sequence[float], width: int, height: int, low: float, high: float
+) -> list[str]:
+    """A bar plot ``height`` lines tall, oldest value on the left, scaled ``low``..``high``.
+
+    More values than ``width`` are averaged into ``width`` columns; fewer fill the left
+    columns one each. Every value draws at least ``▁``, so a reading of 0 is visible (an
+    absent reading is the caller's "n/a", never a bar). Returns the lines top first.
+    """
+    data = list(values)
+    if not data or width <= 0 or height <= 0:
+        return []
+    if len(data) > width:
+        step = len(data) / width
+        columns = []
+        for i in range(width):
+            chunk = data[int(i * step) : int((i + 1) * step)] or [data[int(i * step)]]
+            columns.append(sum(chunk) / len(chunk))
+        data = columns
+    levels = len(BARS) * height
+    span = high - low if high > low else 1.0
+    heights = [max(1, round(max(0.0, min(1.0, (v - low) / span)) * levels)) for v in data]
+    rows = []
+    for row in reversed(range(height)):
+        base = row * len(BARS)
+        rows.append(
+            "".join(
+                "█" if h - base >= len(BARS) else (BARS[h - base - 1] if h > base else " ")
+                for h in heights
+            )
+        )
+    return rows
 
 
 def bar(fraction: Num, width: int) -> str:

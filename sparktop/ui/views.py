@@ -236,6 +236,8 @@ def gpu_row(
     suffix = "p" if reference is not None and reference != own else ""
     subject = gpu_subject(sample.node, gpu.key)
     trend = ctx.state.history.get(subject, "sm_clock_mhz").values(last=7)
+    # 0..max clock: a steady ~2.5 GHz draws flat and high, only a real sag dips.
+    top_mhz = float(gpu.max_sm_clock_mhz) if is_num(gpu.max_sm_clock_mhz) else None
     cells: dict[str, Cell] = {
         "node": (sample.node, plain),
         "tp": _tp_cell(config, sample.node),
@@ -249,7 +251,7 @@ def gpu_row(
         "util": (fmt.num(gpu.utilization_pct, ".0f") + "%", plain),
         "mem": (fmt.memory(sample.memory, gpu, compact=narrow), plain),
         "why": (fmt.reasons(gpu, low_power), mark(slow, "crit")),
-        "trend": (fmt.spark(trend, 7), "stale" if stale else "accent"),
+        "trend": (fmt.spark(trend, 7, 0.0, top_mhz), "stale" if stale else "accent"),
         "state": status,
     }  # fmt: skip
     return RowView(

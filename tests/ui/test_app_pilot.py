@@ -400,3 +400,30 @@ async def test_alert_bar_counts_and_puts_the_most_severe_first() -> None:
         line = app.query_one(AlertBar).render_line(0).text.strip()
         assert len(line) <= 80
         assert line.startswith("3 alerts (1 critical): ▲ spark-3/gpu0 throttling")
+
+
+async def test_clock_trend_and_detail_plots_are_on_a_fixed_scale_and_say_na() -> None:
+    from sparktop.model import NA
+    from sparktop.ui.widgets.plot import Plot
+
+    clock = Clock()
+    source = Scripted(node("spark-1"))
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for mhz in (2498, 2521, 2505, 2512, 2500, 2519, 2510):  # healthy jitter
+            g = gpu(uuid="GPU-spark-1", sm_clock_mhz=float(mhz), power_w=NA("[N/A]"))
+            source.next = node("spark-1", clock.now, gpus=(g,))
+            await app.poll_now()
+            clock.advance(1)
+        table = app.query_one(NodeTable)
+        assert cell_text(table, "spark-1", "trend") == "▇▇▇▇▇▇▇"
+
+        await pilot.press("enter")
+        assert isinstance(app.screen, NodeDetailScreen)
+        await pilot.pause()
+        clock_plot = app.screen.query_one("#plot-sm_clock_mhz", Plot)
+        assert (clock_plot.low, clock_plot.high) == (0.0, 3003.0)
+        assert len(set(clock_plot.render().plain.split("\n")[0].strip())) == 1  # flat top row
+        power = app.screen.query_one("#plot-power_w", Plot)
+        assert power.values == ()
+        assert power.render().plain == "n/a (power_w: [N/A])"

@@ -147,6 +147,11 @@ def test_sparkline_and_bar_text() -> None:
     assert fmt.spark([1, 2, 3, 4, 5, 6, 7, 8], 8) == "▁▂▃▄▅▆▇█"
     assert fmt.spark([5, 5, 5], 8) == "▄▄▄"
     assert fmt.spark([], 8) == ""
+    # On a fixed 0..max-clock scale, healthy jitter is flat and a sag is a sag.
+    assert fmt.spark([2498, 2521, 2505, 2512, 2500, 2519, 2510], 7, 0, 3003) == "▇▇▇▇▇▇▇"
+    assert fmt.spark([2509, 2509, 1833, 1833, 513], 7, 0, 3003) == "▇▇▅▅▂"
+    # Two lines tall; a reading of 0 still draws ▁ (absent readings are n/a, not bars).
+    assert fmt.plot_rows([2509, 0], 4, 2, 0, 3003) == ["▅ ", "█▁"]
     assert fmt.bar(0.5, 8) == "████░░░░"
     assert fmt.bar(NA(), 4) == "░░░░"
 

@@ -42,7 +42,12 @@ NODE_COLUMN_HELP: tuple[tuple[str, str, str], ...] = (
         "low-power state). For a failed node: why it failed.",
         "`clocks_event_reasons.active` (NVML bitmask)",
     ),
-    ("trend", "sparkline of the latest SM clock readings", "history"),
+    (
+        "trend",
+        "the latest SM clock readings on a 0 → max clock scale: steady clocks draw a flat, "
+        "high line and only a real sag dips",
+        "history",
+    ),
     (
         "state",
         "`ok`; `throttled` (a slowdown reason, or the clock marked `▼`) and `low-power?` "

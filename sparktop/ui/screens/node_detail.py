@@ -11,13 +11,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label, Sparkline, Static
+from textual.widgets import DataTable, Footer, Label, Static
 
 from sparktop.cluster import gpu_subject
-from sparktop.model import GpuSample, NodeSample, is_num
+from sparktop.model import NA, GpuSample, NodeSample, is_num
 from sparktop.ui import format as fmt
 from sparktop.ui.views import failure_text
 from sparktop.ui.widgets.event_log import event_line
+from sparktop.ui.widgets.plot import Plot
 
 if TYPE_CHECKING:
     from sparktop.ui.app import SparktopApp
@@ -28,6 +29,28 @@ PLOTS = (
     ("power_w", "power W"),
     ("utilization_pct", "utilisation %"),
 )
+
+
+def plot_scale(metric: str, gpu: GpuSample, values: tuple[float, ...]) -> tuple[float, float]:
+    """The fixed scale a history plot is drawn on (from 0, so a steady reading draws flat):
+    SM clock up to the GPU's max clock, temperature to 100 °C, utilisation to 100 %,
+    power to the highest reading."""
+    top = max(values, default=0.0)
+    if metric == "sm_clock_mhz" and is_num(gpu.max_sm_clock_mhz):
+        top = max(top, float(gpu.max_sm_clock_mhz))
+    elif metric in ("temperature_c", "utilization_pct"):
+        top = max(top, 100.0)
+    return 0.0, top or 1.0
+
+
+def missing_reason(metric: str, gpu: GpuSample | None) -> str:
+    """Why a history plot is empty: the field's n/a reason, else no readings yet."""
+    if gpu is None:
+        return "no GPU readings from this node"
+    value = getattr(gpu, metric, None)
+    if isinstance(value, NA):
+        return f"{metric}: {value.reason}"
+    return "no readings yet"
 
 
 def gpu_field_rows(gpus: tuple[GpuSample, ...]) -> list[tuple[str, list[str]]]:
@@ -62,7 +85,7 @@ class NodeDetailScreen(Screen[None]):
     NodeDetailScreen #plots { height: auto; }
     NodeDetailScreen .plot { height: 3; }
     NodeDetailScreen .plot > Label { width: 24; color: $spark-dim; }
-    NodeDetailScreen .plot > Sparkline { width: 1fr; height: 3; }
+    NodeDetailScreen .plot > Plot { width: 1fr; height: 3; }
     NodeDetailScreen #raw { background: $surface; padding: 0 1; }
     """
 
@@ -84,12 +107,12 @@ class NodeDetailScreen(Screen[None]):
             yield DataTable(id="fields", cursor_type="none", zebra_stripes=True)
             yield Label("memory", classes="section")
             yield Static("", id="memory")
-            yield Label("history (oldest → newest)", classes="section")
+            yield Label("history (oldest → newest, each from 0)", classes="section")
             with Vertical(id="plots"):
                 for metric, label in PLOTS:
                     with Horizontal(classes="plot"):
                         yield Label(label, id=f"label-{metric}")
-                        yield Sparkline((), id=f"plot-{metric}")
+                        yield Plot(id=f"plot-{metric}")
             yield Label("events", classes="section")
             yield Static("", id="node-events")
             yield Label("last probe output", classes="section")
@@ -129,14 +152,20 @@ class NodeDetailScreen(Screen[None]):
             "(MemTotal − MemAvailable; sum of per-process used_memory)"
         )
         gpu = self._gpu(sample)
-        if gpu is not None:
-            subject = gpu_subject(self.node, gpu.key)
-            for metric, label in PLOTS:
-                series = self.sparktop.state.history.get(subject, metric)
-                values = series.values()
-                self.query_one(f"#plot-{metric}", Sparkline).data = values
-                span = f" {min(values):.0f}–{max(values):.0f}" if values else ""
-                self.query_one(f"#label-{metric}", Label).update(f"{label}{span}")
+        for metric, label in PLOTS:
+            values: tuple[float, ...] = ()
+            if gpu is not None:
+                subject = gpu_subject(self.node, gpu.key)
+                values = self.sparktop.state.history.get(subject, metric).values()
+            plot = self.query_one(f"#plot-{metric}", Plot)
+            if gpu is None or not values:
+                plot.show((), 0.0, 1.0, missing_reason(metric, gpu))
+                self.query_one(f"#label-{metric}", Label).update(label)
+                continue
+            low, high = plot_scale(metric, gpu, values)
+            plot.show(values, low, high)
+            span = f" {min(values):.0f}–{max(values):.0f}"
+            self.query_one(f"#label-{metric}", Label).update(f"{label}{span}")
         events = [
             e
             for e in self.sparktop.query_one("#events").events  # type: ignore[attr-defined]
