@@ -1,7 +1,10 @@
 """The budget pane's lines, from :func:`sparktop.sweep.budget.compute_budget` (Textual-free).
 
 Every figure is tagged with its origin as ``sparktop budget`` does (``here``, ``profile``,
-``server``, ``given``); items are packed to the pane's width (~42 columns).
+``server``, ``given``), plus ``inventory`` for a limit from ``cluster.yaml`` and ``what-if``
+for a prompt set with the keys; a dim legend ends the pane. Limits the live engine sample
+carries (server or inventory) beat the profile's, as in the engine row. Items are packed to
+the pane's width (~42 columns).
 """
 
 from __future__ import annotations
@@ -26,7 +29,48 @@ TAG = {
     Origin.SERVER: "server",
     Origin.DEFAULT: "default",
 }
-KEYS_HINT = "+/- conc  [/] prompt  </> output  i edit"
+TAG_MEANINGS = (
+    ("given", "typed"),
+    ("what-if", "keys"),
+    ("server", "live engine"),
+    ("inventory", "cluster.yaml"),
+    ("profile", "sweep"),
+    ("here", "computed"),
+)
+"""What each origin tag means (the pane's legend line and the help screen)."""
+
+LIVE_LIMITS = ("max_model_len", "max_num_seqs", "max_num_batched_tokens")
+
+Tags = dict[str, str]
+"""Budget figure name → origin tag, for limits taken from the live engine or inventory."""
+
+
+def live_limits(live: EngineSample | None) -> tuple[dict[str, int], Tags]:
+    """Limits the live engine sample carries from the server or the inventory (the engine
+    row's ``/32``), as :func:`compute_budget` overrides, with the tag each gets.
+
+    The budget prefers them over the profile's, as the engine row does; a limit the sample
+    itself took from the profile is left to the profile.
+    """
+    overrides: dict[str, int] = {}
+    tags: Tags = {}
+    if live is None or not live.ok:
+        return overrides, tags
+    for name in LIVE_LIMITS:
+        value = getattr(live, name)
+        source = live.limit_sources.get(name, "")
+        if is_num(value) and value > 0 and source != "profile":
+            overrides[name] = int(value)
+            tags[name] = "inventory" if source == "inventory" else "server"
+    if live.kv_pool_source == "inventory" and is_num(live.kv_pool_tokens):
+        overrides["kv_pool_tokens"] = int(live.kv_pool_tokens)
+        tags["kv_pool_tokens"] = "inventory"
+    return overrides, tags
+
+
+def legend() -> list[Group]:
+    """The origin tags' legend as packable groups (``[given] typed`` …)."""
+    return [[(f"[{tag}] {meaning}", "dim")] for tag, meaning in TAG_MEANINGS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +95,10 @@ def _tok(value: object) -> str:
     return f"{value:,.0f}" if is_num(value) else "?"
 
 
-def _tag(fig: Figure) -> Cell:
-    return (f" [{TAG.get(fig.origin, fig.origin)}]", "dim")
+def _tag(fig: Figure, tag: str | None = None) -> Cell:
+    """The figure's origin tag; ``tag`` names it when the budget was handed the value as an
+    override (from the live engine or inventory, not typed)."""
+    return (f" [{tag or TAG.get(fig.origin, fig.origin)}]", "dim")
 
 
 def _why(value: object) -> str:
@@ -72,7 +118,8 @@ def _label(text: str) -> Cell:
 
 def _prompt(b: Budget) -> list[Group]:
     t = b.tokens
-    groups: list[Group] = [[_label("prompt"), (f"{t.tokens:,} tok", "bold")], [(t.method, "dim")]]
+    method = f"[{t.method}]" if t.method in ("given", "what-if") else t.method
+    groups: list[Group] = [[_label("prompt"), (f"{t.tokens:,} tok", "bold")], [(method, "dim")]]
     if is_num(t.files_counted):
         groups.append([(f"{t.files_counted:,} files, {t.files_skipped} skipped", "dim")])
     if t.source and t.source != "text":
@@ -80,25 +127,25 @@ def _prompt(b: Budget) -> list[Group]:
     return groups
 
 
-def _ceiling(b: Budget) -> list[Group]:
+def _ceiling(b: Budget, tags: Tags) -> list[Group]:
     c = b.ceiling
     groups: list[Group] = [
         _ok("ceiling", None if c.rejected is None else not c.rejected, "fits", "REJECTED"),
         [(f"{_tok(b.prompt_tokens + b.output_tokens)}/{_tok(c.max_model_len.value)}", ""),
-         _tag(c.max_model_len)],
+         _tag(c.max_model_len, tags.get("max_model_len"))],
     ]  # fmt: skip
     if c.rejected:
         groups.append([(f"over by {_tok(c.over_by_tokens.value)} tokens", "crit")])
     return groups
 
 
-def _kv(b: Budget) -> list[list[Group]]:
+def _kv(b: Budget, tags: Tags) -> list[list[Group]]:
     kv = b.kv
     pct = f" {kv.pool_used_pct.value:.1f}%" if is_num(kv.pool_used_pct.value) else ""
     pool: list[Group] = [
         _ok("KV", kv.fits, "fits", "OVER POOL"),
         [(f"{_tok(kv.total_tokens.value)}/{fmt.si_tokens(kv.pool_tokens.value)}{pct}", ""),
-         _tag(kv.pool_tokens)],
+         _tag(kv.pool_tokens, tags.get("kv_pool_tokens"))],
     ]  # fmt: skip
     if is_num(kv.free_tokens_now.value):
         used = kv.free_used_pct.value
@@ -119,15 +166,22 @@ def _kv(b: Budget) -> list[list[Group]]:
     ]
     if is_num(kv.max_num_seqs.value):
         limits.append(
-            [("max_num_seqs ", "dim"), (_tok(kv.max_num_seqs.value), ""), _tag(kv.max_num_seqs)]
+            [
+                ("max_num_seqs ", "dim"),
+                (_tok(kv.max_num_seqs.value), ""),
+                _tag(kv.max_num_seqs, tags.get("max_num_seqs")),
+            ]
         )
     return [pool, now, limits]
 
 
-def _batched(b: Budget) -> list[list[Group]]:
+def _batched(b: Budget, tags: Tags) -> list[list[Group]]:
     bt = b.batched
     limit = bt.max_num_batched_tokens
-    figures: Group = [(f"{_tok(bt.batched_tokens.value)}/{_tok(limit.value)}", ""), _tag(limit)]
+    figures: Group = [
+        (f"{_tok(bt.batched_tokens.value)}/{_tok(limit.value)}", ""),
+        _tag(limit, tags.get("max_num_batched_tokens")),
+    ]
     if bt.over_limit is None:
         return [[[_label("batched"), *figures]]]
     out = [[_ok("batched", not bt.over_limit, "one batch", "TTFT steps up"), figures]]
@@ -173,10 +227,12 @@ def budget_lines(
     """The pane's lines for the inputs, the profile and the live engine (its free pool)."""
     if profile is None:
         return [[("no sweep profile: the budget needs one (--profile)", "warn")]]
+    overrides, tags = live_limits(live)
     try:
         b = compute_budget(
-            inputs.prompt, inputs.concurrency, profile, inputs.output_tokens, live=live
-        )
+            inputs.prompt, inputs.concurrency, profile, inputs.output_tokens, live=live,
+            **overrides,
+        )  # fmt: skip
     except ValueError as exc:
         return [[(str(exc), "warn")]]
     sections: list[list[Group]] = [
@@ -186,14 +242,14 @@ def budget_lines(
         [[_label("conc"), (str(b.concurrency), "bold")],
          [("output ", "dim"), (f"{b.output_tokens:,} tok", "")]],
         [],
-        _ceiling(b),
-        *_kv(b),
-        *_batched(b),
+        _ceiling(b, tags),
+        *_kv(b, tags),
+        *_batched(b, tags),
         [],
         *_time(b),
         *([[("! ", "warn"), (w, "warn")]] for w in b.warnings),
         [],
-        [[(KEYS_HINT, "dim")]],
+        legend(),
     ]  # fmt: skip
     lines: list[Line] = []
     for groups in sections:

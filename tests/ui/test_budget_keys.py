@@ -105,3 +105,30 @@ async def test_the_footer_offers_what_works_in_each_state() -> None:
         assert pane["plus"] == "+conc" and pane["escape"] == "Close" and pane["i"] == "Edit"
         assert {"q", "question_mark", "b", "p"} <= set(pane)
         assert app.query_one(Body).budget_open
+
+
+async def test_the_pane_takes_limits_from_the_live_engine_and_explains_its_tags() -> None:
+    from types import MappingProxyType
+
+    from sparktop.ui.widgets.text_block import TextBlock
+
+    limits = MappingProxyType(
+        {
+            "max_num_seqs": "inventory",
+            "max_num_batched_tokens": "profile",
+            "max_model_len": "server",
+        }
+    )
+    live = engine(max_num_seqs=32.0, limit_sources=limits)
+    app = SparktopApp([Scripted(live)], clock=Clock(), autostart=False, cluster="test")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("b")
+        await pilot.pause()
+        text = str(app.query_one("#budget-out", TextBlock).render())
+        assert "max_num_seqs 32 [inventory]" in text  # as the engine row's /32, not the profile's 8
+        assert "8,192/8,192 [profile]" in text  # the batched limit the sample took from the profile
+        assert "output 2,048 tok" in text  # sparktop budget's default
+        for tag in ("[given] typed", "[what-if] keys", "[server] live engine", "[profile] sweep",
+                    "[here] computed", "[inventory] cluster.yaml"):  # fmt: skip
+            assert tag in text

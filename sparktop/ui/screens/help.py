@@ -121,12 +121,26 @@ beside the live values and the signed deviation, coloured past
 `alerts.expected_deficit_pct` (with *since* when it persists).
 """
 
-BUDGET = """\
+
+def budget_help() -> str:
+    """The budget pane's section: inputs, keys, and what each origin tag means."""
+    from sparktop.sweep.budget import DEFAULT_OUTPUT_TOKENS
+    from sparktop.ui.budget_view import TAG_MEANINGS
+
+    tags = ", ".join(f"`[{tag}]` {meaning}" for tag, meaning in TAG_MEANINGS)
+    return f"""\
 ## Budget pane (`b`)
 
-Type prompt tokens, a file or directory path (counted), or paste text (counted exactly with
-the engine's `/tokenize` when reachable, else estimated). With the pane focused: `+`/`-`
-concurrency, `[`/`]` halve/double prompt tokens, `<`/`>` output tokens, `i` edit the inputs.
+`b` opens it with the cursor in the prompt field: type prompt tokens, a file or directory
+path (counted), or paste text (counted exactly with the engine's `/tokenize` when reachable,
+else estimated); Enter applies, Escape leaves the field, Escape again (or `b`) closes the
+pane. With no field focused: `+`/`-` concurrency, `[`/`]` halve/double prompt tokens,
+`<`/`>` output tokens, `i` edit. Output tokens default to {DEFAULT_OUTPUT_TOKENS:,}, as
+`sparktop budget` does.
+Limits come from the live engine (server or inventory) before the profile, as in the
+engine row.
+
+Every figure says where it comes from: {tags}; `default` is a built-in default.
 """
 
 
@@ -192,7 +206,7 @@ class HelpScreen(ModalScreen[None]):
                 ),
                 EXPECTED,
                 notes,
-                BUDGET,
+                budget_help(),
                 keys_markdown(keymap),
             ]
         )
