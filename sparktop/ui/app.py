@@ -37,6 +37,8 @@ from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.header import AlertBar, HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
 
+INTERVAL = Binding.Group("interval", compact=True)
+
 NO_DRIVER_TEXT = (
     "No NVIDIA driver on this machine (NVML / nvidia-smi not found), so there are no GPU "
     "readings here. Point sparktop at your cluster with --inventory cluster.yaml, or try "
@@ -51,18 +53,26 @@ class SparktopApp(App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "sparktop"
     COMMANDS = App.COMMANDS | {ClusterCommands}
+    # In the footer's order: what matters most first (it is cut at the right on 80 columns).
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("ctrl+c", "interrupt", "Quit", show=False, priority=True, id="app.interrupt"),
-        Binding("question_mark", "help", "Help", id="app.help"),
-        Binding("p", "toggle_pause", "Pause", id="app.pause"),
-        Binding("plus", "interval(1)", "+interval", id="app.interval_up"),
-        Binding("minus", "interval(-1)", "-interval", id="app.interval_down"),
-        Binding("b", "toggle_budget", "Budget", id="app.budget"),
-        Binding("e", "toggle_events", "Events", id="app.events"),
-        Binding("t", "cycle_theme", "Theme", id="app.theme"),
-        Binding("r", "poll_now", "Poll now", show=False, id="app.poll_now"),
-    ]
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
+        Binding("question_mark", "help", "Help", tooltip="help: columns, sources, keys",
+                id="app.help"),
+        Binding("b", "toggle_budget", "Budget", tooltip="open / close the context budget",
+                id="app.budget"),
+        Binding("p", "toggle_pause", "Pause", tooltip="pause / resume polling",
+                id="app.pause"),
+        Binding("e", "toggle_events", "Events", tooltip="show / hide the events pane",
+                id="app.events"),
+        Binding("plus", "interval(1)", "+interval", group=INTERVAL,
+                tooltip="poll less often (next longer interval)", id="app.interval_up"),
+        Binding("minus", "interval(-1)", "-interval", group=INTERVAL,
+                tooltip="poll more often (next shorter interval)", id="app.interval_down"),
+        Binding("t", "cycle_theme", "Theme", tooltip="next colour theme", id="app.theme"),
+        Binding("r", "poll_now", "Poll now", show=False, tooltip="poll every source now",
+                id="app.poll_now"),
+    ]  # fmt: skip
     # Textual declares it without ClassVar; the screen gets -narrow below 110 columns.
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
         (0, "-narrow"),

@@ -240,3 +240,29 @@ async def test_with_an_alert_engine_each_failure_is_logged_once() -> None:
         assert about_node[0].severity == "critical"
         restarts = [e for e in log.events if "restarted" in e.message]
         assert len(restarts) == 1, [e.message for e in restarts]
+
+
+async def test_help_shows_keys_as_typed_and_low_power_by_the_rule_thresholds() -> None:
+    from textual.widgets import Markdown
+
+    from sparktop.alerts.thresholds import Thresholds
+    from sparktop.ui.screens.help import HelpScreen
+
+    app = SparktopApp([Scripted(node("spark-1"))], autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        text = app.screen.query_one(Markdown).source
+        for typed, binding_id in (("?", "app.help"), ("+", "app.interval_up"),
+                                  ("[", "budget.prompt_halve"), ("<", "budget.output_halve"),
+                                  ("esc", "budget.close"), ("^p", "")):  # fmt: skip
+            assert f"| `{typed}` |" in text and (not binding_id or f"`{binding_id}`" in text)
+        for internal in ("question_mark", "left_square_bracket", "less_than_sign", "`plus`"):
+            assert internal not in text
+        t = Thresholds()
+        assert (
+            f"utilisation ≥ {t.low_power_util_pct:g} %, SM clock under "
+            f"{t.low_power_clock_ratio * 100:g} % of its baseline (of max clock when it has none), "
+            f"power under {t.low_power_power_w:g} W, and no slowdown reason bit"
+        ) in text
+        assert "30 W" not in text

@@ -2,62 +2,82 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
+from sparktop.alerts.thresholds import Thresholds
+from sparktop.cluster import LOADED_UTIL_PCT
 from sparktop.ui.expected import COLUMN_NOTES
 from sparktop.ui.views import WIDE_COLUMNS
 
-NODE_COLUMN_HELP: tuple[tuple[str, str, str], ...] = (
-    ("node", "inventory name", "`nodes[].name`"),
-    ("tp", "tensor-parallel group and rank (`dsv41·0` = head)", "`engines[].nodes`"),
-    ("gpu", "GPU index", "`index`"),
-    (
-        "sm",
-        "SM clock now / this GPU's baseline under load (upper quartile of "
-        "readings at ≥ 50 % util; `p` = the profile's sweep clock until it has its own); `▼` "
-        "when more than `clock_drop_pct` below",
-        "`clocks.sm`, NVML SM clock",
-    ),
-    ("max", "maximum SM clock (GB10: 3003; ~2.5 GHz under load is normal)", "`clocks.max.sm`"),
-    ("temp", "GPU temperature, coloured at `alerts.temperature_c`", "`temperature.gpu`"),
-    ("power", "power draw", "`power.draw`, NVML power (mW)"),
-    ("util", "GPU utilisation", "`utilization.gpu`"),
-    (
-        "mem",
-        "`U used/totalG·GPU heldG` on unified memory (GB10 reports "
-        "`memory.*` as `[N/A]`); `used/total G` otherwise",
-        "`/proc/meminfo` MemTotal − MemAvailable; Σ `--query-compute-apps used_memory`",
-    ),
-    (
-        "why",
-        "active clock-event reasons, slowdowns coloured (`sw-therm` `hw-therm` "
-        "`pwr-cap` `hw-slow` `pwr-brake`), benign ones plain (`idle` `app-clk` `sync` `disp`); "
-        "`low-power?` = busy, under half of max clock, under 30 W, no bit set (GB10 stuck "
-        "low-power state). For a failed node: why it failed.",
-        "`clocks_event_reasons.active` (NVML bitmask)",
-    ),
-    (
-        "trend",
-        "the latest SM clock readings on a 0 → max clock scale: steady clocks draw a flat, "
-        "high line and only a real sag dips",
-        "history",
-    ),
-    (
-        "state",
-        "`ok`; `throttled` (a slowdown reason, or the clock marked `▼`) and `low-power?` "
-        "(the pattern in **reasons**) in the warning colour; `stale N s` (no sample for ~3 "
-        "polls), `down HH:MM:SS` (unreachable since), `no driver`, `drv mismatch`, "
-        "`host key!`, `auth failed`…",
-        "the node's last poll",
-    ),
-)
-"""Help for every Nodes column, keyed like :data:`sparktop.ui.views.WIDE_COLUMNS`."""
+
+def node_column_help(t: Thresholds) -> tuple[tuple[str, str, str], ...]:
+    """Help for every Nodes column, keyed like :data:`sparktop.ui.views.WIDE_COLUMNS`, with
+    the thresholds the marks use (the alert rules' own, so the text cannot drift from them)."""
+    drop = f"{t.clock_drop_pct:g} %"
+    low_power = (
+        f"utilisation ≥ {t.low_power_util_pct:g} %, SM clock under "
+        f"{t.low_power_clock_ratio * 100:g} % of its baseline (of max clock when it has none), "
+        f"power under {t.low_power_power_w:g} W, and no slowdown reason bit"
+    )
+    return (
+        ("node", "inventory name", "`nodes[].name`"),
+        ("tp", "tensor-parallel group and rank (`dsv41·0` = head)", "`engines[].nodes`"),
+        ("gpu", "GPU index", "`index`"),
+        (
+            "sm",
+            "SM clock now / this GPU's baseline under load (upper quartile of readings at "
+            f"≥ {LOADED_UTIL_PCT:g} % util; `p` = the profile's sweep clock until it has its own); "
+            f"`▼` when more than {drop} (`alerts.clock_drop_pct`) below it under load",
+            "`clocks.sm`, NVML SM clock",
+        ),
+        ("max", "maximum SM clock (GB10: 3003; ~2.5 GHz under load is normal)", "`clocks.max.sm`"),
+        (
+            "temp",
+            f"GPU temperature, coloured at {t.temperature_c:g} °C (`alerts.temperature_c`)",
+            "`temperature.gpu`",
+        ),
+        ("power", "power draw", "`power.draw`, NVML power (mW)"),
+        ("util", "GPU utilisation", "`utilization.gpu`"),
+        (
+            "mem",
+            "`U used/totalG·GPU heldG` on unified memory (GB10 reports "
+            "`memory.*` as `[N/A]`); `used/total G` otherwise",
+            "`/proc/meminfo` MemTotal − MemAvailable; Σ `--query-compute-apps used_memory`",
+        ),
+        (
+            "why",
+            "active clock-event reasons, slowdowns coloured (`sw-therm` `hw-therm` "
+            "`pwr-cap` `hw-slow` `pwr-brake`), benign ones plain (`idle` `app-clk` `sync` `disp`); "
+            f"`low-power?` = {low_power} (GB10's hidden low-power state, as the alert rule "
+            "judges it). For a failed node: why it failed.",
+            "`clocks_event_reasons.active` (NVML bitmask)",
+        ),
+        (
+            "trend",
+            "the latest SM clock readings on a 0 → max clock scale: steady clocks draw a flat, "
+            "high line and only a real sag dips",
+            "history",
+        ),
+        (
+            "state",
+            "`ok`; `throttled` (a slowdown reason, or the clock marked `▼`) and `low-power?` "
+            "(the pattern in **reasons**) in the warning colour; `stale N s` (no sample for ~3 "
+            "polls), `down HH:MM:SS` (unreachable since), `no driver`, `drv mismatch`, "
+            "`host key!`, `auth failed`…",
+            "the node's last poll",
+        ),
+    )
+
+
+NODE_COLUMN_HELP = node_column_help(Thresholds())
+"""The column help with the default thresholds."""
 
 ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
     (
@@ -108,10 +128,12 @@ def table(title: str, rows: tuple[tuple[str, str, str], ...]) -> str:
     return "\n".join(lines)
 
 
-def node_columns() -> tuple[tuple[str, str, str], ...]:
-    """NODE_COLUMN_HELP with each column's on-screen label."""
+def node_columns(thresholds: Thresholds) -> tuple[tuple[str, str, str], ...]:
+    """The column help with each column's on-screen label."""
     labels = {c.key: c.label for c in WIDE_COLUMNS}
-    return tuple((labels[key], meaning, source) for key, meaning, source in NODE_COLUMN_HELP)
+    return tuple(
+        (labels[key], meaning, source) for key, meaning, source in node_column_help(thresholds)
+    )
 
 
 EXPECTED = """\
@@ -144,32 +166,47 @@ Every figure says where it comes from: {tags}; `default` is a built-in default.
 """
 
 
-def all_bindings() -> list[Binding]:
-    """Every binding with an id in the UI (for the help screen and inventory ``keys:``)."""
+def all_bindings(app_class: type[App[Any]] | None = None) -> list[Binding]:
+    """Every binding with an id in the UI (for the help screen and inventory ``keys:``):
+    the app's (``app_class``, default :class:`SparktopApp`, with its bases') and its widgets'."""
     from sparktop.ui.app import SparktopApp
     from sparktop.ui.widgets.body import Body
     from sparktop.ui.widgets.budget import BudgetInput, BudgetPane
     from sparktop.ui.widgets.node_table import NodeTable
 
+    app_class = app_class or SparktopApp
+    owners = [c for c in reversed(app_class.__mro__) if issubclass(c, SparktopApp)]
     found: list[Binding] = []
-    for owner in (SparktopApp, NodeTable, Body, BudgetPane, BudgetInput):
-        found += [b for b in owner.BINDINGS if isinstance(b, Binding) and b.id]
+    for owner in (*owners, NodeTable, Body, BudgetPane, BudgetInput):
+        found += [b for b in owner.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id]
     return found
 
 
-def keys_markdown(keymap: dict[str, str]) -> str:
+def key_text(keys: str, display: Callable[[Binding], str]) -> str:
+    """``question_mark`` → ``?``, ``ctrl+p`` → ``^p``: keys as the operator types them
+    (``display`` is the app's ``get_key_display``); several keys joined with `` / ``."""
+    return " / ".join(display(Binding(key.strip(), "")) for key in keys.split(","))
+
+
+def keys_markdown(
+    keymap: Mapping[str, str],
+    display: Callable[[Binding], str],
+    app_class: type[App[Any]] | None = None,
+) -> str:
+    """The keys table: key as typed, what it does, its binding id (for ``keys:``)."""
     lines = [
         "## Keys (remap in the inventory: `keys: {binding id: key}`)",
         "",
         "| key | action | binding id |",
         "|---|---|---|",
     ]
-    for binding in all_bindings():
-        key = keymap.get(binding.id or "", binding.key)
-        text = binding.description or binding.action
+    for binding in all_bindings(app_class):
+        key = key_text(keymap.get(binding.id or "", binding.key), display)
+        text = binding.tooltip or binding.description or binding.action
         lines.append(f"| `{key}` | {text} | `{binding.id}` |")
+    palette = key_text("ctrl+p", display)
     lines += [
-        "| `ctrl+p` | command palette: jump to a node or engine, details, themes | |",
+        f"| `{palette}` | command palette: jump to a node or engine, details, themes | |",
         "| mouse | click a row, scroll panes | |",
     ]
     return "\n".join(lines)
@@ -196,10 +233,14 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         notes = "\n".join(f"- {n}" for n in COLUMN_NOTES)
         keymap = dict(getattr(self.app, "_keymap", {}) or {})
+        config = getattr(self.app, "view_config", None)
+        thresholds = config.thresholds if config is not None else Thresholds()
         text = "\n\n".join(
             [
                 "# sparktop help",
-                table("Nodes (one row per GPU, keyed by node + GPU UUID)", node_columns()),
+                table(
+                    "Nodes (one row per GPU, keyed by node + GPU UUID)", node_columns(thresholds)
+                ),
                 table(
                     "Engines (one block per server; DP ranks listed when more than one)",
                     ENGINE_FIELD_HELP,
@@ -207,7 +248,7 @@ class HelpScreen(ModalScreen[None]):
                 EXPECTED,
                 notes,
                 budget_help(),
-                keys_markdown(keymap),
+                keys_markdown(keymap, self.app.get_key_display, type(self.app)),
             ]
         )
         with VerticalScroll():

@@ -28,19 +28,20 @@ class Body(Horizontal):
     """``#main`` (nodes, engines, events) and the :class:`BudgetPane`, open with ``-budget``."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close_budget", "Close", id="budget.close",
+                tooltip="close the budget pane (focus back on the Nodes table)"),
         Binding("plus", "concurrency(1)", "+conc", group=CONCURRENCY,
-                id="budget.concurrency_up"),
+                tooltip="budget: one more concurrent request", id="budget.concurrency_up"),
         Binding("minus", "concurrency(-1)", "-conc", group=CONCURRENCY,
-                id="budget.concurrency_down"),
+                tooltip="budget: one fewer concurrent request", id="budget.concurrency_down"),
         Binding("left_square_bracket", "prompt(0.5)", "½ prompt", group=PROMPT,
-                id="budget.prompt_halve"),
+                tooltip="budget: halve the prompt tokens", id="budget.prompt_halve"),
         Binding("right_square_bracket", "prompt(2)", "2× prompt", group=PROMPT,
-                id="budget.prompt_double"),
+                tooltip="budget: double the prompt tokens", id="budget.prompt_double"),
         Binding("less_than_sign", "output(0.5)", "½ output", group=OUTPUT,
-                id="budget.output_halve"),
+                tooltip="budget: halve the output tokens", id="budget.output_halve"),
         Binding("greater_than_sign", "output(2)", "2× output", group=OUTPUT,
-                id="budget.output_double"),
-        Binding("escape", "close_budget", "Close", id="budget.close"),
+                tooltip="budget: double the output tokens", id="budget.output_double"),
     ]  # fmt: skip
 
     @property

@@ -45,8 +45,10 @@ class BudgetInput(Input):
     keys then work)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "submit", "Apply", id="budget.apply"),
-        Binding("escape", "leave", "Done", id="budget.leave_input"),
+        Binding("enter", "submit", "Apply", tooltip="budget: apply the field", id="budget.apply"),
+        Binding(
+            "escape", "leave", "Done", tooltip="budget: leave the field", id="budget.leave_input"
+        ),
     ]
 
     def action_leave(self) -> None:
@@ -70,7 +72,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
     """The context budget beside the live view (``b`` toggles it, the prompt field focused)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("i", "edit", "Edit", id="budget.edit"),
+        Binding("i", "edit", "Edit", tooltip="budget: edit the prompt field", id="budget.edit"),
     ]
     """The what-if keys and ``escape`` (close) are bound on the body around the pane
     (:class:`~sparktop.ui.widgets.body.Body`), so they work from the Nodes table too."""
