@@ -56,7 +56,7 @@ class SparktopApp(App[int]):
     # In the footer's order: what matters most first (it is cut at the right on 80 columns).
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
+        Binding("ctrl+c", "interrupt", "Quit", show=False, priority=True, id="app.interrupt"),
         Binding("question_mark", "help", "Help", tooltip="help: columns, sources, keys",
                 id="app.help"),
         Binding("b", "toggle_budget", "Budget", tooltip="open / close the context budget",
