@@ -1,18 +1,28 @@
-"""``sparktop sim`` and ``sparktop demo`` as a user runs them: real processes, real servers."""
+"""``sparktop sim`` and ``sparktop demo`` as a user runs them: real processes, real servers,
+the monitor in a pseudo-terminal; how they stop (q, Ctrl-C, the terminal closing, kill) and
+that the temporary directory holding the client key never outlives them."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import pty
 import re
+import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
+from sparktop.commands.demo import startup_text
 from sparktop.inventory import load_inventory
+from sparktop.model import EngineSample
 from sparktop.snapshot import take_snapshot
-from sparktop.sources.build import build_sources
+from sparktop.sources.build import build_engine_sources, build_sources
+from tests.sim_helpers import running_sim
 
 SPARKTOP = [sys.executable, "-m", "sparktop"]
 ENV = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
@@ -56,6 +66,166 @@ def test_demo_without_tui_prints_tables_and_removes_its_directory() -> None:
     assert directory is not None
     assert not Path(directory.group(1)).exists()
     assert "spark-2" in result.stdout and "dsv41" in result.stdout
+    assert "faults are played in turn" in result.stdout
+    assert "thermal 0:02-0:06" in result.stdout  # 8-28 simulated seconds at speed 5
+
+
+class Terminal:
+    """A process on a pseudo-terminal; output is drained while waiting (a full pty would
+    block the monitor's writes)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        master, slave = pty.openpty()
+        env = {**ENV, "TERM": "xterm-256color"}
+        self.proc = subprocess.Popen(
+            argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+        )
+        os.close(slave)
+        self.master: int | None = master
+        self.output = b""
+
+    def _drain(self, wait_s: float) -> None:
+        if self.master is None:
+            time.sleep(wait_s)
+            return
+        ready, _, _ = select.select([self.master], [], [], wait_s)
+        if ready:
+            try:
+                self.output += os.read(self.master, 65536)
+            except OSError:  # the child closed its side
+                time.sleep(wait_s)
+
+    def expect(self, pattern: bytes, timeout_s: float = 60.0) -> re.Match[bytes]:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = re.search(pattern, self.output)
+            if found:
+                return found
+            assert self.proc.poll() is None, self.output[-2000:]
+            self._drain(0.1)
+        raise AssertionError(f"{pattern!r} not shown; last output: {self.output[-2000:]!r}")
+
+    def close_terminal(self) -> None:
+        """What closing a terminal window does: the pty goes away, then SIGHUP."""
+        assert self.master is not None
+        os.close(self.master)
+        self.master = None
+        self.proc.send_signal(signal.SIGHUP)
+
+    def wait(self, timeout_s: float = 30.0) -> int:
+        deadline = time.monotonic() + timeout_s
+        while self.proc.poll() is None:
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                raise AssertionError(f"still running; last output: {self.output[-2000:]!r}")
+            self._drain(0.1)
+        if self.master is not None:
+            os.close(self.master)
+            self.master = None
+        return self.proc.returncode
+
+
+@pytest.mark.parametrize(
+    ("stop", "status"),
+    [("q", 0), ("ctrl-c", 130), ("terminal closed", 129), ("SIGTERM", 143)],
+)
+def test_demo_monitor_stops_cleanly_and_removes_the_key_however_it_ends(
+    stop: str, status: int
+) -> None:
+    term = Terminal([*SPARKTOP, "demo", "--nodes", "2", "--speed", "5"])
+    try:
+        directory = Path(term.expect(rb"simulated cluster in (\S+)").group(1).decode())
+        assert (directory / "id_ed25519").exists()
+        term.expect(rb"every 1 s")  # the monitor's header: it is up and reads keys
+        if stop == "q":
+            os.write(term.master or -1, b"q")
+        elif stop == "ctrl-c":
+            os.write(term.master or -1, b"\x03")
+        elif stop == "terminal closed":
+            term.close_terminal()
+        else:
+            term.proc.send_signal(signal.SIGTERM)
+        assert term.wait() == status
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+    assert not directory.exists()
+
+
+def test_demo_without_tui_exits_130_on_ctrl_c_and_removes_its_directory() -> None:
+    proc = subprocess.Popen(
+        [*SPARKTOP, "demo", "--no-tui", "--nodes", "2", "--speed", "5"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        while not any("spark-2" in line for line in lines[1:]):  # the first table
+            line = proc.stdout.readline()
+            assert line, "sparktop demo ended before the first table"
+            lines.append(line)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    found = re.search(r"simulated cluster in (\S+)", lines[0])
+    assert found is not None
+    assert proc.returncode == 130
+    assert not Path(found.group(1)).exists()
+
+
+async def test_sim_stops_on_sighup_and_removes_inventory_and_keys(tmp_path: Path) -> None:
+    target = tmp_path / "sim.yaml"
+    proc = await asyncio.create_subprocess_exec(
+        *SPARKTOP, "sim", "--write-inventory", str(target), "--nodes", "1",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(60):
+            while not lines or "Ctrl-C" not in lines[-1]:
+                line = (await proc.stdout.readline()).decode()
+                assert line, "sparktop sim ended before it was ready"
+                lines.append(line)
+    finally:
+        proc.send_signal(signal.SIGHUP)
+        await asyncio.wait_for(proc.communicate(), 30)
+    keys_dir = Path(next(ln for ln in lines if ln.startswith("keys")).split(": ", 1)[1].strip())
+    assert proc.returncode == 0
+    assert not target.exists() and not keys_dir.exists()
+
+
+async def test_demo_inventory_holds_alerts_5_s_and_runs_32_sequences() -> None:
+    async with running_sim(alert_hold_s=5.0) as sim:
+        text = sim.inventory_path.read_text()
+        inventory = load_inventory(sim.inventory_path)
+        (source,) = build_engine_sources(inventory)
+        try:
+            sample = await source.sample()
+        finally:
+            await source.aclose()
+    assert inventory.alerts.hold_s == 5.0
+    (engine,) = inventory.engines
+    # The simulated server's limit, the inventory's and what the engine source reports agree.
+    assert engine.max_num_seqs == sim.cluster.rates.limits.max_num_seqs == 32
+    assert isinstance(sample, EngineSample) and sample.max_num_seqs == 32
+    assert "max_num_seqs 32, not the profile's 8" in text
+    assert "alerts hold 5 s" in text
+
+
+def test_demo_says_what_it_plays_and_why_its_inventory_differs() -> None:
+    text = startup_text("tour", 1.0)
+    assert text.startswith("faults are played in turn, one at a time")
+    assert "thermal 0:08-0:28" in text and "long-context 2:16" in text
+    assert "alerts hold 5 s" in text
+    assert "alerts hold 1 s" in startup_text("tour", 5.0)
+    result = subprocess.run(
+        [*SPARKTOP, "demo", "--help"], capture_output=True, text=True, timeout=60, env=ENV
+    )
+    assert "alerts: {hold_s: 5}" in result.stdout and "max_num_seqs: 32" in result.stdout
+    assert "130 after Ctrl-C" in result.stdout
 
 
 def test_bad_options_are_one_line_usage_errors(tmp_path: Path) -> None:

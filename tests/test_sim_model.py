@@ -8,7 +8,7 @@ import random
 import pytest
 
 from sparktop.sim.clock import SimClock
-from sparktop.sim.engine import EngineModel, LoadSpec, Phase
+from sparktop.sim.engine import EngineModel, LoadSpec, Phase, prefill_concurrency
 from sparktop.sim.gb10 import Gb10Responder
 from sparktop.sim.gpu import Fault, GpuModel
 from sparktop.sim.model import SimCluster
@@ -123,6 +123,47 @@ def test_restart_drops_requests_and_zeroes_counters() -> None:
     assert not engine.is_up(31.0) and engine.is_up(33.0)
 
 
+def test_restart_brings_every_background_client_back() -> None:
+    engine = small_engine(clients=3, prompt=2_000, pool=1_000_000)
+    for i in range(1, 300):
+        engine.step(i * 0.1, 0.1)
+    assert engine.running or engine.waiting  # requests in flight when the server goes
+    engine.restart(30.0, downtime_s=3.0)
+    now = 30.0
+    while now < 80.0:
+        now += 0.1
+        engine.step(now, 0.1)
+    assert engine.stats.success["length"] >= 3 * 3  # all three clients, several rounds each
+    assert {r.client for r in engine.running} | {r.client for r in engine.waiting} | {
+        i for i, due in enumerate(engine._next_client_s) if due is not None
+    } == {0, 1, 2}
+
+
+def test_pool_exhaustion_sessions_finish_on_their_own_and_the_pool_drains() -> None:
+    cluster = SimCluster(ProfileRates.load(FOUR))
+    cluster.advance_to(5.0)
+    flood = cluster.flood("dsv41")
+    engine = cluster.engines["dsv41"]
+    cluster.advance_to(15.0)
+    assert engine.kv_usage >= 0.9 and engine.waiting
+    cluster.advance_to(900.0)
+    assert all(r.phase is Phase.DONE and r.finish_reason == "length" for r in flood)
+    assert engine.kv_usage < 0.05
+    assert engine.stats.preemptions > 0
+
+
+def test_long_prompt_next_to_short_ones_prefills_at_the_concurrency_1_rate() -> None:
+    assert prefill_concurrency(501_869, [1_004, 3_800, 7_513, 14_955, 3_800, 1_004]) == 1
+    assert prefill_concurrency(14_955, [14_955] * 7) == 8  # the sweep's own case
+    assert prefill_concurrency(1_004, [7_513] * 5) == 6
+    engine = small_engine(clients=0, prompt=1_000, pool=2_000_000)
+    req = engine.new_request(0.0, 124_759, 128, tag="long-context")
+    for i in range(1, 400):
+        engine.step(i * 0.1, 0.1)
+    # The 4-Spark sweep's 128K row at concurrency 1: TTFT 33.27 s.
+    assert req.first_token_s == pytest.approx(33.27, abs=0.3)
+
+
 def test_slowest_rank_sets_the_decode_pace() -> None:
     rates = ProfileRates.load(FOUR)
     fast = SimCluster(rates, seed=7)
@@ -157,11 +198,37 @@ def test_max_num_seqs_is_raised_only_when_the_pool_could_never_fill() -> None:
 
 def test_tour_plays_every_fault_and_loops() -> None:
     tour = SCENARIOS["tour"]
+    assert tour.period_s is not None and tour.period_s <= 180
     player = Player(tour, start_s=100.0)
-    first = player.due(100.0 + 125.0 - 0.1)
+    first = player.due(100.0 + tour.period_s - 0.1)
     assert set(first) == set(Act)
-    assert player.due(100.0 + 125.0 + 8.0) == [Act.RECOVER, Act.THERMAL]
-    assert tour.period_s is not None and tour.period_s <= 130
+    assert player.due(100.0 + tour.period_s + 8.0) == [Act.RECOVER, Act.THERMAL]
+
+
+def test_tour_faults_last_long_enough_for_a_5_s_hold_to_fire_and_clear() -> None:
+    """Each fault is on screen >= 15 s (an alert holding 5 s fires inside it, with polls and
+    the thermal ramp to spare) and >= 10 s pass before the next one (it clears first)."""
+    tour = SCENARIOS["tour"]
+    assert tour.period_s is not None
+    ends = {Act.RECOVER, Act.END_FLOOD, Act.NODE_UP}
+    steps = [*tour.steps, (tour.period_s, Act.RECOVER)]
+    faults = [(at, act) for at, act in steps if act not in ends]
+    assert [act for _, act in faults] == [
+        Act.THERMAL, Act.LOW_POWER, Act.FLOOD, Act.NODE_DOWN, Act.RESTART, Act.LONG_CONTEXT,
+    ]  # fmt: skip
+    starts = [at for at, _ in faults]
+    for (at, act), next_start in zip(faults, [*starts[1:], tour.period_s + 8.0], strict=True):
+        end = next((t for t, a in steps if t > at and a in ends), None)
+        if act in (Act.RESTART, Act.LONG_CONTEXT):
+            assert next_start - at >= 8.0, act  # instant faults: room for the alert to clear
+            continue
+        assert end is not None and end - at >= 15.0, act
+        assert next_start - end >= 10.0, act
+    assert tour.long_prompt_tokens == 124_759
+
+
+def test_single_scenarios_send_the_512k_prompt() -> None:
+    assert SCENARIOS["long-context"].long_prompt_tokens == 501_869
 
 
 def test_single_scenario_fires_once_and_holds() -> None:

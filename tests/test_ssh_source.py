@@ -149,6 +149,38 @@ async def test_accept_new_records_an_unknown_key_but_never_a_changed_one(
     assert sample.state is NodeState.HOST_KEY and impostor.commands == []
 
 
+@pytest.mark.parametrize(
+    ("missing", "role"),
+    [("identity_file", "identity file"), ("known_hosts", "known_hosts file"),
+     ("config", "SSH config file")],
+)  # fmt: skip
+async def test_a_missing_local_file_is_named_not_a_bare_no_such_file(
+    files: ClientFiles, start_node: StartNode, missing: str, role: str
+) -> None:
+    """What a monitor shows when a simulator that wrote its keys is killed under it."""
+    server = await start_node()
+    source = ssh_source(files, node("spark-1", server.port))
+    assert (await source.sample()).ok
+    await source._drop()  # the next poll connects again and reads the files
+    path = getattr(files, missing)
+    path.unlink()
+    sample = await source.sample()
+    await source.aclose()
+    assert sample.state is NodeState.ERROR
+    assert sample.message == f"{role} {path} not found"
+
+
+async def test_accept_new_creates_a_missing_known_hosts_file(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    server = await start_node(trust=False)
+    files.known_hosts.unlink()
+    source = ssh_source(files, node("spark-1", server.port, strict_host_key_checking=False))
+    assert (await source.sample()).ok
+    await source.aclose()
+    assert files.known_hosts.read_text() == server.known_hosts_line() + "\n"
+
+
 async def test_unknown_client_key_is_an_auth_failure(
     files: ClientFiles, start_node: StartNode
 ) -> None:

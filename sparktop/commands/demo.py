@@ -4,21 +4,42 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
 
 from sparktop.commands.sim import add_common_arguments, options_from, scenario_help
 from sparktop.errors import RuntimeFailure
+from sparktop.sim.scenarios import SCENARIOS, timeline
+from sparktop.sim.signals import Terminated, raise_on_signals
 from sparktop.sim.thread import SimThread
+
+DEMO_HOLD_S = 5.0
+"""Alert hold of the demo's inventory, in simulated seconds (the monitor's default is 10)."""
 
 DESCRIPTION = """\
 Start a simulated DGX Spark cluster on loopback (real SSH servers answering like GB10 nodes,
 real HTTP servers speaking vLLM's /metrics) and open the monitor on it, polled by the same
 code as a real cluster. The generated inventory, keys and known_hosts live in a temporary
-directory (printed) that is removed on exit. The default scenario, 'tour', plays every fault
-in turn, so each alert shows within about two minutes.
+directory (printed) that is removed on exit, also when the terminal closes (SIGHUP) or the
+process is killed with SIGTERM.
+
+The default scenario, 'tour', plays the faults in turn, 20 s each with 10 s of recovery
+between, three minutes per round, looping: thermal, hidden-low-power, pool-exhaustion,
+node-down, server-restart, long-context. Background load runs throughout.
+
+The generated inventory differs from a real cluster's in two ways:
+  alerts: {hold_s: 5}   a condition must hold 5 s (not the default 10 s) to raise an alert
+                        and be gone 5 s to clear it, so each short fault's alert fires while
+                        the fault is on screen (with --speed X: 5/X wall seconds);
+  max_num_seqs: 32      the simulated server runs 32 sequences although the default profile's
+                        sweep used 8: 8 sequences of at most 1M tokens could never fill its
+                        11.4M-token KV pool, and the pool-exhaustion fault needs it to fill.
+                        The engine panel and the budget read the limit from this inventory,
+                        so they say 32 too.
+
+Exit status: 0 after q, 130 after Ctrl-C, 129 / 143 after SIGHUP / SIGTERM.
 """
 
 EPILOG = """\
@@ -63,6 +84,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     options = options_from(args)
+    options = dataclasses.replace(options, alert_hold_s=round(DEMO_HOLD_S / options.speed, 3))
     from sparktop.sweep.profile import load_profile
 
     load_profile(options.profile)  # a bad name is a UserError before anything starts
@@ -70,19 +92,40 @@ def run(args: argparse.Namespace) -> int:
 
     outputs = AlertOutputs.from_args(args)  # a bad --on-alert/--record fails before the start
     sim = SimThread(options)
-    try:
-        handle = sim.start()
-    except OSError as exc:
-        raise RuntimeFailure(f"could not start the simulator: {exc}") from None
-    try:
-        print(f"simulated cluster in {handle.directory} (removed on exit)")
-        print(handle.summary(), flush=True)
-        if args.no_tui:
-            return snapshot_loop(handle.inventory_path, rounds=args.rounds)
-        return open_monitor(handle.inventory_path, theme=args.theme, outputs=outputs)
-    finally:
-        outputs.close()
-        sim.stop()
+    # SIGHUP/SIGTERM unwind through the finally below like Ctrl-C: the key directory goes.
+    with raise_on_signals():
+        try:
+            try:
+                handle = sim.start()
+            except OSError as exc:
+                raise RuntimeFailure(f"could not start the simulator: {exc}") from None
+            print(f"simulated cluster in {handle.directory} (removed on exit)")
+            print(handle.summary())
+            print(startup_text(options.scenario, options.speed), flush=True)
+            if args.no_tui:
+                return snapshot_loop(handle.inventory_path, rounds=args.rounds)
+            return open_monitor(handle.inventory_path, theme=args.theme, outputs=outputs)
+        except Terminated as exc:
+            return exc.exit_code
+        finally:
+            outputs.close()
+            sim.stop()
+
+
+def startup_text(scenario: str, speed: float) -> str:
+    """What the scenario will show and when (printed before the monitor opens)."""
+    chosen = SCENARIOS[scenario]
+    hold = f"alerts hold {DEMO_HOLD_S / speed:g} s to fire and to clear"
+    if not chosen.steps:
+        return f"{chosen.description}; {hold}"
+    when = timeline(chosen, speed)
+    if chosen.period_s:
+        round_s = chosen.period_s / speed
+        return (
+            f"faults are played in turn, one at a time, then the round repeats every "
+            f"{round_s / 60:.3g} min: {when}; {hold}"
+        )
+    return f"{chosen.description}: {when}; {hold}"
 
 
 def open_monitor(inventory_path: Path, *, theme: str | None = None, outputs: Any = None) -> int:
@@ -106,7 +149,8 @@ def open_monitor(inventory_path: Path, *, theme: str | None = None, outputs: Any
 
 
 def snapshot_loop(inventory_path: Path, *, rounds: int = 0, interval_s: float = 2.0) -> int:
-    """Print a snapshot table of the simulated cluster every ``interval_s`` until Ctrl-C."""
+    """Print a snapshot table of the simulated cluster every ``interval_s`` until Ctrl-C
+    (then 130) or ``rounds`` tables (then 0)."""
     from rich.console import Console
 
     from sparktop.inventory import load_inventory
@@ -131,6 +175,10 @@ def snapshot_loop(inventory_path: Path, *, rounds: int = 0, interval_s: float = 
         finally:
             await asyncio.gather(*(s.aclose() for s in sources), return_exceptions=True)
 
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         asyncio.run(loop())
+    except Terminated:
+        raise
+    except KeyboardInterrupt:
+        return 130
     return 0

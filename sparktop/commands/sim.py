@@ -7,12 +7,14 @@ import asyncio
 import contextlib
 import signal
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from sparktop.errors import UserError
 from sparktop.sim.runner import SimOptions, start_sim
 from sparktop.sim.scenarios import SCENARIOS
+from sparktop.sim.signals import STOP_SIGNALS
 from sparktop.sweep.profile import DEFAULT_PROFILE
 
 MAX_NODES = 256
@@ -22,7 +24,12 @@ Start a simulated DGX Spark cluster on loopback and run it until Ctrl-C: one rea
 server per node answering sparktop's probe like a GB10, one HTTP server per engine with
 vLLM's /metrics, /v1/models, /tokenize and streaming completions. Load follows a sweep
 profile; scenarios inject faults. The inventory written to PATH points at it (its keys and
-known_hosts live in a temporary directory; everything is removed on exit).
+known_hosts live in a temporary directory; everything is removed on exit, also when the
+terminal closes (SIGHUP) or the process gets SIGTERM).
+
+The simulated server runs max_num_seqs 32 where the default profile's sweep used 8, so the
+KV pool can fill (pool-exhaustion); the inventory says 32. Its alerts keep the monitor's
+default hold (10 s); 'sparktop demo' writes 5 s so the tour's 20 s faults alert in time.
 """
 
 EPILOG = """\
@@ -38,8 +45,15 @@ examples:
 """
 
 
-def scenario_help() -> str:
-    return "\n".join(f"  {s.name:<17} {s.description}" for s in SCENARIOS.values())
+def scenario_help(width: int = 92) -> str:
+    """One entry per scenario, descriptions wrapped under each other."""
+    indent = " " * 20
+    return "\n".join(
+        textwrap.fill(
+            s.description, width, initial_indent=f"  {s.name:<17} ", subsequent_indent=indent
+        )
+        for s in SCENARIOS.values()
+    )
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, default_scenario: str) -> None:
@@ -134,7 +148,8 @@ async def _serve(options: SimOptions, target: Path) -> None:
     load_profile(options.profile)  # a bad name is a UserError before anything starts
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # Closing the terminal (SIGHUP) or kill (SIGTERM) stops like Ctrl-C: the key goes too.
+    for sig in (signal.SIGINT, *STOP_SIGNALS):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     sim = await start_sim(options)
@@ -151,4 +166,5 @@ async def _serve(options: SimOptions, target: Path) -> None:
         await sim.close()
         with contextlib.suppress(OSError):
             target.unlink()
-        print("simulator stopped; inventory and keys removed", file=sys.stderr)
+        with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+            print("simulator stopped; inventory and keys removed", file=sys.stderr)

@@ -8,6 +8,16 @@ preempts the most recently admitted running request, which goes back to the fron
 queue and is recomputed (its computed full blocks hit the prefix cache). ``prompt_tokens``
 is counted when a request produces its first token. Rates come from
 :class:`~sparktop.sim.rates.ProfileRates`, slowed by ``pace`` (the TP group's slowest rank).
+
+Background clients are closed loops: a client whose request finishes, or is aborted (a
+restart drops every request; the client sees an error), thinks and sends the next one, so
+load always resumes. A restart's clients retry the moment the server is back.
+
+A sweep row at concurrency *c* is *c* equal prompts prefilling together, so a request's TTFT
+is read at its *prefill concurrency*: itself plus each other running request weighted by
+its prompt over this request's uncached tokens, at most 1 each (see :func:`prefill_concurrency`).
+Equal prompts give the sweep's *c*; one long prompt among short ones prefills at nearly the
+concurrency-1 rate, as vLLM's chunked prefill gives it most of each step's token budget.
 """
 
 from __future__ import annotations
@@ -21,7 +31,15 @@ from sparktop.sim.rates import ProfileRates, ServingLimits, blocks_for
 from sparktop.sim.requests import LoadSpec, Phase, SimRequest
 from sparktop.sim.stats import EngineStats
 
-__all__ = ["EngineModel", "LoadSpec", "Phase", "SimRequest"]
+__all__ = ["EngineModel", "LoadSpec", "Phase", "SimRequest", "prefill_concurrency"]
+
+
+def prefill_concurrency(uncached_tokens: int, others_prompt_tokens: list[int]) -> int:
+    """The sweep concurrency whose TTFT applies to a request prefilling ``uncached_tokens``
+    next to running requests with these prompt lengths: ``1 + Σ min(1, other / uncached)``,
+    rounded (≥ 1)."""
+    work = max(1, uncached_tokens)
+    return max(1, round(1 + sum(min(1.0, p / work) for p in others_prompt_tokens)))
 
 
 @dataclass(slots=True)
@@ -91,8 +109,11 @@ class EngineModel:
         self.waiting.append(req)
         return req
 
-    def abort(self, req: SimRequest) -> None:
-        """Drop a request (client went away); vLLM does not count aborts as successes."""
+    def abort(self, req: SimRequest, now: float | None = None) -> None:
+        """Drop a request (client went away); vLLM does not count aborts as successes.
+
+        A background client's next request follows its think time from ``now`` (default:
+        the request's arrival), so an aborted request never silences its client."""
         if req.phase is Phase.DONE:
             return
         if req in self.running:
@@ -101,24 +122,30 @@ class EngineModel:
             self.waiting.remove(req)
         self._free(req)
         req.phase, req.finish_reason = Phase.DONE, "abort"
+        self._client_done(req, req.arrival_s if now is None else now)
         req._notify()
 
-    def abort_tagged(self, tag: str) -> int:
+    def abort_tagged(self, tag: str, now: float | None = None) -> int:
         victims = [r for r in (*self.running, *self.waiting) if r.tag == tag]
         for r in victims:
-            self.abort(r)
+            self.abort(r, now)
         return len(victims)
 
     def restart(self, now: float, downtime_s: float) -> None:
-        """The server restarts: every request is dropped, every counter starts from zero."""
+        """The server restarts: every request is dropped, every counter starts from zero,
+        and every background client sends again when the server is back (``now`` +
+        ``downtime_s``)."""
+        back = now + downtime_s
         for req in (*self.running, *self.waiting):
-            self.abort(req)
+            self.abort(req, back)
         self.stats = EngineStats(self.limits.max_model_len)
         self.used_blocks = 0
-        self.down_until_s = now + downtime_s
-        self.started_s = now + downtime_s
+        self.down_until_s = back
+        self.started_s = back
         self.restarts += 1
-        self.set_clients(len(self._next_client_s), self.down_until_s)
+        self._next_client_s = [
+            back if due is None else max(due, back) for due in self._next_client_s
+        ]
 
     def set_clients(self, clients: int, now: float) -> None:
         """Change the number of background clients (new ones start at ``now``)."""
@@ -170,7 +197,8 @@ class EngineModel:
             self.stats.prefix_queries += req.prompt_tokens
             self.stats.prefix_hits += req.cached_tokens
             uncached = max(1, req.prompt_tokens - req.cached_tokens)
-            ttft = self.rates.ttft_s(uncached, len(self.running))
+            others = [r.prompt_tokens for r in self.running if r is not req]
+            ttft = self.rates.ttft_s(uncached, prefill_concurrency(uncached, others))
             req.prefill_rate = uncached / ttft
 
     def _grow(self, req: SimRequest, tokens: int) -> bool:
@@ -253,7 +281,12 @@ class EngineModel:
         s.prompt_len.observe(req.prompt_tokens)
         s.generation_len.observe(req.generated)
         s.max_tokens.observe(req.max_tokens)
-        if req.client is not None and req.client < len(self._next_client_s):
-            think = self.rng.expovariate(1.0 / self.load.think_s) if self.load.think_s > 0 else 0.0
-            self._next_client_s[req.client] = now + think
+        self._client_done(req, now)
         req._notify()
+
+    def _client_done(self, req: SimRequest, now: float) -> None:
+        """The background client that sent ``req`` thinks, then sends its next request."""
+        if req.client is None or req.client >= len(self._next_client_s):
+            return
+        think = self.rng.expovariate(1.0 / self.load.think_s) if self.load.think_s > 0 else 0.0
+        self._next_client_s[req.client] = now + think

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sparktop.sim.engine import EngineModel, LoadSpec, SimRequest
 from sparktop.sim.gpu import Fault, GpuModel
 from sparktop.sim.rates import ProfileRates
+from sparktop.sim.scenarios import LONG_PROMPT_TOKENS
 
 STEP_S = 0.1
 """Simulated seconds per model step."""
@@ -163,11 +164,15 @@ class SimCluster:
         return reqs
 
     def end_flood(self, engine: str) -> int:
-        return self.engines[engine].abort_tagged("flood")
+        """The flood's sessions go away (aborted); how many were still in flight."""
+        return self.engines[engine].abort_tagged("flood", self.now)
 
-    def long_context(self, engine: str, prompt_tokens: int = 501_869) -> SimRequest | None:
+    def long_context(
+        self, engine: str, prompt_tokens: int = LONG_PROMPT_TOKENS
+    ) -> SimRequest | None:
         """One long-context request (default: the 4-Spark sweep's 512K prompt) unless one
-        is already in flight."""
+        is already in flight. It prefills next to the background load at about the
+        sweep's concurrency-1 rate (see :func:`~sparktop.sim.engine.prefill_concurrency`)."""
         model = self.engines[engine]
         if any(r.tag == "long-context" for r in (*model.running, *model.waiting)):
             return None

@@ -34,7 +34,7 @@ from sparktop.sim.gpu import Fault
 from sparktop.sim.httpserver import EngineServer
 from sparktop.sim.model import SimCluster
 from sparktop.sim.rates import ProfileRates
-from sparktop.sim.scenarios import SCENARIOS, Act, Player
+from sparktop.sim.scenarios import LONG_PROMPT_TOKENS, SCENARIOS, Act, Player
 from sparktop.sim.sshserver import SshServerHandle, generate_key, start_ssh_server
 from sparktop.sweep.profile import DEFAULT_PROFILE
 
@@ -50,8 +50,9 @@ SSH_USER = "sparktop"
 class SimOptions:
     """What to simulate. ``max_num_seqs`` None = the profile's, raised until the KV pool can
     fill (see :func:`sparktop.sim.rates.default_max_num_seqs`); ``kv_pool_tokens`` None = the
-    profile's. ``old_driver_nodes`` answer
-    like a driver before 535 (no ``clocks_event_reasons*`` fields)."""
+    profile's. ``old_driver_nodes`` answer like a driver before 535 (no
+    ``clocks_event_reasons*`` fields). ``alert_hold_s`` goes into the generated inventory as
+    ``alerts: {hold_s: …}`` (wall seconds; None = the monitor's default)."""
 
     nodes: int = 4
     engines: int = 1
@@ -64,6 +65,7 @@ class SimOptions:
     kv_pool_tokens: int | None = None
     load: LoadSpec | None = None
     old_driver_nodes: tuple[str, ...] = ()
+    alert_hold_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +83,13 @@ class SimHandle:
     ``ssh`` (node → :class:`SshServerHandle`), ``http`` (engine → :class:`EngineServer`),
     ``directory`` and the paths of the generated files, ``targets``."""
 
-    def __init__(self, options: SimOptions, directory: Path, own_directory: bool) -> None:
+    def __init__(
+        self,
+        options: SimOptions,
+        directory: Path,
+        own_directory: bool,
+        clock: SimClock | None = None,
+    ) -> None:
         self.options = options
         self.directory = directory
         self._own_directory = own_directory
@@ -89,7 +97,7 @@ class SimHandle:
         self.known_hosts_path = directory / "known_hosts"
         self.identity_path = directory / "id_ed25519"
         self.ssh_config_path = directory / "ssh_config"
-        self.clock = SimClock(options.speed)
+        self.clock = clock or SimClock(options.speed)
         rates = ProfileRates.load(options.profile, options.max_num_seqs, options.kv_pool_tokens)
         self.cluster = SimCluster(
             rates, nodes=options.nodes, engines=options.engines, seed=options.seed,
@@ -112,7 +120,7 @@ class SimHandle:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def _start(self) -> None:
+    async def _start(self, tick: bool = True) -> None:
         client_key = generate_key()
         for name, gpu in self.cluster.gpus.items():
             responder = Gb10Responder(
@@ -131,7 +139,8 @@ class SimHandle:
         self.ssh_config_path.write_text("# empty: the simulator's nodes need no ssh config\n")
         self.inventory_path.write_text(self.inventory_yaml())
         self.set_scenario(self.options.scenario)
-        self._task = asyncio.create_task(self._tick(), name="sim-tick")
+        if tick:
+            self._task = asyncio.create_task(self._tick(), name="sim-tick")
 
     async def close(self) -> None:
         """Stop every server and the ticking task; remove the directory if it was ours."""
@@ -170,14 +179,20 @@ class SimHandle:
         self._actions.put_nowait(Act.RECOVER)
         self._player = Player(SCENARIOS[name], self.cluster.now)
 
+    async def step(self) -> None:
+        """Bring the model up to now and carry out the scenario's actions that are due (what
+        the runner does every ``TICK_WALL_S``; call it yourself when started with
+        ``tick=False``)."""
+        self.refresh()
+        if self._player is not None:
+            for act in self._player.due(self.cluster.now):
+                self._actions.put_nowait(act)
+        while not self._actions.empty():
+            await self.apply(self._actions.get_nowait())
+
     async def _tick(self) -> None:
         while True:
-            self.refresh()
-            if self._player is not None:
-                for act in self._player.due(self.cluster.now):
-                    self._actions.put_nowait(act)
-            while not self._actions.empty():
-                await self.apply(self._actions.get_nowait())
+            await self.step()
             await asyncio.sleep(TICK_WALL_S)
 
     async def apply(self, act: Act) -> None:
@@ -207,7 +222,9 @@ class SimHandle:
         elif act is Act.RESTART:
             cluster.restart(engine)
         elif act is Act.LONG_CONTEXT:
-            cluster.long_context(engine)
+            scenario = SCENARIOS.get(self.scenario)
+            tokens = scenario.long_prompt_tokens if scenario else LONG_PROMPT_TOKENS
+            cluster.long_context(engine, tokens)
 
     # -- what to tell the user -------------------------------------------------------------
 
@@ -236,17 +253,29 @@ class SimHandle:
             }
             for name in self.cluster.engines
         ]
-        doc = {
+        doc: dict[str, object] = {
             "cluster": f"sim-{len(node_entries)}x",
             "profile": self.options.profile,
             "interval_s": self.options.interval_s,
             "nodes": node_entries,
             "engines": engines,
         }
+        if self.options.alert_hold_s is not None:
+            doc["alerts"] = {"hold_s": self.options.alert_hold_s}
         header = (
             "# Generated by the sparktop simulator; valid while it runs.\n"
             f"# scenario: {self.options.scenario}, speed: {self.options.speed}x\n"
         )
+        profile_seqs = self.cluster.rates.profile.max_num_seqs
+        if limits.max_num_seqs != profile_seqs:
+            header += (
+                f"# max_num_seqs {limits.max_num_seqs}, not the profile's {profile_seqs}: "
+                "raised so the KV pool can fill (pool-exhaustion)\n"
+            )
+        if self.options.alert_hold_s is not None:
+            header += (
+                f"# alerts hold {self.options.alert_hold_s:g} s: the scenario's faults are short\n"
+            )
         return header + yaml.safe_dump(doc, sort_keys=False)
 
     def summary(self) -> str:
@@ -263,8 +292,17 @@ class SimHandle:
         return "\n".join(lines)
 
 
-async def start_sim(options: SimOptions | None = None, directory: Path | None = None) -> SimHandle:
-    """Start a simulator. ``directory`` None = a new temporary one, removed on close."""
+async def start_sim(
+    options: SimOptions | None = None,
+    directory: Path | None = None,
+    *,
+    clock: SimClock | None = None,
+    tick: bool = True,
+) -> SimHandle:
+    """Start a simulator. ``directory`` None = a new temporary one, removed on close.
+
+    ``clock`` replaces the one made from ``options.speed`` (tests drive time by hand);
+    ``tick`` False leaves advancing the scenario to :meth:`SimHandle.step`."""
     options = options or SimOptions()
     if options.scenario not in SCENARIOS:
         raise ValueError(
@@ -273,9 +311,9 @@ async def start_sim(options: SimOptions | None = None, directory: Path | None = 
     own = directory is None
     path = Path(tempfile.mkdtemp(prefix="sparktop-sim-")) if directory is None else directory
     path.mkdir(parents=True, exist_ok=True)
-    handle = SimHandle(options, path, own)
+    handle = SimHandle(options, path, own, clock)
     try:
-        await handle._start()
+        await handle._start(tick)
     except BaseException:
         await handle.close()
         raise

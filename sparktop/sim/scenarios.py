@@ -3,8 +3,10 @@
 A :class:`Scenario` is a list of ``(at_s, action)`` steps in simulated seconds from the
 moment it is selected; ``period_s`` makes it loop. Single scenarios inject their fault
 after ``LEAD_S`` seconds of normal load (so baselines exist) and hold it; ``node-down``
-comes back after 30 s. ``tour`` plays every fault in turn with recovery between, about two
-minutes per round at speed 1, so a newcomer sees each alert.
+comes back after 30 s. ``tour`` plays every fault in turn, three minutes per round at
+speed 1: each fault lasts 20 s (15 s for node-down), so an alert holding 5 s fires well
+inside it, with at least 10 s of recovery after it, so the alert clears before the next
+fault starts. Background load runs throughout, so decode and finished requests never stop.
 """
 
 from __future__ import annotations
@@ -29,12 +31,23 @@ class Act(enum.StrEnum):
     LONG_CONTEXT = "long-context"
 
 
+LONG_PROMPT_TOKENS = 501_869
+"""The 4-Spark sweep's 512K prompt (TTFT 181.4 s at concurrency 1)."""
+
+TOUR_LONG_PROMPT_TOKENS = 124_759
+"""The 4-Spark sweep's 128K prompt (TTFT 33.3 s at concurrency 1): in the tour its prefill
+ends, and its prompt tokens land, inside its step."""
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
+    """``long_prompt_tokens``: the prompt the ``long-context`` action sends."""
+
     name: str
     description: str
     steps: tuple[tuple[float, Act], ...] = ()
     period_s: float | None = None
+    long_prompt_tokens: int = LONG_PROMPT_TOKENS
 
 
 LEAD_S = 5.0
@@ -43,15 +56,18 @@ _TOUR = (
     (0.0, Act.RECOVER),
     (8.0, Act.THERMAL),
     (28.0, Act.RECOVER),
-    (31.0, Act.LOW_POWER),
-    (51.0, Act.RECOVER),
-    (54.0, Act.FLOOD),
-    (74.0, Act.END_FLOOD),
-    (77.0, Act.NODE_DOWN),
-    (93.0, Act.NODE_UP),
-    (96.0, Act.RESTART),
-    (108.0, Act.LONG_CONTEXT),
+    (38.0, Act.LOW_POWER),
+    (58.0, Act.RECOVER),
+    (68.0, Act.FLOOD),
+    (88.0, Act.END_FLOOD),
+    (98.0, Act.NODE_DOWN),
+    # Shorter down, longer gap: a monitor backing off from a dead node reconnects late.
+    (113.0, Act.NODE_UP),
+    (128.0, Act.RESTART),
+    # Prefill ~33 s, then ~128 tokens of decode: done before the round ends.
+    (136.0, Act.LONG_CONTEXT),
 )
+TOUR_PERIOD_S = 180.0
 
 SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
     {
@@ -85,14 +101,17 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
             ),
             Scenario(
                 "long-context",
-                "a 501,869-token request arrives (the sweep's 512K prompt)",
+                "a 501,869-token request (the sweep's 512K prompt) prefills for ~3 min next "
+                "to the load: running +1, KV climbing, then its prompt tokens land at once",
                 ((LEAD_S, Act.LONG_CONTEXT),),
             ),
             Scenario(
                 "tour",
-                "every fault in turn, with recovery between (about two minutes per round)",
+                "every fault in turn for 20 s, 10 s of recovery between, 3 minutes per round "
+                "(its long-context step sends the sweep's 128K prompt)",
                 _TOUR,
-                period_s=125.0,
+                period_s=TOUR_PERIOD_S,
+                long_prompt_tokens=TOUR_LONG_PROMPT_TOKENS,
             ),
         )
     }
@@ -126,3 +145,26 @@ class Player:
                 return out
             out.append(steps[i][1])
             self._fired += 1
+
+
+_ENDS = {Act.RECOVER, Act.END_FLOOD, Act.NODE_UP}
+_SHOWN = {Act.FLOOD: "pool-exhaustion"}
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}:{secs:02d}"
+
+
+def timeline(scenario: Scenario, speed: float = 1.0) -> str:
+    """When each fault plays, in wall time at ``speed`` from the scenario's start:
+    ``thermal 0:08-0:28, …, server-restart 2:10`` (a fault without an end is one instant)."""
+    steps = scenario.steps
+    parts = []
+    for i, (at, act) in enumerate(steps):
+        if act in _ENDS:
+            continue
+        end = next((t for t, a in steps[i + 1 :] if a in _ENDS), None)
+        span = _clock(at / speed) + (f"-{_clock(end / speed)}" if end is not None else "")
+        parts.append(f"{_SHOWN.get(act, act.value)} {span}")
+    return ", ".join(parts)

@@ -7,6 +7,7 @@ starts the simulator here; the monitor then talks to it over loopback like to an
 from __future__ import annotations
 
 import asyncio
+import shutil
 import threading
 from pathlib import Path
 
@@ -15,7 +16,9 @@ from sparktop.sim.runner import SimHandle, SimOptions, start_sim
 
 class SimThread:
     """A simulator in a daemon thread. ``start()`` returns once every server listens (or
-    raises what went wrong); ``stop()`` closes the servers and joins the thread."""
+    raises what went wrong); ``stop()`` closes the servers, joins the thread and makes sure
+    a temporary directory it created (it holds a private key) is gone, even when called
+    while the simulator is still starting."""
 
     def __init__(self, options: SimOptions, directory: Path | None = None) -> None:
         self.options = options
@@ -25,6 +28,7 @@ class SimThread:
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self._stop_requested = False
         self._thread = threading.Thread(target=self._run, name="sparktop-sim", daemon=True)
 
     def start(self, timeout_s: float = 60.0) -> SimHandle:
@@ -42,10 +46,14 @@ class SimThread:
             self._loop.call_soon_threadsafe(self.handle.set_scenario, name)
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop_requested = True
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         if self._thread.is_alive():
             self._thread.join(timeout_s)
+        handle = self.handle
+        if handle is not None and self.directory is None:
+            shutil.rmtree(handle.directory, ignore_errors=True)  # in case close() hung
 
     def _run(self) -> None:
         try:
@@ -55,8 +63,9 @@ class SimThread:
             self._ready.set()
 
     async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        # _stop before _loop: stop() uses _stop once it sees _loop.
         self._stop = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
         try:
             self.handle = await start_sim(self.options, self.directory)
         except BaseException as exc:
@@ -65,6 +74,7 @@ class SimThread:
             return
         self._ready.set()
         try:
-            await self._stop.wait()
+            if not self._stop_requested:
+                await self._stop.wait()
         finally:
             await self.handle.close()

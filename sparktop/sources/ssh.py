@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import logging
 import os
 import random
@@ -186,6 +187,9 @@ class SshSource:
             reason = f"connect timed out after {self.settings.connect_timeout_s:g} s"
             return await self._fail(NodeState.UNREACHABLE, reason, started)
         except (OSError, asyncssh.Error) as exc:
+            problem = self._local_file_problem(exc)
+            if problem is not None:
+                return await self._fail(NodeState.ERROR, problem, started)
             return await self._fail(NodeState.UNREACHABLE, _reason(exc), started)
         except asyncssh.KeyImportError as exc:  # e.g. an encrypted key and no agent
             reason = f"cannot use the SSH key: {exc}; load it into ssh-agent or fix identity_file"
@@ -272,13 +276,18 @@ class SshSource:
         if self._conn is not None and not self._conn.is_closed():
             return self._conn
         await self._drop()
+        accept_new = not getattr(self.node, "strict_host_key_checking", True)
+        known_hosts = _path(self.settings.known_hosts)
+        if known_hosts is not None and not accept_new and not os.path.exists(known_hosts):
+            # Nothing could be trusted; say so rather than "not in known_hosts" (accept-new
+            # creates the file, as OpenSSH does).
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), known_hosts)
         kwargs = self._connect_kwargs()
         # Resolve the SSH config for this host to learn which known_hosts files apply.
         options = await asyncssh.SSHClientConnectionOptions.construct(**kwargs)
         if list(options.encryption_algs) == get_default_encryption_algs():
             kwargs["encryption_algs"] = gcm_first(options.encryption_algs)
         files = known_hosts_files(self.settings.known_hosts, options.known_hosts)
-        accept_new = not getattr(self.node, "strict_host_key_checking", True)
         matcher = KnownHostsMatcher(files, host=options.host, port=options.port)
         try:
             async with asyncio.timeout(self.settings.connect_timeout_s + CONNECT_MARGIN_S):
@@ -320,6 +329,24 @@ class SshSource:
             # Like OpenSSH: an encrypted key is left to the agent rather than failing here.
             kwargs["ignore_encrypted"] = True
         return kwargs
+
+    def _local_file_problem(self, exc: BaseException) -> str | None:
+        """``identity file /tmp/k/id_ed25519 not found`` when a file of this machine's SSH
+        settings is missing or unreadable (None for anything else): without it the message
+        would be a bare "No such file or directory"."""
+        name = getattr(exc, "filename", None)
+        if not isinstance(exc, OSError) or not name:
+            return None
+        path = os.path.expanduser(os.fsdecode(name))
+        roles = {
+            _path(self.settings.identity_file): "identity file",
+            _path(self.settings.known_hosts): "known_hosts file",
+            _path(self.settings.config): "SSH config file",
+        }
+        role = roles.get(path, "file")
+        if isinstance(exc, FileNotFoundError):
+            return f"{role} {path} not found"
+        return f"{role} {path}: {exc.strerror or type(exc).__name__}"
 
     def _auth_message(self, exc: asyncssh.PermissionDenied) -> str:
         user = f"{self.settings.user}@" if self.settings.user else ""
