@@ -8,7 +8,6 @@ and events pane show the alerts recorded at the time, and the clock is the recor
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
@@ -19,12 +18,25 @@ from sparktop.cluster import ClusterState
 from sparktop.record.codec import CodecError, decode
 from sparktop.record.replay import Pacer, ReplaySource, Step
 from sparktop.sweep.profile import Profile
-from sparktop.ui import app as app_module
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.event_log import EventLog
 
 RENDER_EVERY_S = 0.25
 """At high speed, render at most this often (ticks in between are still applied)."""
+
+
+REDACTED = "<redacted>"
+"""What the recorder writes for a secret-looking inventory key (it also catches limits such as
+``max_num_batched_tokens``: replay treats them as not given)."""
+
+
+def _unredacted(value: Any) -> Any:
+    """The header's inventory with redacted values dropped (they were optional or secret)."""
+    if isinstance(value, dict):
+        return {k: _unredacted(v) for k, v in value.items() if v != REDACTED}
+    if isinstance(value, list):
+        return [_unredacted(v) for v in value]
+    return value
 
 
 def _inventory(header: dict[str, Any]) -> Any:
@@ -36,9 +48,25 @@ def _inventory(header: dict[str, Any]) -> Any:
     if not isinstance(data, dict):
         return None
     try:
-        return Inventory.model_validate(data)
+        return Inventory.model_validate(_unredacted(data))
     except ValidationError:
         return None
+
+
+def recorded_layout(header: dict[str, Any]) -> tuple[str | None, dict[str, list[str]]]:
+    """The cluster name and each engine's tensor-parallel nodes as the header's inventory
+    has them, read leniently (for a recorded inventory that no longer validates)."""
+    data = header.get("inventory")
+    if not isinstance(data, dict):
+        return None, {}
+    name = data.get("cluster")
+    groups: dict[str, list[str]] = {}
+    for engine in data.get("engines") or ():
+        if isinstance(engine, dict) and isinstance(engine.get("name"), str):
+            nodes = [n for n in engine.get("nodes") or () if isinstance(n, str)]
+            if nodes:
+                groups[engine["name"]] = nodes
+    return (name if isinstance(name, str) and name else None), groups
 
 
 def _profile(header: dict[str, Any]) -> Profile | None:
@@ -54,9 +82,8 @@ def _profile(header: dict[str, Any]) -> Profile | None:
 class ReplayApp(SparktopApp):
     """The monitor replaying a recording at ``speed``; see ``sparktop replay --help``."""
 
-    # CSS_PATH is resolved against the defining class's module: point at the monitor's.
-    CSS_PATH = str(Path(app_module.__file__ or "").with_name("app.tcss"))
-
+    # Priority, so the Nodes table's own left/right/home do not take them; off while a budget
+    # field has the focus (``check_action``), so typing there still works.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "toggle_pause", "Play/pause", priority=True, id="replay.play"),
         Binding("left", "seek(-10)", "-10 s", priority=True, id="replay.back"),
@@ -64,20 +91,23 @@ class ReplayApp(SparktopApp):
         Binding("shift+left", "seek(-60)", "-1 min", priority=True, id="replay.back_minute"),
         Binding("shift+right", "seek(60)", "+1 min", priority=True, id="replay.forward_minute"),
         Binding("n", "next_alert", "Next alert", id="replay.next_alert"),
-        Binding("home", "restart", "Start", show=False, id="replay.start"),
+        Binding("home,g", "restart", "Start", show=False, priority=True, id="replay.start"),
     ]
+    PLAYBACK_ACTIONS = frozenset({"toggle_pause", "seek", "restart"})
 
     def __init__(
         self, source: ReplaySource, *, speed: float = 1.0, start_s: float = 0.0, **kwargs: Any
     ) -> None:
         header = source.recording.header
         inventory = _inventory(header)
+        name, groups = recorded_layout(header) if inventory is None else (None, {})
         super().__init__(
             (),
             inventory=inventory,
             profile=_profile(header),
             interval_s=header.get("interval_s") or None,
-            cluster=None if inventory is not None else "replay",
+            cluster=None if inventory is not None else name or "replay",
+            tp_groups=groups or None,
             clock=lambda: source.time_s,
             autostart=False,
             **kwargs,
@@ -205,6 +235,13 @@ class ReplayApp(SparktopApp):
 
     async def action_poll_now(self) -> None:
         """Nothing to poll in a replay."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "interval":
+            return False  # a recording's pace is its own: no poll interval to change
+        if action in self.PLAYBACK_ACTIONS and self.typing():
+            return False  # space, arrows and home edit the budget field instead
+        return super().check_action(action, parameters)
 
 
 def run_replay_tui(
