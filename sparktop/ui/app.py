@@ -22,7 +22,7 @@ from textual.widgets import Footer, Input, Static
 from sparktop.cluster import ClusterState
 from sparktop.inventory import Inventory
 from sparktop.model import GpuSample, NodeSample, NodeState, Sample, Source
-from sparktop.poller import Poller
+from sparktop.poller import MAX_INTERVAL_S, MIN_INTERVAL_S, Poller
 from sparktop.sweep.profile import Profile
 from sparktop.ui import themes
 from sparktop.ui.commands import ClusterCommands
@@ -78,7 +78,10 @@ class SparktopApp(App[int]):
         (0, "-narrow"),
         (110, "-wide"),
     ]
-    INTERVAL_STEPS: ClassVar[tuple[float, ...]] = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+    INTERVAL_STEPS: ClassVar[tuple[float, ...]] = tuple(
+        sorted({MIN_INTERVAL_S, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, MAX_INTERVAL_S})
+    )
+    """What ``+``/``-`` step through: the poller's whole range (0.2–60 s)."""
 
     def __init__(
         self,
@@ -168,21 +171,15 @@ class SparktopApp(App[int]):
         self.theme = name
 
     def _apply_keymap(self, keys: Mapping[str, str]) -> None:
-        known = {b.id for b in self._all_bindings() if b.id}
-        unknown = sorted(set(keys) - known)
-        if unknown:
-            self.notify(
-                f"keys: unknown binding id(s): {', '.join(unknown)}; known: "
-                f"{', '.join(sorted(known))}",
-                severity="warning",
-                timeout=10,
-            )
-        self.set_keymap({k: v for k, v in keys.items() if k in known})
-
-    def _all_bindings(self) -> list[Binding]:
+        """Apply the inventory's ``keys:``; unknown ids and keys already in use are named in
+        a notification (a clashing remap is not applied)."""
+        from sparktop.ui.keymap import checked_keymap
         from sparktop.ui.screens.help import all_bindings
 
-        return all_bindings()
+        keymap, problems = checked_keymap(self._normalize_keymap(keys), all_bindings(type(self)))
+        for problem in problems:
+            self.notify(problem, severity="warning", timeout=15)
+        self.set_keymap(keymap)
 
     # -- data in ---------------------------------------------------------------------------
 

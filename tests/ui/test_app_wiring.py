@@ -266,3 +266,45 @@ async def test_help_shows_keys_as_typed_and_low_power_by_the_rule_thresholds() -
             f"power under {t.low_power_power_w:g} W, and no slowdown reason bit"
         ) in text
         assert "30 W" not in text
+
+
+async def test_a_keys_remap_onto_a_used_key_is_named_and_not_applied() -> None:
+    from textual.command import CommandPalette
+
+    from sparktop.inventory import parse_inventory
+
+    text = (
+        "cluster: k\nnodes: [{name: spark-1, host: 127.0.0.1}]\n"
+        "keys: {app.pause: ctrl+p, app.events: q, app.theme: space}\n"
+    )
+    inventory = parse_inventory(text, "k.yaml")
+    app = SparktopApp([Scripted(node("spark-1"))], inventory=inventory, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        messages = [str(n.message) for n in app._notifications]
+        assert any(
+            "app.pause: ctrl+p clashes: ctrl+p is the command palette" in m
+            and "app.pause stays on p" in m
+            for m in messages
+        ), messages
+        assert any("app.events: q clashes: q is Quit (app.quit)" in m for m in messages)
+        assert not any("app.theme" in m for m in messages)  # space is free
+        await pilot.press("ctrl+p")
+        assert isinstance(app.screen, CommandPalette)  # ctrl+p kept its meaning, said so
+        await pilot.press("escape")
+        await pilot.press("p")
+        assert app.poller.paused
+        theme = app.theme
+        await pilot.press("space")
+        assert app.theme != theme
+
+
+async def test_interval_keys_step_through_the_pollers_whole_range() -> None:
+    from sparktop.poller import MAX_INTERVAL_S, MIN_INTERVAL_S
+
+    app = SparktopApp([Scripted(node("spark-1"))], autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("minus", "minus", "minus")
+        assert app.poller.interval_s == MIN_INTERVAL_S == 0.2
+        for _ in range(10):
+            await pilot.press("plus")
+        assert app.poller.interval_s == MAX_INTERVAL_S

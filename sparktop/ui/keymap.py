@@ -1,0 +1,69 @@
+"""The inventory's ``keys:`` remaps checked against the keys the monitor already uses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from textual.binding import Binding
+
+RESERVED_KEYS = {
+    "ctrl+p": "the command palette",
+    "ctrl+q": "quit",
+    "tab": "focus next",
+    "shift+tab": "focus previous",
+    "up": "moving in the Nodes table",
+    "down": "moving in the Nodes table",
+    "pageup": "moving in the Nodes table",
+    "pagedown": "moving in the Nodes table",
+}
+"""Keys bound without a binding id (Textual's own and the table's), which ``keys:`` cannot
+move out of the way."""
+
+
+def checked_keymap(
+    keys: Mapping[str, str], bindings: Sequence[Binding]
+) -> tuple[dict[str, str], list[str]]:
+    """The remaps to apply, and one problem per id that is unknown or whose new key is
+    already taken (by another binding, after the other remaps, or by :data:`RESERVED_KEYS`).
+
+    ``keys`` is normalised (``question_mark``, not ``?``); a clashing remap is dropped, so
+    the action keeps its default key and the key keeps what it did, and the problem says so.
+    Two bindings of the same action on one key (replay's space and ``p``) are no clash.
+    """
+    by_id = {b.id: b for b in bindings if b.id}
+    unknown = sorted(set(keys) - set(by_id))
+    problems = []
+    if unknown:
+        problems.append(
+            f"keys: unknown binding id(s): {', '.join(unknown)}; known: {', '.join(sorted(by_id))}"
+        )
+    wanted = {k: v for k, v in keys.items() if k in by_id}
+    taken: dict[str, list[tuple[str, Binding]]] = {}
+    for binding_id, binding in by_id.items():
+        for key in _keys(wanted.get(binding_id, binding.key)):
+            taken.setdefault(key, []).append((binding_id, binding))
+    applied: dict[str, str] = {}
+    for binding_id, value in wanted.items():
+        action = by_id[binding_id].action
+        clashes = []
+        for key in _keys(value):
+            if key in RESERVED_KEYS:
+                clashes.append(f"{key} is {RESERVED_KEYS[key]}")
+            clashes += [
+                f"{key} is {other.description or other.action} ({other_id})"
+                for other_id, other in taken.get(key, ())
+                if other_id != binding_id and other.action != action
+            ]
+        if clashes:
+            default = by_id[binding_id].key
+            problems.append(
+                f"keys: {binding_id}: {value} clashes: {'; '.join(clashes)}. "
+                f"{binding_id} stays on {default}"
+            )
+        else:
+            applied[binding_id] = value
+    return applied, problems
+
+
+def _keys(value: str) -> list[str]:
+    return [k.strip() for k in value.split(",") if k.strip()]
