@@ -144,7 +144,9 @@ def render_table(snap: Snapshot, console: Console) -> None:
     if snap.engines:
         console.print()
         engines = engine_report.engine_tables(snap.engines, width)
-        for table in engines:
+        for i, table in enumerate(engines):
+            if i:
+                console.print()
             console.print(table.table)
         for line in engine_report.notes(snap.engines):
             console.print(Text(line, style="dim"))

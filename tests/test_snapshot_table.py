@@ -8,6 +8,7 @@ GPU readings are those of the nvidia-smi cases (gb10-query-with-header.csv: 2509
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import pytest
@@ -228,3 +229,12 @@ def test_discrete_gpu_memory_and_names() -> None:
     text = render(160, Snapshot("c", 0.0, (NodeSample(node="h100", time_s=0.0, gpus=(gpu,)),)))
     assert "1 H100 80GB HBM3" in text and "12/80G" in text and "gpu_idle" in text
     assert "NVIDIA" not in text and "U = unified" not in text
+
+
+def test_the_star_legend_is_there_only_when_a_value_has_a_star() -> None:
+    hit = dataclasses.replace(_engine(), ranks=(), since_start=("prefix_hit_rate",))
+    text = render(160, Snapshot("c", 0.0, (), (hit,)))
+    assert "25.0*" in text and "* = since server start" in text
+    spec = dataclasses.replace(_engine(), ranks=(), since_start=("spec_acceptance_rate",))
+    text = render(160, Snapshot("c", 0.0, (), (spec,)))
+    assert "*" not in text  # no column shows the speculative-decoding rate

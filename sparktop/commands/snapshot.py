@@ -32,9 +32,10 @@ with its reason.
 
 In a terminal the tables fit its width without clipping a value: columns that do not fit are
 left out, least important first ({", ".join(reversed(NODE_PRIORITY[2:]))}; node and state
-always stay), and named under the table; engines split into two narrower tables (requests and
-KV cache; speed). Piped output gets every column on whole lines. Memory on GB10 reads
-"U used/totalG·GPU heldG": unified memory in GiB, and what GPU processes hold.
+always stay; a narrower column still shows in the room a wider one left), and named under
+the table; engines split into two narrower tables (requests and KV cache; speed). Piped
+output gets every column on whole lines. Memory on GB10 reads "U used/totalG·GPU heldG":
+unified memory in GiB, and what GPU processes hold.
 
 Each node has its own deadline (connect_timeout_s, then command_timeout_s for the probe), so a
 hung node is reported as such without holding up the others.

@@ -171,6 +171,8 @@ _LOAD_KEYS = ("engine", "running", "waiting", "kv", "pool", "free", "preempt", "
 _SPEED_KEYS = ("engine", "prefill", "decode", "ttft50", "ttft95", "itl50", "prompt", "hit")
 
 Row = dict[str, Text]
+STARRED = frozenset({"ttft_p50", "ttft_p95", "itl_p50", "mean_prompt_tokens", "prefix_hit_rate"})
+"""Fields the tables mark with ``*`` when they cover the server's lifetime."""
 
 
 def _tokens(value: Num) -> str:
@@ -208,7 +210,7 @@ def _row(row: EngineSample | RankStats, name: str, since_start: tuple[str, ...],
         "ttft95": _latency(row.ttft_p95, "ttft_p95" in since_start),
         "itl50": _latency(row.itl_p50, "itl_p50" in since_start),
         "prompt": prompt + ("*" if "mean_prompt_tokens" in since_start else ""),
-        "hit": _pct(row.prefix_hit_rate),
+        "hit": _pct(row.prefix_hit_rate) + ("*" if "prefix_hit_rate" in since_start else ""),
         "state": "",
     }
     # Text(), not markup: engine names come from the inventory, messages from servers.
@@ -280,7 +282,7 @@ def notes(samples: Iterable[EngineSample]) -> list[str]:
         if s.message:
             parts.append(s.message)
         lines.append(f"{s.engine}: " + "; ".join(parts))
-        lifetime = lifetime or bool(s.since_start)
+        lifetime = lifetime or bool(STARRED.intersection(s.since_start))
     if lifetime:
         lines.append("* = since server start (no window yet, or no requests in it)")
     return lines
