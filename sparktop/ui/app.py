@@ -44,6 +44,10 @@ NO_DRIVER_TEXT = (
     "readings here. Point sparktop at your cluster with --inventory cluster.yaml, or try "
     "'sparktop demo' for a simulated one."
 )
+NO_DRIVER_INVENTORY_TEXT = (
+    "No NVIDIA driver on any node of {cluster} (NVML / nvidia-smi not found), so there are no "
+    "GPU readings. Each row says what its node reported; Enter opens the node's details."
+)
 
 
 class SparktopApp(App[int]):
@@ -103,6 +107,7 @@ class SparktopApp(App[int]):
         self.setup: Setup = build_setup(
             inventory, profile=profile, interval_s=interval_s, cluster=cluster, tp_groups=tp_groups
         )
+        self.inventory = inventory
         self.view_config = self.setup.config
         self.sources = tuple(sources)
         self.state = ClusterState()
@@ -134,12 +139,35 @@ class SparktopApp(App[int]):
         yield AlertBar(id="alerts")
         with Body(id="body"):
             with Vertical(id="main"):
-                yield Static(NO_DRIVER_TEXT, id="notice")
+                yield Static(self.no_driver_text(), id="notice")
                 yield NodeTable(id="nodes")
-                yield EnginePanel(id="engines")
+                yield EnginePanel(self.no_engine_text(), id="engines")
                 yield EventLog(id="events")
             yield BudgetPane(self, id="budget")
         yield Footer()
+
+    def no_driver_text(self) -> str:
+        """The notice when no node has an NVIDIA driver (``--inventory`` advice only when
+        there is none)."""
+        if self.inventory is None:
+            return NO_DRIVER_TEXT
+        return NO_DRIVER_INVENTORY_TEXT.format(cluster=self.view_config.cluster)
+
+    def no_engine_text(self) -> str:
+        """What the engines panel says before any engine sample: what was tried."""
+        engines = [s.name for s in self.sources if getattr(s, "kind", "") == "engine"]
+        if self.inventory is not None:
+            engines += [e.name for e in self.inventory.engines if e.name not in engines]
+        if engines:
+            return f"waiting for the first scrape of {', '.join(engines)}…"
+        if self.inventory is not None:
+            return "no inference server in the inventory (add one under engines:)"
+        from sparktop.ui.sources import LOCAL_ENGINE_URL
+
+        return (
+            f"no inference server answering at {LOCAL_ENGINE_URL} (tried at start); name "
+            "yours in an inventory (--inventory cluster.yaml, engines:)"
+        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return themes.variable_defaults(self.current_theme.to_color_system().generate())
@@ -247,7 +275,9 @@ class SparktopApp(App[int]):
         view_now = self.paused_at if self.paused_at is not None else now
         config = self.view_config
         table = self.query_one(NodeTable)
-        rows = node_rows(self.state, self.known_gpus, view_now, config, narrow=table.narrow)
+        rows = node_rows(
+            self.state, self.known_gpus, view_now, config, table.narrow, table.columns_spec
+        )
         self.node_states = node_states(rows)
         cells = table.sync(rows)
         cells += self.query_one(EnginePanel).sync(

@@ -7,7 +7,7 @@ style names (``ok``, ``warn``, ``crit``, ``dim``, ``stale``, ``accent``) to them
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sparktop.alerts.context import RuleContext
@@ -264,21 +264,57 @@ def num_or_zero(value: object) -> float:
     return float(value) if is_num(value) else 0.0
 
 
+MESSAGE_COLUMNS = ("mem", "why", "trend")
+"""The columns a failed row's message runs across (nothing else to show there)."""
+
+
+def spread(text: str, widths: Sequence[int]) -> list[str]:
+    """``text`` split at spaces over cells of ``widths`` (each takes the words that fit); the
+    last cell ends with ``…`` when the text runs on (the detail screen has all of it)."""
+    words = text.split()
+    cells: list[str] = []
+    for i, width in enumerate(widths):
+        last = i == len(widths) - 1
+        cell = ""
+        while words and len(f"{cell} {words[0]}".strip()) <= width:
+            cell = f"{cell} {words.pop(0)}".strip()
+        if words and (last or not cell):
+            # A word wider than a cell is cut (the last cell says the text goes on).
+            rest = f"{cell} {' '.join(words)}".strip()
+            cell = rest[: width - 1] + "…" if last else rest[:width]
+            words = [] if last else rest[width:].split()
+        cells.append(cell)
+    return cells
+
+
 def failed_row(
-    sample: NodeSample, gpu: GpuSample | None, now: float, config: ViewConfig, narrow: bool
+    sample: NodeSample,
+    gpu: GpuSample | None,
+    now: float,
+    config: ViewConfig,
+    narrow: bool,
+    columns: Sequence[Column] | None = None,
 ) -> RowView:
-    """A row for a node whose last poll failed: identity, failure and since when; no values."""
+    """A row for a node whose last poll failed: identity, failure and since when; no values.
+
+    The failure message runs across the memory, reasons and trend cells of ``columns``
+    (default: the wide or narrow set) so it reads at table width, not cut at one cell's.
+    """
     status = state_cell(sample, now, config, narrow)
     gap = (fmt.DASH, "dim")
+    shown = columns or (NARROW_COLUMNS if narrow else WIDE_COLUMNS)
+    spans = [c for c in shown if c.key in MESSAGE_COLUMNS]
+    message = spread(sample.message or str(sample.state), [c.width for c in spans])
     cells: dict[str, Cell] = {
         "node": (sample.node, status[1]),
         "tp": _tp_cell(config, sample.node),
         "gpu": (str(gpu.index) if gpu else fmt.DASH, "dim"),
-        "sm": gap, "max": gap, "temp": gap, "power": gap, "util": gap, "mem": gap,
-        "why": (sample.message or str(sample.state), status[1]),
-        "trend": ("", ""),
+        "sm": gap, "max": gap, "temp": gap, "power": gap, "util": gap,
+        "mem": ("", ""), "why": ("", ""), "trend": ("", ""),
         "state": status,
     }  # fmt: skip
+    for column, text in zip(spans, message, strict=True):
+        cells[column.key] = (text, status[1])
     key = gpu.key if gpu else None
     index = gpu.index if gpu else -1
     return RowView(
@@ -292,11 +328,13 @@ def node_rows(
     now: float,
     config: ViewConfig,
     narrow: bool = False,
+    columns: Sequence[Column] | None = None,
 ) -> list[RowView]:
     """Every row the Nodes table should show, sorted (inventory order, then GPU index).
 
     ``known_gpus`` holds each node's GPUs from its last healthy poll, so a node that goes
-    down keeps its GPU rows (marked down) instead of collapsing to one row.
+    down keeps its GPU rows (marked down) instead of collapsing to one row. ``columns`` is
+    the set the table shows (a failed row lays its message out over it).
     """
     ctx = RuleContext(
         state, config.thresholds, _NO_COUNTERS, profile_baseline_mhz=config.profile_baseline_mhz
@@ -307,10 +345,10 @@ def node_rows(
             rows += [gpu_row(ctx, sample, g, now, config, narrow) for g in sample.gpus]
         elif sample.ok:
             empty = NodeSample(node, sample.time_s, NodeState.NO_GPU, "no GPU in the probe output")
-            rows.append(failed_row(empty, None, now, config, narrow))
+            rows.append(failed_row(empty, None, now, config, narrow, columns))
         elif known_gpus.get(node):
-            rows += [failed_row(sample, g, now, config, narrow) for g in known_gpus[node]]
+            rows += [failed_row(sample, g, now, config, narrow, columns) for g in known_gpus[node]]
         else:
-            rows.append(failed_row(sample, None, now, config, narrow))
+            rows.append(failed_row(sample, None, now, config, narrow, columns))
     rows.sort(key=lambda r: r.order)
     return rows

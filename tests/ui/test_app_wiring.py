@@ -18,6 +18,7 @@ from sparktop.ui.sources import default_sources
 from sparktop.ui.views import WIDE_COLUMNS
 from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.header import AlertBar
+from sparktop.ui.widgets.node_table import NodeTable
 from tests.ui.fakes import T0, Clock, Scripted, gpu, node
 
 
@@ -145,6 +146,36 @@ async def test_this_machine_without_a_driver_shows_the_notice() -> None:
         notice = app.query_one("#notice")
         assert notice.display
         assert "No NVIDIA driver" in str(notice.render())
+        assert "--inventory" in str(notice.render())
+        empty = str(app.query_one("#engines .empty").render())
+        assert "no inference server answering at http://127.0.0.1:8000" in empty
+        table = app.query_one(NodeTable)
+        # At 80 columns: the failure reads across the memory and reasons cells (cut with …),
+        # the state says it short.
+        (key,) = table.rows
+        cells = [str(getattr(table.get_cell(key, c), "plain", "")) for c in ("mem", "why")]
+        assert cells == ["no NVIDIA", "driver (NV…"]
+        assert "no driver" in str(table.get_row_at(0)[-1])
+
+
+async def test_with_an_inventory_the_notice_does_not_ask_for_one() -> None:
+    from sparktop.inventory import parse_inventory
+    from sparktop.model import NodeState
+
+    inventory = parse_inventory("cluster: lab\nnodes: [{name: here, local: true}]\n", "c.yaml")
+    sample = NodeSample("here", T0, NodeState.NO_DRIVER, "no NVIDIA driver (NVML not found)")
+    app = SparktopApp([Scripted(sample)], inventory=inventory, autostart=False, clock=Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        notice = str(app.query_one("#notice").render())
+        assert "No NVIDIA driver on any node of lab" in notice and "--inventory" not in notice
+        empty = str(app.query_one("#engines .empty").render())
+        assert empty == "no inference server in the inventory (add one under engines:)"
+        table = app.query_one(NodeTable)
+        (key,) = table.rows
+        cells = [str(getattr(table.get_cell(key, c), "plain", "")) for c in ("mem", "why", "trend")]
+        assert " ".join(cells) == "no NVIDIA driver (NVML not found)"  # at 120 columns: whole
 
 
 class _Tokenize(BaseHTTPRequestHandler):

@@ -116,7 +116,8 @@ class EngineBlock(Vertical):
 
 
 class EnginePanel(VerticalScroll):
-    """Every engine's block, in inventory order; blocks are mounted once and updated."""
+    """Every engine's block, in inventory order; blocks are mounted once and updated.
+    ``empty_text`` says why there is none yet (what was tried)."""
 
     DEFAULT_CSS = """
     EnginePanel {
@@ -129,13 +130,16 @@ class EnginePanel(VerticalScroll):
     EnginePanel > .empty { color: $spark-dim; }
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(
+        self, empty_text: str = "no inference server configured or answering", **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.blocks: dict[str, EngineBlock] = {}
         self.clock = DeficitClock()
+        self.empty_text = empty_text
 
     def compose(self) -> ComposeResult:
-        yield Static("no inference server configured or answering", classes="empty")
+        yield Static(self.empty_text, classes="empty")
 
     def sync(
         self,
