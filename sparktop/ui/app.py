@@ -17,7 +17,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from sparktop.cluster import ClusterState
 from sparktop.inventory import Inventory
@@ -34,6 +34,7 @@ from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.event_log import EventLog
+from sparktop.ui.widgets.footer import KeyFooter
 from sparktop.ui.widgets.header import AlertBar, HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
 
@@ -144,7 +145,7 @@ class SparktopApp(App[int]):
                 yield EnginePanel(self.no_engine_text(), id="engines")
                 yield EventLog(id="events")
             yield BudgetPane(self, id="budget")
-        yield Footer()
+        yield KeyFooter()
 
     def no_driver_text(self) -> str:
         """The notice when no node has an NVIDIA driver (``--inventory`` advice only when

@@ -132,3 +132,24 @@ async def test_the_pane_takes_limits_from_the_live_engine_and_explains_its_tags(
         for tag in ("[given] typed", "[what-if] keys", "[server] live engine", "[profile] sweep",
                     "[here] computed", "[inventory] cluster.yaml"):  # fmt: skip
             assert tag in text
+
+
+async def test_at_80_columns_the_footer_keeps_q_help_budget_and_pause() -> None:
+    from textual.widgets._footer import FooterKey
+
+    def visible_keys() -> set[str]:
+        return {
+            k.key
+            for k in app.query(FooterKey)
+            if k.region.width and k.region.right <= 80 and k.region.y == 23
+        }
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        important = {"q", "question_mark", "b", "p"}
+        assert important <= visible_keys()
+        await pilot.press("b", "escape")  # the pane's own keys come first in the footer
+        await pilot.pause()
+        assert {"escape", "plus", "i"} | important <= visible_keys()

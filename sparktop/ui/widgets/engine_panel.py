@@ -169,6 +169,8 @@ class EnginePanel(VerticalScroll):
             return len(new)  # the new blocks render on the next tick, once composed
         for name in names:
             block = self.blocks[name]
+            if not block.is_mounted:
+                continue  # mounted by an earlier tick, not composed yet (a resize re-ticks)
             sample = state.engines[name]
             seqs = limit_seqs(sample, max_seqs.get(name))
             if block.show(state, sample, now, config, seqs, (profile_name, estimate, self.clock)):
