@@ -305,7 +305,12 @@ class SparktopApp(App[int]):
 
     # -- actions ---------------------------------------------------------------------------
 
+    MAIN_SCREEN_ACTIONS = frozenset({"toggle_budget", "toggle_events"})
+    """Actions on widgets of the main screen: off (and not offered) on the detail screen."""
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.MAIN_SCREEN_ACTIONS:
+            return self.screen is self.screen_stack[0]
         # An input types + and - itself; Textual cannot tell these keys are printable, so
         # without this the footer would offer them while typing.
         return not (action == "interval" and self.typing())

@@ -430,3 +430,21 @@ async def test_clock_trend_and_detail_plots_are_on_a_fixed_scale_and_say_na() ->
         power = app.screen.query_one("#plot-power_w", Plot)
         assert power.values == ()
         assert power.render().plain == "n/a (power_w: [N/A])"
+
+
+async def test_detail_screen_says_throttled_and_offers_only_keys_that_work_there() -> None:
+    from sparktop.ui.widgets.body import Body
+
+    hot = gpu(uuid="GPU-spark-1", sm_clock_mhz=1833.0, temperature_c=91.0, clock_event_mask=0x20)
+    app = make_app(Scripted(node("spark-1", gpus=(hot,))))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("enter")
+        assert isinstance(app.screen, NodeDetailScreen)
+        assert static_text(app.screen.query_one("#status", Static)).startswith("throttled")
+        shown = {k for k, a in app.screen.active_bindings.items() if a.binding.show}
+        assert "b" not in shown and "e" not in shown  # the budget and events are elsewhere
+        await pilot.press("b", "e")
+        await pilot.press("escape")
+        assert not app.query_one(Body).budget_open
+        assert app.query_one(EventLog).display

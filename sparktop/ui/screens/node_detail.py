@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 from sparktop.cluster import gpu_subject
 from sparktop.model import NA, GpuSample, NodeSample, is_num
 from sparktop.ui import format as fmt
+from sparktop.ui.styles import STYLE_VARIABLES
 from sparktop.ui.views import failure_text
 from sparktop.ui.widgets.event_log import event_line
 from sparktop.ui.widgets.plot import Plot
@@ -141,7 +142,12 @@ class NodeDetailScreen(Screen[None]):
             f"{sample.latency_s * 1000:.0f} ms" if sample.latency_s is not None else fmt.DASH,
             ("  sampled ", "$spark-dim"), fmt.clock_time(sample.time_s),
         ))  # fmt: skip
-        status = ("ok", "$spark-ok") if sample.ok else (failure_text(sample), "$spark-crit")
+        if sample.ok:
+            # As the Nodes row says it: ``throttled`` / ``low-power?`` are not a green ok.
+            shown, role = self.sparktop.node_states.get(self.node, ("ok", "ok"))
+            status = (shown, STYLE_VARIABLES.get(role, ""))
+        else:
+            status = (failure_text(sample), "$spark-crit")
         since = "" if sample.since_s is None else f" since {fmt.clock_time(sample.since_s)}"
         self.query_one("#status", Static).update(Content.assemble(status, since))
         self._fill_fields(sample)
