@@ -339,3 +339,16 @@ async def test_interval_keys_step_through_the_pollers_whole_range() -> None:
         for _ in range(10):
             await pilot.press("plus")
         assert app.poller.interval_s == MAX_INTERVAL_S
+
+
+def test_a_cleared_alert_reads_ok_in_the_events_pane() -> None:
+    from sparktop.alerts import Event, EventKind
+    from sparktop.alerts.model import Alert, Severity
+    from sparktop.ui.widgets.event_log import event_line
+
+    alert = Alert("node.down:spark-4#1", "node.down", "spark-4", Severity.CRITICAL, T0, T0,
+                  "unreachable since 00:00:00")  # fmt: skip
+    fired = event_line(Event(T0, EventKind.FIRED, alert)).plain
+    cleared = event_line(Event(T0 + 20, EventKind.CLEARED, alert.updated(cleared_s=T0 + 20)))
+    assert " CRIT spark-4  unreachable" in fired
+    assert " ok   spark-4  cleared: unreachable" in cleared.plain

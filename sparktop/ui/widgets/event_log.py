@@ -25,12 +25,16 @@ SEVERITY_MARK = {"critical": "CRIT", "warning": "WARN", "info": "info"}
 
 
 def event_line(event: EventLike) -> Content:
-    """``12:03:04 CRIT spark-3  unreachable: …`` — subject and message are plain text."""
+    """``12:03:04 CRIT spark-3  unreachable: …`` — subject and message are plain text. An
+    alert's clearing (the engine's ``cleared`` event) reads ``ok``, not its old severity."""
     severity = str(event.severity)
+    mark = SEVERITY_MARK.get(severity, severity[:4])
+    if str(getattr(event, "kind", "")) == "cleared":
+        severity, mark = "info", "ok"
     return Content.assemble(
         (fmt.clock_time(event.time_s), "$spark-dim"),
         " ",
-        (SEVERITY_MARK.get(severity, severity[:4]).ljust(4), SEVERITY_STYLE.get(severity, "")),
+        (mark.ljust(4), SEVERITY_STYLE.get(severity, "")),
         " ",
         (event.subject, "bold"),
         "  ",

@@ -39,7 +39,13 @@ class NodeTable(KeyedTable):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "select_cursor", "Details", id="node.details"),
+        Binding(
+            "enter",
+            "select_cursor",
+            "Details",
+            tooltip="open the node's detail screen",
+            id="node.details",
+        ),
     ]
 
     DEFAULT_CSS = """
