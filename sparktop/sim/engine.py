@@ -11,7 +11,7 @@ is counted when a request produces its first token. Rates come from
 
 Background clients are closed loops: a client whose request finishes, or is aborted (a
 restart drops every request; the client sees an error), thinks and sends the next one, so
-load always resumes. A restart's clients retry the moment the server is back.
+load always resumes; after a restart the think time starts when the server is back.
 
 A sweep row at concurrency *c* is *c* equal prompts prefilling together, so a request's TTFT
 is read at its *prefill concurrency*: itself plus each other running request weighted by
