@@ -112,11 +112,19 @@ class Terminal:
         self.master = None
         self.proc.send_signal(signal.SIGHUP)
 
+    def stop(self) -> None:
+        """End a process the test gave up on: SIGTERM (it removes its directory), then kill."""
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
     def wait(self, timeout_s: float = 30.0) -> int:
         deadline = time.monotonic() + timeout_s
         while self.proc.poll() is None:
             if time.monotonic() > deadline:
-                self.proc.kill()
+                self.stop()
                 raise AssertionError(f"still running; last output: {self.output[-2000:]!r}")
             self._drain(0.1)
         if self.master is not None:
@@ -148,7 +156,7 @@ def test_demo_monitor_stops_cleanly_and_removes_the_key_however_it_ends(
         assert term.wait() == status
     finally:
         if term.proc.poll() is None:
-            term.proc.kill()
+            term.stop()
     assert not directory.exists()
 
 
@@ -168,7 +176,8 @@ def test_demo_without_tui_exits_130_on_ctrl_c_and_removes_its_directory() -> Non
         proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
-            proc.kill()
+            proc.terminate()  # removes the directory too
+            proc.communicate(timeout=30)
     found = re.search(r"simulated cluster in (\S+)", lines[0])
     assert found is not None
     assert proc.returncode == 130
