@@ -4,6 +4,7 @@ pool, the cluster's pacing, scenarios and the clock."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -252,3 +253,16 @@ def test_clock_speed_and_pause() -> None:
     assert clock.now() == pytest.approx(22.0)
     with pytest.raises(ValueError):
         SimClock(0)
+
+
+def test_inventory_names_a_profile_file_by_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sparktop sim --profile ./x.yaml` must write a path the inventory can resolve from its
+    own folder (relative profile paths resolve against the inventory's directory)."""
+    from sparktop.sim.runner import _profile_ref
+
+    (tmp_path / "x.yaml").write_text("sparktop_profile: 1\n")
+    monkeypatch.chdir(tmp_path)
+    assert _profile_ref("./x.yaml") == str(tmp_path / "x.yaml")
+    assert _profile_ref("4x-spark-dsv41-flash-1017") == "4x-spark-dsv41-flash-1017"

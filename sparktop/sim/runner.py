@@ -36,7 +36,7 @@ from sparktop.sim.model import SimCluster
 from sparktop.sim.rates import ProfileRates
 from sparktop.sim.scenarios import LONG_PROMPT_TOKENS, SCENARIOS, Act, Player
 from sparktop.sim.sshserver import SshServerHandle, generate_key, start_ssh_server
-from sparktop.sweep.profile import DEFAULT_PROFILE
+from sparktop.sweep.profile import DEFAULT_PROFILE, builtin_profile_names
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ class SimHandle:
         ]
         doc: dict[str, object] = {
             "cluster": f"sim-{len(node_entries)}x",
-            "profile": self.options.profile,
+            "profile": _profile_ref(self.options.profile),
             "interval_s": self.options.interval_s,
             "nodes": node_entries,
             "engines": engines,
@@ -318,3 +318,13 @@ async def start_sim(
         await handle.close()
         raise
     return handle
+
+
+def _profile_ref(profile: str) -> str:
+    """The profile as the inventory should name it: a built-in name as is, a file path made
+    absolute (the inventory resolves relative paths against its own folder, which is not the
+    folder ``sparktop sim --profile ./x.yaml`` was started in)."""
+    if profile in builtin_profile_names():
+        return profile
+    path = Path(profile).expanduser()
+    return str(path.resolve()) if path.exists() else profile
