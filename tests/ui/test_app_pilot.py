@@ -144,7 +144,8 @@ async def test_expected_strip_compares_with_the_profile_row() -> None:
         await app.poll_now()
         await pilot.pause()
         app.tick()
-        strip = static_text(app.query_one(EnginePanel).blocks["dsv41"].query_one("ExpectedStrip"))
+        block = app.query_one(EnginePanel).blocks["dsv41"]
+        strip = static_text(block.query_one("ExpectedStrip", TextBlock))
         # The 4-Spark profile's 4K × 8 row (3,800 prompt tokens): TTFT 8.43 s, exact.
         assert "@ 3,800 prompt × 8 running" in strip
         assert "exact" in strip

@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from textual.theme import Theme
 
 import sparktop.ui
 from sparktop.ui import themes
@@ -59,8 +60,8 @@ def test_resolve_accepts_short_names_paths_and_falls_back() -> None:
         def __init__(self) -> None:
             self.available_themes = {t.name: t for t in themes.load_themes().themes}
 
-        def register_theme(self, theme: object) -> None:
-            self.available_themes[theme.name] = theme  # type: ignore[attr-defined]
+        def register_theme(self, theme: Theme) -> None:
+            self.available_themes[theme.name] = theme
 
     reg = Registry()
     assert themes.resolve_theme(reg, "light") == ("sparktop-light", None)

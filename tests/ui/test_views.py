@@ -14,6 +14,7 @@ from sparktop.ui.views import (
     COMPACT_COLUMNS,
     NARROW_COLUMNS,
     WIDE_COLUMNS,
+    Cell,
     ViewConfig,
     columns_for,
     node_rows,
@@ -25,7 +26,7 @@ NVSMI = CASES / "nvidia-smi"
 UNIFIED = NodeMemory(124_546.0, 94_000.0, 65_536.0, unified=True)
 
 
-def rows_for(sample: NodeSample, now: float = T0, narrow: bool = False) -> dict[str, object]:
+def rows_for(sample: NodeSample, now: float = T0, narrow: bool = False) -> dict[str, Cell]:
     state = ClusterState()
     state.apply(sample)
     known = {sample.node: sample.gpus} if sample.gpus else {}
@@ -33,10 +34,9 @@ def rows_for(sample: NodeSample, now: float = T0, narrow: bool = False) -> dict[
     return dict(row.cells)
 
 
-def message(cells: dict[str, object]) -> str:
+def message(cells: dict[str, Cell]) -> str:
     """A failed row's message as it reads across its memory, reasons and trend cells."""
-    parts = [cells[k][0] for k in ("mem", "why", "trend")]  # type: ignore[index]
-    return " ".join(str(p) for p in parts if p)
+    return " ".join(cells[k][0] for k in ("mem", "why", "trend") if cells[k][0])
 
 
 def test_a_failure_message_reads_across_the_empty_cells() -> None:
