@@ -28,6 +28,7 @@ from sparktop.ui import themes
 from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
 from sparktop.ui.messages import EventRecorded, LayoutChanged, NodeChosen, SampleArrived
+from sparktop.ui.notices import no_driver_text, no_engine_text
 from sparktop.ui.setup import Setup, build_alert_engine, build_setup
 from sparktop.ui.views import Cell, node_rows, node_states
 from sparktop.ui.widgets.body import Body
@@ -39,16 +40,6 @@ from sparktop.ui.widgets.header import AlertBar, HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
 
 INTERVAL = Binding.Group("interval", compact=True)
-
-NO_DRIVER_TEXT = (
-    "No NVIDIA driver on this machine (NVML / nvidia-smi not found), so there are no GPU "
-    "readings here. Point sparktop at your cluster with --inventory cluster.yaml, or try "
-    "'sparktop demo' for a simulated one."
-)
-NO_DRIVER_INVENTORY_TEXT = (
-    "No NVIDIA driver on any node of {cluster} (NVML / nvidia-smi not found), so there are no "
-    "GPU readings. Each row says what its node reported; Enter opens the node's details."
-)
 
 
 class SparktopApp(App[int]):
@@ -140,35 +131,12 @@ class SparktopApp(App[int]):
         yield AlertBar(id="alerts")
         with Body(id="body"):
             with Vertical(id="main"):
-                yield Static(self.no_driver_text(), id="notice")
+                yield Static(no_driver_text(self.inventory, self.view_config.cluster), id="notice")
                 yield NodeTable(id="nodes")
-                yield EnginePanel(self.no_engine_text(), id="engines")
+                yield EnginePanel(no_engine_text(self.inventory, self.sources), id="engines")
                 yield EventLog(id="events")
             yield BudgetPane(self, id="budget")
         yield KeyFooter()
-
-    def no_driver_text(self) -> str:
-        """The notice when no node has an NVIDIA driver (``--inventory`` advice only when
-        there is none)."""
-        if self.inventory is None:
-            return NO_DRIVER_TEXT
-        return NO_DRIVER_INVENTORY_TEXT.format(cluster=self.view_config.cluster)
-
-    def no_engine_text(self) -> str:
-        """What the engines panel says before any engine sample: what was tried."""
-        engines = [s.name for s in self.sources if getattr(s, "kind", "") == "engine"]
-        if self.inventory is not None:
-            engines += [e.name for e in self.inventory.engines if e.name not in engines]
-        if engines:
-            return f"waiting for the first scrape of {', '.join(engines)}…"
-        if self.inventory is not None:
-            return "no inference server in the inventory (add one under engines:)"
-        from sparktop.ui.sources import LOCAL_ENGINE_URL
-
-        return (
-            f"no inference server answering at {LOCAL_ENGINE_URL} (tried at start); name "
-            "yours in an inventory (--inventory cluster.yaml, engines:)"
-        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return themes.variable_defaults(self.current_theme.to_color_system().generate())

@@ -1,0 +1,42 @@
+"""What the monitor says when there is nothing to show: no NVIDIA driver, no engine yet."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sparktop.inventory import Inventory
+from sparktop.model import Source
+from sparktop.ui.sources import LOCAL_ENGINE_URL
+
+NO_DRIVER_TEXT = (
+    "No NVIDIA driver on this machine (NVML / nvidia-smi not found), so there are no GPU "
+    "readings here. Point sparktop at your cluster with --inventory cluster.yaml, or try "
+    "'sparktop demo' for a simulated one."
+)
+NO_DRIVER_INVENTORY_TEXT = (
+    "No NVIDIA driver on any node of {cluster} (NVML / nvidia-smi not found), so there are no "
+    "GPU readings. Each row says what its node reported; Enter opens the node's details."
+)
+
+
+def no_driver_text(inventory: Inventory | None, cluster: str) -> str:
+    """The notice when no node has an NVIDIA driver (``--inventory`` advice only when the
+    monitor runs without one)."""
+    if inventory is None:
+        return NO_DRIVER_TEXT
+    return NO_DRIVER_INVENTORY_TEXT.format(cluster=cluster)
+
+
+def no_engine_text(inventory: Inventory | None, sources: Sequence[Source]) -> str:
+    """What the engines panel says before any engine sample: what was tried."""
+    engines = [s.name for s in sources if getattr(s, "kind", "") == "engine"]
+    if inventory is not None:
+        engines += [e.name for e in inventory.engines if e.name not in engines]
+    if engines:
+        return f"waiting for the first scrape of {', '.join(engines)}…"
+    if inventory is not None:
+        return "no inference server in the inventory (add one under engines:)"
+    return (
+        f"no inference server answering at {LOCAL_ENGINE_URL} (tried at start); name "
+        "yours in an inventory (--inventory cluster.yaml, engines:)"
+    )
