@@ -363,3 +363,13 @@ def test_tick_json_is_plain() -> None:
     json.dump(data, buf, allow_nan=False)
     assert set(data) == {"t", "nodes", "engines", "alerts", "events", "derived"}
     assert data["derived"]["baseline_mhz"]["spark-1/GPU-test-0"] == 2515.0
+
+
+def test_redaction_keeps_token_counts() -> None:
+    """Limits named ``…_tokens`` are not secrets: replay needs them (an ``api_token`` is)."""
+    doc = {"engines": [{"max_num_batched_tokens": 8192, "kv_pool_tokens": 11434628}]}
+    assert redact(doc) == doc
+    assert redact({"api_token": "abc", "bearer_token": "x"}) == {
+        "api_token": "<redacted>",
+        "bearer_token": "<redacted>",
+    }

@@ -107,7 +107,8 @@ def tick_from_json(data: Any) -> Tick:
         raise CodecError(f"malformed tick: {exc!r:.120}") from None
 
 
-_SECRET_KEY = re.compile(r"pass(word|phrase)?|secret|token|credential", re.IGNORECASE)
+# "token" but not "tokens": max_num_batched_tokens and kv_pool_tokens are limits, not secrets.
+_SECRET_KEY = re.compile(r"pass(word|phrase)?|secret|token(?!s)|credential", re.IGNORECASE)
 
 
 def redact(value: Any) -> Any:
