@@ -406,6 +406,27 @@ async def test_alert_bar_counts_and_puts_the_most_severe_first() -> None:
         assert line.startswith("3 alerts (1 critical): ▲ spark-3/gpu0 throttling")
 
 
+async def test_alert_bar_marks_recovering_alerts_and_puts_them_last() -> None:
+    """A recovering alert keeps its worst reading as message: it must say it is recovering."""
+
+    class Alert:
+        def __init__(self, subject: str, message: str, status: str) -> None:
+            self.severity, self.subject, self.message = "critical", subject, message
+            self.since_s, self.status = T0 - 30, status
+
+    app = make_app(Scripted(node("spark-1")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.set_active_alerts(
+            [
+                Alert("dsv41", "KV cache 100.0 % full", "recovering"),
+                Alert("spark-3/gpu0", "throttling at 1,833 MHz", "firing"),
+            ]
+        )
+        await pilot.pause()
+        bar = static_text(app.query_one(AlertBar))
+        assert bar.index("▲ spark-3/gpu0") < bar.index("✓ dsv41 recovering, was: KV cache")
+
+
 async def test_clock_trend_and_detail_plots_are_on_a_fixed_scale_and_say_na() -> None:
     from sparktop.model import NA
     from sparktop.ui.widgets.plot import Plot

@@ -62,6 +62,11 @@ class HeaderBar(TextBlock):
         self.set_content(Content.assemble(*parts), layout=False)
 
 
+def _recovering(alert: object) -> bool:
+    """Whether the alert's condition is gone and it only waits out ``hold_s`` to clear."""
+    return getattr(alert, "status", "firing") == "recovering"
+
+
 def _age_style(age_s: float | None, interval_s: float) -> str:
     if age_s is None or age_s > max(3 * interval_s, interval_s + 2):
         return "$spark-warn"
@@ -101,8 +106,17 @@ class AlertBar(TextBlock):
 
     def show_alerts(self, alerts: Sequence[AlertLike], now: float | None = None) -> None:
         now = time.time() if now is None else now
+        # Firing alerts first (most severe, newest), then those already recovering: their
+        # message is the worst reading, so they must not read as if it were still happening.
         self.alerts = tuple(
-            sorted(alerts, key=lambda a: (-SEVERITY_RANK.get(str(a.severity), 0), -a.since_s))
+            sorted(
+                alerts,
+                key=lambda a: (
+                    _recovering(a),
+                    -SEVERITY_RANK.get(str(a.severity), 0),
+                    -a.since_s,
+                ),
+            )
         )
         parts: list[str | tuple[str, str]] = []
         if len(self.alerts) > 1:
@@ -113,9 +127,11 @@ class AlertBar(TextBlock):
             style = "$spark-crit bold" if str(alert.severity) == "critical" else "$spark-warn"
             if parts:
                 parts.append("  │  " if len(parts) > 1 else " ")
+            if _recovering(alert):
+                parts += [(f"✓ {alert.subject} recovering, was:", "$spark-dim"), " "]
+            else:
+                parts += [(f"▲ {alert.subject}", style), " "]
             parts += [
-                (f"▲ {alert.subject}", style),
-                " ",
                 alert.message,
                 (f" {fmt.age(now - alert.since_s)}", "$spark-dim"),
             ]
