@@ -38,7 +38,7 @@ def poll(quick: bool) -> list[Figure]:
 def cpu(quick: bool) -> list[Figure]:
     warmup = bench_cpu.WARMUP_S / 2 if quick else bench_cpu.WARMUP_S
     run = bench_cpu.measure_cpu(warmup_s=warmup, measure_s=15.0 if quick else 60.0)
-    hour = asyncio.run(bench_cpu.simulated_hour(bench_cpu.QUICK_MINUTES if quick else 60))
+    hour = bench_cpu.quick_hour() if quick else asyncio.run(bench_cpu.simulated_hour())
     return bench_cpu.figures(run, hour)
 
 

@@ -53,7 +53,7 @@ def test_monitor_cpu_run_draws_every_node() -> None:
     run = bench_cpu.measure_cpu(warmup_s=3.0, measure_s=1.0, nodes=2)
     assert run.screen_ok
     assert run.seconds >= 1.0 and run.cpu_s > 0 and run.rss_start_mb > 0
-    hour = asyncio.run(bench_cpu.simulated_hour(minutes=1, nodes=2, every_s=20))
+    hour = asyncio.run(bench_cpu.simulated_hour(1, nodes=2, every_s=20, limit_minutes=1))
     assert [p.at_s for p in hour] == [20, 40, 60]
     assert hour[-1].history_points > 0 and hour[-1].series > 0
     figures = bench_cpu.figures(run, hour)
