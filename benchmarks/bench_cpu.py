@@ -11,9 +11,9 @@
    with one-second polls on a fake clock, rendering every tick, for at least 60 simulated
    minutes and 20 more after the events pane is full (500 events); history points,
    series, events, RSS and allocated Python blocks (``sys.getallocatedblocks``) are read
-   every simulated five minutes. Bounded means: no more history points at the end than at
-   minute 20 (every series is full by then) and allocated Python blocks grow ≤ 1 % from
-   the events pane filling up to the end.
+   every four rounds of the scenario (the same phase each time). Bounded means: no more
+   history points at the end than at minute 20 (every series is full by then) and
+   allocated Python blocks grow ≤ 1 % from the events pane filling up to the end.
 
 Run: ``python benchmarks/bench_cpu.py [--quick]``
 """
@@ -43,12 +43,16 @@ import psutil
 
 from benchmarks.common import ROOT, Figure, check, info, print_table, sim_process
 from benchmarks.simsources import SimSources
+from sparktop.sim.scenarios import SCENARIOS
 
 NODES, ENGINES = 8, 1
 CPU_TARGET = 0.03
 WARMUP_S = 20.0
 """Start-up, the first polls and the node table's render caches filling (about 20 s)."""
 RSS_TARGET_MB = 5.0
+CHECKPOINT_S = 4 * int(SCENARIOS["tour"].period_s or 125)
+"""Every four rounds of the ``tour`` scenario (500 s): each checkpoint sees the same phase,
+so the simulated engine's own requests (in this process) are alike at every checkpoint."""
 SETTLE_S = 1200
 """Simulated seconds run on after the events pane is full (history is full after 600 s)."""
 BLOCKS_GROWTH_PCT = 1.0
@@ -171,7 +175,7 @@ class Checkpoint:
 async def simulated_hour(
     minutes: int = 60,
     nodes: int = NODES,
-    every_s: int = 300,
+    every_s: int = CHECKPOINT_S,
     settle_s: int = SETTLE_S,
     limit_minutes: int = 120,
 ) -> list[Checkpoint]:
