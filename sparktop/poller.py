@@ -21,10 +21,10 @@ MIN_INTERVAL_S = 0.2
 MAX_INTERVAL_S = 60.0
 
 
-def error_sample(source: Source, exc: BaseException) -> Sample:
-    """A failure sample for a source whose ``sample()`` raised."""
+def failure_sample(source: Source, message: str, node_state: NodeState = NodeState.ERROR) -> Sample:
+    """A failure sample for ``source``, stamped now: an engine is unreachable, a node gets
+    ``node_state``. For sources that raised or did not answer in time."""
     now = time.time()
-    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     if getattr(source, "kind", "node") == "engine":
         return EngineSample(
             engine=source.name,
@@ -33,8 +33,13 @@ def error_sample(source: Source, exc: BaseException) -> Sample:
             message=message,
             since_s=now,
         )
-    return NodeSample(
-        node=source.name, time_s=now, state=NodeState.ERROR, message=message, since_s=now
+    return NodeSample(node=source.name, time_s=now, state=node_state, message=message, since_s=now)
+
+
+def error_sample(source: Source, exc: BaseException) -> Sample:
+    """A failure sample for a source whose ``sample()`` raised."""
+    return failure_sample(
+        source, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     )
 
 

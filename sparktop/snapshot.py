@@ -82,7 +82,6 @@ from sparktop.alerts.oneshot import any_critical
 from sparktop.model import (
     NA,
     EngineSample,
-    EngineState,
     GpuSample,
     NodeMemory,
     NodeSample,
@@ -92,7 +91,7 @@ from sparktop.model import (
     Source,
     is_num,
 )
-from sparktop.poller import error_sample
+from sparktop.poller import error_sample, failure_sample
 from sparktop.sources import engine_report
 
 SCHEMA = "sparktop.snapshot/1"
@@ -119,19 +118,7 @@ class Snapshot:
 
 
 def _timed_out(source: Source, timeout_s: float) -> Sample:
-    now = time.time()
-    message = f"no answer within {timeout_s:g} s"
-    if getattr(source, "kind", "node") == "engine":
-        return EngineSample(
-            engine=source.name,
-            time_s=now,
-            state=EngineState.UNREACHABLE,
-            message=message,
-            since_s=now,
-        )
-    return NodeSample(
-        node=source.name, time_s=now, state=NodeState.UNREACHABLE, message=message, since_s=now
-    )
+    return failure_sample(source, f"no answer within {timeout_s:g} s", NodeState.UNREACHABLE)
 
 
 async def _poll(source: Source, timeout_s: float | None) -> Sample:
