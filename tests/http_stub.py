@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
@@ -138,3 +140,18 @@ def models_route(model: str = "dsv4-flash", max_model_len: int = 1_048_576) -> R
         ],
     }
     return text(json.dumps(data), content_type="application/json")
+
+
+@contextlib.contextmanager
+def serve_threaded(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A stdlib HTTP server for ``handler`` on 127.0.0.1 in a thread; yields its base URL.
+
+    For code under test that runs its own event loop (the CLI, blocking httpx calls)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -7,9 +7,8 @@ import io
 import json
 import os
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from sparktop.sweep.budget import Origin, budget_json, compute_budget, render_bu
 from sparktop.sweep.estimator import Basis
 from sparktop.sweep.profile import load_profile
 from tests.conftest import PROFILES
+from tests.http_stub import serve_threaded
 
 TWO = "2x-spark-dsv4-flash-0731"
 FOUR = "4x-spark-dsv41-flash-1017"
@@ -351,14 +351,8 @@ class _Server(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def engine_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Server)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_threaded(_Server) as url:
+        yield url
 
 
 def test_live_endpoint_counts_exactly_and_reads_the_free_pool(

@@ -7,7 +7,7 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import NA
 from sparktop.sweep import exact_tokens as ex
 from sparktop.sweep import tokens as tk
+from tests.http_stub import serve_threaded
 
 
 def test_estimate_counts_cjk_one_to_one_and_the_rest_per_chars_per_token() -> None:
@@ -168,14 +169,8 @@ class _Tokenize(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def tokenize_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Tokenize)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_threaded(_Tokenize) as url:
+        yield url
 
 
 def _closed_port() -> int:
