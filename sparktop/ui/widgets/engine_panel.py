@@ -8,7 +8,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample
@@ -17,6 +17,7 @@ from sparktop.ui.engine_views import engine_lines, limit_seqs
 from sparktop.ui.expected import DeficitClock, EstimateFn, expected_lines
 from sparktop.ui.messages import LayoutChanged
 from sparktop.ui.views import ViewConfig
+from sparktop.ui.widgets.spark import Spark
 from sparktop.ui.widgets.text_block import TextBlock
 
 SPARK_POINTS = 120
@@ -46,9 +47,9 @@ class EngineBlock(Vertical):
     EngineBlock > .engine-lines { height: auto; }
     EngineBlock > Horizontal { height: 1; }
     EngineBlock Label { width: auto; color: $spark-dim; padding: 0 1 0 0; }
-    EngineBlock Sparkline { width: 1fr; max-width: 48; margin: 0 2 0 0; }
-    EngineBlock Sparkline > .sparkline--max-color { color: $spark-accent; }
-    EngineBlock Sparkline > .sparkline--min-color { color: $spark-accent 30%; }
+    EngineBlock Spark { width: 1fr; max-width: 48; margin: 0 2 0 0; }
+    EngineBlock Spark > .spark--max-color { color: $spark-accent; }
+    EngineBlock Spark > .spark--min-color { color: $spark-accent 30%; }
     """
 
     def __init__(self, engine: str, **kwargs: Any) -> None:
@@ -63,9 +64,9 @@ class EngineBlock(Vertical):
         yield TextBlock("", classes="engine-lines")
         with Horizontal():
             yield Label("decode tok/s")
-            yield Sparkline((), id="decode-spark")
+            yield Spark(id="decode-spark")
             yield Label("KV %")
-            yield Sparkline((), id="kv-spark")
+            yield Spark(id="kv-spark")
         yield ExpectedStrip("")
 
     def show(
@@ -91,8 +92,8 @@ class EngineBlock(Vertical):
             history = state.history
             decode = history.get(sample.engine, "decode_tps").values(last=SPARK_POINTS)
             kv = history.get(sample.engine, "kv_usage").values(last=SPARK_POINTS)
-            self.query_one("#decode-spark", Sparkline).data = decode
-            self.query_one("#kv-spark", Sparkline).data = tuple(v * 100 for v in kv)
+            self.query_one("#decode-spark", Spark).data = decode
+            self.query_one("#kv-spark", Spark).data = tuple(v * 100 for v in kv)
             changed = True
         profile_name, estimate, clock = expected
         strip = expected_lines(
