@@ -30,7 +30,7 @@ from sparktop.ui.events import AlertLike, EventLike, transition_events
 from sparktop.ui.messages import EventRecorded, LayoutChanged, NodeChosen, SampleArrived
 from sparktop.ui.notices import no_driver_text, no_engine_text
 from sparktop.ui.setup import Setup, build_alert_engine, build_setup
-from sparktop.ui.views import Cell, node_rows, node_states
+from sparktop.ui.views import ROW_SEP, Cell, node_rows, node_states
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.engine_panel import EnginePanel
@@ -346,9 +346,9 @@ class SparktopApp(App[int]):
     def jump_to_node(self, node: str) -> None:
         """Move the Nodes cursor to the node's first row (command palette)."""
         table = self.query_one(NodeTable)
-        for key in table.rows:
-            if key.value and key.value.split("\x1f")[0] == node:
-                table.move_cursor(row=table.get_row_index(key))
+        for key in table.row_keys:
+            if key.partition(ROW_SEP)[0] == node:
+                table.move_cursor(table.get_row_index(key))
                 table.focus()
                 return
 

@@ -35,9 +35,7 @@ def make_app(*sources: Scripted, clock: Clock | None = None, **kwargs: object) -
 
 def cell_text(table: NodeTable, node_name: str, column: str, gpu_key: str | None = None) -> str:
     key = f"GPU-{node_name}" if gpu_key is None else gpu_key
-    value = table.get_cell(row_key(node_name, key), column)
-    content = getattr(value, "content", value)
-    return str(getattr(content, "plain", content))
+    return table.get_cell(row_key(node_name, key), column).plain
 
 
 def static_text(widget: Static | TextBlock) -> str:
@@ -52,11 +50,11 @@ async def test_rows_appear_and_update_in_place_keeping_the_cursor() -> None:
         await app.poll_now()
         table = app.query_one(NodeTable)
         assert table.row_count == 3
-        assert [c.key for c in WIDE_COLUMNS] == [k.value for k in table.columns]
-        table.move_cursor(row=1)
+        assert [c.key for c in WIDE_COLUMNS] == [c.key for c in table.columns]
+        table.move_cursor(1)
         await pilot.pause()
         assert table.cursor_key() == row_key("spark-2", "GPU-spark-2")
-        before = set(table.rows)
+        before = set(table.row_keys)
 
         clock.advance(1)
         sources[1].next = node(
@@ -66,7 +64,7 @@ async def test_rows_appear_and_update_in_place_keeping_the_cursor() -> None:
         sources[2].next = node("spark-3", clock.now)
         await app.poll_now()
 
-        assert set(table.rows) == before  # same keyed rows, nothing re-added
+        assert set(table.row_keys) == before  # same keyed rows, nothing re-added
         assert table.cursor_key() == row_key("spark-2", "GPU-spark-2")
         assert cell_text(table, "spark-2", "temp") == "77"
         # Only what changed was written (the temperature, the trend sparklines), not every cell.
@@ -323,7 +321,7 @@ async def test_narrow_terminal_uses_the_narrow_columns() -> None:
         await pilot.pause()
         app.tick()
         table = app.query_one(NodeTable)
-        assert [k.value for k in table.columns] == [c.key for c in NARROW_COLUMNS]
+        assert [c.key for c in table.columns] == [c.key for c in NARROW_COLUMNS]
         assert cell_text(table, "spark-1", "mem") == "U 105/122G"
 
 

@@ -1,0 +1,378 @@
+"""LineTable: keyed rows one line high, each drawn as one cached Strip.
+
+Textual's DataTable renders cell by cell (padding, styles and caches per cell) and keys its
+caches on one counter that any cell update bumps; at 64 GPU rows × 12 columns refreshed every
+second that is most of the UI's cost. Here a row is one line: its Strip is built once from its
+cells' segments when a cell of that row changes (or the cursor, focus or theme does) and reused
+for every repaint until then, so a tick costs the rows that changed and nothing else.
+
+Cells are :class:`~textual.content.Content` (theme variables resolve when the row is drawn);
+the same text with the same style in the same column width shares its segments. The header
+stays on the first line while the rows scroll under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rich.cells import set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.content import Content
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.style import Style as TextualStyle
+
+CELL_PADDING = 1
+"""Blank cells each side of a column, as DataTable's default ``cell_padding``."""
+CACHED_SEGMENTS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class LineColumn:
+    """A column: its key, header label and content width in cells (padding excluded)."""
+
+    key: str
+    label: str
+    width: int
+
+
+@dataclass(slots=True)
+class _Row:
+    cells: dict[str, Content]
+    order: Any
+    strip: Strip | None = None
+    """The whole row drawn (no cursor), until a cell changes."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class LineTable(ScrollView, can_focus=True):
+    """A table of one-line rows, addressed by string keys, with a row cursor.
+
+    ``set_columns`` defines the columns; rows are added, updated (``update_cell``) and removed
+    by key and shown in ``sort`` order. Enter (or a click on the cursor row) posts
+    :class:`LineTable.RowSelected`.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Select", show=False),
+        Binding("up", "cursor_up", "Cursor up", show=False),
+        Binding("down", "cursor_down", "Cursor down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "first", "First row", show=False),
+        Binding("end", "last", "Last row", show=False),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"line-table--header", "line-table--cursor"}
+
+    DEFAULT_CSS = """
+    LineTable {
+        background: $surface;
+        color: $foreground;
+        height: auto;
+        max-height: 100%;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .line-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .line-table--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        & > .line-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .line-table--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .line-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+
+    cursor_row: reactive[int] = reactive(0, init=False, always_update=True)
+
+    class RowSelected(Message):
+        """Enter, or a click on the row under the cursor."""
+
+        def __init__(self, table: LineTable, row_key: str) -> None:
+            super().__init__()
+            self.table = table
+            self.row_key = row_key
+
+        @property
+        def control(self) -> LineTable:
+            return self.table
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.columns: tuple[LineColumn, ...] = ()
+        self._rows: dict[str, _Row] = {}
+        self._ordered: list[str] = []
+        self._index: dict[str, int] = {}
+        self._segments: LRUCache[tuple[str, tuple[object, ...], int], list[Segment]] = LRUCache(
+            CACHED_SEGMENTS
+        )
+        self._styles: dict[TextualStyle | str, Style | None] = {}
+        self._header: Strip | None = None
+        self._base: Style | None = None
+        self.strips_built = 0
+        """Rows drawn since the table was made (tests count repaints with it)."""
+
+    # -- data ------------------------------------------------------------------------------
+
+    @property
+    def row_count(self) -> int:
+        return len(self._ordered)
+
+    @property
+    def row_keys(self) -> list[str]:
+        """Row keys in display order."""
+        return list(self._ordered)
+
+    def set_columns(self, columns: Iterable[LineColumn]) -> None:
+        """Replace the columns and drop every row."""
+        self.columns = tuple(columns)
+        self.clear()
+
+    def clear(self) -> None:
+        """Drop every row (the columns stay)."""
+        self._rows.clear()
+        self._ordered.clear()
+        self._index.clear()
+        self._header = None
+        self._resized()
+
+    def add_row(self, key: str, cells: Mapping[str, Content], order: Any = None) -> None:
+        """Add a row at the end (``sort`` places it); a missing cell shows blank."""
+        if key in self._rows:
+            raise KeyError(f"row {key!r} already exists")
+        self._rows[key] = _Row(dict(cells), order)
+        self._index[key] = len(self._ordered)
+        self._ordered.append(key)
+        self._resized()
+
+    def remove_row(self, key: str) -> None:
+        del self._rows[key]
+        self._ordered.remove(key)
+        self._index = {k: i for i, k in enumerate(self._ordered)}
+        self._resized()
+
+    def update_cell(self, key: str, column: str, content: Content) -> None:
+        """Set one cell; only its row is drawn again."""
+        row = self._rows[key]
+        row.cells[column] = content
+        if row.strip is not None:
+            row.strip = None
+            self._refresh_row(self._index[key])
+
+    def set_order(self, key: str, order: Any) -> None:
+        """The value ``sort`` orders this row by."""
+        self._rows[key].order = order
+
+    def sort(self, key: Callable[[Any], Any] = lambda order: order) -> None:
+        """Order rows by ``key(order)`` of each row (stable); the cursor stays on its row."""
+        current = self.cursor_key()
+        self._ordered.sort(key=lambda k: key(self._rows[k].order))
+        self._index = {k: i for i, k in enumerate(self._ordered)}
+        if current is not None:
+            self.move_cursor(self._index[current], scroll=False)
+        self.refresh()
+
+    def get_cell(self, key: str, column: str) -> Content:
+        return self._rows[key].cells.get(column, Content(""))
+
+    def get_row_index(self, key: str) -> int:
+        return self._index[key]
+
+    def row_text(self, key: str) -> list[str]:
+        """The row's cells as plain text, in column order."""
+        return [self.get_cell(key, c.key).plain for c in self.columns]
+
+    # -- cursor ----------------------------------------------------------------------------
+
+    def cursor_key(self) -> str | None:
+        """The row key under the cursor, or None when the table is empty."""
+        if not self._ordered:
+            return None
+        return self._ordered[min(self.cursor_row, len(self._ordered) - 1)]
+
+    def move_cursor(self, row: int, *, scroll: bool = True) -> None:
+        self.cursor_row = max(0, min(row, len(self._ordered) - 1))
+        if scroll:
+            self._scroll_cursor_visible()
+
+    def watch_cursor_row(self, old: int, new: int) -> None:
+        self._refresh_row(old)
+        self._refresh_row(new)
+
+    def _scroll_cursor_visible(self) -> None:
+        visible = max(1, self.scrollable_content_region.height - 1)
+        top = round(self.scroll_y)
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False)
+        elif self.cursor_row >= top + visible:
+            self.scroll_to(y=self.cursor_row - visible + 1, animate=False)
+
+    def _step(self, rows: int) -> None:
+        self.move_cursor(self.cursor_row + rows)
+
+    def action_cursor_up(self) -> None:
+        self._step(-1)
+
+    def action_cursor_down(self) -> None:
+        self._step(1)
+
+    def action_page_up(self) -> None:
+        self._step(-max(1, self.scrollable_content_region.height - 2))
+
+    def action_page_down(self) -> None:
+        self._step(max(1, self.scrollable_content_region.height - 2))
+
+    def action_first(self) -> None:
+        self.move_cursor(0)
+
+    def action_last(self) -> None:
+        self.move_cursor(len(self._ordered) - 1)
+
+    def action_select_cursor(self) -> None:
+        key = self.cursor_key()
+        if key is not None:
+            self.post_message(self.RowSelected(self, key))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:
+            return
+        index = round(self.scroll_y) + offset.y - 1
+        if index >= len(self._ordered):
+            return
+        if index == self.cursor_row:
+            self.action_select_cursor()
+        else:
+            self.move_cursor(index, scroll=False)
+
+    def on_focus(self) -> None:
+        self._restyled()
+
+    def on_blur(self) -> None:
+        self._restyled()
+
+    # -- drawing ---------------------------------------------------------------------------
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._restyled()
+
+    def _restyled(self) -> None:
+        """Styles resolve differently (theme, focus): draw everything again."""
+        self._segments.clear()
+        self._styles.clear()
+        self._header = None
+        self._base = None
+        for row in self._rows.values():
+            row.strip = None
+        self.refresh()
+
+    def _resized(self) -> None:
+        width = sum(c.width + 2 * CELL_PADDING for c in self.columns)
+        size = Size(width, len(self._ordered) + 1)
+        if size != self.virtual_size:
+            self.virtual_size = size  # a layout pass: the table's height follows its rows
+        if self._ordered and self.cursor_row >= len(self._ordered):
+            self.cursor_row = len(self._ordered) - 1
+        self.refresh()
+
+    def _refresh_row(self, index: int) -> None:
+        y = index + 1 - round(self.scroll_y)  # on screen, under the header
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def _cell(self, content: Content, width: int) -> list[Segment]:
+        plain, spans = content.plain, content.spans
+        if not spans:
+            return [Segment(set_cell_size(plain, width))]
+        if len(spans) == 1 and spans[0][:2] == (0, len(plain)):
+            # One style over the whole cell (every Nodes cell): resolve it once per theme.
+            return [Segment(set_cell_size(plain, width), self._style(spans[0].style))]
+        key = (plain, tuple(spans), width)
+        segments = self._segments.get(key)
+        if segments is None:
+            rendered = list(content.render_segments(TextualStyle(), ""))
+            segments = Segment.adjust_line_length(rendered, width)
+            self._segments[key] = segments
+        return segments
+
+    def _style(self, style: TextualStyle | str) -> Style | None:
+        """The Rich style a Content span style resolves to under the current theme."""
+        resolved = self._styles.get(style)
+        if resolved is None:
+            segments = list(Content.styled("x", style).render_segments(TextualStyle(), ""))
+            resolved = self._styles[style] = segments[0].style if segments else None
+        return resolved
+
+    def _draw(self, cells: Callable[[LineColumn], Content]) -> list[Segment]:
+        pad = Segment(" " * CELL_PADDING)
+        line: list[Segment] = []
+        for column in self.columns:
+            line += (pad, *self._cell(cells(column), column.width), pad)
+        return line
+
+    def _header_style(self) -> Style:
+        return self.base_style + self.get_component_rich_style("line-table--header")
+
+    def _header_strip(self) -> Strip:
+        if self._header is None:
+            line = self._draw(lambda c: Content(c.label))
+            self._header = Strip(Segment.apply_style(line, self._header_style()))
+        return self._header
+
+    def _row_strip(self, key: str) -> Strip:
+        row = self._rows[key]
+        if row.strip is None:
+            self.strips_built += 1
+            empty = Content("")
+            line = self._draw(lambda c: row.cells.get(c.key, empty))
+            row.strip = Strip(Segment.apply_style(line, self.base_style))
+        return row.strip
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        x = round(self.scroll_x)
+        if y == 0:  # the header and its background span the whole width, as the cursor
+            return self._header_strip().crop_extend(x, x + width, self._header_style())
+        index = round(self.scroll_y) + y - 1
+        if index >= len(self._ordered):
+            return Strip.blank(width, self.base_style)
+        strip = self._row_strip(self._ordered[index]).crop_extend(x, x + width, self.base_style)
+        if index != self.cursor_row:
+            return strip
+        # The cursor's colours win over the cells' (as DataTable with its default priority).
+        cursor_style = self.get_component_rich_style("line-table--cursor")
+        return Strip(Segment.apply_style(strip, None, cursor_style), strip.cell_length)
+
+    @property
+    def base_style(self) -> Style:
+        """The widget's own style (``rich_style``), kept until the styles change: computing it
+        walks the DOM, which per line would cost more than drawing the line."""
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base

@@ -1,0 +1,125 @@
+"""LineTable: a cell update draws its row only, the cursor and header behave like a table's."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.content import Content
+
+from sparktop.ui.widgets.line_table import LineColumn, LineTable
+
+ROWS, COLUMNS = 30, 4
+
+
+class TableApp(App[None]):
+    CSS = "LineTable { max-height: 12; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.selected: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield LineTable()
+
+    def on_mount(self) -> None:
+        table = self.query_one(LineTable)
+        table.set_columns(LineColumn(f"c{c}", f"col{c}", 6) for c in range(COLUMNS))
+        for r in range(ROWS):
+            table.add_row(f"r{r}", {f"c{c}": Content(f"r{r}c{c}") for c in range(COLUMNS)}, r)
+        table.focus()
+
+    def on_line_table_row_selected(self, event: LineTable.RowSelected) -> None:
+        self.selected.append(event.row_key)
+
+
+def screen_lines(app: App[None]) -> list[str]:
+    table = app.query_one(LineTable)
+    return [table.render_line(y).text for y in range(table.size.height)]
+
+
+async def test_one_cell_update_draws_one_row_and_shows_it() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(LineTable)
+        await pilot.pause()
+        assert table.size.height == 12  # header + 11 rows, the rest scrolls
+        built = table.strips_built
+        table.update_cell("r5", "c2", Content("NEW"))
+        await pilot.pause()
+        assert table.strips_built == built + 1
+        assert "NEW" in app.export_screenshot()
+        assert table.get_cell("r5", "c2").plain == "NEW"
+        assert table.row_text("r5") == ["r5c0", "r5c1", "NEW", "r5c3"]
+        # A row that is not on screen is drawn when it scrolls into view, not before.
+        table.update_cell("r25", "c0", Content("LATER"))
+        await pilot.pause()
+        assert table.strips_built == built + 1
+
+
+async def test_the_header_stays_while_the_cursor_scrolls_the_rows() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(LineTable)
+        for _ in range(15):
+            await pilot.press("down")
+        await pilot.pause()
+        assert table.cursor_key() == "r15"
+        lines = screen_lines(app)
+        assert lines[0].split() == ["col0", "col1", "col2", "col3"]
+        assert lines[-1].split()[0] == "r15c0"  # the cursor row is the last one visible
+        await pilot.press("end")
+        assert table.cursor_key() == f"r{ROWS - 1}"
+        await pilot.press("home")
+        assert table.cursor_key() == "r0"
+        assert screen_lines(app)[1].split()[0] == "r0c0"
+        await pilot.press("pagedown")
+        assert table.cursor_row > 5
+
+
+async def test_enter_and_a_click_on_the_cursor_row_select_it() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(LineTable)
+        await pilot.click(LineTable, offset=(2, 3))  # line 3 = the third row
+        assert table.cursor_key() == "r2" and app.selected == []
+        await pilot.click(LineTable, offset=(2, 3))
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert app.selected == ["r2", "r3"]
+        await pilot.click(LineTable, offset=(2, 0))  # the header selects nothing
+        assert table.cursor_key() == "r3"
+
+
+async def test_sort_and_remove_keep_the_cursor_on_its_row() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(LineTable)
+        table.move_cursor(3)
+        table.sort(lambda order: -order)
+        assert table.row_keys[0] == f"r{ROWS - 1}"
+        assert table.cursor_key() == "r3"
+        table.remove_row(f"r{ROWS - 1}")
+        table.move_cursor(table.get_row_index("r3"))
+        await pilot.pause()
+        assert table.row_count == ROWS - 1
+        assert table.cursor_key() == "r3"
+        assert f"r{ROWS - 1}c0" not in app.export_screenshot()
+
+
+async def test_cells_take_theme_colours_and_follow_a_theme_change() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(LineTable)
+        table.update_cell("r1", "c0", Content.styled("hot", "$error bold"))
+        await pilot.pause()
+
+        def colour() -> str | None:
+            strip = table.render_line(2)
+            (segment,) = [s for s in strip if s.text.strip() == "hot"]
+            assert segment.style is not None and segment.style.color is not None
+            assert segment.style.bold
+            return segment.style.color.triplet.hex if segment.style.color.triplet else None
+
+        assert colour() == app.theme_variables["error"].lower()
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        assert colour() == app.theme_variables["error"].lower()
