@@ -128,10 +128,8 @@ class LineTable(ScrollView, can_focus=True):
         self._rows: dict[str, _Row] = {}
         self._ordered: list[str] = []
         self._index: dict[str, int] = {}
-        self._segments: LRUCache[tuple[str, tuple[object, ...], int], list[Segment]] = LRUCache(
-            CACHED_SEGMENTS
-        )
-        self._styles: dict[TextualStyle | str, Style | None] = {}
+        self._segments: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(CACHED_SEGMENTS)
+        self._styles: dict[tuple[TextualStyle | str, Style], Style] = {}
         self._header: Strip | None = None
         self._base: Style | None = None
         self.strips_built = 0
@@ -306,43 +304,44 @@ class LineTable(ScrollView, can_focus=True):
         if 1 <= y < self.size.height:
             self.refresh(Region(0, y, self.size.width, 1))
 
-    def _cell(self, content: Content, width: int) -> list[Segment]:
+    def _cell(self, content: Content, width: int, base: Style) -> list[Segment]:
+        """The cell's segments ``width`` cells wide, on ``base`` (the row's style)."""
         plain, spans = content.plain, content.spans
         if not spans:
-            return [Segment(set_cell_size(plain, width))]
+            return [Segment(set_cell_size(plain, width), base)]
         if len(spans) == 1 and spans[0][:2] == (0, len(plain)):
-            # One style over the whole cell (every Nodes cell): resolve it once per theme.
-            return [Segment(set_cell_size(plain, width), self._style(spans[0].style))]
-        key = (plain, tuple(spans), width)
+            # One style over the whole cell (every Nodes cell): resolved once per theme.
+            return [Segment(set_cell_size(plain, width), self._style(spans[0].style, base))]
+        key = (plain, tuple(spans), width, base)
         segments = self._segments.get(key)
         if segments is None:
             rendered = list(content.render_segments(TextualStyle(), ""))
-            segments = Segment.adjust_line_length(rendered, width)
-            self._segments[key] = segments
+            line = Segment.adjust_line_length(rendered, width)
+            segments = self._segments[key] = list(Segment.apply_style(line, base))
         return segments
 
-    def _style(self, style: TextualStyle | str) -> Style | None:
-        """The Rich style a Content span style resolves to under the current theme."""
-        resolved = self._styles.get(style)
+    def _style(self, style: TextualStyle | str, base: Style) -> Style:
+        """``base`` plus the Rich style a Content span style resolves to in this theme."""
+        resolved = self._styles.get((style, base))
         if resolved is None:
             segments = list(Content.styled("x", style).render_segments(TextualStyle(), ""))
-            resolved = self._styles[style] = segments[0].style if segments else None
+            own = segments[0].style if segments else None
+            resolved = self._styles[style, base] = base + own
         return resolved
 
-    def _draw(self, cells: Callable[[LineColumn], Content]) -> list[Segment]:
-        pad = Segment(" " * CELL_PADDING)
+    def _draw(self, cells: Callable[[LineColumn], Content], base: Style) -> Strip:
+        pad = Segment(" " * CELL_PADDING, base)
         line: list[Segment] = []
         for column in self.columns:
-            line += (pad, *self._cell(cells(column), column.width), pad)
-        return line
+            line += (pad, *self._cell(cells(column), column.width, base), pad)
+        return Strip(line, self.virtual_size.width)
 
     def _header_style(self) -> Style:
         return self.base_style + self.get_component_rich_style("line-table--header")
 
     def _header_strip(self) -> Strip:
         if self._header is None:
-            line = self._draw(lambda c: Content(c.label))
-            self._header = Strip(Segment.apply_style(line, self._header_style()))
+            self._header = self._draw(lambda c: Content(c.label), self._header_style())
         return self._header
 
     def _row_strip(self, key: str) -> Strip:
@@ -350,8 +349,7 @@ class LineTable(ScrollView, can_focus=True):
         if row.strip is None:
             self.strips_built += 1
             empty = Content("")
-            line = self._draw(lambda c: row.cells.get(c.key, empty))
-            row.strip = Strip(Segment.apply_style(line, self.base_style))
+            row.strip = self._draw(lambda c: row.cells.get(c.key, empty), self.base_style)
         return row.strip
 
     def render_line(self, y: int) -> Strip:
