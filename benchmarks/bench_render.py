@@ -5,7 +5,7 @@ table takes up to 40 % of it and scrolls the rest; the largest size is also run 
 200×180 terminal with every row on screen), fed by simulated sources
 (:mod:`benchmarks.simsources`): each round moves simulated time one second, polls every
 source (the app records the samples) and renders.
-Two figures per size, medians over the rounds:
+Two figures per size, medians over the rounds (the target is judged on the second):
 
 - ``tick()``: the app's render step (ClusterState → node table, engine panel, header,
   alerts, events, budget pane), wall time;
@@ -98,9 +98,10 @@ def measure(sizes: Sequence[int] = SIZES, *, rounds: int = 20) -> list[RenderRes
 
 
 def figures(results: Sequence[RenderResult]) -> list[Figure]:
-    """Per size: tick() and tick+repaint. The target is judged on ``SparktopApp.tick`` (the
-    app's UI tick: cluster state into the widgets) at the largest size on 200×60; Textual's
-    repaint that follows is shown beside it (its cost is in the CPU benchmark's figure)."""
+    """Per size: tick() and tick+repaint. The target is judged on a whole UI tick as the
+    operator gets it, ``SparktopApp.tick`` (cluster state into the widgets) plus Textual's
+    layout and paint of what changed, at the largest size: on 200×60 (the table scrolls) and
+    on 200×180 (every row on screen)."""
     out: list[Figure] = []
     for r in results:
         out.append(
@@ -112,11 +113,13 @@ def figures(results: Sequence[RenderResult]) -> list[Figure]:
         )
     normal = [r for r in results if r.height == HEIGHT] or list(results)
     small, big = normal[0], normal[-1]
-    where = f"{big.rows} GPU rows + {big.engines} engines, {WIDTH}×{big.height}"
-    out.append(check(f"render: one UI tick (tick()), {where}", big.tick_ms, TARGET_MS, "{:.1f} ms"))
-    out.append(
-        info(f"  tick + Textual repaint (CPU), {where}", f"{big.tick_repaint_cpu_ms:.1f} ms")
-    )
+    judged = [big, *(r for r in results if r.height != HEIGHT and r.rows == big.rows)]
+    for r in judged:
+        where = f"{r.rows} GPU rows + {r.engines} engines, {WIDTH}×{r.height}"
+        if r.height == TALL:
+            where += ", all rows on screen"
+        name = f"render: one UI tick + repaint (CPU), {where}"
+        out.append(check(name, r.tick_repaint_cpu_ms, TARGET_MS, "{:.1f} ms"))
     if big is not small:
         out.append(
             info(
