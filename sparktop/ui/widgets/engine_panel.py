@@ -85,7 +85,7 @@ class EngineBlock(Vertical):
         changed = False
         if key != self._shown:
             self._shown = key
-            self.query_one(".engine-lines", TextBlock).set_content(styles.lines(lines))
+            self.query_one(".engine-lines", TextBlock).set_lines([styles.line(r) for r in lines])
             changed = True
         if sample is not self.sample:
             self.sample = sample
@@ -102,7 +102,7 @@ class EngineBlock(Vertical):
         strip_key = tuple(tuple(line) for line in strip)
         if strip_key != self._expected_shown:
             self._expected_shown = strip_key
-            self.query_one(ExpectedStrip).set_content(styles.lines(strip))
+            self.query_one(ExpectedStrip).set_lines([styles.line(r) for r in strip])
             changed = True
         return changed
 

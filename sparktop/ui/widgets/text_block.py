@@ -1,24 +1,42 @@
-"""TextBlock: lines of Content that repaint without a layout pass when their height holds."""
+"""TextBlock: lines of Content that repaint only the lines that changed."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from rich.segment import Segment
 from textual.content import Content
+from textual.geometry import Region
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.style import Style as VisualStyle
+from textual.visual import Visual
 from textual.widget import Widget
 
+NEWLINE = Content("\n")
 
-def _height(content: Content, width: int) -> int:
-    """Lines ``content`` takes at ``width`` (Textual's own wrapping, as rendered)."""
-    if all(len(line) <= width for line in content.plain.split("\n")):
-        return content.plain.count("\n") + 1
-    return len(content.wrap(width))
+
+def _height(lines: Sequence[Content], width: int) -> int:
+    """Lines ``lines`` take at ``width`` (Textual's own wrapping, as rendered)."""
+    if all(line.cell_length <= width for line in lines):
+        return len(lines)
+    return len(NEWLINE.join(lines).wrap(width))
 
 
 class TextBlock(Widget):
-    """Like ``Static`` for text that changes every tick, but a new text with the same number
-    of lines (none wider than the widget) only repaints: ``Static.update`` always asks for a
-    layout pass of the whole screen, which at 1–2 Hz is most of the UI's cost."""
+    """Like ``Static`` for text that changes every tick, but cheaper to repaint:
+
+    - a new text with the same number of lines (none wider than the widget) needs no layout
+      pass (``Static.update`` always asks for one, of the whole screen);
+    - each line is rendered on its own and kept: only lines whose text or styles changed are
+      marked dirty and rebuilt, the others keep their strip through any repaint until the
+      width, the widget's style or the theme changes.
+
+    When a line does not fit the width (it wraps, is cut or folded), when the text is not
+    left-aligned or has tabs, and while text is selected, the lines render as one block, as
+    ``Static`` renders them.
+    """
 
     DEFAULT_CSS = """
     TextBlock { height: auto; }
@@ -26,22 +44,118 @@ class TextBlock(Widget):
 
     def __init__(self, content: Content | str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._content = content if isinstance(content, Content) else Content(content)
+        content = content if isinstance(content, Content) else Content(content)
+        self._lines: list[Content] = content.split("\n", allow_blank=True)
+        self._content: Content | None = content
+        self._strips: dict[int, Strip] = {}
+        self._block: list[Strip] | None = None
+        self._key: tuple[object, ...] | None = None
+        self.line_builds = 0
+        """Lines rendered so far (tests count how many a change rebuilt)."""
 
     @property
     def content(self) -> Content:
+        if self._content is None:
+            self._content = NEWLINE.join(self._lines)
         return self._content
+
+    @property
+    def lines(self) -> tuple[Content, ...]:
+        return tuple(self._lines)
 
     def render(self) -> Content:
-        return self._content
+        return self.content
 
     def set_content(self, content: Content, *, layout: bool | None = None) -> None:
-        """Show ``content``; a layout pass only when its height may differ (``layout``
-        False: never, for fixed-height lines)."""
-        old, self._content = self._content, content
-        if layout is not None:
+        """Show ``content`` (lines separated by ``\\n``); see :meth:`set_lines`."""
+        self.set_lines(content.split("\n", allow_blank=True), layout=layout)
+        self._content = content
+
+    def set_lines(self, lines: Sequence[Content], *, layout: bool | None = None) -> None:
+        """Show ``lines`` (none containing ``\\n``), repainting only those that changed. A
+        layout pass only when the height may differ (``layout`` False: never, for
+        fixed-height widgets; True: always)."""
+        old, self._lines = self._lines, list(lines)
+        self._content = None
+        width = self.size.width
+        if layout is None:
+            layout = not (width > 0 and _height(old, width) == _height(self._lines, width))
+        if (
+            layout
+            or width <= 0
+            or len(old) != len(self._lines)
+            or self._block is not None
+            or not self._per_line(width)
+        ):
+            self._forget()
             self.refresh(layout=layout)
             return
-        width = self.content_region.width
-        same_height = width > 0 and _height(old, width) == _height(content, width)
-        self.refresh(layout=not same_height)
+        pairs = enumerate(zip(old, self._lines, strict=True))
+        changed = [y for y, (was, now) in pairs if not was.is_same(now)]
+        for y in changed:
+            self._strips.pop(y, None)
+        if changed:
+            self.refresh(*(Region(0, y, width, 1) for y in changed))
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self._forget()  # the block drawn with (or without) the old selection
+        super().selection_updated(selection)
+
+    def _forget(self) -> None:
+        self._strips.clear()
+        self._block = None
+
+    def _per_line(self, width: int) -> bool:
+        """Whether each line renders on its own exactly as in the whole block: every line
+        fits (nothing to wrap, cut or fold), left-aligned, no tabs, nothing selected."""
+        styles = self.styles
+        return (
+            self.text_selection is None
+            and styles.text_align in ("left", "start")
+            and not styles.line_pad
+            and tuple(styles.content_align) == ("left", "top")
+            and all(line.cell_length <= width and "\t" not in line.plain for line in self._lines)
+        )
+
+    def render_line(self, y: int) -> Strip:
+        width, height = self.size
+        styles = self.styles
+        style = self.visual_style
+        key = (
+            width,
+            style,
+            self.app.theme,
+            styles.text_align,
+            styles.text_overflow,
+            styles.text_wrap,
+            styles.line_pad,
+            styles.content_align,
+        )
+        if key != self._key:
+            self._key = key
+            self._forget()
+        if self._block is None and (self._strips or self._per_line(width)):
+            strip = self._strips.get(y)
+            if strip is None:
+                if y >= len(self._lines):
+                    return Strip.blank(width, style.rich_style)
+                strip = self._strips[y] = self._line_strip(y, style)
+                self.line_builds += 1
+            return strip
+        if self._block is None:
+            self._block = Visual.to_strips(self, self.content, width, height, style)
+            self.line_builds += len(self._block)
+        if y < len(self._block):
+            return self._block[y]
+        return Strip.blank(width, style.rich_style)
+
+    def _line_strip(self, y: int, style: VisualStyle) -> Strip:
+        """Line ``y`` as ``Content.render_strips`` draws a line that fits: each span's style
+        over the widget's, with the (x, y) offsets text selection reads."""
+        line = self._lines[y]
+        segments: list[Segment] = []
+        x = 0
+        for text, text_style in line.render(style, end="", parse_style=self._get_style):
+            segments.append(Segment(text, (style + text_style).rich_style_with_offset(x, y)))
+            x += len(text)
+        return Strip(segments, line.cell_length)
