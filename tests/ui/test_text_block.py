@@ -144,3 +144,16 @@ async def test_text_block_follows_theme_changes() -> None:
         app.theme = "textual-light"
         await pilot.pause()
         assert primary_colour() == app.current_theme.primary.lower()
+
+
+async def test_an_update_draws_what_static_draws_with_shifted_spans() -> None:
+    """Kept Rich styles carry their (x, y) selection offsets: a span that moves gets new ones."""
+    app = Pair(Content("\n").join(FOUR))
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        ours, theirs = app.query_one(TextBlock), app.query_one(Static)
+        shifted = block("running 10/8", "prefill 12,634 tok/s", "TTFT p50 3.12 s", "KV 0.3%")
+        ours.set_lines(shifted)
+        theirs.update(Content("\n").join(shifted))
+        await pilot.pause()
+        assert drawn(ours) == drawn(theirs)

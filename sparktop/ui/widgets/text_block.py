@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.geometry import Region
 from textual.selection import Selection
@@ -15,6 +16,9 @@ from textual.visual import Visual
 from textual.widget import Widget
 
 NEWLINE = Content("\n")
+
+RICH_STYLES_KEPT = 1024
+"""Rich styles kept per TextBlock by (x, y, span style); the cache starts over past this."""
 
 
 def _height(lines: Sequence[Content], width: int) -> int:
@@ -49,6 +53,7 @@ class TextBlock(Widget):
         self._content: Content | None = content
         self._strips: dict[int, Strip] = {}
         self._block: list[Strip] | None = None
+        self._rich_styles: dict[tuple[int, int, VisualStyle], RichStyle] = {}
         self._key: tuple[object, ...] | None = None
         self.line_builds = 0
         """Lines rendered so far (tests count how many a change rebuilt)."""
@@ -103,6 +108,7 @@ class TextBlock(Widget):
 
     def _forget(self) -> None:
         self._strips.clear()
+        self._rich_styles.clear()
         self._block = None
 
     def _per_line(self, width: int) -> bool:
@@ -155,7 +161,16 @@ class TextBlock(Widget):
         line = self._lines[y]
         segments: list[Segment] = []
         x = 0
+        cache = self._rich_styles
+        if len(cache) > RICH_STYLES_KEPT:
+            cache.clear()
         for text, text_style in line.render(style, end="", parse_style=self._get_style):
-            segments.append(Segment(text, (style + text_style).rich_style_with_offset(x, y)))
+            # Most spans keep their style and place from one tick to the next (only the
+            # numbers change): building their Rich style is most of a line's cost.
+            rich_style = cache.get((x, y, text_style))
+            if rich_style is None:
+                rich_style = (style + text_style).rich_style_with_offset(x, y)
+                cache[x, y, text_style] = rich_style
+            segments.append(Segment(text, rich_style))
             x += len(text)
         return Strip(segments, line.cell_length)
