@@ -33,12 +33,43 @@ def _readings(counters: SlowdownCounters) -> dict[str, float]:
     return out
 
 
+class _Window:
+    """One GPU's readings in the window and, per counter, its rises summed over the window.
+
+    Each point keeps its rise over the point before it (whole µs, so the running sums stay
+    exact); when the oldest point leaves, the next one's rise leaves the sums with it."""
+
+    __slots__ = ("points", "rise")
+
+    def __init__(self) -> None:
+        self.points: deque[tuple[float, dict[str, float], dict[str, int]]] = deque()
+        self.rise: dict[str, int] = {}
+
+    def append(self, time_s: float, readings: dict[str, float]) -> None:
+        if len(self.points) >= _MAX_POINTS:
+            self.drop_oldest()
+        before = self.points[-1][1] if self.points else {}
+        rise = {n: round(v - before[n]) for n, v in readings.items() if v > before.get(n, v)}
+        for name, amount in rise.items():
+            self.rise[name] = self.rise.get(name, 0) + amount
+        self.points.append((time_s, readings, rise))
+
+    def drop_oldest(self) -> None:
+        self.points.popleft()
+        if self.points:  # the new oldest point's rise was over a reading now gone
+            for name, amount in self.points[0][2].items():
+                self.rise[name] -= amount
+
+
 class CounterTracker:
-    """Recent counter readings per GPU (``node/gpu_key``), bounded by ``window_s`` and size."""
+    """Recent counter readings per GPU (``node/gpu_key``), bounded by ``window_s`` and size.
+
+    Growth over the window is kept as running sums, so reading it costs the same whatever
+    the window's length (the alert rules read it for every GPU on every tick)."""
 
     def __init__(self, window_s: float) -> None:
         self.window_s = window_s
-        self._points: dict[str, deque[tuple[float, dict[str, float]]]] = {}
+        self._windows: dict[str, _Window] = {}
 
     def observe(self, state: ClusterState) -> None:
         """Take the newest counter readings of every reachable node (once per sample time)."""
@@ -52,32 +83,24 @@ class CounterTracker:
         readings = _readings(gpu.counters)
         if not readings:
             return
-        points = self._points.get(subject)
-        if points is None:
-            points = self._points[subject] = deque(maxlen=_MAX_POINTS)
-        if points and points[-1][0] >= time_s:
+        window = self._windows.get(subject)
+        if window is None:
+            window = self._windows[subject] = _Window()
+        if window.points and window.points[-1][0] >= time_s:
             return
-        points.append((time_s, readings))
-        while points and points[0][0] < time_s - self.window_s:
-            points.popleft()
+        window.append(time_s, readings)
+        while window.points and window.points[0][0] < time_s - self.window_s:
+            window.drop_oldest()
 
     def growth_s(self, node: str, gpu_key: str) -> dict[str, float]:
         """Seconds added over the window to each counter that is still growing (it grew
         between the two newest readings); a counter that stopped is no longer evidence."""
-        points = self._points.get(gpu_subject(node, gpu_key))
-        if not points or len(points) < 2:
+        window = self._windows.get(gpu_subject(node, gpu_key))
+        if window is None or len(window.points) < 2:
             return {}
-        newest, before_newest = points[-1][1], points[-2][1]
-        growing = {n for n, v in newest.items() if v > before_newest.get(n, v)}
-        grown: dict[str, float] = {}
-        previous = points[0][1]
-        for _, readings in list(points)[1:]:
-            for name, value in readings.items():
-                before = previous.get(name)
-                if name in growing and before is not None and value > before:
-                    grown[name] = grown.get(name, 0.0) + (value - before) / 1e6
-            previous = readings
-        return grown
+        newest, before_newest = window.points[-1][1], window.points[-2][1]
+        growing = [n for n, v in newest.items() if v > before_newest.get(n, v)]
+        return {n: window.rise[n] / 1e6 for n in growing if window.rise.get(n, 0) > 0}
 
 
 REASON_COUNTERS: Mapping[str, str] = {
