@@ -8,6 +8,7 @@ it formats as ``n/a`` and is never silently turned into 0.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -88,6 +89,7 @@ BENIGN_CLOCK_EVENTS: frozenset[str] = frozenset(
 """Reasons that explain a lower clock without being a slowdown worth an alarm."""
 
 
+@functools.lru_cache(maxsize=256)
 def decode_clock_events(mask: int) -> tuple[str, ...]:
     """Decode an NVML clock-event mask into reason names, lowest bit first.
 
@@ -100,6 +102,7 @@ def decode_clock_events(mask: int) -> tuple[str, ...]:
     return tuple(names)
 
 
+@functools.lru_cache(maxsize=256)
 def slowdown_reasons(mask: int) -> tuple[str, ...]:
     """Only the reasons that mean a slowdown (thermal, power cap, HW slowdown, power brake)."""
     return tuple(r for r in decode_clock_events(mask) if r not in BENIGN_CLOCK_EVENTS)
