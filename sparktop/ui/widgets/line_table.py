@@ -132,6 +132,7 @@ class LineTable(ScrollView, can_focus=True):
         self._styles: dict[tuple[TextualStyle | str, Style], Style] = {}
         self._header: Strip | None = None
         self._base: Style | None = None
+        self._frame: tuple[int, int, int] | None = None
         self.strips_built = 0
         """Rows drawn since the table was made (tests count repaints with it)."""
 
@@ -352,12 +353,19 @@ class LineTable(ScrollView, can_focus=True):
             row.strip = self._draw(lambda c: row.cells.get(c.key, empty), self.base_style)
         return row.strip
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # Read once per repaint what every line needs (``size`` walks the styles).
+        self._frame = (self.size.width, round(self.scroll_x), round(self.scroll_y))
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        x = round(self.scroll_x)
+        width, x, top = self._frame or (self.size.width, round(self.scroll_x), round(self.scroll_y))
         if y == 0:  # the header and its background span the whole width, as the cursor
             return self._header_strip().crop_extend(x, x + width, self._header_style())
-        index = round(self.scroll_y) + y - 1
+        index = top + y - 1
         if index >= len(self._ordered):
             return Strip.blank(width, self.base_style)
         strip = self._row_strip(self._ordered[index]).crop_extend(x, x + width, self.base_style)
