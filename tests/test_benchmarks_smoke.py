@@ -67,10 +67,12 @@ def test_monitor_cpu_run_draws_every_node() -> None:
 
 def test_render_tick_shows_every_row() -> None:
     results = [asyncio.run(bench_render.measure_one(n, engines=1, rounds=1)) for n in (2, 4)]
-    assert [r.rows for r in results] == [2, 4]
+    results.append(asyncio.run(bench_render.measure_one(4, engines=1, rounds=1, height=30)))
+    assert [r.rows for r in results] == [2, 4, 4]
     figures = bench_render.figures(results)
     assert names(judged(figures)) == [
-        "render: one UI tick (tick()), 4 GPU rows + 1 engines, 200×60"
+        "render: one UI tick + repaint (CPU), 4 GPU rows + 1 engines, 200×60",
+        "render: one UI tick + repaint (CPU), 4 GPU rows + 1 engines, 200×30",
     ]
     assert "render growth 2 → 4 rows: tick() | tick+repaint" in names(figures)
 
