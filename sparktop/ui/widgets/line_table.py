@@ -36,6 +36,13 @@ CELL_PADDING = 1
 CACHED_SEGMENTS = 4000
 
 
+def _fit(text: str, width: int) -> str:
+    """``text`` cut or padded to ``width`` terminal cells."""
+    if text.isascii():  # one cell per character: no width table needed
+        return text[:width].ljust(width)
+    return set_cell_size(text, width)
+
+
 @dataclass(frozen=True, slots=True)
 class LineColumn:
     """A column: its key, header label and content width in cells (padding excluded)."""
@@ -309,10 +316,10 @@ class LineTable(ScrollView, can_focus=True):
         """The cell's segments ``width`` cells wide, on ``base`` (the row's style)."""
         plain, spans = content.plain, content.spans
         if not spans:
-            return [Segment(set_cell_size(plain, width), base)]
+            return [Segment(_fit(plain, width), base)]
         if len(spans) == 1 and spans[0][:2] == (0, len(plain)):
             # One style over the whole cell (every Nodes cell): resolved once per theme.
-            return [Segment(set_cell_size(plain, width), self._style(spans[0].style, base))]
+            return [Segment(_fit(plain, width), self._style(spans[0].style, base))]
         key = (plain, tuple(spans), width, base)
         segments = self._segments.get(key)
         if segments is None:
