@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from rich.style import Style
 from textual.app import App, ComposeResult
+from textual.containers import Horizontal
 from textual.strip import Strip
-from textual.widgets import Sparkline
+from textual.widgets import Label, Sparkline
 
-from sparktop.ui.widgets.spark import Spark, column_ratios
+from sparktop.ui.widgets.spark import Spark, SparkRow, column_ratios
 
 DECODE = (42.0, 63.0, 75.0, 73.8, 64.0, 60.3, 60.5, 0.0, 12.5, 80.0, 80.0, 31.0)
 
@@ -123,3 +125,64 @@ async def test_spark_follows_theme_changes() -> None:
         assert tallest.style is not None and tallest.style.color is not None
         assert tallest.style.color.triplet is not None
         assert tallest.style.color.triplet.hex == primary
+
+
+ROW_CSS = """
+Horizontal, SparkRow { height: 1; }
+Label { width: auto; color: $text-muted; padding: 0 1 0 0; }
+Spark { width: 1fr; max-width: 48; margin: 0 2 0 0; }
+Spark > .spark--max-color, SparkRow > .spark--max-color { color: $primary; }
+Spark > .spark--min-color, SparkRow > .spark--min-color { color: $primary 30%; }
+SparkRow > .spark-row--label { color: $text-muted; }
+"""
+
+
+class Rows(App[None]):
+    """SparkRow beside the Horizontal of Labels and Sparks it stands for."""
+
+    CSS = ROW_CSS
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield Label("decode tok/s")
+            yield Spark(id="a")
+            yield Label("KV %")
+            yield Spark(id="b")
+        yield SparkRow(("decode tok/s", "KV %"))
+
+
+def screen_cells(app: App[None], y: int) -> list[tuple[str, object]]:
+    """The screen line's cells (selection offsets, which Labels carry, left out)."""
+    strip = app.screen._compositor.render_strips()[y]
+    return [(ch, s.clear_meta_and_links()) for ch, s in cells(strip) if isinstance(s, Style)]
+
+
+@pytest.mark.parametrize("width", [40, 61, 80, 97, 118, 119, 160])
+async def test_spark_row_draws_what_labels_and_sparks_in_a_row_draw(width: int) -> None:
+    app = Rows()
+    kv = tuple(float(i % 13) for i in range(120))
+    async with app.run_test(size=(width, 4)) as pilot:
+        await pilot.pause()
+        app.query_one("#a", Spark).data = DECODE
+        app.query_one("#b", Spark).data = kv
+        row = app.query_one(SparkRow)
+        row.set_data(0, DECODE)
+        row.set_data(1, kv)
+        await pilot.pause()
+        assert screen_cells(app, 1) == screen_cells(app, 0)
+
+
+async def test_spark_row_repaints_only_when_bars_change() -> None:
+    app = Rows()
+    async with app.run_test(size=(120, 4)) as pilot:
+        row = app.query_one(SparkRow)
+        row.set_data(0, DECODE)
+        await pilot.pause()
+        built = row.builds
+        row.set_data(0, tuple(v * 2 for v in DECODE))  # same bars
+        await pilot.pause()
+        assert row.builds == built
+        row.set_data(1, (1.0, 2.0, 3.0))
+        await pilot.pause()
+        assert row.builds == built + 1
+        assert row.data(1) == (1.0, 2.0, 3.0)

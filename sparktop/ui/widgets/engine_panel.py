@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.events import Resize
-from textual.widgets import Label, Static
+from textual.widgets import Static
 
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample
@@ -17,7 +17,7 @@ from sparktop.ui.engine_views import engine_lines, limit_seqs
 from sparktop.ui.expected import DeficitClock, EstimateFn, expected_lines
 from sparktop.ui.messages import LayoutChanged
 from sparktop.ui.views import ViewConfig
-from sparktop.ui.widgets.spark import Spark
+from sparktop.ui.widgets.spark import SparkRow
 from sparktop.ui.widgets.text_block import TextBlock
 
 SPARK_POINTS = 120
@@ -36,7 +36,8 @@ class ExpectedStrip(TextBlock):
 
 
 class EngineBlock(Vertical):
-    """One engine: text lines, decode tok/s and KV % sparklines, and its ExpectedStrip."""
+    """One engine: text lines, decode tok/s and KV % sparklines (one :class:`SparkRow`), and
+    its ExpectedStrip."""
 
     DEFAULT_CSS = """
     EngineBlock {
@@ -45,11 +46,9 @@ class EngineBlock(Vertical):
     }
     EngineBlock:last-of-type { margin: 0; }
     EngineBlock > .engine-lines { height: auto; }
-    EngineBlock > Horizontal { height: 1; }
-    EngineBlock Label { width: auto; color: $spark-dim; padding: 0 1 0 0; }
-    EngineBlock Spark { width: 1fr; max-width: 48; margin: 0 2 0 0; }
-    EngineBlock Spark > .spark--max-color { color: $spark-accent; }
-    EngineBlock Spark > .spark--min-color { color: $spark-accent 30%; }
+    EngineBlock SparkRow > .spark-row--label { color: $spark-dim; }
+    EngineBlock SparkRow > .spark--max-color { color: $spark-accent; }
+    EngineBlock SparkRow > .spark--min-color { color: $spark-accent 30%; }
     """
 
     def __init__(self, engine: str, **kwargs: Any) -> None:
@@ -62,11 +61,7 @@ class EngineBlock(Vertical):
 
     def compose(self) -> ComposeResult:
         yield TextBlock("", classes="engine-lines")
-        with Horizontal():
-            yield Label("decode tok/s")
-            yield Spark(id="decode-spark")
-            yield Label("KV %")
-            yield Spark(id="kv-spark")
+        yield SparkRow(("decode tok/s", "KV %"))
         yield ExpectedStrip("")
 
     def show(
@@ -92,8 +87,9 @@ class EngineBlock(Vertical):
             history = state.history
             decode = history.get(sample.engine, "decode_tps").values(last=SPARK_POINTS)
             kv = history.get(sample.engine, "kv_usage").values(last=SPARK_POINTS)
-            self.query_one("#decode-spark", Spark).data = decode
-            self.query_one("#kv-spark", Spark).data = tuple(v * 100 for v in kv)
+            sparks = self.query_one(SparkRow)
+            sparks.set_data(0, decode)
+            sparks.set_data(1, tuple(v * 100 for v in kv))
             changed = True
         profile_name, estimate, clock = expected
         strip = expected_lines(

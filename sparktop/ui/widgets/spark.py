@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style
@@ -39,14 +41,25 @@ def column_ratios(data: Sequence[float], width: int) -> tuple[float, ...]:
     return tuple(out)
 
 
-def _blend(low: RichColor, high: RichColor, ratio: float) -> RichColor:
+def _bar_style(base: Style, low: RichColor, high: RichColor, ratio: float) -> Style:
+    """``base`` in the colour ``ratio`` of the way from ``low`` to ``high`` (whole RGB steps,
+    as ``Color.from_rgb`` rounds them)."""
     if low.triplet is None or high.triplet is None:
-        return high
+        return _styled(base, high)
     r1, g1, b1 = low.triplet
     r2, g2, b2 = high.triplet
-    return RichColor.from_rgb(
-        r1 + (r2 - r1) * ratio, g1 + (g2 - g1) * ratio, b1 + (b2 - b1) * ratio
-    )
+    rgb = (int(r1 + (r2 - r1) * ratio), int(g1 + (g2 - g1) * ratio), int(b1 + (b2 - b1) * ratio))
+    return _rgb_style(base, rgb)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rgb_style(base: Style, rgb: tuple[int, int, int]) -> Style:
+    # A blend yields at most a few hundred distinct colours: build each Style once.
+    return _styled(base, RichColor.from_rgb(*rgb))
+
+
+def _styled(base: Style, colour: RichColor) -> Style:
+    return base + Style.from_color(colour)
 
 
 def spark_lines(
@@ -83,7 +96,7 @@ def spark_lines(
                 continue
             style = styles.get(ratio)
             if style is None:
-                style = styles[ratio] = base + Style.from_color(_blend(low, high, ratio))
+                style = styles[ratio] = _bar_style(base, low, high, ratio)
             cells.append(("█" if index >= ceiling else BARS[index % levels], style))
         strips.append(Strip(_runs(cells), width))
     return strips
@@ -175,3 +188,104 @@ class Spark(Widget):
         if 0 <= y < len(self._strips):
             return self._strips[y]
         return Strip.blank(width, colours[0])
+
+
+class SparkRow(Widget):
+    """Labelled sparklines side by side on one line (``decode tok/s ▁▂▃…  KV % ▁▂▃…``).
+
+    One widget draws what a ``Horizontal`` of labels and :class:`Spark` widgets would (label,
+    one blank, bars sharing the rest equally up to ``max_width`` each, ``gap`` blanks after
+    each), so a tick repaints one line instead of five widgets. Set values with
+    :meth:`set_data`; the line is rebuilt only when some bars or the size or colours change.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "spark--max-color",
+        "spark--min-color",
+        "spark-row--label",
+    }
+
+    DEFAULT_CSS = """
+    SparkRow { height: 1; }
+    SparkRow > .spark--max-color { color: $primary; }
+    SparkRow > .spark--min-color { color: $primary 30%; }
+    SparkRow > .spark-row--label { color: $text-muted; }
+    """
+
+    def __init__(
+        self, labels: Sequence[str], *, max_width: int = 48, gap: int = 2, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.labels = tuple(labels)
+        self.max_width = max_width
+        self.gap = gap
+        self._data: list[tuple[float, ...]] = [() for _ in self.labels]
+        self._ratios: list[tuple[float, ...]] = [() for _ in self.labels]
+        self._widths: tuple[int, ...] = ()
+        self._strip: Strip | None = None
+        self._strip_key: tuple[object, ...] | None = None
+        self.builds = 0
+        """How many times the line was rebuilt (tests count repaints that did work)."""
+
+    def data(self, index: int) -> tuple[float, ...]:
+        return self._data[index]
+
+    def set_data(self, index: int, values: Sequence[float]) -> None:
+        """Show ``values`` (oldest first) in sparkline ``index``; repaint only if its bars
+        change."""
+        values = tuple(values)
+        old = self._data[index]
+        self._data[index] = values
+        if self._widths:
+            ratios = column_ratios(values, self._widths[index])
+            same_case = min(len(values), 2) == min(len(old), 2)
+            if ratios == self._ratios[index] and same_case:
+                return
+            self._ratios[index] = ratios
+        self._strip_key = None
+        self.refresh()
+
+    def spark_widths(self, width: int) -> tuple[int, ...]:
+        """Each sparkline's width in a line ``width`` cells wide (the labels and gaps first,
+        the rest shared equally as ``1fr`` shares it, each at most ``max_width``)."""
+        count = len(self.labels)
+        if not count:
+            return ()
+        fixed = sum(cell_len(label) + 1 + self.gap for label in self.labels)
+        free = max(0, width - fixed)
+        widths = [free * (i + 1) // count - free * i // count for i in range(count)]
+        return tuple(min(w, self.max_width) for w in widths)
+
+    def _colours(self) -> tuple[Style, Style, RichColor, RichColor]:
+        _, background = self.background_colors
+        low: Color = background + self.get_component_styles("spark--min-color").color
+        high: Color = background + self.get_component_styles("spark--max-color").color
+        label: Color = background + self.get_component_styles("spark-row--label").color
+        base = self.rich_style
+        return base, base + Style.from_color(label.rich_color), low.rich_color, high.rich_color
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        colours = self._colours()
+        key = (width, colours)
+        if self._strip is None or key != self._strip_key:
+            widths = self.spark_widths(width)
+            if widths != self._widths:
+                self._widths = widths
+                self._ratios = [
+                    column_ratios(d, w) for d, w in zip(self._data, widths, strict=True)
+                ]
+            base, label_style, low, high = colours
+            blank = Style(bgcolor=base.bgcolor)  # as the padding and margins between widgets
+            segments: list[Segment] = []
+            for label, data, ratios, spark_width in zip(
+                self.labels, self._data, self._ratios, widths, strict=True
+            ):
+                segments += (Segment(label, label_style), Segment(" ", blank))
+                (bars,) = spark_lines(data, ratios, spark_width, 1, base, low, high)
+                segments += bars
+                segments.append(Segment(" " * self.gap, blank))
+            self._strip = Strip(segments).extend_cell_length(width, blank).crop(0, width)
+            self._strip_key = key
+            self.builds += 1
+        return self._strip if y == 0 else Strip.blank(width, colours[0])
