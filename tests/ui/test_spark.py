@@ -1,4 +1,5 @@
-"""Spark: the same bars and colours as Textual's Sparkline, rebuilt only when they change."""
+"""SparkRow: draws what Textual's Label and Sparkline widgets in a row draw, rebuilt only when
+the bars change."""
 
 from __future__ import annotations
 
@@ -11,30 +12,9 @@ from textual.containers import Horizontal
 from textual.strip import Strip
 from textual.widgets import Label, Sparkline
 
-from sparktop.ui.widgets.spark import Spark, SparkRow, column_ratios
+from sparktop.ui.widgets.spark import SparkRow, column_ratios, spark_lines
 
 DECODE = (42.0, 63.0, 75.0, 73.8, 64.0, 60.3, 60.5, 0.0, 12.5, 80.0, 80.0, 31.0)
-
-
-class Pair(App[None]):
-    """A Spark and a Textual Sparkline side by side, same width, height and colours."""
-
-    CSS = """
-    Sparkline, Spark { width: 30; }
-    .tall { height: 3; }
-    Sparkline > .sparkline--max-color, Spark > .spark--max-color { color: $primary; }
-    Sparkline > .sparkline--min-color, Spark > .spark--min-color { color: $primary 30%; }
-    """
-
-    def __init__(self, data: tuple[float, ...], tall: bool = False) -> None:
-        super().__init__()
-        self.data = data
-        self.tall = tall
-
-    def compose(self) -> ComposeResult:
-        classes = "tall" if self.tall else ""
-        yield Sparkline(self.data, classes=classes)
-        yield Spark(self.data, classes=classes)
 
 
 def cells(strip: Strip) -> list[tuple[str, object]]:
@@ -42,8 +22,21 @@ def cells(strip: Strip) -> list[tuple[str, object]]:
     return [(ch, seg.style) for seg in strip for ch in seg.text]
 
 
-def lines(widget: Sparkline | Spark) -> list[list[tuple[str, object]]]:
-    return [cells(s) for s in widget.render_lines(widget.size.region)]
+class One(App[None]):
+    CSS = """
+    Sparkline { width: 30; }
+    .tall { height: 3; }
+    Sparkline > .sparkline--max-color { color: $primary; }
+    Sparkline > .sparkline--min-color { color: $primary 30%; }
+    """
+
+    def __init__(self, data: tuple[float, ...], tall: bool) -> None:
+        super().__init__()
+        self.data = data
+        self.tall = tall
+
+    def compose(self) -> ComposeResult:
+        yield Sparkline(self.data, classes="tall" if self.tall else "")
 
 
 @pytest.mark.parametrize(
@@ -57,15 +50,23 @@ def lines(widget: Sparkline | Spark) -> list[list[tuple[str, object]]]:
         ((5.0, 5.0, 5.0), False),  # flat: no extent
     ],
 )
-async def test_spark_draws_what_textual_sparkline_draws(
+async def test_spark_lines_draw_what_textual_sparkline_draws(
     data: tuple[float, ...], tall: bool
 ) -> None:
-    app = Pair(data, tall)
+    app = One(data, tall)
     async with app.run_test(size=(40, 8)) as pilot:
         await pilot.pause()
-        ours, theirs = app.query_one(Spark), app.query_one(Sparkline)
-        assert ours.size == theirs.size
-        assert lines(ours) == lines(theirs)
+        theirs = app.query_one(Sparkline)
+        width, height = theirs.size
+        _, background = theirs.background_colors
+        low = background + theirs.get_component_styles("sparkline--min-color").color
+        high = background + theirs.get_component_styles("sparkline--max-color").color
+        ours = spark_lines(
+            data, column_ratios(data, width), width, height,
+            theirs.visual_style.rich_style, low.rich_color, high.rich_color,
+        )  # fmt: skip
+        expected = theirs.render_lines(theirs.size.region)
+        assert [cells(s) for s in ours] == [cells(s) for s in expected]
 
 
 def test_column_ratios_bucket_to_the_width_with_the_max() -> None:
@@ -75,79 +76,24 @@ def test_column_ratios_bucket_to_the_width_with_the_max() -> None:
     assert column_ratios((3.0,), 4) == ()
 
 
-class One(App[None]):
-    CSS = "Spark { width: 24; } Spark > .spark--max-color { color: $primary; }"
-
-    def compose(self) -> ComposeResult:
-        yield Spark()
-
-
-async def test_spark_repaints_only_when_its_bars_change() -> None:
-    app = One()
-    async with app.run_test(size=(30, 3)) as pilot:
-        spark = app.query_one(Spark)
-        spark.data = DECODE
-        await pilot.pause()
-        shown = spark.builds
-        text = spark.render_line(0).text
-        assert text[0] == "▄" and "█" in text and len(text) == 24
-
-        # The same values again, and a doubled copy (same bars): no repaint.
-        spark.data = list(DECODE)
-        spark.data = tuple(v * 2 for v in DECODE)
-        await pilot.pause()
-        assert spark.builds == shown
-        assert spark.render_line(0).text == text
-
-        # A new reading changes the bars: rebuilt once.
-        spark.data = (*DECODE[1:], 100.0)
-        await pilot.pause()
-        assert spark.builds == shown + 1
-        assert spark.render_line(0).text.endswith("██")
-
-
-async def test_spark_follows_theme_changes() -> None:
-    app = One()
-    async with app.run_test(size=(30, 3)) as pilot:
-        spark = app.query_one(Spark)
-        spark.data = DECODE
-        await pilot.pause()
-        app.theme = "textual-dark"
-        await pilot.pause()
-        before = {seg.style.color for seg in spark.render_line(0) if seg.style}
-        app.theme = "textual-light"
-        await pilot.pause()
-        await pilot.pause()
-        after = {seg.style.color for seg in spark.render_line(0) if seg.style}
-        assert before != after
-        primary = app.current_theme.primary.lower()
-        tallest = next(seg for seg in spark.render_line(0) if seg.text[0] == "█")
-        assert tallest.style is not None and tallest.style.color is not None
-        assert tallest.style.color.triplet is not None
-        assert tallest.style.color.triplet.hex == primary
-
-
-ROW_CSS = """
-Horizontal, SparkRow { height: 1; }
-Label { width: auto; color: $text-muted; padding: 0 1 0 0; }
-Spark { width: 1fr; max-width: 48; margin: 0 2 0 0; }
-Spark > .spark--max-color, SparkRow > .spark--max-color { color: $primary; }
-Spark > .spark--min-color, SparkRow > .spark--min-color { color: $primary 30%; }
-SparkRow > .spark-row--label { color: $text-muted; }
-"""
-
-
 class Rows(App[None]):
-    """SparkRow beside the Horizontal of Labels and Sparks it stands for."""
+    """A SparkRow under the Horizontal of Labels and Sparklines it stands for."""
 
-    CSS = ROW_CSS
+    CSS = """
+    Horizontal, SparkRow { height: 1; }
+    Label { width: auto; color: $text-muted; padding: 0 1 0 0; }
+    Sparkline { width: 1fr; max-width: 48; margin: 0 2 0 0; }
+    Sparkline > .sparkline--max-color, SparkRow > .spark--max-color { color: $primary; }
+    Sparkline > .sparkline--min-color, SparkRow > .spark--min-color { color: $primary 30%; }
+    SparkRow > .spark-row--label { color: $text-muted; }
+    """
 
     def compose(self) -> ComposeResult:
         with Horizontal():
             yield Label("decode tok/s")
-            yield Spark(id="a")
+            yield Sparkline(id="a")
             yield Label("KV %")
-            yield Spark(id="b")
+            yield Sparkline(id="b")
         yield SparkRow(("decode tok/s", "KV %"))
 
 
@@ -158,13 +104,13 @@ def screen_cells(app: App[None], y: int) -> list[tuple[str, object]]:
 
 
 @pytest.mark.parametrize("width", [40, 61, 80, 97, 118, 119, 160])
-async def test_spark_row_draws_what_labels_and_sparks_in_a_row_draw(width: int) -> None:
+async def test_spark_row_draws_what_labels_and_sparklines_in_a_row_draw(width: int) -> None:
     app = Rows()
     kv = tuple(float(i % 13) for i in range(120))
     async with app.run_test(size=(width, 4)) as pilot:
         await pilot.pause()
-        app.query_one("#a", Spark).data = DECODE
-        app.query_one("#b", Spark).data = kv
+        app.query_one("#a", Sparkline).data = list(DECODE)
+        app.query_one("#b", Sparkline).data = list(kv)
         row = app.query_one(SparkRow)
         row.set_data(0, DECODE)
         row.set_data(1, kv)
@@ -179,10 +125,39 @@ async def test_spark_row_repaints_only_when_bars_change() -> None:
         row.set_data(0, DECODE)
         await pilot.pause()
         built = row.builds
-        row.set_data(0, tuple(v * 2 for v in DECODE))  # same bars
+        text = row.render_line(0).text
+        assert text.startswith("decode tok/s ▄") and "KV % ▁" in text
+
+        # The same values again, and a doubled copy (same bars): nothing to repaint.
+        row.set_data(0, list(DECODE))
+        row.set_data(0, tuple(v * 2 for v in DECODE))
         await pilot.pause()
         assert row.builds == built
+        assert row.render_line(0).text == text
+
+        # A new reading changes the bars: rebuilt once.
         row.set_data(1, (1.0, 2.0, 3.0))
         await pilot.pause()
         assert row.builds == built + 1
         assert row.data(1) == (1.0, 2.0, 3.0)
+        assert row.render_line(0).text.rstrip().endswith("█")
+
+
+async def test_spark_row_follows_theme_changes() -> None:
+    app = Rows()
+    async with app.run_test(size=(120, 4)) as pilot:
+        row = app.query_one(SparkRow)
+        row.set_data(0, DECODE)
+        app.theme = "textual-dark"
+        await pilot.pause()
+
+        def tallest_colour() -> str | None:
+            bar = next(seg for seg in row.render_line(0) if seg.text[0] == "█")
+            assert bar.style is not None and bar.style.color is not None
+            return bar.style.color.triplet.hex if bar.style.color.triplet else None
+
+        dark = tallest_colour()
+        app.theme = "textual-light"
+        await pilot.pause()
+        assert tallest_colour() != dark
+        assert tallest_colour() == app.current_theme.primary.lower()

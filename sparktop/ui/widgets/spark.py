@@ -1,4 +1,8 @@
-"""Spark: a sparkline that keeps its rendered lines until its bars, size or colours change."""
+"""SparkRow: labelled sparklines on one line, kept until their bars, size or colours change.
+
+The bars are Textual ``Sparkline``'s (same bucketing, glyphs and min→max colour blend), drawn
+as strips here so that a tick that moves no bar repaints nothing.
+"""
 
 from __future__ import annotations
 
@@ -118,82 +122,10 @@ def _runs(cells: Iterable[tuple[str, Style]]) -> list[Segment]:
     return segments
 
 
-class Spark(Widget):
-    """A sparkline of the values given to :attr:`data` (oldest first), one bar per column
-    (Textual ``Sparkline``'s bucketing and look: the maximum of each bucket, ▁▂▃▄▅▆▇█ from
-    the ``spark--min-color`` to the ``spark--max-color`` component colour).
-
-    Unlike ``Sparkline`` it renders its lines itself and keeps them: new data whose bars come
-    out the same (an idle engine's flat line) does not repaint at all, and a repaint for any
-    other reason (a theme change, a neighbour's refresh) rebuilds only if the size or the
-    colours changed."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"spark--max-color", "spark--min-color"}
-
-    DEFAULT_CSS = """
-    Spark { height: 1; }
-    Spark > .spark--max-color { color: $primary; }
-    Spark > .spark--min-color { color: $primary 30%; }
-    """
-
-    def __init__(self, data: Sequence[float] = (), **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._data: tuple[float, ...] = tuple(data)
-        self._ratios: tuple[float, ...] = ()
-        self._ratios_width = -1
-        self._strips: list[Strip] = []
-        self._strips_key: tuple[object, ...] | None = None
-        self.builds = 0
-        """How many times the lines were rebuilt (tests count repaints that did work)."""
-
-    @property
-    def data(self) -> tuple[float, ...]:
-        return self._data
-
-    @data.setter
-    def data(self, values: Sequence[float]) -> None:
-        values = tuple(values)
-        width = self.size.width
-        if width and self._ratios_width == width and self._strips_key is not None:
-            ratios = column_ratios(values, width)
-            # Same bars (and the same no-data / one-value case): nothing to repaint.
-            same = ratios == self._ratios and min(len(values), 2) == min(len(self._data), 2)
-            self._data = values
-            if same:
-                return
-            self._ratios = ratios
-        else:
-            self._data = values
-            self._ratios_width = -1
-        self._strips_key = None
-        self.refresh()
-
-    def _colours(self) -> tuple[Style, RichColor, RichColor]:
-        _, background = self.background_colors
-        low: Color = background + self.get_component_styles("spark--min-color").color
-        high: Color = background + self.get_component_styles("spark--max-color").color
-        return self.visual_style.rich_style, low.rich_color, high.rich_color
-
-    def render_line(self, y: int) -> Strip:
-        width, height = self.size
-        colours = self._colours()
-        key = (width, height, colours)
-        if key != self._strips_key:
-            if self._ratios_width != width:
-                self._ratios = column_ratios(self._data, width)
-                self._ratios_width = width
-            self._strips = spark_lines(self._data, self._ratios, width, height, *colours)
-            self._strips_key = key
-            self.builds += 1
-        if 0 <= y < len(self._strips):
-            return self._strips[y]
-        return Strip.blank(width, colours[0])
-
-
 class SparkRow(Widget):
     """Labelled sparklines side by side on one line (``decode tok/s ▁▂▃…  KV % ▁▂▃…``).
 
-    One widget draws what a ``Horizontal`` of labels and :class:`Spark` widgets would (label,
+    One widget draws what a ``Horizontal`` of ``Label`` and ``Sparkline`` widgets would (label,
     one blank, bars sharing the rest equally up to ``max_width`` each, ``gap`` blanks after
     each), so a tick repaints one line instead of five widgets. Set values with
     :meth:`set_data`; the line is rebuilt only when some bars or the size or colours change.
