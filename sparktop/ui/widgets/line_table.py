@@ -136,7 +136,8 @@ class LineTable(ScrollView, can_focus=True):
         self._ordered: list[str] = []
         self._index: dict[str, int] = {}
         self._segments: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(CACHED_SEGMENTS)
-        self._styles: dict[tuple[TextualStyle | str, Style], Style] = {}
+        self._styles: dict[TextualStyle | str, Style] = {}
+        self._styles_base: Style | None = None
         self._header: Strip | None = None
         self._base: Style | None = None
         self._frame: tuple[int, int, int] | None = None
@@ -330,11 +331,14 @@ class LineTable(ScrollView, can_focus=True):
 
     def _style(self, style: TextualStyle | str, base: Style) -> Style:
         """``base`` plus the Rich style a Content span style resolves to in this theme."""
-        resolved = self._styles.get((style, base))
+        if base is not self._styles_base:
+            self._styles.clear()
+            self._styles_base = base
+        resolved = self._styles.get(style)
         if resolved is None:
             segments = list(Content.styled("x", style).render_segments(TextualStyle(), ""))
             own = segments[0].style if segments else None
-            resolved = self._styles[style, base] = base + own
+            resolved = self._styles[style] = base + own
         return resolved
 
     def _draw(self, cells: Callable[[LineColumn], Content], base: Style) -> Strip:

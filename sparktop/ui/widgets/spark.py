@@ -112,7 +112,7 @@ def _runs(cells: Iterable[tuple[str, Style]]) -> list[Segment]:
     text: list[str] = []
     current: Style | None = None
     for char, style in cells:
-        if style is not current and style != current:
+        if style is not current:  # equal styles are one object (cached): no == needed
             if text:
                 segments.append(Segment("".join(text), current))
             text, current = [], style
