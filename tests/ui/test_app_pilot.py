@@ -35,7 +35,7 @@ def make_app(*sources: Scripted, clock: Clock | None = None, **kwargs: object) -
 
 def cell_text(table: NodeTable, node_name: str, column: str, gpu_key: str | None = None) -> str:
     key = f"GPU-{node_name}" if gpu_key is None else gpu_key
-    return table.get_cell(row_key(node_name, key), column).plain
+    return table.cell_text(row_key(node_name, key), column)
 
 
 def static_text(widget: Static | TextBlock) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
-from textual.content import Content
 
 from sparktop.ui.widgets.line_table import LineColumn, LineTable
 
@@ -24,7 +23,7 @@ class TableApp(App[None]):
         table = self.query_one(LineTable)
         table.set_columns(LineColumn(f"c{c}", f"col{c}", 6) for c in range(COLUMNS))
         for r in range(ROWS):
-            table.add_row(f"r{r}", {f"c{c}": Content(f"r{r}c{c}") for c in range(COLUMNS)}, r)
+            table.add_row(f"r{r}", {f"c{c}": (f"r{r}c{c}", "") for c in range(COLUMNS)}, r)
         table.focus()
 
     def on_line_table_row_selected(self, event: LineTable.RowSelected) -> None:
@@ -43,14 +42,14 @@ async def test_one_cell_update_draws_one_row_and_shows_it() -> None:
         await pilot.pause()
         assert table.size.height == 12  # header + 11 rows, the rest scrolls
         built = table.strips_built
-        table.update_cell("r5", "c2", Content("NEW"))
+        table.update_cell("r5", "c2", ("NEW", ""))
         await pilot.pause()
         assert table.strips_built == built + 1
         assert "NEW" in app.export_screenshot()
-        assert table.get_cell("r5", "c2").plain == "NEW"
+        assert table.cell_text("r5", "c2") == "NEW"
         assert table.row_text("r5") == ["r5c0", "r5c1", "NEW", "r5c3"]
         # A row that is not on screen is drawn when it scrolls into view, not before.
-        table.update_cell("r25", "c0", Content("LATER"))
+        table.update_cell("r25", "c0", ("LATER", ""))
         await pilot.pause()
         assert table.strips_built == built + 1
 
@@ -109,7 +108,7 @@ async def test_cells_take_theme_colours_and_follow_a_theme_change() -> None:
     app = TableApp()
     async with app.run_test(size=(60, 20)) as pilot:
         table = app.query_one(LineTable)
-        table.update_cell("r1", "c0", Content.styled("hot", "$error bold"))
+        table.update_cell("r1", "c0", ("hot", "$error bold"))
         await pilot.pause()
 
         def colour() -> str | None:

@@ -40,7 +40,7 @@ def recording(tmp_path: Path) -> Path:
 
 def texts(app: ReplayApp) -> tuple[str, str, str]:
     table = app.query_one(NodeTable)
-    tp = [table.get_cell(k, "tp").plain for k in table.row_keys]
+    tp = [table.cell_text(k, "tp") for k in table.row_keys]
     block = app.query_one(EnginePanel).blocks["dsv41"]
     lines = str(block.query_one(".engine-lines", TextBlock).render())
     return str(app.query_one(HeaderBar).render()), " ".join(tp), lines

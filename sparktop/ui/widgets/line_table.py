@@ -6,8 +6,8 @@ second that is most of the UI's cost. Here a row is one line: its Strip is built
 cells' segments when a cell of that row changes (or the cursor, focus or theme does) and reused
 for every repaint until then, so a tick costs the rows that changed and nothing else.
 
-Cells are :class:`~textual.content.Content` (theme variables resolve when the row is drawn);
-the same text with the same style in the same column width shares its segments. The header
+A cell is ``(text, style)``: plain text (never markup) and a Textual style string such as
+``"$spark-crit bold"``, resolved against the theme once per style when rows are drawn. The header
 stays on the first line while the rows scroll under it.
 """
 
@@ -22,7 +22,6 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.cache import LRUCache
 from textual.content import Content
 from textual.geometry import Region, Size
 from textual.message import Message
@@ -33,7 +32,6 @@ from textual.style import Style as TextualStyle
 
 CELL_PADDING = 1
 """Blank cells each side of a column, as DataTable's default ``cell_padding``."""
-CACHED_SEGMENTS = 4000
 
 
 def _fit(text: str, width: int) -> str:
@@ -41,6 +39,11 @@ def _fit(text: str, width: int) -> str:
     if text.isascii():  # one cell per character: no width table needed
         return text[:width].ljust(width)
     return set_cell_size(text, width)
+
+
+LineCell = tuple[str, str]
+"""A cell: its text and its Textual style (``""`` for the table's own)."""
+EMPTY: LineCell = ("", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +57,7 @@ class LineColumn:
 
 @dataclass(slots=True)
 class _Row:
-    cells: dict[str, Content]
+    cells: dict[str, LineCell]
     order: Any
     strip: Strip | None = None
     """The whole row drawn (no cursor), until a cell changes."""
@@ -135,8 +138,7 @@ class LineTable(ScrollView, can_focus=True):
         self._rows: dict[str, _Row] = {}
         self._ordered: list[str] = []
         self._index: dict[str, int] = {}
-        self._segments: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(CACHED_SEGMENTS)
-        self._styles: dict[TextualStyle | str, Style] = {}
+        self._styles: dict[str, Style] = {}
         self._styles_base: Style | None = None
         self._header: Strip | None = None
         self._base: Style | None = None
@@ -168,7 +170,7 @@ class LineTable(ScrollView, can_focus=True):
         self._header = None
         self._resized()
 
-    def add_row(self, key: str, cells: Mapping[str, Content], order: Any = None) -> None:
+    def add_row(self, key: str, cells: Mapping[str, LineCell], order: Any = None) -> None:
         """Add a row at the end (``sort`` places it); a missing cell shows blank."""
         if key in self._rows:
             raise KeyError(f"row {key!r} already exists")
@@ -183,10 +185,10 @@ class LineTable(ScrollView, can_focus=True):
         self._index = {k: i for i, k in enumerate(self._ordered)}
         self._resized()
 
-    def update_cell(self, key: str, column: str, content: Content) -> None:
+    def update_cell(self, key: str, column: str, cell: LineCell) -> None:
         """Set one cell; only its row is drawn again."""
         row = self._rows[key]
-        row.cells[column] = content
+        row.cells[column] = cell
         if row.strip is not None:
             row.strip = None
             self._refresh_row(self._index[key])
@@ -204,15 +206,18 @@ class LineTable(ScrollView, can_focus=True):
             self.move_cursor(self._index[current], scroll=False)
         self.refresh()
 
-    def get_cell(self, key: str, column: str) -> Content:
-        return self._rows[key].cells.get(column, Content(""))
+    def get_cell(self, key: str, column: str) -> LineCell:
+        return self._rows[key].cells.get(column, EMPTY)
+
+    def cell_text(self, key: str, column: str) -> str:
+        return self.get_cell(key, column)[0]
 
     def get_row_index(self, key: str) -> int:
         return self._index[key]
 
     def row_text(self, key: str) -> list[str]:
         """The row's cells as plain text, in column order."""
-        return [self.get_cell(key, c.key).plain for c in self.columns]
+        return [self.cell_text(key, c.key) for c in self.columns]
 
     # -- cursor ----------------------------------------------------------------------------
 
@@ -291,7 +296,6 @@ class LineTable(ScrollView, can_focus=True):
 
     def _restyled(self) -> None:
         """Styles resolve differently (theme, focus): draw everything again."""
-        self._segments.clear()
         self._styles.clear()
         self._header = None
         self._base = None
@@ -313,24 +317,13 @@ class LineTable(ScrollView, can_focus=True):
         if 1 <= y < self.size.height:
             self.refresh(Region(0, y, self.size.width, 1))
 
-    def _cell(self, content: Content, width: int, base: Style) -> list[Segment]:
-        """The cell's segments ``width`` cells wide, on ``base`` (the row's style)."""
-        plain, spans = content.plain, content.spans
-        if not spans:
-            return [Segment(_fit(plain, width), base)]
-        if len(spans) == 1 and spans[0][:2] == (0, len(plain)):
-            # One style over the whole cell (every Nodes cell): resolved once per theme.
-            return [Segment(_fit(plain, width), self._style(spans[0].style, base))]
-        key = (plain, tuple(spans), width, base)
-        segments = self._segments.get(key)
-        if segments is None:
-            rendered = list(content.render_segments(TextualStyle(), ""))
-            line = Segment.adjust_line_length(rendered, width)
-            segments = self._segments[key] = list(Segment.apply_style(line, base))
-        return segments
+    def _cell(self, cell: LineCell, width: int, base: Style) -> Segment:
+        """The cell ``width`` cells wide, on ``base`` (the row's style)."""
+        text, style = cell
+        return Segment(_fit(text, width), self._style(style, base) if style else base)
 
-    def _style(self, style: TextualStyle | str, base: Style) -> Style:
-        """``base`` plus the Rich style a Content span style resolves to in this theme."""
+    def _style(self, style: str, base: Style) -> Style:
+        """``base`` plus the Rich style a Textual style string resolves to in this theme."""
         if base is not self._styles_base:
             self._styles.clear()
             self._styles_base = base
@@ -341,11 +334,11 @@ class LineTable(ScrollView, can_focus=True):
             resolved = self._styles[style] = base + own
         return resolved
 
-    def _draw(self, cells: Callable[[LineColumn], Content], base: Style) -> Strip:
+    def _draw(self, cells: Callable[[LineColumn], LineCell], base: Style) -> Strip:
         pad = Segment(" " * CELL_PADDING, base)
         line: list[Segment] = []
         for column in self.columns:
-            line += (pad, *self._cell(cells(column), column.width, base), pad)
+            line += (pad, self._cell(cells(column), column.width, base), pad)
         return Strip(line, self.virtual_size.width)
 
     def _header_style(self) -> Style:
@@ -353,15 +346,14 @@ class LineTable(ScrollView, can_focus=True):
 
     def _header_strip(self) -> Strip:
         if self._header is None:
-            self._header = self._draw(lambda c: Content(c.label), self._header_style())
+            self._header = self._draw(lambda c: (c.label, ""), self._header_style())
         return self._header
 
     def _row_strip(self, key: str) -> Strip:
         row = self._rows[key]
         if row.strip is None:
             self.strips_built += 1
-            empty = Content("")
-            row.strip = self._draw(lambda c: row.cells.get(c.key, empty), self.base_style)
+            row.strip = self._draw(lambda c: row.cells.get(c.key, EMPTY), self.base_style)
         return row.strip
 
     def render_lines(self, crop: Region) -> list[Strip]:

@@ -9,9 +9,15 @@ from textual.binding import Binding, BindingType
 from textual.events import Resize
 
 from sparktop.ui.messages import LayoutChanged, NodeChosen
-from sparktop.ui.styles import styled
+from sparktop.ui.styles import STYLE_VARIABLES
 from sparktop.ui.views import ROW_SEP, WIDE_COLUMNS, Cell, Column, Order, RowView, columns_for
-from sparktop.ui.widgets.line_table import LineColumn, LineTable
+from sparktop.ui.widgets.line_table import LineCell, LineColumn, LineTable
+
+
+def _styled(cell: Cell) -> LineCell:
+    """A view cell (text, role) as a table cell (text, theme style)."""
+    text, role = cell
+    return text, STYLE_VARIABLES.get(role, "")
 
 
 class NodeTable(LineTable):
@@ -85,7 +91,7 @@ class NodeTable(LineTable):
             shown = self._shown.get(row.key)
             if shown is None:
                 cells = {c: row.cells.get(c, ("", "")) for c in columns}
-                self.add_row(row.key, {c: styled(cell) for c, cell in cells.items()}, row.order)
+                self.add_row(row.key, {c: _styled(cell) for c, cell in cells.items()}, row.order)
                 self._shown[row.key] = cells
                 self._orders[row.key] = row.order
                 written += len(columns)
@@ -94,7 +100,7 @@ class NodeTable(LineTable):
             for column in columns:
                 cell = row.cells.get(column, ("", ""))
                 if shown[column] != cell:
-                    self.update_cell(row.key, column, styled(cell))
+                    self.update_cell(row.key, column, _styled(cell))
                     shown[column] = cell
                     written += 1
             if self._orders[row.key] != row.order:
