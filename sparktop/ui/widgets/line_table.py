@@ -143,6 +143,8 @@ class LineTable(ScrollView, can_focus=True):
         self._header: Strip | None = None
         self._base: Style | None = None
         self._frame: tuple[int, int, int] | None = None
+        self._shown_size = Size(0, 0)
+        """The size at the last repaint: a row below it is drawn when it comes into view."""
         self.strips_built = 0
         """Rows drawn since the table was made (tests count repaints with it)."""
 
@@ -314,13 +316,9 @@ class LineTable(ScrollView, can_focus=True):
 
     def _refresh_row(self, index: int) -> None:
         y = index + 1 - round(self.scroll_y)  # on screen, under the header
-        if 1 <= y < self.size.height:
-            self.refresh(Region(0, y, self.size.width, 1))
-
-    def _cell(self, cell: LineCell, width: int, base: Style) -> Segment:
-        """The cell ``width`` cells wide, on ``base`` (the row's style)."""
-        text, style = cell
-        return Segment(_fit(text, width), self._style(style, base) if style else base)
+        width, height = self._shown_size
+        if 1 <= y < height:
+            self.refresh(Region(0, y, width, 1))
 
     def _style(self, style: str, base: Style) -> Style:
         """``base`` plus the Rich style a Textual style string resolves to in this theme."""
@@ -335,11 +333,24 @@ class LineTable(ScrollView, can_focus=True):
         return resolved
 
     def _draw(self, cells: Callable[[LineColumn], LineCell], base: Style) -> Strip:
-        pad = Segment(" " * CELL_PADDING, base)
-        line: list[Segment] = []
+        """One line of cells, each padded, on ``base``; neighbours in one style share a
+        segment (most cells and all padding are in ``base``)."""
+        pad = " " * CELL_PADDING
+        segments: list[Segment] = []
+        run: list[str] = []
+        current = base
         for column in self.columns:
-            line += (pad, self._cell(cells(column), column.width, base), pad)
-        return Strip(line, self.virtual_size.width)
+            text, role = cells(column)
+            style = self._style(role, base) if role else base
+            if style is current:
+                run += (pad, _fit(text, column.width), pad)
+                continue
+            run.append(pad)
+            segments.append(Segment("".join(run), current))
+            segments.append(Segment(_fit(text, column.width), style))
+            run, current = [pad], base
+        segments.append(Segment("".join(run), current))
+        return Strip(segments, self.virtual_size.width)
 
     def _header_style(self) -> Style:
         return self.base_style + self.get_component_rich_style("line-table--header")
@@ -358,7 +369,8 @@ class LineTable(ScrollView, can_focus=True):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # Read once per repaint what every line needs (``size`` walks the styles).
-        self._frame = (self.size.width, round(self.scroll_x), round(self.scroll_y))
+        size = self._shown_size = self.size
+        self._frame = (size.width, round(self.scroll_x), round(self.scroll_y))
         try:
             return super().render_lines(crop)
         finally:
