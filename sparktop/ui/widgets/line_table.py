@@ -7,14 +7,15 @@ cells' segments when a cell of that row changes (or the cursor, focus or theme d
 for every repaint until then, so a tick costs the rows that changed and nothing else.
 
 A cell is ``(text, style)``: plain text (never markup) and a Textual style string such as
-``"$spark-crit bold"``, resolved against the theme once per style when rows are drawn. The header
-stays on the first line while the rows scroll under it.
+``"$spark-crit bold"``, resolved against the theme once per style when rows are drawn. The
+header stays on the first line while the rows scroll under it. The look (header, cursor,
+focus tint) is DataTable's, from the same theme variables.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.cells import set_cell_size
@@ -61,7 +62,6 @@ class _Row:
     order: Any
     strip: Strip | None = None
     """The whole row drawn (no cursor), until a cell changes."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class LineTable(ScrollView, can_focus=True):
