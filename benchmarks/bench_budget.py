@@ -6,7 +6,7 @@ Chinese text file so the CJK path runs too, plus a ``.git`` folder and a binary 
 scan must skip. Timed in one run, medians of several repeats, files in the page cache:
 
 - reading: ``os.walk`` + ``read_text()`` of every file (what any tool must at least do);
-- counting: :func:`sparktop.sweep.tokens.scan_directory` (walk, skip rules, strict UTF-8
+- counting: :func:`sparktop.sweep.scan.scan_directory` (walk, skip rules, strict UTF-8
   decode in chunks, CJK/other character counts, per-file estimate).
 
 Run: ``python benchmarks/bench_budget.py [--quick]``
@@ -29,7 +29,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import ROOT, Figure, check, info, print_table
-from sparktop.sweep.tokens import scan_directory
+from sparktop.sweep.scan import scan_directory
 
 CHARS = 500_000
 RATIO_TARGET = 2.0

@@ -15,6 +15,7 @@ import pytest
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import NA
 from sparktop.sweep import exact_tokens as ex
+from sparktop.sweep import scan
 from sparktop.sweep import tokens as tk
 from tests.http_stub import serve_threaded
 
@@ -56,7 +57,7 @@ def _tree(root: Path) -> None:
 
 def test_scan_directory_skips_and_counts(tmp_path: Path) -> None:
     _tree(tmp_path)
-    count = tk.scan_directory(tmp_path, max_file_bytes=4096)
+    count = scan.scan_directory(tmp_path, max_file_bytes=4096)
     assert count.files_counted == 3
     assert dict(count.skipped) == {
         "binary or not UTF-8": 2,
@@ -106,7 +107,7 @@ def test_fifos_sockets_and_devices_are_never_opened(tmp_path: Path) -> None:
     sock.bind(str(tmp_path / "s.sock"))
     try:
         (tmp_path / "ok.txt").write_text("abcd" * 3, encoding="utf-8")
-        count = _finishes(lambda: tk.scan_directory(tmp_path), fifo)
+        count = _finishes(lambda: scan.scan_directory(tmp_path), fifo)
     finally:
         sock.close()
     assert isinstance(count, tk.TokenCount)
@@ -116,26 +117,26 @@ def test_fifos_sockets_and_devices_are_never_opened(tmp_path: Path) -> None:
 
 def test_scan_directory_extension_filter(tmp_path: Path) -> None:
     _tree(tmp_path)
-    count = tk.scan_directory(tmp_path, ".py, md")
+    count = scan.scan_directory(tmp_path, ".py, md")
     assert count.files_counted == 2 and count.files_skipped == 0
     assert count.tokens == 100 + 20
-    assert tk.normalise_exts(["PY", ".md", "py"]) == (".py", ".md")
+    assert scan.normalise_exts(["PY", ".md", "py"]) == (".py", ".md")
 
 
 def test_scan_directory_of_half_a_million_characters(tmp_path: Path) -> None:
     for i in range(50):
         (tmp_path / f"m{i}.py").write_text("def f():\n    return 1\n" * 450, encoding="utf-8")
-    count = tk.scan_directory(tmp_path, ".py")
+    count = scan.scan_directory(tmp_path, ".py")
     assert count.other_chars == 50 * 450 * 22 and count.files_counted == 50
     assert count.tokens == 50 * int(450 * 22 / 4)
 
 
 def test_scan_and_count_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not found"):
-        tk.scan_directory(tmp_path / "absent")
+        scan.scan_directory(tmp_path / "absent")
     (tmp_path / "f.txt").write_text("x", encoding="utf-8")
     with pytest.raises(UserError, match="is not a directory"):
-        tk.scan_directory(tmp_path / "f.txt")
+        scan.scan_directory(tmp_path / "f.txt")
     with pytest.raises(UserError, match="not found"):
         tk.count_file(tmp_path / "absent.txt")
     with pytest.raises(UserError, match="is a directory"):
@@ -190,7 +191,7 @@ def test_scan_with_endpoint_counts_each_file(tokenize_url: str, tmp_path: Path) 
     (tmp_path / "b.txt").write_text("d e", encoding="utf-8")
     counter = ex.EndpointTokenizer(tokenize_url)
     try:
-        count = tk.scan_directory(tmp_path, exact=counter, method="exact (/tokenize)")
+        count = scan.scan_directory(tmp_path, exact=counter, method="exact (/tokenize)")
     finally:
         counter.close()
     assert count.tokens == 5 and count.files_counted == 2 and count.exact
@@ -233,4 +234,13 @@ def test_unreadable_file_and_folder(tmp_path: Path) -> None:
     secret.chmod(0)
     with pytest.raises(UserError, match="cannot read"):
         tk.count_file(secret)
-    assert dict(tk.scan_directory(tmp_path).skipped) == {"unreadable": 1}
+    assert dict(scan.scan_directory(tmp_path).skipped) == {"unreadable": 1}
+
+
+def test_scan_directory_counts_an_empty_file_and_one_larger_than_a_read(tmp_path: Path) -> None:
+    (tmp_path / "empty.md").write_bytes(b"")
+    big = "長" * 10 + "x" * (tk.CHUNK_BYTES + 7)  # more than one read's worth
+    (tmp_path / "big.txt").write_text(big, encoding="utf-8")
+    count = scan.scan_directory(tmp_path)
+    assert count.files_counted == 2 and count.files_skipped == 0
+    assert (count.cjk_chars, count.other_chars) == (10, tk.CHUNK_BYTES + 7)

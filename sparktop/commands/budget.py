@@ -128,6 +128,7 @@ def _api_key(args: argparse.Namespace) -> str | None:
 def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeFailure | None]:
     """The token count, and the endpoint's failure when the exact count fell back."""
     from sparktop.sweep import exact_tokens as ex
+    from sparktop.sweep import scan
     from sparktop.sweep import tokens as tk
 
     if args.prompt_tokens is not None:
@@ -149,7 +150,7 @@ def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeF
     def run(counter: tk.Counter_ | None, how: str) -> tk.TokenCount:
         if args.scan_dir:
             max_bytes = int(args.max_file_mb * 1024 * 1024)
-            return tk.scan_directory(
+            return scan.scan_directory(
                 args.scan_dir, args.ext, args.chars_per_token, max_bytes, counter, how
             )
         if stdin is not None:

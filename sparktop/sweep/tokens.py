@@ -8,10 +8,9 @@
 - *exact via a local* ``tokenizer.json``: the ``tokenizers`` library (extra
   ``sparktop[tokenizers]``), special tokens not added.
 
-A directory scan skips ``SKIP_DIRS`` and hidden folders, and skips files that are binary (a NUL
-byte or invalid UTF-8), oversized, unreadable or not regular files, counting each reason.
 Only regular files are ever opened (:func:`open_regular`): a FIFO would block until a writer
 came, a device may never end; ``--file`` refuses them and points a pipe at ``-`` (stdin).
+Whole source trees are counted by :mod:`sparktop.sweep.scan`.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import codecs
 import os
 import re
 import stat
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,25 +28,7 @@ from sparktop.errors import UserError
 from sparktop.model import NA
 
 DEFAULT_CHARS_PER_TOKEN = 4.0
-DEFAULT_MAX_FILE_BYTES = 32 * 1024 * 1024
 CHUNK_BYTES = 1024 * 1024
-
-SKIP_DIRS = frozenset(
-    {
-        ".git",
-        "node_modules",
-        "__pycache__",
-        ".venv",
-        "venv",
-        "dist",
-        "build",
-        ".next",
-        "target",
-        ".idea",
-        ".mypy_cache",
-    }
-)
-"""Directory names never descended into (hidden folders are skipped too); DESIGN.md §7."""
 
 # CJK punctuation, kana, unified ideographs (+ extension A/B…), Hangul syllables,
 # compatibility ideographs, full-width forms: one token per character is closer than 1/4.
@@ -192,9 +172,10 @@ def iter_text(stream: BinaryIO) -> Iterator[str]:
             return
 
 
-def _count_stream(
+def count_stream(
     chunks: Iterable[str], chars_per_token: float, exact: Counter_ | None
 ) -> tuple[int, int, int]:
+    """``(tokens, cjk, other)`` of the text in ``chunks``: estimated, or ``exact`` of it all."""
     cjk = other = 0
     kept: list[str] = []
     for text in chunks:
@@ -226,10 +207,10 @@ def count_file(
     try:
         if name == "-":
             stream = stdin if stdin is not None else sys.stdin.buffer
-            tokens, cjk, other = _count_stream(iter_text(stream), chars_per_token, exact)
+            tokens, cjk, other = count_stream(iter_text(stream), chars_per_token, exact)
         else:
             with open_regular(path) as fh:
-                tokens, cjk, other = _count_stream(iter_text(fh), chars_per_token, exact)
+                tokens, cjk, other = count_stream(iter_text(fh), chars_per_token, exact)
     except FileNotFoundError:
         raise UserError(f"file {name} not found") from None
     except IsADirectoryError:
@@ -252,90 +233,6 @@ def count_file(
         cjk_chars=cjk,
         other_chars=other,
         chars_per_token=chars_per_token if exact is None else NA("exact count"),
-    )
-
-
-def normalise_exts(exts: Iterable[str] | str | None) -> tuple[str, ...]:
-    """``".py,.md"`` or ``["py", ".MD"]`` → ``(".py", ".md")``; empty means every file."""
-    if exts is None:
-        return ()
-    items = exts.split(",") if isinstance(exts, str) else list(exts)
-    out = []
-    for item in items:
-        ext = item.strip().lower()
-        if ext:
-            out.append(ext if ext.startswith(".") else f".{ext}")
-    return tuple(dict.fromkeys(out))
-
-
-def _walk_files(root: Path, exts: tuple[str, ...], errors: list[OSError]) -> Iterator[str]:
-    # Plain strings, not Path objects: building a Path per file costs as much as counting it.
-    for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            if not exts or name.lower().endswith(exts):
-                yield os.path.join(dirpath, name)
-
-
-def _size(n: int) -> str:
-    return f"{n / (1024 * 1024):g} MiB" if n >= 1024 * 1024 else f"{n:,} bytes"
-
-
-def scan_directory(
-    path: str | Path,
-    exts: Iterable[str] | str | None = None,
-    chars_per_token: float = DEFAULT_CHARS_PER_TOKEN,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    exact: Counter_ | None = None,
-    method: str = "estimated",
-) -> TokenCount:
-    """Count every text file under ``path`` (filtered by ``exts``), per-file then summed.
-
-    Estimated unless ``exact`` is given (then ``method`` names it). Per file the estimate is
-    ``int(cjk + other / chars_per_token)``, as the seed's script does. Raises
-    :class:`UserError` when ``path`` is missing, not a directory or unreadable; an exact
-    counter's :class:`RuntimeFailure` propagates.
-    """
-    root = Path(path).expanduser()
-    if not root.exists():
-        raise UserError(f"directory {path} not found")
-    if not root.is_dir():
-        raise UserError(f"{path} is not a directory (use --file for a single file)")
-    if not os.access(root, os.R_OK | os.X_OK):
-        raise UserError(f"cannot read directory {path}: permission denied")
-    wanted = normalise_exts(exts)
-    skipped: Counter[str] = Counter()
-    errors: list[OSError] = []
-    tokens = cjk = other = counted = 0
-    for file in _walk_files(root, wanted, errors):
-        try:
-            with open_regular(file) as fh:
-                if os.fstat(fh.fileno()).st_size > max_file_bytes:
-                    skipped[f"larger than {_size(max_file_bytes)}"] += 1
-                    continue
-                t, c, o = _count_stream(iter_text(fh), chars_per_token, exact)
-        except NotRegular as exc:
-            skipped[f"not a regular file ({exc.kind})"] += 1
-            continue
-        except NotText:
-            skipped["binary or not UTF-8"] += 1
-            continue
-        except OSError:
-            skipped["unreadable"] += 1
-            continue
-        tokens, cjk, other, counted = tokens + t, cjk + c, other + o, counted + 1
-    if errors:
-        skipped["unreadable folder"] += len(errors)
-    return TokenCount(
-        tokens=tokens,
-        method=method if exact is not None else "estimated",
-        source=str(path),
-        cjk_chars=cjk,
-        other_chars=other,
-        chars_per_token=chars_per_token if exact is None else NA("exact count"),
-        files_counted=counted,
-        files_skipped=sum(skipped.values()),
-        skipped=tuple(sorted(skipped.items())),
     )
 
 

@@ -20,7 +20,7 @@ from textual.widgets import Input, Label, Static
 
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import EngineSample
-from sparktop.sweep import tokens
+from sparktop.sweep import scan, tokens
 from sparktop.ui import styles
 from sparktop.ui.budget_view import BudgetInputs, budget_lines
 from sparktop.ui.widgets.text_block import TextBlock
@@ -228,7 +228,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
         if path is not None:
             target = Path(path).expanduser()
             if target.is_dir():
-                return tokens.scan_directory(target)
+                return scan.scan_directory(target)
             return tokens.count_file(target)
         assert text is not None
         url = self._tokenize_url()
