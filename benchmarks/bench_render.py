@@ -1,8 +1,9 @@
 """Render: one UI tick of the live monitor with 8–64 GPU rows and 4 engines.
 
-The real ``SparktopApp`` runs headless (``App.run_test``) on a 200×60 terminal (the node
-table takes up to 40 % of it and scrolls the rest; the largest size is also run on a
-200×180 terminal with every row on screen), fed by simulated sources
+The real ``SparktopApp`` runs headless (``App.run_test``), each size in a process of its
+own, on a 200×60 terminal (the node table takes up to 40 % of it and scrolls the rest; the
+largest size is also run on a 200×180 terminal with every row on screen), fed by simulated
+sources
 (:mod:`benchmarks.simsources`): each round moves simulated time one second, polls every
 source (the app records the samples) and renders.
 Two figures per size, medians over the rounds (the target is judged on the second):
@@ -19,7 +20,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import json
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -29,7 +33,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import Figure, check, info, print_table
+from benchmarks.common import ROOT, Figure, check, info, print_table
 from benchmarks.simsources import SimSources
 
 SIZES = (8, 16, 32, 64)
@@ -91,10 +95,22 @@ async def measure_one(
 
 
 def measure(sizes: Sequence[int] = SIZES, *, rounds: int = 20) -> list[RenderResult]:
-    """Each size on the 200×60 terminal, then the largest with every row on screen."""
-    results = [asyncio.run(measure_one(n, rounds=rounds)) for n in sizes]
-    results.append(asyncio.run(measure_one(max(sizes), rounds=rounds, height=TALL)))
-    return results
+    """Each size on the 200×60 terminal, then the largest with every row on screen; each in
+    a process of its own, as the monitor runs (one app per process, nothing left over from
+    an earlier app or benchmark for the garbage collector to walk)."""
+    runs = [(n, HEIGHT) for n in sizes] + [(max(sizes), TALL)]
+    return [_measure_apart(n, height, rounds) for n, height in runs]
+
+
+def _measure_apart(nodes: int, height: int, rounds: int) -> RenderResult:
+    command = [
+        sys.executable, str(Path(__file__).resolve()), "--one",
+        str(nodes), str(height), str(rounds),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"render run {nodes} rows × {height} lines failed:\n{done.stderr}")
+    return RenderResult(**json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def figures(results: Sequence[RenderResult]) -> list[Figure]:
@@ -138,7 +154,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), metavar="ROWS")
+    parser.add_argument(
+        "--one", type=int, nargs=3, metavar=("ROWS", "HEIGHT", "ROUNDS"), help=argparse.SUPPRESS
+    )  # one measurement, as JSON (measure() runs it)
     args = parser.parse_args(argv)
+    if args.one:
+        nodes, height, rounds = args.one
+        result = asyncio.run(measure_one(nodes, rounds=rounds, height=height))
+        print(json.dumps(dataclasses.asdict(result)))
+        return 0
     results = measure(args.sizes, rounds=5 if args.quick else 20)
     print_table("Render: one UI tick (median)", figures(results))
     return 0
