@@ -3,9 +3,8 @@
 The real ``SparktopApp`` runs headless (``App.run_test``), each size in a process of its
 own, on a 200×60 terminal (the node table takes up to 40 % of it and scrolls the rest; the
 largest size is also run on a 200×180 terminal with every row on screen), fed by simulated
-sources
-(:mod:`benchmarks.simsources`): each round moves simulated time one second, polls every
-source (the app records the samples) and renders.
+sources (:mod:`benchmarks.simsources`): each round moves simulated time one second, polls
+every source (the app records the samples) and renders.
 Two figures per size, medians over the rounds (the target is judged on the second):
 
 - ``tick()``: the app's render step (ClusterState → node table, engine panel, header,
