@@ -6,9 +6,9 @@ rules and the UI. Single-threaded: call it from the event loop only.
 
 from __future__ import annotations
 
-import statistics
+import bisect
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sparktop.history import History
 from sparktop.model import EngineSample, GpuSample, NodeSample, Sample, is_num, num_or
@@ -43,13 +43,29 @@ ENGINE_METRICS = (
 
 @dataclass(slots=True)
 class _Baseline:
+    """A GPU's recent loaded SM clock readings (the newest ``BASELINE_WINDOW``), kept in
+    arrival order and sorted, so the upper quartile is read off without sorting each time
+    (the rows and the alert rules read it for every GPU on every tick)."""
+
     readings: deque[float]
+    ordered: list[float] = field(default_factory=list)
+
+    def add(self, reading: float) -> None:
+        if len(self.readings) == self.readings.maxlen:
+            del self.ordered[bisect.bisect_left(self.ordered, self.readings[0])]
+        self.readings.append(reading)
+        bisect.insort(self.ordered, reading)
 
     def value(self) -> float | None:
-        if len(self.readings) < BASELINE_MIN_POINTS:
+        """The upper quartile (``statistics.quantiles(n=4)[2]``, exclusive method): a short
+        sag does not drag the baseline down with it. None below ``BASELINE_MIN_POINTS``."""
+        data = self.ordered
+        n = len(data)
+        if n < BASELINE_MIN_POINTS:
             return None
-        # The upper quartile: a short sag does not drag the baseline down with it.
-        return statistics.quantiles(self.readings, n=4)[2]
+        j = min(max(3 * (n + 1) // 4, 1), n - 1)  # clamped to the data, as statistics does
+        delta = 3 * (n + 1) - 4 * j
+        return (data[j - 1] * (4 - delta) + data[j] * delta) / 4
 
 
 def _healthy_loaded_clock(gpu: GpuSample) -> bool:
@@ -96,7 +112,7 @@ class ClusterState:
                 base = self._baselines.get(subject)
                 if base is None:
                     base = self._baselines[subject] = _Baseline(deque(maxlen=BASELINE_WINDOW))
-                base.readings.append(num_or(gpu.sm_clock_mhz, 0.0))
+                base.add(num_or(gpu.sm_clock_mhz, 0.0))
 
     def _apply_engine(self, sample: EngineSample) -> None:
         self.engines[sample.engine] = sample

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
+from itertools import islice
 
 
 class Series:
@@ -27,8 +28,13 @@ class Series:
         """The newest ``last`` values (all when None), oldest first, as a fresh tuple."""
         if last is not None and last <= 0:
             return ()  # list[-0:] would be the whole series
-        points = self._points if last is None else list(self._points)[-last:]
-        return tuple(v for _, v in points)
+        points = self._points
+        if last is None or last >= len(points):
+            return tuple(v for _, v in points)
+        # From the newest end: a sparkline's few points cost a few, not the whole series.
+        newest = [v for _, v in islice(reversed(points), last)]
+        newest.reverse()
+        return tuple(newest)
 
     def since(self, time_s: float) -> tuple[tuple[float, float], ...]:
         """Points at or after ``time_s``."""

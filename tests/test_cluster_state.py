@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import statistics
+
 from sparktop.cluster import BASELINE_WINDOW, ClusterState
 from sparktop.model import GpuSample, NodeSample, NodeState
 
@@ -49,3 +52,17 @@ def test_history_is_bounded_and_failures_keep_the_last_good_history() -> None:
     series = state.history.get("spark-1/GPU-1", "sm_clock_mhz")
     assert len(series) == 8 and series.values()[-1] == 2549.0
     assert state.nodes["spark-1"].state is NodeState.UNREACHABLE
+
+
+def test_baseline_is_the_upper_quartile_of_the_newest_readings() -> None:
+    """Kept sorted as readings come and go; equal to statistics.quantiles over the window."""
+    rng = random.Random(20261129)
+    state = ClusterState()
+    window: list[float] = []
+    for t in range(BASELINE_WINDOW + 250):  # past the window: old readings leave
+        clock = rng.choice([rng.uniform(2000.0, 2600.0), float(rng.randrange(2490, 2520))])
+        state.apply(_node(float(t), clock))
+        window = [*window, clock][-BASELINE_WINDOW:]
+        expected = statistics.quantiles(window, n=4)[2] if len(window) >= 5 else None
+        got = state.baseline_mhz("spark-1", "GPU-1")
+        assert (got is None) if expected is None else abs(got - expected) < 1e-9
