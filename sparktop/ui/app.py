@@ -17,6 +17,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
+from textual.filter import LineFilter
 from textual.widgets import Input, Static
 
 from sparktop.cluster import ClusterState
@@ -29,6 +30,7 @@ from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
 from sparktop.ui.messages import EventRecorded, LayoutChanged, NodeChosen, SampleArrived
 from sparktop.ui.notices import no_driver_text, no_engine_text
+from sparktop.ui.safe_text import ControlCharacters
 from sparktop.ui.setup import Setup, build_alert_engine, build_setup
 from sparktop.ui.views import ROW_SEP, Cell, node_rows, node_states
 from sparktop.ui.widgets.body import Body
@@ -137,6 +139,13 @@ class SparktopApp(App[int]):
                 yield EventLog(id="events")
             yield BudgetPane(self, id="budget")
         yield KeyFooter()
+
+    _control_characters = ControlCharacters()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then :class:`~sparktop.ui.safe_text.ControlCharacters`: text
+        from nodes and servers never reaches the terminal as control codes."""
+        return [*super().get_line_filters(), self._control_characters]
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return themes.variable_defaults(self.current_theme.to_color_system().generate())

@@ -285,6 +285,31 @@ async def test_untrusted_text_is_never_markup() -> None:
         assert "[red]boom[/red]" in str(app.query_one(EventLog).events[0].message)
 
 
+async def test_control_characters_from_a_node_never_reach_the_terminal() -> None:
+    # An OSC title sequence and a clipboard write (OSC 52) in a failure message and a name.
+    message = "boom \x1b]0;pwned\x07 \x1b]52;c;ZWNobyBoaQ==\x07 \x9b2J"
+    name = "n\x1b[2J1"
+    app = make_app(Scripted(down(name, T0, message)), clock=Clock())
+
+    def drawn() -> tuple[str, str]:
+        """What the terminal is sent for the current screen, and its plain text."""
+        strips = app.screen._compositor.render_strips()
+        return "".join(s.render(app.console) for s in strips), "".join(s.text for s in strips)
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        for _ in ("main screen", "detail screen"):
+            sent, text = drawn()
+            # Textual itself sends CSI (ESC [) colour codes only; none of ours get through.
+            assert "\x1b]" not in sent and "\x07" not in sent and "\x9b" not in sent
+            assert "\x1b[2J" not in sent
+            assert "n␛[2J1" in text  # shown, as symbols
+            await pilot.press("enter")
+            await pilot.pause()
+        assert isinstance(app.screen, NodeDetailScreen)
+
+
 async def test_a_hung_node_does_not_block_the_others() -> None:
     hung, fine = Hung("spark-9"), Scripted(node("spark-1"))
     app = SparktopApp([hung, fine], clock=Clock(), cluster="test")
