@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.app import App, ComposeResult
 
 from sparktop.ui.widgets.line_table import LineColumn, LineTable
@@ -52,6 +53,16 @@ async def test_one_cell_update_draws_one_row_and_shows_it() -> None:
         table.update_cell("r25", "c0", ("LATER", ""))
         await pilot.pause()
         assert table.strips_built == built + 1
+        table.move_cursor(25)
+        await pilot.pause()
+        assert "LATER" in app.export_screenshot()
+        # Moving the cursor draws it over the rows' kept lines: no row is rebuilt for it.
+        built = table.strips_built
+        table.move_cursor(24)
+        await pilot.pause()
+        assert table.strips_built == built
+        with pytest.raises(KeyError):
+            table.update_cell("r5", "no-such-column", ("x", ""))
 
 
 async def test_the_header_stays_while_the_cursor_scrolls_the_rows() -> None:
@@ -96,8 +107,7 @@ async def test_sort_and_remove_keep_the_cursor_on_its_row() -> None:
         table.sort(lambda order: -order)
         assert table.row_keys[0] == f"r{ROWS - 1}"
         assert table.cursor_key() == "r3"
-        table.remove_row(f"r{ROWS - 1}")
-        table.move_cursor(table.get_row_index("r3"))
+        table.remove_row(f"r{ROWS - 1}")  # a row above the cursor goes
         await pilot.pause()
         assert table.row_count == ROWS - 1
         assert table.cursor_key() == "r3"
@@ -122,3 +132,43 @@ async def test_cells_take_theme_colours_and_follow_a_theme_change() -> None:
         app.theme = "textual-light" if app.theme != "textual-light" else "nord"
         await pilot.pause()
         assert colour() == app.theme_variables["error"].lower()
+
+
+async def test_removing_the_cursor_row_moves_the_cursor_to_the_next() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(LineTable)
+        table.move_cursor(3)
+        table.remove_row("r3")
+        assert table.cursor_key() == "r4"
+        table.move_cursor(table.row_count - 1)
+        table.remove_row(table.row_keys[-1])  # the last row: the cursor clamps to the new last
+        await pilot.pause()
+        assert table.cursor_key() == table.row_keys[-1]
+
+
+class EmptyApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield LineTable()
+
+    def on_mount(self) -> None:
+        table = self.query_one(LineTable)
+        table.set_columns([LineColumn("name", "name", 6), LineColumn("wide", "wide", 5)])
+        table.focus()
+
+
+async def test_an_empty_table_takes_keys_and_clicks_and_wide_text_keeps_its_width() -> None:
+    app = EmptyApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        table = app.query_one(LineTable)
+        await pilot.press("down", "up", "pagedown", "end", "home", "enter")
+        await pilot.click(LineTable, offset=(2, 3))
+        assert table.cursor_key() is None and table.row_count == 0
+        # Two-cell characters: cut and padded by terminal cells, not characters.
+        table.add_row("k", {"name": ("長い文脈を送る", ""), "wide": ("ab", "")})
+        await pilot.pause()
+        await pilot.click(LineTable, offset=(2, 5))  # below the last row: nothing happens
+        line = table.render_line(1).text
+        # padding, three wide characters (6 cells), padding; padding, "ab" + 3 blanks, padding
+        assert line.startswith(" 長い文  ab    ")
+        assert table.cursor_key() == "k"

@@ -3,8 +3,9 @@
 Textual's DataTable renders cell by cell (padding, styles and caches per cell) and keys its
 caches on one counter that any cell update bumps; at 64 GPU rows × 12 columns refreshed every
 second that is most of the UI's cost. Here a row is one line: its Strip is built once from its
-cells' segments when a cell of that row changes (or the cursor, focus or theme does) and reused
-for every repaint until then, so a tick costs the rows that changed and nothing else.
+cells when a cell of that row changes (or the focus or theme does) and reused for every repaint
+until then, so a tick costs the rows that changed and nothing else; the cursor is drawn over
+the kept strip.
 
 A cell is ``(text, style)``: plain text (never markup) and a Textual style string such as
 ``"$spark-crit bold"``, resolved against the theme once per style when rows are drawn. The
@@ -31,15 +32,18 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.style import Style as TextualStyle
 
+from sparktop.ui.safe_text import printable
+
 CELL_PADDING = 1
 """Blank cells each side of a column, as DataTable's default ``cell_padding``."""
 
 
 def _fit(text: str, width: int) -> str:
-    """``text`` cut or padded to ``width`` terminal cells."""
-    if text.isascii():  # one cell per character: no width table needed
+    """``text`` cut or padded to ``width`` terminal cells (control characters shown as
+    one-cell symbols first, so they count as what is drawn)."""
+    if text.isascii() and text.isprintable():  # one cell per character: no width table
         return text[:width].ljust(width)
-    return set_cell_size(text, width)
+    return set_cell_size(printable(text), width)
 
 
 LineCell = tuple[str, str]
@@ -58,6 +62,8 @@ class LineColumn:
 
 @dataclass(slots=True)
 class _Row:
+    """A row's cells by column key, its sort value, and its drawn line while it holds."""
+
     cells: dict[str, LineCell]
     order: Any
     strip: Strip | None = None
@@ -78,8 +84,8 @@ class LineTable(ScrollView, can_focus=True):
         Binding("down", "cursor_down", "Cursor down", show=False),
         Binding("pageup", "page_up", "Page up", show=False),
         Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "first", "First row", show=False),
-        Binding("end", "last", "Last row", show=False),
+        Binding("home,ctrl+home", "first", "First row", show=False),
+        Binding("end,ctrl+end", "last", "Last row", show=False),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"line-table--header", "line-table--cursor"}
@@ -118,7 +124,8 @@ class LineTable(ScrollView, can_focus=True):
     }
     """
 
-    cursor_row: reactive[int] = reactive(0, init=False, always_update=True)
+    # No repaint of the whole table on a move: the watcher refreshes the two rows involved.
+    cursor_row: reactive[int] = reactive(0, init=False, always_update=True, repaint=False)
 
     class RowSelected(Message):
         """Enter, or a click on the row under the cursor."""
@@ -135,6 +142,7 @@ class LineTable(ScrollView, can_focus=True):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.columns: tuple[LineColumn, ...] = ()
+        self._column_keys: frozenset[str] = frozenset()
         self._rows: dict[str, _Row] = {}
         self._ordered: list[str] = []
         self._index: dict[str, int] = {}
@@ -162,6 +170,7 @@ class LineTable(ScrollView, can_focus=True):
     def set_columns(self, columns: Iterable[LineColumn]) -> None:
         """Replace the columns and drop every row."""
         self.columns = tuple(columns)
+        self._column_keys = frozenset(c.key for c in self.columns)
         self.clear()
 
     def clear(self) -> None:
@@ -182,13 +191,21 @@ class LineTable(ScrollView, can_focus=True):
         self._resized()
 
     def remove_row(self, key: str) -> None:
+        """Remove a row (``KeyError`` if there is none); the cursor stays on its row, or on
+        the next one when its own row goes."""
+        index = self._index[key]
         del self._rows[key]
-        self._ordered.remove(key)
+        del self._ordered[index]
         self._index = {k: i for i, k in enumerate(self._ordered)}
+        if index < self.cursor_row:
+            self.cursor_row -= 1
         self._resized()
 
     def update_cell(self, key: str, column: str, cell: LineCell) -> None:
-        """Set one cell; only its row is drawn again."""
+        """Set one cell; only its row is drawn again. ``KeyError`` for a row or column that
+        does not exist."""
+        if column not in self._column_keys:
+            raise KeyError(f"no column {column!r}")
         row = self._rows[key]
         row.cells[column] = cell
         if row.strip is not None:
@@ -209,12 +226,15 @@ class LineTable(ScrollView, can_focus=True):
         self.refresh()
 
     def get_cell(self, key: str, column: str) -> LineCell:
+        """The cell as set (``EMPTY`` if never set); ``KeyError`` for an unknown row."""
         return self._rows[key].cells.get(column, EMPTY)
 
     def cell_text(self, key: str, column: str) -> str:
+        """The cell's text; ``KeyError`` for an unknown row."""
         return self.get_cell(key, column)[0]
 
     def get_row_index(self, key: str) -> int:
+        """The row's place in display order (0 = top); ``KeyError`` for an unknown row."""
         return self._index[key]
 
     def row_text(self, key: str) -> list[str]:
@@ -230,6 +250,8 @@ class LineTable(ScrollView, can_focus=True):
         return self._ordered[min(self.cursor_row, len(self._ordered) - 1)]
 
     def move_cursor(self, row: int, *, scroll: bool = True) -> None:
+        """Put the cursor on display row ``row`` (clamped to the rows there are), scrolled
+        into view unless ``scroll`` is False."""
         self.cursor_row = max(0, min(row, len(self._ordered) - 1))
         if scroll:
             self._scroll_cursor_visible()
@@ -333,24 +355,23 @@ class LineTable(ScrollView, can_focus=True):
         return resolved
 
     def _draw(self, cells: Callable[[LineColumn], LineCell], base: Style) -> Strip:
-        """One line of cells, each padded, on ``base``; neighbours in one style share a
-        segment (most cells and all padding are in ``base``)."""
+        """One line of cells, each padded by blanks in ``base``; neighbouring text in one
+        style shares a segment (most cells and all padding are in ``base``)."""
         pad = " " * CELL_PADDING
-        segments: list[Segment] = []
-        run: list[str] = []
-        current = base
+        runs: list[tuple[list[str], Style]] = []
+
+        def add(text: str, style: Style) -> None:
+            if runs and runs[-1][1] is style:
+                runs[-1][0].append(text)
+            else:
+                runs.append(([text], style))
+
         for column in self.columns:
             text, role = cells(column)
-            style = self._style(role, base) if role else base
-            if style is current:
-                run += (pad, _fit(text, column.width), pad)
-                continue
-            run.append(pad)
-            segments.append(Segment("".join(run), current))
-            segments.append(Segment(_fit(text, column.width), style))
-            run, current = [pad], base
-        segments.append(Segment("".join(run), current))
-        return Strip(segments, self.virtual_size.width)
+            add(pad, base)
+            add(_fit(text, column.width), self._style(role, base) if role else base)
+            add(pad, base)
+        return Strip([Segment("".join(t), st) for t, st in runs], self.virtual_size.width)
 
     def _header_style(self) -> Style:
         return self.base_style + self.get_component_rich_style("line-table--header")
