@@ -19,12 +19,15 @@ from sparktop.model import NA
 from sparktop.sweep.tokens import (
     CHUNK_BYTES,
     DEFAULT_CHARS_PER_TOKEN,
+    OPEN_FLAGS,
     Counter_,
     NotRegular,
     NotText,
     TokenCount,
     count_stream,
+    decode_text,
     file_kind,
+    iter_text,
 )
 
 DEFAULT_MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -71,38 +74,40 @@ def _walk_files(root: Path, exts: tuple[str, ...], errors: list[OSError]) -> Ite
                 yield os.path.join(dirpath, name)
 
 
-def _read_text(path: str, max_bytes: int) -> str | None:
-    """The whole of a regular file as strict UTF-8 text; None when it is over ``max_bytes``.
+def _count_file(
+    path: str, max_bytes: int, chars_per_token: float, exact: Counter_ | None
+) -> tuple[int, int, int] | None:
+    """``(tokens, cjk, other)`` of one regular file; None when it is over ``max_bytes``.
 
-    One open, one ``fstat`` and plain reads on the descriptor (no buffered file object): a
-    scan opens hundreds of small files and the per-file overhead is most of its cost. The
-    descriptor is opened non-blocking and checked to be a regular file before any read
-    (:class:`NotRegular` otherwise, as :func:`open_regular`); :class:`NotText` for a NUL byte
-    or invalid UTF-8; ``OSError`` when unreadable.
+    One open, one ``fstat`` and plain reads on the descriptor: a scan opens hundreds of small
+    files and a buffered file object and decoder each was most of its cost. Files over
+    ``CHUNK_BYTES`` are decoded a chunk at a time instead, so memory stays bounded. The
+    descriptor is checked to be a regular file before any read (:class:`NotRegular`);
+    :class:`NotText` for binary or non-UTF-8 content; ``OSError`` when unreadable.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, OPEN_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise NotRegular(file_kind(info.st_mode))
         if info.st_size > max_bytes:
             return None
+        if info.st_size > CHUNK_BYTES:
+            with os.fdopen(fd, "rb") as stream:
+                fd = -1  # closed with the file object
+                return count_stream(iter_text(stream), chars_per_token, exact)
         chunks: list[bytes] = []
         total = 0
-        while chunk := os.read(fd, max(info.st_size + 1 - total, CHUNK_BYTES)):
+        while chunk := os.read(fd, max(info.st_size + 1 - total, 64 * 1024)):
             chunks.append(chunk)
             total += len(chunk)
             if total > max_bytes:  # it grew while being read
                 return None
     finally:
-        os.close(fd)
-    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    if b"\x00" in data:
-        raise NotText("contains NUL bytes (binary)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NotText(f"not UTF-8 text ({exc.reason})") from None
+        if fd >= 0:
+            os.close(fd)
+    text = decode_text(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+    return count_stream((text,), chars_per_token, exact)
 
 
 def _size(n: int) -> str:
@@ -138,15 +143,15 @@ def scan_directory(
     for file in _walk_files(root, wanted, errors):
         try:
             # A FIFO or device is never opened (its open can block or act); the descriptor
-            # is checked again in _read_text in case the file is swapped in between.
+            # is checked again in _count_file in case the file is swapped in between.
             mode = os.stat(file).st_mode
             if not stat.S_ISREG(mode):
                 raise NotRegular(file_kind(mode))
-            text = _read_text(file, max_file_bytes)
-            if text is None:
+            counts = _count_file(file, max_file_bytes, chars_per_token, exact)
+            if counts is None:
                 skipped[f"larger than {_size(max_file_bytes)}"] += 1
                 continue
-            t, c, o = count_stream((text,), chars_per_token, exact)
+            t, c, o = counts
         except NotRegular as exc:
             skipped[f"not a regular file ({exc.kind})"] += 1
             continue

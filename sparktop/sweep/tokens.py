@@ -8,9 +8,10 @@
 - *exact via a local* ``tokenizer.json``: the ``tokenizers`` library (extra
   ``sparktop[tokenizers]``), special tokens not added.
 
-Only regular files are ever opened (:func:`open_regular`): a FIFO would block until a writer
-came, a device may never end; ``--file`` refuses them and points a pipe at ``-`` (stdin).
-Whole source trees are counted by :mod:`sparktop.sweep.scan`.
+Only regular files are ever opened (checked before the open and again on the descriptor,
+opened with ``OPEN_FLAGS``): a FIFO would block until a writer came, a device may never end;
+``--file`` refuses them and points a pipe at ``-`` (stdin). Whole source trees are counted by
+:mod:`sparktop.sweep.scan`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ from sparktop.model import NA
 
 DEFAULT_CHARS_PER_TOKEN = 4.0
 CHUNK_BYTES = 1024 * 1024
+OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOCTTY", 0)
+)  # fmt: skip
+"""Flags every file is opened with: read-only; never blocking (a file swapped for a FIFO);
+never becoming the process's controlling terminal (one swapped for a tty)."""
 
 # CJK punctuation, kana, unified ideographs (+ extension A/B…), Hangul syllables,
 # compatibility ideographs, full-width forms: one token per character is closer than 1/4.
@@ -144,7 +151,7 @@ def open_regular(path: str | Path) -> BinaryIO:
     info = os.stat(path)
     if not stat.S_ISREG(info.st_mode):
         raise NotRegular(file_kind(info.st_mode))
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, OPEN_FLAGS)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -160,16 +167,24 @@ def iter_text(stream: BinaryIO) -> Iterator[str]:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
     while True:
         chunk = stream.read(CHUNK_BYTES)
-        if b"\x00" in chunk:
-            raise NotText("contains NUL bytes (binary)")
-        try:
-            text = decoder.decode(chunk, final=not chunk)
-        except UnicodeDecodeError as exc:
-            raise NotText(f"not UTF-8 text ({exc.reason})") from None
+        text = decode_text(chunk, decoder.decode, final=not chunk)
         if text:
             yield text
         if not chunk:
             return
+
+
+def decode_text(
+    data: bytes, decode: Callable[[bytes, bool], str] | None = None, *, final: bool = True
+) -> str:
+    """``data`` as strict UTF-8 text (``decode``: an incremental decoder's, for one chunk of
+    several); :class:`NotText` for a NUL byte (binary) or bytes that are not UTF-8."""
+    if b"\x00" in data:
+        raise NotText("contains NUL bytes (binary)")
+    try:
+        return decode(data, final) if decode is not None else data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotText(f"not UTF-8 text ({exc.reason})") from None
 
 
 def count_stream(
