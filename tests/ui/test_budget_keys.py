@@ -42,9 +42,26 @@ async def test_b_opens_the_pane_with_the_cursor_in_the_prompt_field() -> None:
         assert isinstance(app.focused, PromptInput)
         await pilot.press(*"125000", "enter")  # typing works at once; Enter applies
         assert (pane.inputs.prompt.tokens, pane.inputs.prompt.method) == (125_000, "given")
-        assert pane.has_focus  # back on the pane, so the what-if keys work
-        await pilot.press("plus")
+        assert isinstance(app.focused, PromptInput)  # Enter keeps the cursor in the field
+        await pilot.press("escape", "plus")  # Escape leaves it: the what-if keys work
+        assert pane.has_focus
         assert pane.inputs.concurrency == 2
+
+
+async def test_typing_after_enter_stays_in_the_field_and_never_reaches_the_monitor() -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("b", *"4000", "enter")
+        pane = app.query_one(BudgetPane)
+        assert pane.inputs.prompt.tokens == 4000
+        prompt = app.query_one("#prompt", Input)
+        await pilot.press(*"/tmp/q", "plus", "b", "p")  # q quits, b closes, p pauses if leaked
+        await pilot.pause()
+        assert app.is_running and app.return_code is None
+        assert prompt.has_focus and prompt.value == "4000/tmp/q+bp"
+        assert pane.display and pane.inputs.concurrency == 1
+        assert not app.poller.paused
 
 
 async def test_escape_leaves_the_field_then_closes_the_pane_and_q_quits() -> None:

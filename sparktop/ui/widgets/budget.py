@@ -41,8 +41,9 @@ class TextPasted(Message):
 
 
 class BudgetInput(Input):
-    """A budget field: Enter applies it, Escape leaves it (back to the pane, whose what-if
-    keys then work)."""
+    """A budget field: Enter applies it and the cursor stays in it (so more typing edits it,
+    never reaching the monitor's keys); Escape leaves it (back to the pane, whose what-if keys
+    then work)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "submit", "Apply", tooltip="budget: apply the field", id="budget.apply"),
@@ -196,7 +197,6 @@ class BudgetPane(VerticalScroll, can_focus=True):
                 self._set(prompt=tokens.TokenCount(int(digits), "given"))
             else:
                 self._count(path=value)
-        self.focus()
 
     @on(TextPasted)
     def _pasted(self, event: TextPasted) -> None:
