@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import select
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -64,11 +67,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stdout_reader_gone() -> bool:
+    """True when nobody reads our stdout any more (``| head`` has exited): poll reports an
+    error on the write end of a pipe without readers. Tells that case apart from a broken
+    pipe to a node or an engine, which is a real failure."""
+    try:
+        poller = select.poll()
+        poller.register(sys.__stdout__.fileno() if sys.__stdout__ else 1, select.POLLOUT)
+        events = poller.poll(0)
+    except (AttributeError, OSError, ValueError):  # no poll() here, or stdout is closed
+        return True
+    return any(mask & (select.POLLERR | select.POLLHUP) for _fd, mask in events)
+
+
+def _quit_on_closed_stdout() -> int:
+    """Exit as ``cat`` does under ``| head``: quietly, status 128 + SIGPIPE (141). Stdout is
+    pointed at /dev/null first, or the interpreter's final flush of what is still buffered
+    raises again and prints a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (see each command's ``--help``; 141 when
+    the reader of stdout went away, as under ``| head``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args._run(args))
+        status = int(args._run(args))
+        sys.stdout.flush()  # a closed pipe fails here, inside the handler, not at exit
+        return status
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise
+        return _quit_on_closed_stdout()
     except UserError as exc:
         print(f"sparktop: error: {exc}", file=sys.stderr)
         return exc.exit_code
