@@ -21,5 +21,10 @@ class KeyFooter(Footer):
 
     def on_resize(self, event: Resize) -> None:
         narrow = event.size.width < COMPACT_BELOW
+        if (self.compact, self.show_command_palette) == (narrow, not narrow):
+            return
         self.compact = narrow
         self.show_command_palette = not narrow
+        # Neither reactive recomposes Footer: the palette key and the keys laid out for the
+        # old width would stay (the last one cut off, a stray cell of the old text after it).
+        self.refresh(recompose=True)

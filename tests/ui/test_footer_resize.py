@@ -1,0 +1,34 @@
+"""The footer after a terminal resize reads as it does in a monitor started at that size
+(compact, no ``^p palette`` hint under 100 columns; padded, with the hint, above)."""
+
+from __future__ import annotations
+
+from sparktop.ui.app import SparktopApp
+from tests.ui.test_budget_keys import make_app
+
+
+def footer_line(app: SparktopApp) -> str:
+    """The bottom line of the screen as drawn now."""
+    return app.screen._compositor.render_strips()[-1].text
+
+
+async def started_at(width: int, height: int) -> str:
+    app = make_app()
+    async with app.run_test(size=(width, height)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        return footer_line(app)
+
+
+async def test_shrinking_and_growing_the_terminal_redraws_the_footer() -> None:
+    expected = {size: await started_at(*size) for size in ((160, 45), (80, 24), (60, 20))}
+    assert "^p palette" in expected[160, 45] and "palette" not in expected[80, 24]
+    app = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        assert footer_line(app) == expected[160, 45]
+        for size in ((80, 24), (60, 20), (160, 45)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            assert footer_line(app) == expected[size], size
