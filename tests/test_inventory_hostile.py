@@ -4,7 +4,6 @@ and exit 2, fast and in bounded memory — never a traceback, a hang or a swolle
 from __future__ import annotations
 
 import os
-import pathlib
 from pathlib import Path
 
 import pytest
@@ -154,10 +153,10 @@ def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     path.chmod(0)
     if os.geteuid() == 0:  # root reads anything: make the open fail as it would for a user
 
-        def denied(self: Path, *args: object, **kwargs: object) -> None:
-            raise PermissionError(13, "Permission denied", str(self))
+        def denied(file: Path, *args: object, **kwargs: object) -> None:
+            raise PermissionError(13, "Permission denied", str(file))
 
-        monkeypatch.setattr(pathlib.Path, "open", denied)
+        monkeypatch.setattr("sparktop.inventory.loader.read_limited", denied)
     with pytest.raises(UserError) as info:
         load_inventory(path)
     assert str(info.value) == f"{path}: permission denied"

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from sparktop.errors import UserError
+from sparktop.inputfile import read_limited
 from sparktop.inventory.models import Inventory
 from sparktop.inventory.names import clip
 from sparktop.inventory.profile_ref import resolve_profile
@@ -44,9 +45,9 @@ def load_inventory(path: Path) -> Inventory:
     """
     label = _one_line(str(path))
     try:
-        # Bounded read: `--inventory /dev/zero` (or a huge file) must not eat memory.
-        with Path(path).expanduser().open("rb") as file:
-            raw = file.read(MAX_BYTES + 1)
+        # Bounded read: `--inventory /dev/zero` (or a huge file) must not eat memory; a
+        # FIFO nobody writes to fails after a moment instead of blocking the open forever.
+        raw = read_limited(Path(path).expanduser(), MAX_BYTES + 1)
     except FileNotFoundError:
         raise UserError(f"{label}: no such file") from None
     except IsADirectoryError:

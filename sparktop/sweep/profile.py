@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from sparktop.errors import UserError
+from sparktop.inputfile import read_limited
 from sparktop.model import NA, Num
 
 DEFAULT_PROFILE = "4x-spark-dsv41-flash-1017"
@@ -27,6 +28,9 @@ AGGREGATE_KINDS = ("end-to-end", "decode-only")
 (``end-to-end``), or over the decode phase only (``decode-only``)."""
 
 PROFILE_SUFFIXES = (".yaml", ".yml")
+MAX_PROFILE_BYTES = 16 << 20
+"""A profile file larger than this is refused (a sweep of thousands of rows is well under 1 MiB;
+``--profile /dev/zero`` must not eat memory)."""
 
 _NOT_IN_PROFILE = NA("not in profile")
 _NOT_PUBLISHED = NA("not published")
@@ -172,15 +176,20 @@ def load_profile_file(path: Path) -> Profile:
     from sparktop.sweep.profile_file import parse_profile
 
     try:
-        text = path.read_text(encoding="utf-8")
+        # A FIFO nobody writes to fails after a moment instead of blocking the open forever.
+        raw = read_limited(path, MAX_PROFILE_BYTES + 1)
     except FileNotFoundError:
         raise UserError(f"profile file {path} not found") from None
     except IsADirectoryError:
         raise UserError(f"profile {path} is a directory, not a file") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise UserError(f"cannot read profile {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise UserError(f"profile {path} is too large (over {MAX_PROFILE_BYTES:,} bytes)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return parse_profile(text, str(path), str(path))
 
 
