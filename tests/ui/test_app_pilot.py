@@ -310,6 +310,26 @@ async def test_control_characters_from_a_node_never_reach_the_terminal() -> None
         assert isinstance(app.screen, NodeDetailScreen)
 
 
+async def test_long_names_widen_their_columns_and_are_cut_with_a_mark_when_they_cannot() -> None:
+    names = [f"dgx-spark-{i:02d}" for i in range(1, 5)]
+    app = SparktopApp(
+        [Scripted(node(n, gpus=(gpu(uuid=f"GPU-{n}"),))) for n in names], clock=Clock(),
+        autostart=False, cluster="test", tp_groups={"deepseek-v41-flash": names},
+    )  # fmt: skip
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        text = "\n".join(s.text for s in app.screen._compositor.render_strips())
+        assert all(name in text for name in names)  # room to spare: the full names
+        assert "deepseek-v41-flash·3" in text
+        await pilot.resize_terminal(120, 40)  # the wide set only just fits: cut, with …
+        await app.poll_now()
+        await pilot.pause()
+        text = "\n".join(s.text for s in app.screen._compositor.render_strips())
+        assert "dgx-spark…" in text and "dgx-spark-01" not in text
+        assert "deep…·3" in text  # the rank is kept, the group name is cut
+
+
 async def test_a_hung_node_does_not_block_the_others() -> None:
     hung, fine = Hung("spark-9"), Scripted(node("spark-1"))
     app = SparktopApp([hung, fine], clock=Clock(), cluster="test")

@@ -11,7 +11,7 @@ ROWS, COLUMNS = 30, 4
 
 
 class TableApp(App[None]):
-    CSS = "LineTable { max-height: 12; }"
+    CSS = "LineTable { max-height: 60%; }"  # 12 lines of a 20-line terminal
 
     def __init__(self) -> None:
         super().__init__()
@@ -56,8 +56,12 @@ async def test_one_cell_update_draws_one_row_and_shows_it() -> None:
         table.move_cursor(25)
         await pilot.pause()
         assert "LATER" in app.export_screenshot()
-        # Moving the cursor draws it over the rows' kept lines: no row is rebuilt for it.
+        # Moving the cursor back and forth draws no row again: both looks are kept.
+        table.move_cursor(24)
+        await pilot.pause()
         built = table.strips_built
+        table.move_cursor(25)
+        await pilot.pause()
         table.move_cursor(24)
         await pilot.pause()
         assert table.strips_built == built
@@ -164,11 +168,45 @@ async def test_an_empty_table_takes_keys_and_clicks_and_wide_text_keeps_its_widt
         await pilot.press("down", "up", "pagedown", "end", "home", "enter")
         await pilot.click(LineTable, offset=(2, 3))
         assert table.cursor_key() is None and table.row_count == 0
-        # Two-cell characters: cut and padded by terminal cells, not characters.
+        # Two-cell characters: cut (with …) and padded by terminal cells, not characters.
         table.add_row("k", {"name": ("長い文脈を送る", ""), "wide": ("ab", "")})
         await pilot.pause()
         await pilot.click(LineTable, offset=(2, 5))  # below the last row: nothing happens
         line = table.render_line(1).text
-        # padding, three wide characters (6 cells), padding; padding, "ab" + 3 blanks, padding
-        assert line.startswith(" 長い文  ab    ")
+        # padding, two wide characters, … and a blank (6 cells), padding; then " ab    "
+        assert line.startswith(" 長い…   ab    ")
         assert table.cursor_key() == "k"
+
+
+async def test_the_cursor_row_keeps_cell_colours_on_the_cursor_background() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(LineTable)
+        table.update_cell("r1", "c0", ("hot", "$error"))
+        table.move_cursor(1)
+        await pilot.pause()
+        strips = app.screen._compositor.render_strips()
+        hot = next(seg for seg in strips[2] if "hot" in seg.text)
+        plain = next(seg for seg in strips[2] if "r1c1" in seg.text)
+        assert hot.style is not None and plain.style is not None
+        assert hot.style.color is not None and hot.style.color.triplet is not None
+        assert hot.style.color.triplet.hex == app.theme_variables["error"].lower()
+        assert hot.style.bgcolor == plain.style.bgcolor  # the cursor's, across the row
+        other = next(seg for seg in strips[3] if "r2c1" in seg.text)
+        assert other.style is not None and other.style.bgcolor != plain.style.bgcolor
+        # A cell of the cursor row changes: the screen shows it.
+        table.update_cell("r1", "c1", ("cooler", ""))
+        await pilot.pause()
+        assert "cooler" in app.screen._compositor.render_strips()[2].text
+
+
+async def test_a_shorter_terminal_keeps_the_cursor_row_in_view() -> None:
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(LineTable)
+        table.move_cursor(10)  # the last row that fits in 11
+        await pilot.pause()
+        await pilot.resize_terminal(60, 8)
+        await pilot.pause()
+        visible = [line.split()[0] for line in screen_lines(app)[1:] if line.split()]
+        assert "r10c0" in visible

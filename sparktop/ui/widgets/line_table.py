@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rich.cells import set_cell_size
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
-from textual import events
+from textual import events, on
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.geometry import Region, Size
@@ -39,11 +39,15 @@ CELL_PADDING = 1
 
 
 def _fit(text: str, width: int) -> str:
-    """``text`` cut or padded to ``width`` terminal cells (control characters shown as
-    one-cell symbols first, so they count as what is drawn)."""
+    """``text`` padded to ``width`` terminal cells, or cut to it with ``…`` as its last cell
+    (control characters shown as one-cell symbols first, so they count as what is drawn)."""
     if text.isascii() and text.isprintable():  # one cell per character: no width table
-        return text[:width].ljust(width)
-    return set_cell_size(printable(text), width)
+        return text.ljust(width) if len(text) <= width else text[: width - 1] + "…"
+    text = printable(text)
+    if cell_len(text) <= width:
+        return set_cell_size(text, width)
+    # A two-cell character that does not fit leaves a blank: the ellipsis goes before it.
+    return set_cell_size(set_cell_size(text, width - 1).rstrip(" ") + "…", width)
 
 
 LineCell = tuple[str, str]
@@ -68,6 +72,8 @@ class _Row:
     order: Any
     strip: Strip | None = None
     """The whole row drawn (no cursor), until a cell changes."""
+    cursor_strip: Strip | None = None
+    """The same under the cursor, while the cursor is on it."""
 
 
 class LineTable(ScrollView, can_focus=True):
@@ -146,10 +152,10 @@ class LineTable(ScrollView, can_focus=True):
         self._rows: dict[str, _Row] = {}
         self._ordered: list[str] = []
         self._index: dict[str, int] = {}
-        self._styles: dict[str, Style] = {}
-        self._styles_base: Style | None = None
+        self._styles: dict[int, dict[str, Style]] = {}
         self._header: Strip | None = None
         self._base: Style | None = None
+        self._cursor_base: Style | None = None
         self._frame: tuple[int, int, int] | None = None
         self._shown_size = Size(0, 0)
         """The size at the last repaint: a row below it is drawn when it comes into view."""
@@ -208,8 +214,8 @@ class LineTable(ScrollView, can_focus=True):
             raise KeyError(f"no column {column!r}")
         row = self._rows[key]
         row.cells[column] = cell
-        if row.strip is not None:
-            row.strip = None
+        if row.strip is not None or row.cursor_strip is not None:  # drawn: draw it again
+            row.strip = row.cursor_strip = None
             self._refresh_row(self._index[key])
 
     def set_order(self, key: str, order: Any) -> None:
@@ -306,6 +312,11 @@ class LineTable(ScrollView, can_focus=True):
         else:
             self.move_cursor(index, scroll=False)
 
+    @on(events.Resize)
+    def _keep_cursor_in_view(self) -> None:
+        # The cursor row stays in view when the table gets shorter (or its rows move).
+        self.call_after_refresh(self._scroll_cursor_visible)
+
     def on_focus(self) -> None:
         self._restyled()
 
@@ -323,8 +334,9 @@ class LineTable(ScrollView, can_focus=True):
         self._styles.clear()
         self._header = None
         self._base = None
+        self._cursor_base = None
         for row in self._rows.values():
-            row.strip = None
+            row.strip = row.cursor_strip = None
         self.refresh()
 
     def _resized(self) -> None:
@@ -343,15 +355,16 @@ class LineTable(ScrollView, can_focus=True):
             self.refresh(Region(0, y, width, 1))
 
     def _style(self, style: str, base: Style) -> Style:
-        """``base`` plus the Rich style a Textual style string resolves to in this theme."""
-        if base is not self._styles_base:
-            self._styles.clear()
-            self._styles_base = base
-        resolved = self._styles.get(style)
+        """``base`` plus the Rich style a Textual style string resolves to in this theme
+        (``base`` is the row's or the cursor's, each kept until the styles change)."""
+        styles = self._styles.get(id(base))
+        if styles is None:
+            styles = self._styles[id(base)] = {}
+        resolved = styles.get(style)
         if resolved is None:
             segments = list(Content.styled("x", style).render_segments(TextualStyle(), ""))
             own = segments[0].style if segments else None
-            resolved = self._styles[style] = base + own
+            resolved = styles[style] = base + own
         return resolved
 
     def _draw(self, cells: Callable[[LineColumn], LineCell], base: Style) -> Strip:
@@ -404,12 +417,26 @@ class LineTable(ScrollView, can_focus=True):
         index = top + y - 1
         if index >= len(self._ordered):
             return Strip.blank(width, self.base_style)
-        strip = self._row_strip(self._ordered[index]).crop_extend(x, x + width, self.base_style)
+        key = self._ordered[index]
         if index != self.cursor_row:
-            return strip
-        # The cursor's colours win over the cells' (as DataTable with its default priority).
-        cursor_style = self.get_component_rich_style("line-table--cursor")
-        return Strip(Segment.apply_style(strip, None, cursor_style), strip.cell_length)
+            return self._row_strip(key).crop_extend(x, x + width, self.base_style)
+        return self._cursor_strip(key).crop_extend(x, x + width, self.cursor_base)
+
+    def _cursor_strip(self, key: str) -> Strip:
+        """The row under the cursor: the cursor's background and text style; cells keep their
+        own colour (a throttled reading stays red when selected), the rest take the cursor's."""
+        row = self._rows[key]
+        if row.cursor_strip is None:
+            row.cursor_strip = self._draw(lambda c: row.cells.get(c.key, EMPTY), self.cursor_base)
+        return row.cursor_strip
+
+    @property
+    def cursor_base(self) -> Style:
+        if self._cursor_base is None:
+            self._cursor_base = self.base_style + self.get_component_rich_style(
+                "line-table--cursor"
+            )
+        return self._cursor_base
 
     @property
     def base_style(self) -> Style:

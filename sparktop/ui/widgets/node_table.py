@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 
@@ -20,13 +21,24 @@ def _styled(cell: Cell) -> LineCell:
     return text, STYLE_VARIABLES.get(role, "")
 
 
+def fit_rank(text: str, width: int) -> str:
+    """A TP cell (``group·rank``) cut to ``width`` in the group's name, never in the rank:
+    ``deepseek-v41-flash·3`` in 12 cells is ``deepseek-v…·3``."""
+    name, sep, rank = text.rpartition("·")
+    if not sep or cell_len(text) <= width or width < len(rank) + 3:
+        return text
+    keep = width - len(rank) - 2
+    return f"{name[:keep]}…·{rank}"
+
+
 class NodeTable(LineTable):
     """GPU rows from :func:`sparktop.ui.views.node_rows`; only changed cells are touched.
 
     Rows are added and removed by key, cells updated one by one (a changed row is drawn
     again, the others are not), the order re-sorted only when rows come or go or a row's
     order changes, and the cursor stays on its row. Narrower terminals get a reduced column
-    set (:func:`columns_for`).
+    set (:func:`columns_for`); the node and TP columns grow to the longest name
+    (``GROWS``) when the terminal has the room, and cut a longer one with ``…``.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -47,9 +59,14 @@ class NodeTable(LineTable):
     }
     """
 
+    GROWS: ClassVar[dict[str, int]] = {"node": 24, "tp": 20}
+    """Columns that widen to their longest text, up to this many cells."""
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._base_spec: tuple[Column, ...] = WIDE_COLUMNS
         self.columns_spec: tuple[Column, ...] = WIDE_COLUMNS
+        self._longest: dict[str, int] = {}
         self._shown: dict[str, dict[str, Cell]] = {}
         self._orders: dict[str, Order] = {}
         self._pending_cursor: str | None = None
@@ -58,25 +75,49 @@ class NodeTable(LineTable):
     @property
     def narrow(self) -> bool:
         """True when a reduced column set is shown (cells use their compact forms)."""
-        return self.columns_spec is not WIDE_COLUMNS
+        return self._base_spec is not WIDE_COLUMNS
 
     def _build_columns(self) -> None:
+        self._widths = {c.key: c.width for c in self.columns_spec}
         self.set_columns(LineColumn(c.key, c.label, c.width) for c in self.columns_spec)
 
     def on_resize(self, event: Resize) -> None:
-        spec = columns_for(event.size.width)
-        if spec is not self.columns_spec:
-            self.columns_spec = spec
-            # Rare (a resize or the budget pane opening): rebuild the columns once.
-            self._pending_cursor = self.cursor_key()
-            self._shown.clear()
-            self._orders.clear()
-            self._build_columns()
-            self.post_message(LayoutChanged())
+        self._lay_out(event.size.width)
+
+    def _lay_out(self, width: int) -> None:
+        """Choose the column set for a table ``width`` cells wide (scrollbar included) and
+        widen the name columns into what is left; rebuild the columns if that changed."""
+        base = columns_for(width)
+        spare = width - 1 - sum(c.width + 2 for c in base)
+        spec: list[Column] = []
+        for column in base:
+            cap = self.GROWS.get(column.key)
+            if cap is not None and spare > 0:
+                grow = min(max(0, min(self._longest.get(column.key, 0), cap) - column.width), spare)
+                if grow:
+                    column = Column(column.key, column.label, column.width + grow)
+                    spare -= grow
+            spec.append(column)
+        if base is self._base_spec and tuple(spec) == self.columns_spec:
+            return
+        self._base_spec, self.columns_spec = base, tuple(spec)
+        # Rare (a resize, the budget pane, a longer name): rebuild the columns once.
+        self._pending_cursor = self._pending_cursor or self.cursor_key()
+        self._shown.clear()
+        self._orders.clear()
+        self._build_columns()
+        self.post_message(LayoutChanged())
 
     def sync(self, rows: Sequence[RowView]) -> int:
         """Make the table show ``rows``; returns how many cells were written."""
+        longest = {k: max((cell_len(r.cells.get(k, ("", ""))[0]) for r in rows), default=0)
+                   for k in self.GROWS}  # fmt: skip
+        if longest != self._longest:
+            self._longest = longest
+            if self.size.width:
+                self._lay_out(self.size.width)
         wanted = {row.key for row in rows}
+        restoring = self._pending_cursor is not None  # after the columns were rebuilt
         cursor = self._pending_cursor or self.cursor_key()
         self._pending_cursor = None
         reorder = False
@@ -91,7 +132,9 @@ class NodeTable(LineTable):
             shown = self._shown.get(row.key)
             if shown is None:
                 cells = {c: row.cells.get(c, ("", "")) for c in columns}
-                self.add_row(row.key, {c: _styled(cell) for c, cell in cells.items()}, row.order)
+                self.add_row(
+                    row.key, {c: self._cell(c, cell) for c, cell in cells.items()}, row.order
+                )
                 self._shown[row.key] = cells
                 self._orders[row.key] = row.order
                 written += len(columns)
@@ -100,7 +143,7 @@ class NodeTable(LineTable):
             for column in columns:
                 cell = row.cells.get(column, ("", ""))
                 if shown[column] != cell:
-                    self.update_cell(row.key, column, _styled(cell))
+                    self.update_cell(row.key, column, self._cell(column, cell))
                     shown[column] = cell
                     written += 1
             if self._orders[row.key] != row.order:
@@ -110,8 +153,13 @@ class NodeTable(LineTable):
         if reorder:
             self.sort()
             if cursor is not None and cursor in self._shown:
-                self.move_cursor(self.get_row_index(cursor), scroll=False)
+                self.move_cursor(self.get_row_index(cursor), scroll=restoring)
         return written
+
+    def _cell(self, column: str, cell: Cell) -> LineCell:
+        if column == "tp":
+            cell = (fit_rank(cell[0], self._widths.get("tp", 0)), cell[1])
+        return _styled(cell)
 
     def on_line_table_row_selected(self, event: LineTable.RowSelected) -> None:
         event.stop()
