@@ -179,6 +179,16 @@ def node_states(rows: Iterable[RowView]) -> dict[str, Cell]:
     return worst
 
 
+_SINCE = re.compile(r"^[\w ]+ since \d{1,2}:\d{2}(:\d{2})?:\s*")
+
+
+def _cause(sample: NodeSample) -> str:
+    """What went wrong, for a failed row: the message without a leading ``unreachable since
+    HH:MM:SS:`` (the state column says ``down HH:MM:SS``), so the cause fits the cells."""
+    message = sample.message or str(sample.state)
+    return _SINCE.sub("", message) or message
+
+
 def failure_text(sample: NodeSample) -> str:
     """The failure for the detail screen: state and message (once when the message says it)."""
     return state_message(str(sample.state), sample.message)
@@ -304,7 +314,7 @@ def failed_row(
     gap = (fmt.DASH, "dim")
     shown = columns or (NARROW_COLUMNS if narrow else WIDE_COLUMNS)
     spans = [c for c in shown if c.key in MESSAGE_COLUMNS]
-    message = spread(sample.message or str(sample.state), [c.width for c in spans])
+    message = spread(_cause(sample), [c.width for c in spans])
     cells: dict[str, Cell] = {
         "node": (sample.node, status[1]),
         "tp": _tp_cell(config, sample.node),

@@ -48,6 +48,17 @@ def test_a_failure_message_reads_across_the_empty_cells() -> None:
     assert message(narrow).startswith("no NVIDIA driver")
 
 
+def test_a_down_row_shows_the_cause_not_the_time_again() -> None:
+    # The SSH source's message says since when; the state cell already does.
+    sample = NodeSample(
+        "spark-4", T0, NodeState.UNREACHABLE,
+        "unreachable since 14:02:11: connection refused [errno 111]", since_s=T0,
+    )  # fmt: skip
+    cells = rows_for(sample)
+    assert message(cells) == "connection refused [errno 111]"
+    assert cells["state"][0].startswith("down ")
+
+
 def case_node(name: str) -> NodeSample:
     gpus = parse_gpu_csv((NVSMI / name).read_text())
     return NodeSample("spark-1", T0, gpus=gpus, memory=UNIFIED)

@@ -148,7 +148,10 @@ class NodeDetailScreen(Screen[None]):
             status = (shown, STYLE_VARIABLES.get(role, ""))
         else:
             status = (failure_text(sample), "$spark-crit")
-        since = "" if sample.since_s is None else f" since {fmt.clock_time(sample.since_s)}"
+        # SSH failures already say since when ("unreachable since 14:02:11: …").
+        since = ""
+        if sample.since_s is not None and " since " not in status[0]:
+            since = f" since {fmt.clock_time(sample.since_s)}"
         self.query_one("#status", Static).update(Content.assemble(status, since))
         self._fill_fields(sample)
         mem = sample.memory
