@@ -108,7 +108,7 @@ def rate_groups(sample: EngineSample) -> list[Group]:
          (" p95 ", "dim"), (fmt.quantile(sample.ttft_p95), "")],
         [("ITL p50 ", "dim"), (fmt.quantile(sample.itl_p50), "")],
         [("prompt ", "dim"), (fmt.num(sample.mean_prompt_tokens), "")],
-        [("hit ", "dim"), (f"{float(hit) * 100:.0f}%" if is_num(hit) else fmt.DASH, "")],
+        [("hit ", "dim"), (f"{float(hit) * 100:.0f}%" if is_num(hit) else fmt.NA_TEXT, "")],
     ]  # fmt: skip
     if is_num(sample.spec_acceptance_rate):
         groups.append([("spec acc ", "dim"), (f"{sample.spec_acceptance_rate * 100:.0f}%", "")])
@@ -121,7 +121,7 @@ def rank_groups(rank: object) -> list[Group]:
         [(f"rank {getattr(rank, 'rank', '?')}", "accent")],
         [("running ", "dim"), (fmt.num(getattr(rank, "running", None), ".0f"), "")],
         [("waiting ", "dim"), (fmt.num(getattr(rank, "waiting", None), ".0f"), "")],
-        [("KV ", "dim"), (f"{kv * 100:.0f}%" if is_num(kv) else fmt.DASH, "")],
+        [("KV ", "dim"), (f"{kv * 100:.0f}%" if is_num(kv) else fmt.NA_TEXT, "")],
         [("pool ", "dim"), (fmt.si_tokens(getattr(rank, "kv_pool_tokens", None)), "")],
         [("decode ", "dim"), (fmt.num(getattr(rank, "decode_tps", None)) + " tok/s", "")],
     ]

@@ -14,6 +14,9 @@ from sparktop.model import GpuSample, NodeMemory, Num, Quantile, is_num
 
 BARS = "▁▂▃▄▅▆▇█"
 DASH = "·"
+"""No reading at all (a node that is down, a baseline not learnt yet)."""
+NA_TEXT = "n/a"
+"""A value the GPU or server does not provide (``NA``): never shown as 0."""
 
 SHORT_REASONS = {
     "gpu_idle": "idle",
@@ -93,14 +96,19 @@ def bar(fraction: Num, width: int) -> str:
 
 
 def num(value: Num | None, spec: str = ",.0f") -> str:
-    """A number, or ``·`` when missing."""
-    return format(value, spec) if is_num(value) else DASH
+    """A number, or ``n/a`` when the source does not provide it."""
+    return format(value, spec) if is_num(value) else NA_TEXT
+
+
+def pct(value: Num | None, spec: str = ".0f") -> str:
+    """``97%``, or ``n/a``."""
+    return f"{format(value, spec)}%" if is_num(value) else NA_TEXT
 
 
 def si_tokens(value: Num | None) -> str:
     """Token counts shortened: 950, 12.3k, 2.49M."""
     if not is_num(value):
-        return DASH
+        return NA_TEXT
     v = float(value)
     if abs(v) >= 1e6:
         return f"{v / 1e6:.2f}M"
@@ -115,7 +123,7 @@ def quantile(value: Quantile | Num | None) -> str:
         return str(value)
     if is_num(value):
         return str(Quantile(float(value)))
-    return DASH
+    return NA_TEXT
 
 
 def seconds(value: Num | None) -> str:
@@ -125,7 +133,7 @@ def seconds(value: Num | None) -> str:
 
 def gib(mib: Num | None) -> str:
     """MiB as whole GiB without the unit (``92``)."""
-    return f"{float(mib) / 1024:.0f}" if is_num(mib) else DASH
+    return f"{float(mib) / 1024:.0f}" if is_num(mib) else NA_TEXT
 
 
 def memory(mem: NodeMemory, gpu: GpuSample, *, compact: bool = False) -> str:
@@ -149,7 +157,9 @@ def reasons(gpu: GpuSample, low_power: bool = False) -> str:
     names += [SHORT_REASONS.get(r, "other") for r in gpu.clock_events if r not in gpu.slowdowns]
     if low_power:
         names.insert(0, "low-power?")
-    return ",".join(names) if names else ("none" if isinstance(gpu.clock_event_mask, int) else DASH)
+    return (
+        ",".join(names) if names else ("none" if isinstance(gpu.clock_event_mask, int) else NA_TEXT)
+    )
 
 
 def clock_cell(clock: Num, baseline: float | None, below: bool, suffix: str = "") -> str:

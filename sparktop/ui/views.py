@@ -258,7 +258,7 @@ def gpu_row(
         "temp": (fmt.num(gpu.temperature_c, ".0f"), mark(hot, "crit")),
         "power": (fmt.num(gpu.power_w, ".0f" if num_or_zero(gpu.power_w) >= 100 else ".1f"),
                   plain),
-        "util": (fmt.num(gpu.utilization_pct, ".0f") + "%", plain),
+        "util": (fmt.pct(gpu.utilization_pct), plain),
         "mem": (fmt.memory(sample.memory, gpu, compact=narrow), plain),
         "why": (fmt.reasons(gpu, low_power), mark(slow, "crit")),
         "trend": (fmt.spark(trend, 7, 0.0, top_mhz), "stale" if stale else "accent"),

@@ -136,11 +136,13 @@ def test_column_sets_follow_the_width() -> None:
         assert sum(c.width + 2 for c in columns) + 1 <= width
 
 
-def test_missing_values_are_dots_not_zero() -> None:
-    bare = gpu(uuid="GPU-z", temperature_c=NA("[N/A]"), power_w=NA("[Not Supported]"))
+def test_values_a_gpu_does_not_provide_are_na_not_zero() -> None:
+    bare = gpu(
+        uuid="GPU-z", temperature_c=NA("[N/A]"), power_w=NA("[Not Supported]"),
+        utilization_pct=NA("[N/A]"),
+    )  # fmt: skip
     cells = rows_for(node("spark-1", gpus=(bare,)))
-    assert cells["temp"][0] == fmt.DASH
-    assert cells["power"][0] == fmt.DASH
+    assert cells["temp"][0] == cells["power"][0] == cells["util"][0] == "n/a"
 
 
 def test_engine_lines_pack_to_the_width_and_show_bounds() -> None:
