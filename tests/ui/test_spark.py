@@ -126,7 +126,7 @@ async def test_spark_row_repaints_only_when_bars_change() -> None:
         await pilot.pause()
         built = row.builds
         text = row.render_line(0).text
-        assert text.startswith("decode tok/s ▄") and "KV % ▁" in text
+        assert text.startswith("decode tok/s ▄") and "KV % n/a" in text
 
         # The same values again, and a doubled copy (same bars): nothing to repaint.
         row.set_data(0, list(DECODE))
@@ -161,3 +161,14 @@ async def test_spark_row_follows_theme_changes() -> None:
         await pilot.pause()
         assert tallest_colour() != dark
         assert tallest_colour() == app.current_theme.primary.lower()
+
+
+async def test_a_spark_row_without_values_says_n_a_not_a_floor() -> None:
+    app = Rows()
+    async with app.run_test(size=(120, 4)) as pilot:
+        row = app.query_one(SparkRow)
+        row.set_data(0, DECODE)
+        await pilot.pause()
+        text = row.render_line(0).text
+        assert text.split("KV %")[1].strip() == "n/a"
+        assert "▁" not in text.split("KV %")[1]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Any, ClassVar
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style
@@ -129,6 +129,7 @@ class SparkRow(Widget):
     one blank, bars sharing the rest equally up to ``max_width`` each, ``gap`` blanks after
     each), so a tick repaints one line instead of five widgets. Set values with
     :meth:`set_data`; the line is rebuilt only when some bars or the size or colours change.
+    A sparkline with no values says ``n/a`` (Textual's draws a floor, which reads as 0).
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -214,8 +215,11 @@ class SparkRow(Widget):
                 self.labels, self._data, self._ratios, widths, strict=True
             ):
                 segments += (Segment(label, label_style), Segment(" ", blank))
-                (bars,) = spark_lines(data, ratios, spark_width, 1, base, low, high)
-                segments += bars
+                if data:
+                    (bars,) = spark_lines(data, ratios, spark_width, 1, base, low, high)
+                    segments += bars
+                else:  # no readings (not provided, or none yet): never a floor that reads as 0
+                    segments.append(Segment(set_cell_size("n/a", spark_width), label_style))
                 segments.append(Segment(" " * self.gap, blank))
             self._strip = Strip(segments).extend_cell_length(width, blank).crop(0, width)
             self._strip_key = key
