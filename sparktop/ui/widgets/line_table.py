@@ -15,7 +15,7 @@ focus tint) is DataTable's, from the same theme variables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -25,6 +25,7 @@ from rich.style import Style
 from textual import events, on
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.filter import LineFilter
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -32,7 +33,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.style import Style as TextualStyle
 
-from sparktop.ui.safe_text import printable
+from sparktop.ui.safe_text import ControlCharacters, printable
 
 CELL_PADDING = 1
 """Blank cells each side of a column, as DataTable's default ``cell_padding``."""
@@ -316,6 +317,7 @@ class LineTable(ScrollView, can_focus=True):
     def _keep_cursor_in_view(self) -> None:
         # The cursor row stays in view when the table gets shorter (or its rows move).
         self.call_after_refresh(self._scroll_cursor_visible)
+        self._forget_lines()  # drawn for the old width
 
     def on_focus(self) -> None:
         self._restyled()
@@ -325,6 +327,11 @@ class LineTable(ScrollView, can_focus=True):
 
     # -- drawing ---------------------------------------------------------------------------
 
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        # Cells are made printable as they are drawn (_fit): the app's control-character
+        # filter would only copy every repainted line.
+        return [f for f in super().get_line_filters() if not isinstance(f, ControlCharacters)]
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._restyled()
@@ -332,9 +339,12 @@ class LineTable(ScrollView, can_focus=True):
     def _restyled(self) -> None:
         """Styles resolve differently (theme, focus): draw everything again."""
         self._styles.clear()
-        self._header = None
         self._base = None
         self._cursor_base = None
+        self._forget_lines()
+
+    def _forget_lines(self) -> None:
+        self._header = None
         for row in self._rows.values():
             row.strip = row.cursor_strip = None
         self.refresh()
@@ -384,7 +394,12 @@ class LineTable(ScrollView, can_focus=True):
             add(pad, base)
             add(_fit(text, column.width), self._style(role, base) if role else base)
             add(pad, base)
-        return Strip([Segment("".join(t), st) for t, st in runs], self.virtual_size.width)
+        # As wide as the widget too, so a repaint takes the line as it is (no crop or pad).
+        columns_width = self.virtual_size.width
+        width = max(columns_width, self._frame[0] if self._frame else self.size.width)
+        if width > columns_width:
+            add(" " * (width - columns_width), base)
+        return Strip([Segment("".join(t), st) for t, st in runs], width)
 
     def _header_style(self) -> Style:
         return self.base_style + self.get_component_rich_style("line-table--header")
@@ -413,14 +428,21 @@ class LineTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width, x, top = self._frame or (self.size.width, round(self.scroll_x), round(self.scroll_y))
         if y == 0:  # the header and its background span the whole width, as the cursor
-            return self._header_strip().crop_extend(x, x + width, self._header_style())
+            return self._fitted(self._header_strip(), x, width, self._header_style())
         index = top + y - 1
         if index >= len(self._ordered):
             return Strip.blank(width, self.base_style)
         key = self._ordered[index]
         if index != self.cursor_row:
-            return self._row_strip(key).crop_extend(x, x + width, self.base_style)
-        return self._cursor_strip(key).crop_extend(x, x + width, self.cursor_base)
+            return self._fitted(self._row_strip(key), x, width, self.base_style)
+        return self._fitted(self._cursor_strip(key), x, width, self.cursor_base)
+
+    @staticmethod
+    def _fitted(strip: Strip, x: int, width: int, style: Style) -> Strip:
+        """The part of a drawn line on screen (the line itself when it is exactly that)."""
+        if x == 0 and strip.cell_length == width:
+            return strip
+        return strip.crop_extend(x, x + width, style)
 
     def _cursor_strip(self, key: str) -> Strip:
         """The row under the cursor: the cursor's background and text style; cells keep their

@@ -16,8 +16,11 @@ from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style
 from textual.color import Color
+from textual.filter import LineFilter
 from textual.strip import Strip
 from textual.widget import Widget
+
+from sparktop.ui.safe_text import ControlCharacters
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -159,6 +162,11 @@ class SparkRow(Widget):
         self._strip_key: tuple[object, ...] | None = None
         self.builds = 0
         """How many times the line was rebuilt (tests count repaints that did work)."""
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        # Bars and fixed labels only: the app's control-character filter would only copy
+        # the line every time it changes.
+        return [f for f in super().get_line_filters() if not isinstance(f, ControlCharacters)]
 
     def data(self, index: int) -> tuple[float, ...]:
         return self._data[index]
