@@ -35,8 +35,8 @@ Run 'sparktop COMMAND --help' for each command's options. Inside the monitor pre
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        # One line, like every other sparktop error; the usage is one --help away.
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -223,6 +223,8 @@ def test_budget_json_from_the_command(capsys: pytest.CaptureFixture[str], tmp_pa
         (["--prompt-tokens", "10", "--profile", "nope"], "unknown profile 'nope'; built-in:"),
         (["--prompt-tokens", "10", "--chars-per-token", "0"], "--chars-per-token must be > 0"),
         (["--prompt-tokens", "10", "--endpoint", "localhost:8000"], "--endpoint must be an http"),
+        (["--prompt-tokens", "9" * 23], "--prompt-tokens must be at most 1,000,000,000,000"),
+        (["--scan-dir", ".", "--max-file-mb", "1e6"], "--max-file-mb must be at most 4,096"),
     ],
 )
 def test_bad_input_is_one_clean_line(
@@ -232,6 +234,21 @@ def test_bad_input_is_one_clean_line(
     assert code == 2 and out == ""
     assert err.startswith("sparktop: error: ") and message in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["budget", "--prompt-tokens", "1e9"], ["--bogus"], ["budget"], ["--interval", "x"]],
+)
+def test_usage_mistakes_are_one_line_too(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert err.startswith("sparktop") and " error: " in err and "--help" in err
+    assert err.count("\n") == 1 and "usage:" not in err
 
 
 def test_a_binary_file_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -92,6 +92,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+MAX_COUNT = 10**12
+"""Largest token count or size the budget takes (a trillion: far past any context)."""
+MAX_FILE_MB = 4096
+"""Largest --max-file-mb: with an exact count a scanned file is held in memory whole."""
+
+
 def _check(args: argparse.Namespace) -> None:
     checks = [
         ("--prompt-tokens", args.prompt_tokens, 1),
@@ -104,6 +110,11 @@ def _check(args: argparse.Namespace) -> None:
     for flag, value, low in checks:
         if value is not None and value < low:
             raise UserError(f"{flag} must be at least {low}, got {value}")
+        if value is not None and value > MAX_COUNT:
+            # Past any model's context or server's pool; the estimate would only be float noise.
+            raise UserError(f"{flag} must be at most {MAX_COUNT:,}, got {value:,}")
+    if args.max_file_mb > MAX_FILE_MB:
+        raise UserError(f"--max-file-mb must be at most {MAX_FILE_MB:,}, got {args.max_file_mb}")
     if not args.chars_per_token > 0:
         raise UserError(f"--chars-per-token must be > 0, got {args.chars_per_token}")
     if not args.max_file_mb > 0:
