@@ -115,7 +115,9 @@ def expected_lines(
     running, prompt = sample.running, sample.mean_prompt_tokens
     if not sample.ok:
         return [[*head, ("no live values to compare", "dim")]]
-    if not (is_num(running) and running >= 1):
+    if not is_num(running):  # the server does not report it: unknown, not idle
+        return [[*head, ("n/a: the server does not report running requests", "dim")]]
+    if running < 1:
         return [[*head, ("idle: no running requests to compare", "dim")]]
     if not is_num(prompt):
         return [[*head, ("waiting for finished requests (mean prompt length unknown)", "dim")]]

@@ -206,3 +206,7 @@ def test_expected_strip_says_how_in_a_word_and_no_data_with_its_reason_once() ->
     beyond = text(engine(running=32.0))
     assert beyond.count("outside the measured columns") == 1
     assert "TTFT no data" in beyond
+    # A server that does not report running requests is not idle (cache-config-none case).
+    unknown = text(engine(running=NA("not exported")))
+    assert "n/a" in unknown and "idle" not in unknown
+    assert "idle" in text(engine(running=0.0))
