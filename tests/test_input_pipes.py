@@ -21,6 +21,7 @@ from sparktop.cli import main
 from sparktop.errors import UserError
 from sparktop.inventory import Inventory, load_inventory
 from sparktop.sweep.profile import Profile, load_profile, load_profile_file
+from tests.fifo_helpers import finishes
 
 INVENTORY = "cluster: piped\nnodes:\n  - {name: spark-1, host: 127.0.0.1}\n"
 PROFILE_FILE = (
@@ -41,35 +42,14 @@ def fifo(tmp_path: Path) -> Path:
     return path
 
 
-def _finishes(call: Callable[[], object], fifo: Path) -> object:
-    """``call()``'s result or exception; a call stuck opening ``fifo`` is freed, then fails."""
-    box: dict[str, object] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = call()
-        except Exception as exc:
-            box["result"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(20)
-    if thread.is_alive():
-        with open(fifo, "wb"):  # a writer lets the blocked open return
-            pass
-        thread.join(20)
-        pytest.fail(f"reading {fifo.name} blocked on a FIFO with no writer")
-    return box["result"]
-
-
 def test_a_fifo_with_no_writer_fails_the_inventory_with_one_line(fifo: Path) -> None:
-    error = _finishes(lambda: load_inventory(fifo), fifo)
+    error = finishes(lambda: load_inventory(fifo), fifo)
     assert isinstance(error, UserError)
     assert str(error).startswith(f"{fifo}: cannot read: {NOTHING_WRITTEN}; pass a regular file")
 
 
 def test_a_fifo_with_no_writer_fails_the_profile_with_one_line(fifo: Path) -> None:
-    error = _finishes(lambda: load_profile(str(fifo)), fifo)
+    error = finishes(lambda: load_profile(str(fifo)), fifo)
     assert isinstance(error, UserError)
     assert str(error).startswith(f"cannot read profile {fifo}: {NOTHING_WRITTEN}")
 
@@ -82,7 +62,7 @@ def test_a_fifo_with_no_writer_fails_the_profile_with_one_line(fifo: Path) -> No
 def test_the_commands_exit_2_on_a_fifo_with_no_writer(
     argv: list[str], fifo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _finishes(lambda: main([*argv, str(fifo)]), fifo) == 2
+    assert finishes(lambda: main([*argv, str(fifo)]), fifo) == 2
     err = capsys.readouterr().err
     assert err.startswith("sparktop: error: ") and str(fifo) in err and NOTHING_WRITTEN in err
     assert err.count("\n") == 1
@@ -98,7 +78,7 @@ def test_a_named_fifo_whose_writer_comes_is_read(
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     monkeypatch.setattr(inputfile, "FIFO_WAIT_S", 20.0)  # the writer only has to be scheduled
-    inventory = _finishes(lambda: load_inventory(fifo), fifo)
+    inventory = finishes(lambda: load_inventory(fifo), fifo)
     writer.join(20)
     assert isinstance(inventory, Inventory), inventory
     assert [n.name for n in inventory.nodes] == ["spark-1"]
@@ -135,12 +115,12 @@ def test_a_pipe_with_a_slow_writer_is_read_to_its_end(
     slow_pipe: Callable[[bytes], str],
 ) -> None:
     path = slow_pipe(INVENTORY.encode())
-    inventory = _finishes(lambda: load_inventory(Path(path)), Path(path))
+    inventory = finishes(lambda: load_inventory(Path(path)), Path(path))
     assert isinstance(inventory, Inventory), inventory
     assert inventory.cluster == "piped"
 
     path = slow_pipe(PROFILE_FILE.read_bytes())
-    profile = _finishes(lambda: load_profile_file(Path(path)), Path(path))
+    profile = finishes(lambda: load_profile_file(Path(path)), Path(path))
     assert isinstance(profile, Profile), profile
     assert profile.name == "2x-spark-dsv4-flash-0731"
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from sparktop.model import NA
 from sparktop.sweep import exact_tokens as ex
 from sparktop.sweep import scan
 from sparktop.sweep import tokens as tk
+from tests.fifo_helpers import finishes
 from tests.http_stub import serve_threaded
 
 
@@ -70,31 +70,10 @@ def test_scan_directory_skips_and_counts(tmp_path: Path) -> None:
     assert count.tokens == 100 + 20 + 10
 
 
-def _finishes(call: Callable[[], object], fifo: Path) -> object:
-    """``call()``'s result or exception; a call stuck opening ``fifo`` is freed, then fails."""
-    box: dict[str, object] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = call()
-        except Exception as exc:
-            box["result"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(30)
-    if thread.is_alive():
-        with open(fifo, "wb"):  # a writer lets the blocked open return
-            pass
-        thread.join(30)
-        pytest.fail(f"reading {fifo.name} blocked: a FIFO was opened")
-    return box["result"]
-
-
 def test_fifos_sockets_and_devices_are_never_opened(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.txt"
     os.mkfifo(fifo)
-    error = _finishes(lambda: tk.count_file(fifo), fifo)
+    error = finishes(lambda: tk.count_file(fifo), fifo)
     assert isinstance(error, UserError)
     assert str(error) == (
         f"{fifo} is a FIFO, not a regular file; to count what a pipe carries, send it to "
@@ -107,7 +86,7 @@ def test_fifos_sockets_and_devices_are_never_opened(tmp_path: Path) -> None:
     sock.bind(str(tmp_path / "s.sock"))
     try:
         (tmp_path / "ok.txt").write_text("abcd" * 3, encoding="utf-8")
-        count = _finishes(lambda: scan.scan_directory(tmp_path), fifo)
+        count = finishes(lambda: scan.scan_directory(tmp_path), fifo)
     finally:
         sock.close()
     assert isinstance(count, tk.TokenCount)
