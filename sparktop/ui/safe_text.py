@@ -10,6 +10,8 @@ the terminal acts on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.segment import Segment
 from textual.color import Color
 from textual.filter import LineFilter
@@ -37,3 +39,9 @@ class ControlCharacters(LineFilter):
             seg if seg.control or seg.text.isprintable() else seg._replace(text=printable(seg.text))
             for seg in segments
         ]
+
+
+def without_control_filter(filters: Sequence[LineFilter]) -> list[LineFilter]:
+    """``filters`` less :class:`ControlCharacters`, for a widget that makes its own text
+    printable as it draws it (the filter would only copy each repainted line)."""
+    return [f for f in filters if not isinstance(f, ControlCharacters)]

@@ -33,7 +33,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.style import Style as TextualStyle
 
-from sparktop.ui.safe_text import ControlCharacters, printable
+from sparktop.ui.safe_text import printable, without_control_filter
 
 CELL_PADDING = 1
 """Blank cells each side of a column, as DataTable's default ``cell_padding``."""
@@ -330,7 +330,7 @@ class LineTable(ScrollView, can_focus=True):
     def get_line_filters(self) -> Sequence[LineFilter]:
         # Cells are made printable as they are drawn (_fit): the app's control-character
         # filter would only copy every repainted line.
-        return [f for f in super().get_line_filters() if not isinstance(f, ControlCharacters)]
+        return without_control_filter(super().get_line_filters())
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

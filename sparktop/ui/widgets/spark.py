@@ -20,7 +20,7 @@ from textual.filter import LineFilter
 from textual.strip import Strip
 from textual.widget import Widget
 
-from sparktop.ui.safe_text import ControlCharacters
+from sparktop.ui.safe_text import without_control_filter
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -166,7 +166,7 @@ class SparkRow(Widget):
     def get_line_filters(self) -> Sequence[LineFilter]:
         # Bars and fixed labels only: the app's control-character filter would only copy
         # the line every time it changes.
-        return [f for f in super().get_line_filters() if not isinstance(f, ControlCharacters)]
+        return without_control_filter(super().get_line_filters())
 
     def data(self, index: int) -> tuple[float, ...]:
         return self._data[index]
