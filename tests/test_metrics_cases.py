@@ -270,3 +270,68 @@ def test_sglang_dp_ranks_and_gauges() -> None:
     assert (s.kind, s.running, s.waiting, s.kv_usage) == ("sglang", 5, 1, 0.5)
     assert (s.kv_pool_tokens, s.kv_pool_source) == (200000, "max_total_num_tokens")
     assert s.kv_free_tokens == pytest.approx(50000 + 75000)
+
+
+# -- the text format as prometheus_client reads it (cases/README.md rows 18-21) -----------------
+
+RUNNING_WAITING_KV = (4, 0, 0.010902)
+
+
+def read(text: str) -> EngineSample:
+    return MetricsDeriver("dsv4").derive(parse_page(text, WANTED), now_s=0.0, wall_s=0.0)
+
+
+def test_tab_separator_reads_as_a_space() -> None:
+    s = one("tab-separator.prom")
+    assert (s.running, s.waiting, s.kv_usage) == RUNNING_WAITING_KV
+    assert s.state is EngineState.OK and s.model == "dsv41-flash"
+    # the whole kind: a tab wherever the format allows blanks, with or without labels
+    for line in (
+        "vllm:num_requests_running\t3\n",
+        'vllm:num_requests_running\t{engine="0"}\t3\n',
+        'vllm:num_requests_running{engine="0"} \t 3\t1700000000000\n',
+    ):
+        assert read(line).running == 3, repr(line)
+
+
+@pytest.mark.parametrize("char", ["\x0c", "\r", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028"])
+def test_raw_control_in_a_label_value_never_splits_the_line(char: str) -> None:
+    s = one("label-formfeed.prom")
+    assert (s.running, s.waiting, s.kv_usage) == RUNNING_WAITING_KV
+    assert s.model == "dsv41\x0cflash"  # kept as the server sent it; outputs make it visible
+    text = (METRIC_CASES / "label-formfeed.prom").read_text().replace("\x0c", char)
+    s = read(text)
+    assert (s.running, s.waiting, s.kv_usage) == RUNNING_WAITING_KV
+    assert s.model == f"dsv41{char}flash"
+
+
+def test_quoted_names_read_as_the_same_metrics() -> None:
+    s = one("quoted-name.prom")
+    assert (s.running, s.waiting, s.kv_usage) == RUNNING_WAITING_KV
+    page = parse_page((METRIC_CASES / "quoted-name.prom").read_text(), WANTED)
+    assert page.get("vllm:num_requests_running")[0].labels == {
+        "engine": "0",
+        "model_name": "dsv41-flash",
+    }
+    # quoted in HELP/TYPE too, spaces around, and an OpenMetrics-style underscore spelling
+    text = (
+        '# TYPE "vllm:num_requests_waiting" gauge\n'
+        '{ "vllm:num_requests_waiting" , engine="0"} 2\n'
+        '{"vllm_num_requests_running"} 5\n'
+    )
+    page = parse_page(text, WANTED)
+    assert "vllm:num_requests_waiting" in page.declared
+    assert read(text).waiting == 2 and read(text).running == 5
+
+
+def test_duplicated_block_is_one_series_but_dp_ranks_sum() -> None:
+    s = one("duplicated-block.prom")
+    assert (s.running, s.waiting, s.kv_usage) == RUNNING_WAITING_KV
+    assert "3 repeated series ignored" in s.message
+    text = (METRIC_CASES / "duplicated-block.prom").read_text()
+    rank1 = text.replace('engine="0"', 'engine="1"')
+    s = read(text + rank1)
+    assert s.running == 8 and [r.running for r in s.ranks] == [4, 4]
+    # same labels in another order are the same series; the first value is the one read
+    s = read('vllm:num_requests_running{a="1",b="2"} 4\nvllm:num_requests_running{b="2",a="1"} 9\n')
+    assert s.running == 4

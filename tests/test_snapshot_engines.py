@@ -156,6 +156,29 @@ def _itl_first_bucket(code: int, e: Any) -> None:
     assert "itl_p50_s" in e["since_start"]
 
 
+@case("tab-separator.prom")
+def _tab_separator(code: int, e: Any) -> None:
+    assert code == 0 and e["state"] == "ok" and e["message"] is None
+    assert (e["running"], e["waiting"], e["kv_usage"]) == (4, 0, 0.010902)
+
+
+@case("label-formfeed.prom")
+def _label_formfeed(code: int, e: Any) -> None:
+    assert code == 0 and (e["running"], e["waiting"], e["kv_usage"]) == (4, 0, 0.010902)
+    assert e["model"] == "dsv41\x0cflash"
+
+
+@case("quoted-name.prom")
+def _quoted_name(code: int, e: Any) -> None:
+    assert code == 0 and (e["running"], e["waiting"], e["kv_usage"]) == (4, 0, 0.010902)
+
+
+@case("duplicated-block.prom")
+def _duplicated_block(code: int, e: Any) -> None:
+    assert code == 0 and (e["running"], e["waiting"], e["kv_usage"]) == (4, 0, 0.010902)
+    assert "repeated series ignored" in e["message"]
+
+
 @pytest.mark.parametrize("files", list(CASE_CHECKS))
 def test_snapshot_on_each_case_file(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, files: str

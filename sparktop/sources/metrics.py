@@ -94,6 +94,8 @@ class MetricsDeriver:
         kind = detect_kind(page, self.kind)
         reading = read_page(page, kind)
         notes = [page.first_error] if page.bad_lines else []
+        if page.duplicates:
+            notes.append(f"{page.duplicates} repeated series ignored (the first is read)")
         head = EngineSample(engine=self.engine, time_s=wall_s, kind=kind, latency_s=latency_s)
         if reading.samples == 0:
             return replace(

@@ -13,6 +13,7 @@ sample names they want, and only those lines reach the (pure-Python) parser.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -60,6 +61,8 @@ class PromPage:
     (so "declared but no samples" can be told from "not exported"); ``types`` maps them to
     their declared type. ``bad_lines`` counts sample lines the parser rejected (they are
     skipped, the rest of the page still reads); ``first_error`` describes the first one.
+    ``duplicates`` counts samples that repeat a series already read (same name and labels):
+    they are left out, never summed (data-parallel ranks differ by their ``engine`` label).
     """
 
     samples: Mapping[str, tuple[PromSample, ...]] = field(
@@ -69,6 +72,7 @@ class PromPage:
     types: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     bad_lines: int = 0
     first_error: str = ""
+    duplicates: int = 0
 
     def get(self, name: str) -> tuple[PromSample, ...]:
         """Every sample with this normalised sample name (empty when absent)."""
@@ -79,21 +83,35 @@ class PromPage:
         return sum(len(v) for v in self.samples.values())
 
 
-def _sample_name(line: str) -> str:
-    brace = line.find("{")
-    space = line.find(" ")
-    if brace < 0 or 0 <= space < brace:
-        return line if space < 0 else line[:space]
-    return line[:brace]
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=[ \t{])")
+_QUOTED_NAME = re.compile(r'\{[ \t]*"((?:[^"\\]|\\.)*)"[ \t]*[,}]')
+_DECL = re.compile(r'#[ \t]+(HELP|TYPE)[ \t]+("(?:[^"\\]|\\.)*"|\S+)(?:[ \t]+(.*))?')
+_UNESCAPE = re.compile(r'\\[\\n"]')
+
+
+def _unescape(text: str) -> str:
+    return _UNESCAPE.sub(lambda m: {"\\\\": "\\", "\\n": "\n", '\\"': '"'}[m.group(0)], text)
+
+
+def _sample_name(line: str) -> str | None:
+    """The sample name a line starts with (also a Prometheus 3 quoted ``{"name",…}``), or
+    None when it cannot be told cheaply (the line then goes to the parser, which decides)."""
+    match = _NAME.match(line)
+    if match:
+        return match.group(0)
+    quoted = _QUOTED_NAME.match(line)
+    return _unescape(quoted.group(1)) if quoted else None
 
 
 def _declared_name(line: str) -> tuple[str, str] | None:
     """``# TYPE name type`` / ``# HELP name text`` → (normalised name, type or "")."""
-    parts = line.split(None, 3)
-    if len(parts) < 3 or parts[1] not in ("TYPE", "HELP"):
+    match = _DECL.match(line)
+    if match is None:
         return None
-    kind = parts[3].strip() if parts[1] == "TYPE" and len(parts) > 3 else ""
-    return normalise(parts[2]), kind
+    kind, name, rest = match.groups()
+    if name.startswith('"'):
+        name = _unescape(name[1:-1])
+    return normalise(name), (rest or "").strip() if kind == "TYPE" else ""
 
 
 def _parse_lines(lines: list[str]) -> Iterable[tuple[str, dict[str, str], float]]:
@@ -120,7 +138,10 @@ def parse_page(
     types: dict[str, str] = {}
     # Both spellings of every wanted name, so most lines are rejected before normalising.
     accept = None if wanted is None else frozenset(spellings(wanted))
-    for raw in text.splitlines():
+    unknown: list[str] = []  # lines whose name is not plain: the parser decides
+    # Lines end at LF only: CR, VT, FF, U+0085, U+2028… are ordinary characters inside a
+    # label value (only backslash, quote and LF are escaped), as the parser reads them.
+    for raw in text.split("\n"):
         line = raw.strip()
         if not line:
             continue
@@ -132,14 +153,18 @@ def parse_page(
                     types[decl[0]] = decl[1]
             continue
         name = _sample_name(line)
+        if name is None:
+            unknown.append(line)
+            continue
         if accept is not None and name not in accept:
             continue
         name = normalise(name)
         if not name.endswith("_created"):
             by_name.setdefault(name, []).append(line)
-    for name in drop(by_name.keys()) if drop else ():
+    dropped = drop(by_name.keys()) if drop else frozenset()
+    for name in dropped:
         by_name.pop(name, None)
-    keep = [line for lines in by_name.values() for line in lines]
+    keep = [line for lines in by_name.values() for line in lines] + unknown
 
     bad = 0
     first_error = ""
@@ -156,15 +181,30 @@ def parse_page(
                     first_error = f"unreadable line {line[:80]!r}: {exc}"
 
     grouped: dict[str, list[PromSample]] = {}
+    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+    duplicates = 0
     for name, labels, value in parsed:
         norm = normalise(name)
+        if norm.endswith("_created") or norm in dropped:
+            continue
+        if wanted is not None and norm not in wanted:
+            continue
+        key = (norm, frozenset(labels.items()))
+        if key in seen:  # the same series again: Prometheus keeps the first, so do we
+            duplicates += 1
+            continue
+        seen.add(key)
         grouped.setdefault(norm, []).append(PromSample(norm, labels, value))
+    if drop and unknown:  # an old alias seen only on a line the parser had to read
+        for name in drop(grouped.keys()):
+            grouped.pop(name, None)
     return PromPage(
         samples=MappingProxyType({k: tuple(v) for k, v in grouped.items()}),
         declared=frozenset(declared),
         types=MappingProxyType(types),
         bad_lines=bad,
         first_error=first_error,
+        duplicates=duplicates,
     )
 
 
