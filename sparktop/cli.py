@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from sparktop import __version__
 from sparktop.errors import RuntimeFailure, UserError
+from sparktop.safe_text import printable
 
 # Order is the order in --help.
 SUBCOMMANDS = ("demo", "snapshot", "budget", "profiles", "replay", "sim")
@@ -36,7 +37,7 @@ Run 'sparktop COMMAND --help' for each command's options. Inside the monitor pre
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         # One line, like every other sparktop error; the usage is one --help away.
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        self.exit(2, f"{self.prog}: error: {printable(message)} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,10 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return _quit_on_closed_stdout()
     except UserError as exc:
-        print(f"sparktop: error: {exc}", file=sys.stderr)
+        print(f"sparktop: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except RuntimeFailure as exc:
-        print(f"sparktop: {exc}", file=sys.stderr)
+        print(f"sparktop: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

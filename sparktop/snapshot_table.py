@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from sparktop.model import GpuSample, NodeMemory, NodeSample, Num, fmt_num, is_num
+from sparktop.safe_text import printable
 from sparktop.snapshot import Snapshot, iso_time
 from sparktop.snapshot_fit import Col, Fitted, fit_table, hidden_note
 from sparktop.sources import engine_report
@@ -103,7 +104,7 @@ def node_rows(nodes: tuple[NodeSample, ...]) -> list[list[Text]]:
                 reasons_text(gpu),
             )
             # Text(), not markup: names and reasons come from remote machines.
-            rows.append([*(Text(c) for c in cells), state])
+            rows.append([*(Text(printable(c)) for c in cells), state])
     return rows
 
 
@@ -117,10 +118,10 @@ def failure_lines(snap: Snapshot) -> list[str]:
     lines = []
     for n in snap.nodes:
         if not n.ok:
-            lines.append(f"{n.node}: {n.message or n.state.value}")
+            lines.append(printable(f"{n.node}: {n.message or n.state.value}"))
     for e in snap.engines:
         if not e.ok:
-            lines.append(f"{e.engine}: {e.message or e.state.value}")
+            lines.append(printable(f"{e.engine}: {e.message or e.state.value}"))
     return lines
 
 

@@ -111,6 +111,18 @@ async def test_alert_log_appends_json_lines(tmp_path: Path) -> None:
     assert Event.from_json(lines[1]) == event()
 
 
+async def test_alert_log_cannot_act_on_a_terminal_and_keeps_the_text(tmp_path: Path) -> None:
+    path = tmp_path / "alerts.jsonl"
+    message = "spark-1 \x1b]52;c;ZWNobyBwd25lZA==\x07 \x9b2J \u202eevil\u2066 \u200b\u2028x\x85"
+    delivery = AlertDelivery(alert_log=path)
+    delivery.deliver([event(message=message)])
+    await delivery.aclose()
+    text = path.read_text()
+    assert text.count("\n") == 1 and text.endswith("\n") and text[:-1].isprintable()
+    assert "\\u202e" in text and "\\u001b" in text
+    assert Event.from_json(json.loads(text)).alert.message == message
+
+
 def test_alert_log_unwritable_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="--alert-log: cannot open"):
         AlertDelivery(alert_log=tmp_path / "missing-dir" / "alerts.jsonl")

@@ -6,6 +6,8 @@ the event as one JSON object on stdin (:meth:`Event.to_json`: ``event`` is ``fir
 ``escalated`` or ``cleared``; ``alert`` the full record). At most ``max_concurrent`` commands
 run at once, each is killed after ``timeout_s``, and at most ``max_pending`` wait; further
 events are dropped and counted. ``--alert-log`` appends the same JSON objects, one per line.
+Characters a terminal could act on are written as ``\\uXXXX`` escapes (the same JSON
+values; ``tail -f`` of the log is safe).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import shlex
 import shutil
@@ -24,6 +25,7 @@ from typing import IO
 
 from sparktop.alerts.model import Event, EventKind
 from sparktop.errors import UserError
+from sparktop.safe_text import dumps_printable
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +97,7 @@ class AlertDelivery:
         if self._log is not None:
             try:
                 for event in batch:
-                    self._log.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+                    self._log.write(dumps_printable(event.to_json()) + "\n")
                 self._log.flush()
             except OSError as exc:
                 self._fail(f"--alert-log: write failed: {exc.strerror}")
@@ -112,7 +114,7 @@ class AlertDelivery:
 
     async def _run(self, event: Event) -> None:
         assert self.command is not None
-        payload = (json.dumps(event.to_json(), ensure_ascii=False) + "\n").encode()
+        payload = (dumps_printable(event.to_json()) + "\n").encode()
         name = self.command[0]
         async with self._limit:
             try:

@@ -24,6 +24,7 @@ from sparktop.cluster import ClusterState
 from sparktop.errors import UserError
 from sparktop.record.tick import make_header, tick_from_state
 from sparktop.record.writer import Recorder
+from sparktop.safe_text import printable
 
 
 class AlertPipeline:
@@ -124,4 +125,7 @@ class AlertOutputs:
         if rec is not None:
             lost = f", {rec.dropped} dropped" if rec.dropped else ""
             problem = f" ({rec.error})" if rec.error else ""
-            print(f"recorded {rec.written} ticks to {rec.path}{lost}{problem}", file=sys.stderr)
+            print(
+                printable(f"recorded {rec.written} ticks to {rec.path}{lost}{problem}"),
+                file=sys.stderr,
+            )

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import io
-import json
 import os
 import sys
 import time
 from typing import Any
 
 from sparktop.errors import RuntimeFailure, UserError
+from sparktop.safe_text import dumps_printable, printable, printable_lines
 
 DESCRIPTION = """\
 Budget a context before sending it: count its tokens, check it against max_model_len, the
@@ -267,14 +267,13 @@ def run(args: argparse.Namespace) -> int:
         live=live,
     )
     if args.json:
-        json.dump(budget_json(budget), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(dumps_printable(budget_json(budget), indent=2) + "\n")
     else:
-        sys.stdout.write(render_budget(budget))
+        sys.stdout.write(printable_lines(render_budget(budget)))
     problem = endpoint_problem(args.endpoint, count_failure, live) if args.endpoint else None
     if problem is not None:
         # Live data was asked for and not obtained: the budget above is profile-only.
         sys.stdout.flush()
-        print(f"sparktop: warning: {problem}", file=sys.stderr)
+        print(f"sparktop: warning: {printable(problem)}", file=sys.stderr)
         return 1
     return 0

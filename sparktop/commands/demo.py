@@ -151,15 +151,14 @@ def open_monitor(inventory_path: Path, *, theme: str | None = None, outputs: Any
 def snapshot_loop(inventory_path: Path, *, rounds: int = 0, interval_s: float = 2.0) -> int:
     """Print a snapshot table of the simulated cluster every ``interval_s`` until Ctrl-C
     (then 130) or ``rounds`` tables (then 0)."""
-    from rich.console import Console
-
     from sparktop.inventory import load_inventory
+    from sparktop.safe_text import PrintableConsole
     from sparktop.snapshot import take_snapshot
     from sparktop.snapshot_table import render_table
     from sparktop.sources.build import build_sources
 
     inventory = load_inventory(inventory_path)
-    console = Console()
+    console = PrintableConsole()
 
     async def loop() -> None:
         sources = build_sources(inventory)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from sparktop.errors import UserError
+from sparktop.safe_text import dumps_printable, printable, printable_lines
 
 DESCRIPTION = """\
 Sweep profiles are benchmark tables of one serving setup (prompt length x concurrency ->
@@ -83,7 +83,7 @@ def _import(args: argparse.Namespace) -> int:
         max_num_batched_tokens=args.max_batched,
     )
     if not args.output:
-        sys.stdout.write(text)
+        sys.stdout.write(printable_lines(text))
         return 0
     try:
         with open(args.output, "x", encoding="utf-8") as fh:
@@ -153,14 +153,14 @@ def _list(as_json: bool) -> int:
             )
     if as_json:
         doc = {"default": DEFAULT_PROFILE, "user_dir": str(user_profile_dir()), "profiles": entries}
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        print(dumps_printable(doc, indent=2))
         return 0
     width = max(len(e["name"]) for e in entries)
     for e in entries:
         mark = " (default)" if e["name"] == DEFAULT_PROFILE else ""
         text = f"invalid: {e['error']}" if e["error"] else e["summary"]
         where = "built-in" if e["origin"] == "built-in" else "user"
-        print(f"{e['name']:<{width}}  {where:<8}  {text}{mark}")
+        print(printable(f"{e['name']:<{width}}  {where:<8}  {text}{mark}"))
     print(f"\nuser profiles: {user_profile_dir()}/NAME.yaml   print one: sparktop profiles NAME")
     return 0
 
@@ -228,7 +228,7 @@ def _show(name: str, as_json: bool) -> int:
 
     profile = load_profile(name)
     if as_json:
-        print(json.dumps(_profile_json(profile), indent=2, ensure_ascii=False))
+        print(dumps_printable(_profile_json(profile), indent=2))
         return 0
     limits = ", ".join(
         f"{k} {_num(getattr(profile, k))}"
@@ -272,7 +272,7 @@ def _show(name: str, as_json: bool) -> int:
             f"aggregate {_num(a.aggregate_tps)}" + (f" ({a.note})" if a.note else "")
         )
     lines += [f"  note: {n}" for n in profile.notes]
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write(printable_lines("\n".join(lines)) + "\n")
     return 0
 
 

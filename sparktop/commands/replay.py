@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sparktop.errors import UserError
+from sparktop.safe_text import PrintableWriter
 
 DESCRIPTION = """\
 Replay a recording made with --record FILE (JSON lines; .zst and .gz are read as such).
@@ -84,14 +85,14 @@ def run(args: argparse.Namespace) -> int:
         stop = f" ({source.stop})" if source.stop else ""
         raise UserError(f"{args.file}: the recording holds no ticks{stop}")
     if args.summary:
-        print_summary(source, sys.stdout)
+        print_summary(source, PrintableWriter(sys.stdout))
         return 0
     from sparktop.commands.replay_tui import run_replay_tui
 
     return run_replay_tui(source, speed=args.speed, start_s=start, theme=args.theme)
 
 
-def print_summary(source: Any, out: TextIO) -> None:
+def print_summary(source: Any, out: TextIO | PrintableWriter) -> None:
     """Header facts, duration, every alert event with its offset, and where reading stopped."""
     from sparktop.record.replay import clock_text
 

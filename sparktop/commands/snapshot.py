@@ -9,11 +9,10 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from sparktop.alerts.oneshot import CRITICAL_EXIT, any_critical, inventory_alerts, render_alerts
 from sparktop.errors import UserError
 from sparktop.inventory import Inventory, load_inventory
+from sparktop.safe_text import PrintableConsole
 from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
 from sparktop.snapshot_table import NODE_PRIORITY, needed_width, render_table
 from sparktop.sources.build import build_sources
@@ -122,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(snapshot_json(snap), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        console = Console(highlight=False)
+        console = PrintableConsole(highlight=False)
         if not console.is_terminal:
             # A pipe gets every column on whole rows; a terminal gets what fits its width.
             console.width = max(console.width, 160, needed_width(snap))

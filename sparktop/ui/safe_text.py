@@ -1,11 +1,9 @@
-"""Text from nodes and servers shown as text: control characters become visible symbols.
+"""Every line the TUI draws made printable: :class:`ControlCharacters`, a Textual line filter.
 
-A node's error output, a model name or a metric label can hold any character; Textual writes
-segment text to the terminal as it is, so an ESC in it would start an escape sequence (set
-the title, write the clipboard with OSC 52, move the cursor). Every line drawn passes through
-:class:`ControlCharacters` (registered by the app), which shows C0 controls as their Unicode
-control pictures (ESC → ``␛``), DEL as ``␡`` and C1 controls as ``�``: one cell each, nothing
-the terminal acts on.
+Textual writes segment text to the terminal as it is, so an ESC in a node's error output or
+a model name would start an escape sequence, and a bidi override would reorder the line. The
+app registers :class:`ControlCharacters`, which passes each drawn segment through
+:func:`sparktop.safe_text.printable` (the core's rule, shared with every non-TUI output).
 """
 
 from __future__ import annotations
@@ -16,21 +14,14 @@ from rich.segment import Segment
 from textual.color import Color
 from textual.filter import LineFilter
 
-_VISIBLE = str.maketrans(
-    {c: chr(0x2400 + c) for c in range(0x20)}
-    | {0x7F: "\u2421"}
-    | {c: "\ufffd" for c in range(0x80, 0xA0)}
-)
+from sparktop.safe_text import printable
 
-
-def printable(text: str) -> str:
-    """``text`` with every control character replaced by a visible one-cell symbol."""
-    return text if text.isprintable() else text.translate(_VISIBLE)
+__all__ = ["ControlCharacters", "printable", "without_control_filter"]
 
 
 class ControlCharacters(LineFilter):
-    """A line filter: control characters in drawn text become visible (:func:`printable`);
-    lines without any (nearly all) are returned as they are."""
+    """A line filter: control, bidi and zero-width characters in drawn text become visible
+    (:func:`printable`); lines without any (nearly all) are returned as they are."""
 
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
         if all(seg.control or seg.text.isprintable() for seg in segments):

@@ -286,8 +286,10 @@ async def test_untrusted_text_is_never_markup() -> None:
 
 
 async def test_control_characters_from_a_node_never_reach_the_terminal() -> None:
-    # An OSC title sequence and a clipboard write (OSC 52) in a failure message and a name.
-    message = "boom \x1b]0;pwned\x07 \x1b]52;c;ZWNobyBoaQ==\x07 \x9b2J"
+    # An OSC title sequence and a clipboard write (OSC 52) in a failure message and a name,
+    # and bidi controls and zero-width characters that would reorder or hide the text.
+    bidi = "\u202e\u2066\u2069\u200b\u200f\u2028\u2029"
+    message = f"boom \x1b]0;pwned\x07 \x1b]52;c;ZWNobyBoaQ==\x07 \x9b2J {bidi}"
     name = "n\x1b[2J1"
     app = make_app(Scripted(down(name, T0, message)), clock=Clock())
 
@@ -304,6 +306,7 @@ async def test_control_characters_from_a_node_never_reach_the_terminal() -> None
             # Textual itself sends CSI (ESC [) colour codes only; none of ours get through.
             assert "\x1b]" not in sent and "\x07" not in sent and "\x9b" not in sent
             assert "\x1b[2J" not in sent
+            assert not any(ch in sent for ch in bidi)
             assert "n␛[2J1" in text  # shown, as symbols
             await pilot.press("enter")
             await pilot.pause()

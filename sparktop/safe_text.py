@@ -1,0 +1,127 @@
+"""Text from nodes and servers made safe for a terminal: every output, TUI or not.
+
+A GPU name, an error line from a node or a metric label can hold any character. Written to a
+terminal as it is, an ESC starts an escape sequence (OSC 0 sets the window title, OSC 52
+writes the clipboard, CSI moves the cursor), and the invisible formatting characters reorder
+or hide what is shown (U+202E RIGHT-TO-LEFT OVERRIDE, U+2066–2069 isolates, U+200B–200F
+zero-width and direction marks, U+2028/2029 line and paragraph separators). :func:`printable`
+replaces each with one visible cell:
+
+- C0 controls with their Unicode control pictures (ESC → ``␛``, TAB → ``␉``), DEL → ``␡``;
+- U+2028/2029 → ``␤``;
+- C1 controls, format characters (category Cf: bidi controls, zero-width characters, the
+  BOM, soft hyphen, tag characters), surrogates, private-use and unassigned code points →
+  ``�``.
+
+Other spaces (no-break, ideographic) are left as they are: a terminal does nothing with them.
+:func:`printable_lines` keeps line breaks for multi-line text; :class:`PrintableConsole` is
+a rich ``Console`` whose every rendered segment goes through it (the tables of ``snapshot``
+and the alert list), so the rule holds for text that reaches rich by any path.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterable
+from typing import IO, Any
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+
+_PICTURES = str.maketrans(
+    {c: chr(0x2400 + c) for c in range(0x20)}
+    | {0x7F: "\u2421"}
+    | {c: "\ufffd" for c in range(0x80, 0xA0)}
+    | {0x2028: "\u2424", 0x2029: "\u2424"}
+)
+
+_HARMLESS = frozenset({"Zs"})
+"""Categories :meth:`str.isprintable` refuses that a terminal only shows (other spaces)."""
+
+
+def _visible(ch: str) -> str:
+    if ch.isprintable() or unicodedata.category(ch) in _HARMLESS:
+        return ch
+    return "\ufffd"
+
+
+def printable(text: str) -> str:
+    """``text`` as one line a terminal only shows: every control, bidi, zero-width or other
+    invisible character replaced by a visible one-cell symbol (see the module docstring).
+    Printable text is returned as it is (one :meth:`str.isprintable` check)."""
+    if text.isprintable():
+        return text
+    text = text.translate(_PICTURES)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _visible(ch) for ch in text)
+
+
+def printable_lines(text: str) -> str:
+    """:func:`printable` for multi-line text: line feeds are kept, all else is replaced."""
+    if text.isprintable():
+        return text
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+class PrintableWriter:
+    """A text stream around ``out`` whose writes go through :func:`printable_lines` (for
+    commands that print plain text: the budget, profiles, a replay summary)."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        return self._out.write(printable_lines(text))
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
+def safe_segments(segments: Iterable[Segment]) -> Iterable[Segment]:
+    """Rendered segments with their text made printable (rich's own control segments and
+    line feeds are kept)."""
+    for seg in segments:
+        if seg.control or seg.text.isprintable():
+            yield seg
+        else:
+            yield Segment(printable_lines(seg.text), seg.style, seg.control)
+
+
+class PrintableConsole(Console):
+    """A rich ``Console`` that makes every rendered segment printable before it is written:
+    styles still reach the terminal, text from nodes and servers cannot act on it."""
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        return safe_segments(super().render(renderable, options))
+
+
+def _json_escape(ch: str) -> str:
+    code = ord(ch)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_printable(text: str) -> str:
+    """JSON text (from :func:`json.dumps` with ``ensure_ascii=False``) with every character
+    :func:`printable` would replace written as a ``\\uXXXX`` escape instead: the document
+    decodes to the same values, and ``cat``/``tail -f`` of it cannot act on the terminal.
+    Line feeds (the layout of ``indent=``) are kept; JSON escapes the ones inside strings."""
+    if text.isprintable():
+        return text
+    return "".join(
+        ch
+        if ch.isprintable() or ch == "\n" or unicodedata.category(ch) in _HARMLESS
+        else _json_escape(ch)
+        for ch in text
+    )
+
+
+def dumps_printable(obj: object, **kwargs: Any) -> str:
+    """:func:`json.dumps` (non-ASCII text kept readable) through :func:`json_printable`."""
+    return json_printable(json.dumps(obj, ensure_ascii=False, **kwargs))
