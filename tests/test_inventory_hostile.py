@@ -11,7 +11,7 @@ import pytest
 from sparktop.errors import UserError
 from sparktop.inventory import is_valid_host, load_inventory, parse_inventory
 from sparktop.inventory.loader import MAX_BYTES
-from sparktop.inventory.yamltree import MAX_VALUES
+from sparktop.yamltree import MAX_VALUES
 
 LOCAL = "nodes: [{name: a, local: true}]\n"
 

@@ -134,7 +134,11 @@ def test_user_profile_by_path_and_by_name(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 BAD = [
-    ("tab", GOOD.replace("  kv_pool_tokens", "\tkv_pool_tokens"), r"p\.yaml:6:1: invalid YAML"),
+    (
+        "tab",
+        GOOD.replace("  kv_pool_tokens", "\tkv_pool_tokens"),
+        r"p\.yaml:6:1: YAML error: found a tab character",
+    ),
     (
         "typo key",
         GOOD.replace("kv_pool_tokens", "kv_pol_tokens"),
@@ -175,7 +179,7 @@ BAD = [
     (
         "duplicate key",
         GOOD.replace("name: mine\n", "name: mine\nname: other\n"),
-        r"p\.yaml:3: duplicate key 'name' \(first on line 2\)",
+        r"p\.yaml:3: duplicate key 'name' \(first at line 2\)",
     ),
     (
         "wrong kind",

@@ -22,7 +22,7 @@ from sparktop.inputfile import read_limited
 from sparktop.inventory.models import Inventory
 from sparktop.inventory.names import clip
 from sparktop.inventory.profile_ref import resolve_profile
-from sparktop.inventory.yamltree import (
+from sparktop.yamltree import (
     Loc,
     Marks,
     Problem,

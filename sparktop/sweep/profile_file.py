@@ -12,12 +12,12 @@ import difflib
 import math
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
 from sparktop.errors import UserError
 from sparktop.model import NA
 from sparktop.sweep.profile import AcceptancePoint, Profile, ProfileRow
+from sparktop.yamltree import Marks, YamlSyntaxError, compose, loc_to_path
 
 FORMAT_VERSION = 1
 
@@ -96,95 +96,54 @@ class _Document(_Strict):
     acceptance: list[_Acceptance] = []
 
 
-# -- YAML nodes and lines ----------------------------------------------------------------------
+# -- YAML and lines ------------------------------------------------------------------------------
 
 
-def _line(node: yaml.Node) -> int:
-    return node.start_mark.line + 1
+def _line(marks: Marks, loc: tuple[int | str, ...]) -> int:
+    """The line of the deepest value along ``loc`` (a pydantic error location) in the file."""
+    mark = marks.nearest(loc)[1]
+    return 1 if mark is None else mark.line + 1
 
 
-def _node_at(root: yaml.Node, loc: tuple[int | str, ...]) -> yaml.Node:
-    """The deepest node along ``loc`` (a pydantic error location) that exists in the file."""
-    node = root
-    for part in loc:
-        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value == part:
-                    node = value
-                    break
-            else:
-                return node
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if not 0 <= part < len(node.value):
-                return node
-            node = node.value[part]
-        else:
-            return node
-    return node
+def _compose(text: str, where: str) -> tuple[Marks, dict[str, Any]]:
+    """The document as plain data with marks, through the inventory's guarded loader.
 
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
-
-
-def _check_duplicate_keys(node: yaml.Node, where: str) -> None:
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode):
-                if key.value in seen:
-                    raise UserError(
-                        f"{where}:{_line(key)}: duplicate key '{key.value}' "
-                        f"(first on line {seen[key.value]})"
-                    )
-                seen[key.value] = _line(key)
-            _check_duplicate_keys(value, where)
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            _check_duplicate_keys(item, where)
-
-
-def _compose(text: str, where: str) -> tuple[yaml.Node, Any]:
-    loader = yaml.SafeLoader(text)
+    Aliases that expand too far, nesting too deep, custom tags and duplicate keys are refused
+    with ``where:line:…`` (one line), as they are for an inventory.
+    """
     try:
-        node = loader.get_single_node()
-        if node is None:
-            raise UserError(f"{where}:1: empty profile file")
-        data = loader.construct_document(node)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        pos = f"{mark.line + 1}:{mark.column + 1}" if mark else "1"
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise UserError(f"{where}:{pos}: invalid YAML: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"{where}: invalid YAML: {exc}") from None
-    finally:
-        loader.dispose()
-    if not isinstance(node, yaml.MappingNode) or not isinstance(data, dict):
-        raise UserError(f"{where}:{_line(node)}: a profile must be a YAML mapping of keys")
-    _check_duplicate_keys(node, where)
-    return node, data
+        data, marks, problems = compose(text, "a profile")
+    except YamlSyntaxError as exc:
+        problem = exc.problem
+        raise UserError(f"{where}:{problem.line}:{problem.column}: {problem.message}") from None
+    if problems:
+        first = problems[0]
+        path = f"{first.path}: " if first.path else ""
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UserError(f"{where}:{first.line}: {path}{first.message}{more}")
+    if data is None:
+        raise UserError(f"{where}:1: empty profile file")
+    if not isinstance(data, dict):
+        raise UserError(f"{where}:{_line(marks, ())}: a profile must be a YAML mapping of keys")
+    return marks, data
 
 
-def _validation_message(exc: ValidationError, root: yaml.Node, where: str) -> str:
+def _validation_message(exc: ValidationError, marks: Marks, where: str) -> str:
     errors = exc.errors()
     first = errors[0]
     loc = tuple(first["loc"])
-    node = _node_at(root, loc)
+    line = _line(marks, loc)
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
-        parent = _node_at(root, loc[:-1])
         allowed = _allowed_keys(loc[:-1])
         guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{guess[0]}'?)" if guess else "")
-        node = _node_at(root, loc) if node is not parent else parent
+        key_mark = marks.key.get(loc)
+        line = line if key_mark is None else key_mark.line + 1
     elif first["type"] == "missing":
         msg = f"missing required key '{loc[-1]}'"
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}:{_line(node)}: {_path(loc)}: {msg}{more}"
+    return f"{where}:{line}: {loc_to_path(loc)}: {msg}{more}"
 
 
 _SUBMODELS: dict[str, type[BaseModel]] = {
@@ -229,10 +188,10 @@ def _cell(value: Any, kind: type, column: str) -> Any:
     return float(value)
 
 
-def _columns(doc: _Document, root: yaml.Node, where: str) -> tuple[str, ...]:
+def _columns(doc: _Document, marks: Marks, where: str) -> tuple[str, ...]:
     names: list[str] = []
     for i, col in enumerate(doc.columns):
-        line = _line(_node_at(root, ("columns", i)))
+        line = _line(marks, ("columns", i))
         if col.name not in COLUMN_TYPES:
             guess = difflib.get_close_matches(col.name, list(COLUMN_TYPES), n=1)
             hint = f" (did you mean '{guess[0]}'?)" if guess else ""
@@ -242,16 +201,16 @@ def _columns(doc: _Document, root: yaml.Node, where: str) -> tuple[str, ...]:
         names.append(col.name)
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
-        line = _line(_node_at(root, ("columns",)))
+        line = _line(marks, ("columns",))
         raise UserError(f"{where}:{line}: columns: missing required column(s) {', '.join(missing)}")
     return tuple(names)
 
 
-def _rows(doc: _Document, names: tuple[str, ...], root: yaml.Node, where: str) -> list[ProfileRow]:
+def _rows(doc: _Document, names: tuple[str, ...], marks: Marks, where: str) -> list[ProfileRow]:
     rows: list[ProfileRow] = []
     seen: dict[tuple[int, int], int] = {}
     for i, raw in enumerate(doc.rows):
-        line = _line(_node_at(root, ("rows", i)))
+        line = _line(marks, ("rows", i))
         if len(raw) != len(names):
             raise UserError(
                 f"{where}:{line}: rows[{i}]: {len(raw)} values for {len(names)} columns "
@@ -281,13 +240,13 @@ def parse_profile(text: str, where: str, origin: str) -> Profile:
 
     Raises :class:`UserError` ``where:line: path: problem`` on the first problem found.
     """
-    root, data = _compose(text, where)
+    marks, data = _compose(text, where)
     try:
         doc = _Document.model_validate(data)
     except ValidationError as exc:
-        raise UserError(_validation_message(exc, root, where)) from None
-    names = _columns(doc, root, where)
-    rows = _rows(doc, names, root, where)
+        raise UserError(_validation_message(exc, marks, where)) from None
+    names = _columns(doc, marks, where)
+    rows = _rows(doc, names, marks, where)
     acceptance = tuple(
         AcceptancePoint(
             prompt_tokens=a.prompt_tokens,
@@ -297,7 +256,7 @@ def parse_profile(text: str, where: str, origin: str) -> Profile:
             decode_tps=_na(a.decode_tps, "not published with the acceptance point"),
             aggregate_tps=_na(a.aggregate_tps, "not published with the acceptance point"),
             note=a.note,
-            line=_line(_node_at(root, ("acceptance", i))),
+            line=_line(marks, ("acceptance", i)),
         )
         for i, a in enumerate(doc.acceptance)
     )

@@ -1,5 +1,8 @@
 """YAML → plain data plus the line/column of every key and value, for error messages.
 
+The one YAML loader for files an operator hands sparktop (inventories and sweep profiles), so
+both get the same guards: a value budget against alias bombs, a depth limit, no custom tags.
+
 PyYAML's ``compose`` keeps a start mark on every node; walking the node tree ourselves
 lets a pydantic error location (``('nodes', 1, 'host')``) be turned into ``file:line:col``.
 The walk also rejects duplicate keys, which ``yaml.safe_load`` silently merges.
@@ -18,7 +21,7 @@ Loc = tuple[str | int, ...]
 MAX_DEPTH = 32
 MAX_VALUES = 50_000
 """Values built at most: aliases can make a small file expand exponentially ("billion
-laughs"); a real inventory has a few thousand."""
+laughs"); a real inventory or profile has a few thousand."""
 _STANDARD_TAG = "tag:yaml.org,2002:"
 _MERGE_TAG = _STANDARD_TAG + "merge"
 _COLLECTION_TAGS = frozenset({_STANDARD_TAG + "seq", _STANDARD_TAG + "map"})
@@ -89,15 +92,44 @@ def _syntax_problem(exc: yaml.YAMLError) -> Problem:
     return Problem(line, column, "", " ".join(message.split()))
 
 
-def compose(text: str) -> tuple[Any, Marks, list[Problem]]:
+class _TooDeep(Exception):
+    def __init__(self, mark: Any) -> None:
+        super().__init__("nesting too deep")
+        self.line: int = mark.line + 1 if mark else 1
+        self.column: int = mark.column + 1 if mark else 1
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader whose composer stops at ``MAX_DEPTH`` levels of nesting.
+
+    PyYAML composes recursively and its scanner slows with every open flow level, so 5,000
+    nested ``[`` would take seconds and end in a ``RecursionError``; stopping at the limit
+    reads no further than the first too-deep node.
+    """
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self._depth > MAX_DEPTH and not self.check_event(yaml.AliasEvent):
+            event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise _TooDeep(event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def compose(text: str, what: str = "an inventory") -> tuple[Any, Marks, list[Problem]]:
     """Parse one YAML document into dicts/lists/scalars with marks for every path.
 
     Returns ``(data, marks, problems)`` where problems are duplicate or non-string keys.
     Raises :class:`YamlSyntaxError` for text that is not YAML (tabs, unclosed brackets…),
-    nesting deeper than ``MAX_DEPTH`` or more than ``MAX_VALUES`` values.
+    nesting deeper than ``MAX_DEPTH`` or more than ``MAX_VALUES`` values; ``what`` names the
+    kind of file in the size message ("an inventory", "a profile").
     """
     try:
-        loader = yaml.SafeLoader(text)  # checks for unprintable characters already
+        loader = _Loader(text)  # checks for unprintable characters already
         try:
             root = loader.get_single_node()
             builder = _Builder(loader)
@@ -107,11 +139,12 @@ def compose(text: str) -> tuple[Any, Marks, list[Problem]]:
             loader.dispose()
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(_syntax_problem(exc)) from None
-    except RecursionError:
-        raise YamlSyntaxError(Problem(1, 1, "", "YAML error: nesting too deep")) from None
+    except _TooDeep as exc:
+        message = f"nesting too deep (more than {MAX_DEPTH} levels of lists or mappings)"
+        raise YamlSyntaxError(Problem(exc.line, exc.column, "", message)) from None
     except _TooMany:
         message = (
-            f"more than {MAX_VALUES:,} values: too large for an inventory "
+            f"more than {MAX_VALUES:,} values: too large for {what} "
             "(or YAML aliases '*' expand too far)"
         )
         raise YamlSyntaxError(Problem(1, 1, "", message)) from None
