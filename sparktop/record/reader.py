@@ -20,6 +20,7 @@ from typing import Any
 import zstandard
 
 from sparktop.errors import UserError
+from sparktop.jsontext import JsonTooDeep, loads
 from sparktop.record.codec import CodecError
 from sparktop.record.tick import FORMAT, FORMAT_VERSION, Tick, tick_from_json
 
@@ -126,7 +127,7 @@ class Recording:
         """The tick at ``index`` (a few cached); raises :class:`CodecError` if it does not fit."""
         cached = self._cache.get(index)
         if cached is None:
-            data = json.loads(zlib.decompress(self._entries[index].packed))
+            data = loads(zlib.decompress(self._entries[index].packed))
             cached = tick_from_json(data)
             if len(self._cache) >= CACHE_TICKS:
                 self._cache.pop(next(iter(self._cache)))
@@ -164,9 +165,9 @@ class Recording:
         if not line.strip():
             return True
         try:
-            data = json.loads(line)
-        except ValueError as exc:
-            why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            data = loads(line)
+        except ValueError as exc:  # not JSON, or nested too deeply (JsonTooDeep)
+            why = exc.msg if isinstance(exc, json.JSONDecodeError | JsonTooDeep) else str(exc)
             self.stop = StopInfo(line_no, offset, f"not valid JSON ({why})")
             return False
         if line_no == 1:

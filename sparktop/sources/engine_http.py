@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from sparktop.jsontext import loads
 from sparktop.model import NA, EngineState, Num
 
 METRICS_PATH = "/metrics"
@@ -89,7 +90,7 @@ async def fetch_models(client: httpx.AsyncClient) -> tuple[Num, str]:
         response = await client.get(MODELS_PATH, headers={"Accept": "application/json"})
         if response.status_code != 200:
             return NA(f"GET {MODELS_PATH}: HTTP {response.status_code}"), ""
-        entries: Any = response.json().get("data", [])
+        entries: Any = loads(response.content).get("data", [])
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
         return NA(f"GET {MODELS_PATH}: {describe(exc)}"), ""
     for entry in entries if isinstance(entries, list) else []:

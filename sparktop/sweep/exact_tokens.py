@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 from sparktop.errors import RuntimeFailure, UserError
+from sparktop.jsontext import loads
 from sparktop.model import NA
 from sparktop.sweep.tokens import Counter_, TokenCount, count_chars
 
@@ -70,7 +71,7 @@ class EndpointTokenizer:
                 f"{response.text.strip()[:120]}"
             )
         try:
-            data = response.json()
+            data = loads(response.content)
             count = data["count"] if "count" in data else len(data["tokens"])
         except (ValueError, KeyError, TypeError):
             raise RuntimeFailure(f"{self.url}/tokenize returned no token count") from None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sparktop.errors import UserError
+from sparktop.jsontext import JsonTooDeep, loads
 from sparktop.sweep.profile_file import parse_profile
 
 COLUMNS = (
@@ -50,7 +51,9 @@ def _documents(path: Path) -> list[tuple[str, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        return [(str(path), json.loads(text))]
+        return [(str(path), loads(text))]
+    except JsonTooDeep as exc:
+        raise UserError(f"{path}: not JSON ({exc.msg})") from None
     except json.JSONDecodeError:
         pass
     docs = []
@@ -58,8 +61,8 @@ def _documents(path: Path) -> list[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            docs.append((f"{path}:{number}", json.loads(line)))
-        except json.JSONDecodeError as exc:
+            docs.append((f"{path}:{number}", loads(line)))
+        except (json.JSONDecodeError, JsonTooDeep) as exc:
             raise UserError(f"{path}:{number}: not JSON ({exc.msg})") from None
     return docs
 
