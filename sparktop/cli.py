@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from sparktop import __version__
 from sparktop.errors import RuntimeFailure, UserError
+from sparktop.interrupt import interruptible
 from sparktop.safe_text import printable
 
 # Order is the order in --help.
@@ -97,8 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        status = int(args._run(args))
-        sys.stdout.flush()  # a closed pipe fails here, inside the handler, not at exit
+        with interruptible():
+            status = int(args._run(args))
+            sys.stdout.flush()  # a closed pipe fails here, inside the handler, not at exit
         return status
     except BrokenPipeError:
         if not _stdout_reader_gone():
