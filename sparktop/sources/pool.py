@@ -3,8 +3,9 @@
 
 KV pool per DP rank (DESIGN.md §5): ``cache_config_info{kv_cache_size_tokens}`` (newer vLLM),
 else ``num_gpu_blocks × block_size ÷ number of ranks``, else SGLang's
-``sglang:max_total_num_tokens``, else the inventory's ``kv_pool_tokens``, else the profile's,
-else unknown. Label values are strings and may be ``"None"``.
+``sglang:max_total_num_tokens``, else SGLang's ``num_used_tokens ÷ token_usage`` (the same
+page; not while nothing is in use), else the inventory's ``kv_pool_tokens``, else the
+profile's, else unknown. Label values are strings and may be ``"None"``.
 """
 
 from __future__ import annotations
@@ -77,6 +78,16 @@ def resolve_limit(
     return NA(f"{why or name + ' not exported'}; set {name} in the inventory"), "unknown"
 
 
+def _used_over_usage(gauges: Mapping[str, Num]) -> float | None:
+    """SGLang's pool from its own page when ``max_total_num_tokens`` is not exported:
+    ``token_usage`` is ``num_used_tokens ÷ pool``, so the pool is their quotient (rounded to
+    a token). None when either is missing or nothing is in use (0 ÷ 0)."""
+    used, usage = gauges.get("used_tokens"), gauges.get("kv_usage")
+    if not (is_num(used) and is_num(usage) and used > 0 and 0 < usage <= 1):
+        return None
+    return float(round(used / usage))
+
+
 def resolve_pool(
     reading: PageReading, ranks: Sequence[str], inventory: Limits, profile: Limits
 ) -> tuple[dict[str, Num], str]:
@@ -96,10 +107,18 @@ def resolve_pool(
     gauges = {r: reading.ranks[r].gauges.get("pool_tokens") for r in ranks}
     if ranks and all(is_num(v) and v > 0 for v in gauges.values()):
         return {r: float(v) for r, v in gauges.items() if is_num(v)}, "max_total_num_tokens"
+    derived = {r: _used_over_usage(reading.ranks[r].gauges) for r in ranks}
+    if ranks and all(v is not None for v in derived.values()):
+        return {r: v for r, v in derived.items() if v is not None}, "num_used_tokens÷token_usage"
     for limits, source in ((inventory, "inventory"), (profile, "profile")):
         if limits.kv_pool_tokens is not None:
             return {r: limits.kv_pool_tokens / n for r in ranks}, source
-    if any(infos.values()):
+    if reading.kind == "sglang":
+        why = (
+            "KV pool unknown: no sglang:max_total_num_tokens, and nothing in use to derive it "
+            "from (num_used_tokens ÷ token_usage); set kv_pool_tokens in the inventory"
+        )
+    elif any(infos.values()):
         why = (
             "KV pool unknown: cache_config_info has num_gpu_blocks=None; "
             "set kv_pool_tokens in the inventory"

@@ -185,7 +185,12 @@ class Window:
             used = (
                 pool * kv if is_num(pool) and is_num(kv) else (pool if isinstance(pool, NA) else kv)
             )
-        free = max(0.0, pool - used) if is_num(pool) and is_num(used) else used
+        # Without a pool the free part is unknown for the pool's reason, never the used count.
+        free = (
+            max(0.0, pool - used)
+            if is_num(pool) and is_num(used)
+            else (pool if isinstance(pool, NA) else used)
+        )
         if "prefix_queries" in r.counters or "hit_rate" not in r.gauges:
             hit = ratio(
                 self.delta(rank, "prefix_hits"),

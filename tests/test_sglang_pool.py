@@ -1,0 +1,114 @@
+"""SGLang's KV pool and free part: ``sglang:max_total_num_tokens`` where exported, else
+``num_used_tokens ÷ token_usage`` (both from the same page), else unknown — and free is
+``pool − used``, or n/a: never the used count under another name.
+
+The SGLang docs sample (``../shared/fixtures/metrics/sglang-docs-early-sample.prom``) has
+``token_usage 0.28`` and ``num_used_tokens 123859`` and no ``max_total_num_tokens``: the pool
+is 123,859 ÷ 0.28 ≈ 442,354 tokens and 318,495 of them are free."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+
+from sparktop.cli import main
+from sparktop.model import NA
+from sparktop.sources.metrics import MetricsDeriver
+from sparktop.sources.prom import parse_page
+from sparktop.sources.vllm import WANTED
+from tests.conftest import FIXTURES
+from tests.http_stub import serve_threaded
+
+DOCS_SAMPLE = (FIXTURES / "metrics" / "sglang-docs-early-sample.prom").read_text()
+POOL = round(123859 / 0.28)
+
+
+def _derive(text: str) -> object:
+    return MetricsDeriver("sg", kind="sglang").derive(
+        parse_page(text, WANTED), now_s=1.0, wall_s=time.time()
+    )
+
+
+def test_the_docs_sample_pool_is_used_over_usage() -> None:
+    s = _derive(DOCS_SAMPLE)
+    assert (s.kv_pool_tokens, s.kv_pool_source) == (POOL, "num_used_tokens÷token_usage")
+    assert s.kv_used_tokens == 123859
+    assert s.kv_free_tokens == POOL - 123859
+
+
+def _page(**gauges: float) -> str:
+    return "".join(f'sglang:{k}{{model_name="m"}} {v}\n' for k, v in gauges.items())
+
+
+def test_an_exported_pool_wins_over_the_derived_one() -> None:
+    s = _derive(_page(max_total_num_tokens=500000, num_used_tokens=123859, token_usage=0.28))
+    assert (s.kv_pool_tokens, s.kv_pool_source) == (500000, "max_total_num_tokens")
+    assert s.kv_free_tokens == 500000 - 123859
+
+
+@pytest.mark.parametrize(
+    "gauges",
+    [
+        {"num_used_tokens": 0, "token_usage": 0.0},  # idle: nothing to divide
+        {"num_used_tokens": 123859},  # no usage gauge
+        {"token_usage": 0.28},  # no used count
+    ],
+    ids=["idle", "no-usage", "no-used"],
+)
+def test_without_a_pool_free_is_unknown_not_the_used_count(gauges: dict[str, float]) -> None:
+    s = _derive(_page(num_running_reqs=1, **gauges))
+    assert isinstance(s.kv_pool_tokens, NA) and isinstance(s.kv_free_tokens, NA)
+    assert s.kv_free_tokens.reason.startswith("KV pool unknown: no sglang:max_total_num_tokens")
+
+
+class _SGLang(BaseHTTPRequestHandler):
+    def _send(self, status: int, body: str, ctype: str) -> None:
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/metrics":
+            self._send(200, DOCS_SAMPLE, "text/plain; version=0.0.4")
+        elif self.path == "/v1/models":
+            models = {"data": [{"id": "meta-llama/Llama-3.1-8B-Instruct", "max_model_len": 131072}]}
+            self._send(200, json.dumps(models), "application/json")
+        else:
+            self._send(404, "not found", "text/plain")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def sglang_url() -> Iterator[str]:
+    with serve_threaded(_SGLang) as url:
+        yield url
+
+
+def test_snapshot_json_of_the_docs_sample(
+    sglang_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(f"engines: [{{name: sg, url: '{sglang_url}', kind: sglang}}]\n")
+    main(["snapshot", "--inventory", str(inventory), "--json"])
+    (engine,) = json.loads(capsys.readouterr().out)["engines"]
+    assert engine["kv_pool_tokens"] == POOL and engine["kv_free_tokens"] == POOL - 123859
+
+
+def test_budget_endpoint_uses_the_free_part_not_the_used_count(
+    sglang_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["budget", "--prompt-tokens", "100000", "--endpoint", sglang_url, "--json"]
+    main(argv)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kv"]["free_tokens_now"]["value"] == POOL - 123859
+    assert doc["kv"]["free_tokens_now"]["origin"] == "from the server"
