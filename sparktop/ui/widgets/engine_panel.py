@@ -61,7 +61,9 @@ class EngineBlock(Vertical):
 
     def compose(self) -> ComposeResult:
         yield TextBlock("", classes="engine-lines")
-        yield SparkRow(("decode tok/s", "KV %"))
+        # KV % on 0–100 and decode from 0: a steady 1 % or an idle start draws low, not a
+        # min–max swing or a full bar next to "decode 0 tok/s".
+        yield SparkRow(("decode tok/s", "KV %"), scales=((0.0, None), (0.0, 100.0)))
         yield ExpectedStrip("")
 
     def show(

@@ -25,16 +25,25 @@ from sparktop.ui.safe_text import without_control_filter
 BARS = "▁▂▃▄▅▆▇█"
 
 
-def column_ratios(data: Sequence[float], width: int) -> tuple[float, ...]:
+Scale = tuple[float | None, float | None]
+"""A sparkline's fixed bottom and top (``(0, 100)`` for a percentage, ``(0, None)`` for a rate:
+0 up to the data's maximum); ``None`` takes the data's minimum / maximum as Textual does."""
+
+AUTO: Scale = (None, None)
+
+
+def column_ratios(data: Sequence[float], width: int, scale: Scale = AUTO) -> tuple[float, ...]:
     """Each of ``width`` columns' bar height in 0–1, as Textual's ``Sparkline`` draws it: the
     data cut into ``width`` buckets (fewer when there are fewer values, each then spread over
-    several columns), a bucket's value its maximum, scaled from the data's min to its max.
-    Fewer than two values have no scale: an empty tuple."""
+    several columns), a bucket's value its maximum, scaled from ``scale``'s bottom to its top
+    (default: the data's min to its max; values outside a fixed scale are clamped). Without a
+    fixed bottom fewer than two values have no scale: an empty tuple."""
     n = len(data)
-    if n < 2 or width <= 0:
+    if n < (1 if scale[0] is not None else 2) or width <= 0:
         return ()
-    low, high = min(data), max(data)
-    extent = high - low or 1
+    low = min(data) if scale[0] is None else scale[0]
+    high = max(data) if scale[1] is None else scale[1]
+    extent = high - low
     # Bucket b is data[n*b//width : n*(b+1)//width] (the exact integer form of Textual's
     # Fraction steps); empty buckets are skipped.
     bounds = [n * b // width for b in range(width + 1)]
@@ -43,7 +52,8 @@ def column_ratios(data: Sequence[float], width: int) -> tuple[float, ...]:
     out: list[float] = []
     index = 0.0
     for _ in range(width):
-        out.append((peaks[int(index)] - low) / extent)
+        ratio = (peaks[int(index)] - low) / extent if extent > 0 else 0.0
+        out.append(min(1.0, max(0.0, ratio)))
         index += step  # accumulated like Textual's, so columns repeat at the same places
     return tuple(out)
 
@@ -81,13 +91,13 @@ def spark_lines(
     """The ``height`` lines (top first) of a sparkline ``width`` cells wide: bars ▁…█ coloured
     from ``low`` (the data's minimum) to ``high`` (its maximum) over the ``base`` style.
     ``ratios`` is :func:`column_ratios` of ``data``. No data: a floor of ▁ in ``low``; one
-    value: full █ bars in ``high``."""
+    value without a fixed scale (no ``ratios``): full █ bars in ``high``."""
     if width <= 0 or height <= 0:
         return [Strip([])] * max(height, 0)
     if len(data) == 0:
         ground = Strip([Segment("▁" * width, base + Style.from_color(low))], width)
         return [Strip([])] * (height - 1) + [ground]
-    if len(data) == 1:
+    if not ratios:
         return [Strip([Segment("█" * width, base + Style.from_color(high))], width)] * height
     levels = len(BARS)
     top = levels * height - 1
@@ -149,10 +159,17 @@ class SparkRow(Widget):
     """
 
     def __init__(
-        self, labels: Sequence[str], *, max_width: int = 48, gap: int = 2, **kwargs: Any
+        self,
+        labels: Sequence[str],
+        *,
+        scales: Sequence[Scale] | None = None,
+        max_width: int = 48,
+        gap: int = 2,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.labels = tuple(labels)
+        self.scales: tuple[Scale, ...] = tuple(scales or [AUTO] * len(self.labels))
         self.max_width = max_width
         self.gap = gap
         self._data: list[tuple[float, ...]] = [() for _ in self.labels]
@@ -178,7 +195,7 @@ class SparkRow(Widget):
         old = self._data[index]
         self._data[index] = values
         if self._widths:
-            ratios = column_ratios(values, self._widths[index])
+            ratios = column_ratios(values, self._widths[index], self.scales[index])
             same_case = min(len(values), 2) == min(len(old), 2)
             if ratios == self._ratios[index] and same_case:
                 return
@@ -214,7 +231,8 @@ class SparkRow(Widget):
             if widths != self._widths:
                 self._widths = widths
                 self._ratios = [
-                    column_ratios(d, w) for d, w in zip(self._data, widths, strict=True)
+                    column_ratios(d, w, scale)
+                    for d, w, scale in zip(self._data, widths, self.scales, strict=True)
                 ]
             base, label_style, low, high = colours
             blank = Style(bgcolor=base.bgcolor)  # as the padding and margins between widgets
