@@ -42,7 +42,7 @@ def test_the_2048_by_6_cliff() -> None:
 
 def test_the_900k_acceptance_point() -> None:
     b = compute_budget(899_994, 1, load_profile(TWO))
-    assert b.timing.ttft_s.value == 1028.85 and b.timing.ttft_s.basis is Basis.ANCHORED
+    assert b.timing.ttft_s.value == 1028.85 and b.timing.ttft_s.basis is Basis.EXACT
     assert isinstance(b.timing.decode_tps.value, NA)
     assert isinstance(b.timing.aggregate_tps.value, NA)
     assert isinstance(b.timing.total_s.value, NA)
@@ -154,12 +154,17 @@ def test_json_shape_is_stable_and_plain() -> None:
     assert set(doc) == JSON_KEYS and doc["schema"] == "sparktop.budget/1"
     assert doc["time"]["ttft_s"] == {
         "value": 1028.85,
+        "low": 1028.85,
+        "high": 1028.85,
         "origin": "from the profile",
-        "basis": "anchored",
-        "how": "anchored: the acceptance point (899,994 tokens × 1)",
+        "basis": "exact",
+        "how": "exact: the acceptance point (899,994 tokens × 1)",
         "reason": None,
     }
+    fitted = budget_json(compute_budget(500_000, 1, load_profile(TWO)))["time"]["ttft_s"]
+    assert fitted["basis"] == "fitted" and fitted["low"] < fitted["value"] < fitted["high"]
     assert doc["time"]["decode_tps"]["value"] is None
+    assert doc["time"]["decode_tps"]["low"] is None and doc["time"]["decode_tps"]["high"] is None
     assert doc["time"]["decode_tps"]["basis"] == "no data"
     assert set(doc["kv"]) == {
         "pool_tokens",
@@ -198,7 +203,7 @@ def test_done_when_2048_by_6(capsys: pytest.CaptureFixture[str]) -> None:
 def test_done_when_899994(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "budget", "--prompt-tokens", "899994", "--profile", TWO)
     assert code == 0
-    assert "1,028.85 s (17m 09s) · anchored" in out
+    assert "1,028.85 s (17m 09s) · exact" in out
     assert "decode / request          no data (" in out
     assert "aggregate (end-to-end)    no data (" in out
 

@@ -18,8 +18,9 @@ Budget a context before sending it: count its tokens, check it against max_model
 KV-cache pool and max_num_batched_tokens, and look up TTFT, prefill, decode and aggregate
 throughput in a sweep profile. Every figure is tagged: [here] computed here, [profile] from
 the profile (measured by others on their cluster), [given], [server] (live, with --endpoint).
-The estimator interpolates log-log between measured rows and says "no data" rather than
-extrapolating beyond the table."""
+The estimator uses the whole table (log-log between close rows, a fitted model elsewhere),
+gives every time figure a band, extrapolates at most 2x past the table and says "no data"
+beyond."""
 
 EPILOG = """\
 examples:

@@ -9,7 +9,9 @@ estimator has no data the simulator still needs *some* physics, and says what it
 - beyond the highest measured concurrency: the batch is saturated (aggregate decode stays
   at the last column's, so per-stream decode falls as 1/concurrency; TTFT grows with it);
 - beyond a column's longest prompt: prefill continues at that row's rate (TTFT scales with
-  the prompt), decode stays at that row's per-stream rate.
+  the prompt), decode stays at that row's per-stream rate;
+- below half the table's shortest prompt (where the estimator stops): the figures at that
+  length (a shorter prompt is not slower).
 """
 
 from __future__ import annotations
@@ -93,6 +95,9 @@ class ProfileRates:
         if not self.concurrencies:
             raise ValueError(f"profile {profile.name} has no rows")
         self._max_prompt = {c: profile.column(c)[-1].prompt_tokens for c in self.concurrencies}
+        # The estimator extrapolates down to half the table's shortest prompt; the simulator
+        # follows it there (so the expected row agrees with the demo) and holds below.
+        self._min_prompt = math.ceil(min(r.prompt_tokens for r in profile.rows) / 2)
         clocks = profile.baseline_sm_clock_mhz
         self.baseline_clocks_mhz: tuple[float, ...] = tuple(clocks) or (2509.0,)
 
@@ -118,7 +123,7 @@ class ProfileRates:
         lo = max(x for x in cs if x <= c)
         hi = min(x for x in cs if x >= c)
         top = min(self._max_prompt[lo], self._max_prompt[hi])
-        at = min(prompt, top)
+        at = max(min(prompt, top), self._min_prompt)
         est = estimate(self.profile, at, c)
         ttft, decode = est.ttft_s.value, est.decode_tps.value
         if not (is_num(ttft) and is_num(decode)) or ttft <= 0 or decode <= 0:

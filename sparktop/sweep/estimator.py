@@ -1,34 +1,62 @@
 """The estimator: what a sweep profile says TTFT, prefill, decode and aggregate should be.
 
-One function, :func:`estimate`, shared by the budget, the TUI's expected row and the
-simulator. Rules (DESIGN.md §6), each result saying how it was obtained:
+One function, :func:`estimate`, shared by the budget, the TUI's expected row, the alert rules
+and the simulator. Every figure is an :class:`Estimated`: a value, an uncertainty band
+``low``–``high``, how it was obtained (:class:`Basis`) and, when there is no value, why.
 
-- a table point is returned exactly;
-- between two rows of the same concurrency: log-log interpolation (both axes logarithmic,
-  so values stay positive and power-law-like curves are followed);
-- below the shortest prompt of that concurrency: that row's values (*clamped*; a shorter
-  prompt is not slower);
-- beyond the longest prompt: no extrapolation. Only towards an acceptance point of the same
-  concurrency (the 2-Spark 899,994-token single stream) are the figures that point publishes
-  interpolated (*anchored*); everything else is NA with the reason. Beyond the acceptance
-  point itself: NA;
-- a concurrency between two measured columns: each column is estimated at the prompt length,
-  then the two are interpolated log-log on concurrency; if either side has no data, no data.
-  A concurrency below the lowest or above the highest column: NA (no extrapolation).
+- **exact** at a measured cell (a row, or an acceptance point such as the 2-Spark 899,994-token
+  single stream), with a zero-width band: that is what the sweep measured;
+- **interpolated** between two cells of one concurrency at most 4× apart in prompt (log-log,
+  the seed script's method), or between two measured concurrencies whose figures are exact or
+  interpolated (log-log on concurrency);
+- **fitted** elsewhere inside the table's prompt range: physical models of TTFT and decode
+  fitted to the whole table (prompt and concurrency together), tied to the nearest cells by
+  their residuals (:mod:`sparktop.sweep.surface`). How sparse regions are read — model through
+  the residuals or model alone, and how far an outermost cell follows the model's trend — is
+  chosen per profile and figure by leave-one-out;
+- **extrapolated** up to 2× past the longest prompt measured for that figure (or below the
+  shortest), the band widening with the distance (doubled at 2×);
+- **no data** beyond that, past ``max_model_len``, or at a concurrency outside the measured
+  columns, with the reason.
+
+Prefill stays prompt ÷ TTFT times the cells' own ratio everywhere (also below the shortest
+row), so the two never disagree. The band is the estimator's own held-out error near the point:
+each cell is removed, estimated from the rest, and the log errors of nearby cells (weighted by
+distance in log prompt and log concurrency) set the half-width (see :data:`BAND_K`). It is
+the estimator's error, not the sweep's run-to-run spread, which the seeds do not publish.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-import itertools
+import functools
 import math
 from dataclasses import dataclass
 
-from sparktop.model import NA
-from sparktop.sweep.profile import AcceptancePoint, Profile, ProfileRow
+from sparktop.model import NA, is_num
+from sparktop.sweep.profile import Profile
+from sparktop.sweep.surface import (
+    DESIGNS_EDGE,
+    DESIGNS_SHRINK,
+    METRICS,
+    PRIMARY,
+    Design,
+    Missing,
+    Part,
+    Point,
+    Surface,
+)
 
-METRICS = ("ttft_s", "prefill_tps", "decode_tps", "aggregate_tps")
-"""The four estimated figures, in display order."""
+__all__ = ["METRICS", "Basis", "Estimate", "Estimated", "estimate", "loglog"]
+
+BAND_K = 1.5
+"""Band half-width = BAND_K × the distance-weighted RMS of nearby held-out log errors."""
+BAND_SCALE_LOG2 = 1.0
+"""Kernel width of "nearby": one doubling of prompt or concurrency."""
+_NO_BAND = NA("no data")
+BAND_FLOOR = 0.01
+"""Smallest half-width off a measured cell (log; about 1 %)."""
 
 
 class Basis(enum.StrEnum):
@@ -36,18 +64,43 @@ class Basis(enum.StrEnum):
 
     EXACT = "exact"
     INTERPOLATED = "interpolated"
-    CLAMPED = "clamped"
-    ANCHORED = "anchored"
+    FITTED = "fitted"
+    EXTRAPOLATED = "extrapolated"
     NO_DATA = "no data"
 
 
 @dataclass(frozen=True, slots=True)
 class Estimated:
-    """One estimated figure: the value (NA with the reason when there is none) and how."""
+    """One estimated figure.
+
+    ``value``: the figure (s for TTFT, tok/s for the others), or :class:`NA` whose ``reason``
+    says why there is none. ``low``/``high``: the uncertainty band (same unit; equal to
+    ``value`` at a measured cell; NA when ``value`` is). ``basis``: exact, interpolated,
+    fitted, extrapolated or no data. ``how``: one line saying how (which rows, which model),
+    or ``"no data: <reason>"``.
+    """
 
     value: float | NA
     how: str
     basis: Basis
+    low: float | NA = _NO_BAND
+    high: float | NA = _NO_BAND
+
+    @property
+    def reason(self) -> str:
+        """Why there is no value ("" when there is one)."""
+        return self.value.reason if isinstance(self.value, NA) else ""
+
+    def contains(self, live: float) -> bool:
+        """True when ``live`` lies inside the band (never for a figure without one)."""
+        return is_num(self.low) and is_num(self.high) and self.low <= live <= self.high
+
+    @property
+    def half_width_pct(self) -> float | None:
+        """Half the band's width as % of the value (None without a value)."""
+        if not (is_num(self.value) and is_num(self.low) and is_num(self.high)) or not self.value:
+            return None
+        return (self.high - self.low) / 2.0 / self.value * 100.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,124 +145,144 @@ def loglog(x: float, x0: float, y0: float, x1: float, y1: float) -> float:
     return math.exp(math.log(y0) + f * (math.log(y1) - math.log(y0)))
 
 
-def _tok(n: float) -> str:
-    return f"{n:,.0f}"
+# -- building the surface of a profile ------------------------------------------------------------
 
 
-def _all(value: float | NA, how: str, basis: Basis) -> dict[str, Estimated]:
-    return {m: Estimated(value, how, basis) for m in METRICS}
-
-
-def _no_data(reason: str) -> dict[str, Estimated]:
-    return _all(NA(reason), f"no data: {reason}", Basis.NO_DATA)
-
-
-def _from_row(row: ProfileRow, how: str, basis: Basis) -> dict[str, Estimated]:
-    return {m: Estimated(float(getattr(row, m)), how, basis) for m in METRICS}
-
-
-def _towards_acceptance(
-    prompt: float, last: ProfileRow, point: AcceptancePoint
-) -> dict[str, Estimated]:
-    at_point = prompt == point.prompt_tokens
-    where = f"{_tok(point.prompt_tokens)} tokens × {point.concurrency}"
-    how = (
-        f"anchored: the acceptance point ({where})"
-        if at_point
-        else f"anchored: log-log between row {_tok(last.prompt_tokens)} and the acceptance "
-        f"point ({where})"
-    )
-    out: dict[str, Estimated] = {}
-    for m in METRICS:
-        target = getattr(point, m)
-        if isinstance(target, NA):
-            reason = (
-                f"beyond the table's longest prompt at concurrency {last.concurrency}, "
-                f"{_tok(last.prompt_tokens)} tokens; the acceptance point at "
-                f"{_tok(point.prompt_tokens)} tokens does not publish it"
-            )
-            out[m] = Estimated(NA(reason), f"no data: {reason}", Basis.NO_DATA)
-        elif at_point:
-            out[m] = Estimated(float(target), how, Basis.ANCHORED)
-        else:
-            value = loglog(
-                prompt, last.prompt_tokens, getattr(last, m), point.prompt_tokens, target
-            )
-            out[m] = Estimated(value, how, Basis.ANCHORED)
-    return out
-
-
-def _in_column(profile: Profile, prompt: float, concurrency: int) -> dict[str, Estimated]:
-    rows = profile.column(concurrency)
-    first, last = rows[0], rows[-1]
-    if prompt < first.prompt_tokens:
-        how = (
-            f"clamped: below the shortest prompt at concurrency {concurrency} "
-            f"({_tok(first.prompt_tokens)}), that row's values"
-        )
-        return _from_row(first, how, Basis.CLAMPED)
-    if prompt > last.prompt_tokens:
-        points = sorted(
-            (
-                a
-                for a in profile.acceptance
-                if a.concurrency == concurrency and a.prompt_tokens > last.prompt_tokens
-            ),
-            key=lambda a: a.prompt_tokens,
-        )
-        ahead = [a for a in points if a.prompt_tokens >= prompt]
-        if ahead:
-            return _towards_acceptance(prompt, last, ahead[0])
-        longest = points[-1].prompt_tokens if points else last.prompt_tokens
-        what = "acceptance point" if points else "prompt measured"
-        return _no_data(
-            f"{_tok(prompt)} tokens is beyond the longest {what} at concurrency {concurrency} "
-            f"({_tok(longest)}); no extrapolation"
-        )
-    for lo, hi in itertools.pairwise(rows):
-        if prompt == lo.prompt_tokens:
-            break
-        if lo.prompt_tokens < prompt < hi.prompt_tokens:
-            how = (
-                f"interpolated log-log between rows {_tok(lo.prompt_tokens)} and "
-                f"{_tok(hi.prompt_tokens)} (concurrency {concurrency})"
-            )
-            return {
-                m: Estimated(
-                    loglog(
-                        prompt, lo.prompt_tokens, getattr(lo, m), hi.prompt_tokens, getattr(hi, m)
-                    ),
-                    how,
-                    Basis.INTERPOLATED,
-                )
-                for m in METRICS
-            }
-    row = next(r for r in rows if r.prompt_tokens == prompt)
-    return _from_row(row, f"exact row ({_tok(prompt)} tokens × {concurrency})", Basis.EXACT)
-
-
-def _between_columns(
-    profile: Profile, prompt: float, concurrency: int, lo: int, hi: int
-) -> dict[str, Estimated]:
-    at_lo = _in_column(profile, prompt, lo)
-    at_hi = _in_column(profile, prompt, hi)
-    out: dict[str, Estimated] = {}
-    for m in METRICS:
-        a, b = at_lo[m], at_hi[m]
-        if isinstance(a.value, NA) or isinstance(b.value, NA):
-            side, fig = (lo, a) if isinstance(a.value, NA) else (hi, b)
-            reason = (
-                f"concurrency {concurrency} lies between measured {lo} and {hi}, and at {side}: "
-                f"{getattr(fig.value, 'reason', '')}"
-            )
-            out[m] = Estimated(NA(reason), f"no data: {reason}", Basis.NO_DATA)
+def profile_points(profile: Profile) -> tuple[Point, ...]:
+    """The profile's measured cells: every row, plus acceptance points not on a row."""
+    points = [
+        Point(r.prompt_tokens, r.concurrency, tuple((m, float(getattr(r, m))) for m in METRICS))
+        for r in profile.rows
+    ]
+    keys = {(r.prompt_tokens, r.concurrency) for r in profile.rows}
+    for a in profile.acceptance:
+        if (a.prompt_tokens, a.concurrency) in keys:
             continue
-        how = (
-            f"interpolated log-log between concurrency {lo} and {hi} at {_tok(prompt)} tokens "
-            f"({lo}: {a.basis}; {hi}: {b.basis})"
-        )
-        out[m] = Estimated(loglog(concurrency, lo, a.value, hi, b.value), how, Basis.INTERPOLATED)
-    return out
+        values = tuple((m, float(getattr(a, m))) for m in METRICS if is_num(getattr(a, m)))
+        points.append(Point(a.prompt_tokens, a.concurrency, values, "the acceptance point"))
+    return tuple(points)
+
+
+def _surface(profile: Profile, points: tuple[Point, ...]) -> Surface:
+    def num(value: object) -> float | None:
+        return float(value) if isinstance(value, int) else None
+
+    return Surface(
+        points,
+        batch=num(profile.max_num_batched_tokens),
+        output_tokens=num(profile.output_tokens),
+        aggregate_kind=profile.aggregate_kind,
+        max_model_len=num(profile.max_model_len),
+    )
+
+
+def _held_out(profile: Profile, points: tuple[Point, ...]) -> list[tuple[Point, Surface]]:
+    """Each cell with the surface fitted to all the others."""
+    return [(pt, _surface(profile, points[:i] + points[i + 1 :])) for i, pt in enumerate(points)]
+
+
+def _error(surface: Surface, pt: Point, metric: str) -> float | None:
+    measured = pt.get(metric)
+    got = surface.estimate(metric, pt.prompt, pt.concurrency)
+    if measured is None or isinstance(got, Missing):
+        return None
+    return got.ln_value - math.log(measured)
+
+
+def _is_edge(surface: Surface, pt: Point, metric: str) -> bool:
+    prompts = [
+        q.prompt for q in surface.points if q.concurrency == pt.concurrency and q.get(metric)
+    ]
+    return not prompts or pt.prompt < min(prompts) or pt.prompt > max(prompts)
+
+
+def _choose(held: list[tuple[Point, Surface]], metric: str) -> Design:
+    """The design with the least squared held-out log error, interior and edge separately."""
+
+    def cost(designs: list[Design], edge: bool) -> Design:
+        best: tuple[float, Design] | None = None
+        for design in designs:
+            errors = [
+                e
+                for pt, s in held
+                if pt.get(metric) is not None and _is_edge(s, pt, metric) == edge
+                for e in [_error(s.with_designs({metric: design}), pt, metric)]
+                if e is not None
+            ]
+            if not errors:
+                return designs[0]
+            score = sum(e * e for e in errors) / len(errors)
+            if best is None or score < best[0] - 1e-12:
+                best = (score, design)
+        assert best is not None
+        return best[1]
+
+    shrink = cost([Design(x, 1.0) for x in DESIGNS_SHRINK], edge=False).shrink
+    edge = cost([Design(shrink, w) for w in DESIGNS_EDGE], edge=True).edge
+    return Design(shrink, edge)
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """A profile's surface with its chosen designs and held-out log errors per metric."""
+
+    surface: Surface
+    errors: tuple[tuple[str, tuple[tuple[float, float, float], ...]], ...]
+
+    def band(self, metric: str, part: Part, p: float, c: int) -> float:
+        """Half-width (log) of the band at (p, c)."""
+        if part.basis == "exact":
+            return 0.0
+        x, y = math.log2(p), math.log2(c)
+        num = den = 0.0
+        for px, cy, e in dict(self.errors).get(metric, ()):
+            d2 = ((px - x) ** 2 + (cy - y) ** 2) / BAND_SCALE_LOG2**2
+            w = math.exp(-0.5 * d2)
+            num += w * e * e
+            den += w
+        rms = math.sqrt(num / den) if den > 1e-12 else 0.0
+        return max(BAND_FLOOR, BAND_K * rms) * (1.0 + part.outside)
+
+
+@functools.lru_cache(maxsize=64)
+def fitted(profile: Profile, nested: bool = True) -> Fitted:
+    """Fit ``profile`` once: choose each primary's design by leave-one-out, then record every
+    cell's held-out error under those designs (the band's source). ``nested=False`` skips
+    both (designs default, no band): used for the inner fits of leave-one-out itself."""
+    points = profile_points(profile)
+    base = _surface(profile, points)
+    if not nested or len(points) < 3:
+        return Fitted(base, ())
+    held = _held_out(profile, points)
+    designs = {m: _choose(held, m) for m in PRIMARY}
+    errors = []
+    for metric in METRICS:
+        found = []
+        for pt, s in held:
+            e = _error(s.with_designs(designs), pt, metric)
+            if e is not None:
+                found.append((math.log2(pt.prompt), math.log2(pt.concurrency), e))
+        errors.append((metric, tuple(found)))
+    return Fitted(base.with_designs(designs), tuple(errors))
+
+
+# -- the public call ------------------------------------------------------------------------------
+
+
+def _no_data(reason: str) -> Estimated:
+    return Estimated(NA(reason), f"no data: {reason}", Basis.NO_DATA, NA(reason), NA(reason))
+
+
+def _figure(fit: Fitted, metric: str, p: float, c: int) -> Estimated:
+    part = fit.surface.estimate(metric, p, c)
+    if isinstance(part, Missing):
+        return _no_data(part.reason)
+    h = fit.band(metric, part, p, c)
+    value = part.exact if part.exact is not None else math.exp(part.ln_value)
+    if part.exact is not None:
+        return Estimated(value, part.note, Basis.EXACT, value, value)
+    low, high = math.exp(part.ln_value - h), math.exp(part.ln_value + h)
+    return Estimated(value, part.note, Basis(part.basis), low, high)
 
 
 def estimate(profile: Profile, prompt_tokens: float, concurrency: int) -> Estimate:
@@ -218,28 +291,21 @@ def estimate(profile: Profile, prompt_tokens: float, concurrency: int) -> Estima
     ``prompt_tokens`` is per request (a float is fine, e.g. a live mean); ``concurrency`` the
     number of simultaneous requests. Never raises for odd inputs: a prompt below 1 token, a
     concurrency below 1 or outside the measured columns give NA figures with the reason.
-    Pure and cheap (a few dozen rows scanned), safe to call on every keypress.
+    The profile is fitted once (cached, tens of milliseconds); each call after that is cheap.
     """
-    figures: dict[str, Estimated]
-    columns = profile.concurrencies
     if not (isinstance(prompt_tokens, int | float) and math.isfinite(prompt_tokens)) or (
         prompt_tokens < 1
     ):
-        figures = _no_data(f"prompt length {prompt_tokens} is not at least 1 token")
+        figures = dict.fromkeys(
+            METRICS, _no_data(f"prompt length {prompt_tokens} is not at least 1 token")
+        )
     elif concurrency < 1:
-        figures = _no_data(f"concurrency {concurrency} is not at least 1 request")
-    elif concurrency in columns:
-        figures = _in_column(profile, prompt_tokens, concurrency)
-    elif concurrency < columns[0] or concurrency > columns[-1]:
-        listed = ", ".join(str(c) for c in columns)
-        figures = _no_data(
-            f"concurrency {concurrency} is outside the measured columns ({listed}); "
-            "no extrapolation"
+        figures = dict.fromkeys(
+            METRICS, _no_data(f"concurrency {concurrency} is not at least 1 request")
         )
     else:
-        lo = max(c for c in columns if c < concurrency)
-        hi = min(c for c in columns if c > concurrency)
-        figures = _between_columns(profile, prompt_tokens, concurrency, lo, hi)
+        fit = fitted(profile)
+        figures = {m: _figure(fit, m, float(prompt_tokens), concurrency) for m in METRICS}
     return Estimate(
         profile=profile.name,
         prompt_tokens=prompt_tokens,
@@ -247,3 +313,16 @@ def estimate(profile: Profile, prompt_tokens: float, concurrency: int) -> Estima
         aggregate_kind=profile.aggregate_kind,
         **figures,
     )
+
+
+def without(profile: Profile, prompt_tokens: float, concurrency: int) -> Profile:
+    """``profile`` with the cell at (prompt, concurrency) removed (row or acceptance point)."""
+    rows = tuple(
+        r for r in profile.rows if (r.prompt_tokens, r.concurrency) != (prompt_tokens, concurrency)
+    )
+    acceptance = tuple(
+        a
+        for a in profile.acceptance
+        if (a.prompt_tokens, a.concurrency) != (prompt_tokens, concurrency)
+    )
+    return dataclasses.replace(profile, rows=rows, acceptance=acceptance)

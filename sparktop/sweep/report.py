@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sparktop.model import NA, is_num
 from sparktop.sweep.budget import Budget, Figure, Origin
-from sparktop.sweep.estimator import Estimated
+from sparktop.sweep.estimator import Basis, Estimated
 
 TAGS = {
     Origin.COMPUTED: "[here]",
@@ -199,7 +199,12 @@ def _est_text(fig: Estimated, kind: str) -> str:
     if not is_num(fig.value):
         return f"no data ({_why(fig.value)})"
     text = duration(fig.value) if kind == "s" else f"{_rate(fig.value)} tok/s"
-    return f"{text} · {fig.basis.value}"
+    text = f"{text} · {fig.basis.value}"
+    if fig.basis is Basis.EXACT or not (is_num(fig.low) and is_num(fig.high)):
+        return text
+    if kind == "s":
+        return f"{text}, band {fig.low:,.2f}–{fig.high:,.2f} s"
+    return f"{text}, band {_rate(fig.low)}–{_rate(fig.high)} tok/s"
 
 
 def _time_section(b: Budget) -> list[str]:

@@ -1,7 +1,8 @@
 """The stable ``--json`` document of a budget (schema ``sparktop.budget/1``).
 
 Every key is always present; a figure is ``{"value", "origin", "reason"}`` with ``value`` null
-and ``reason`` set when there is no data; estimated figures add ``basis`` and ``how``. The
+and ``reason`` set when there is no data; estimated figures add the band ``low``/``high``,
+``basis`` and ``how``. The
 shape is documented in ``sparktop/sweep/README.md``.
 """
 
@@ -37,6 +38,8 @@ def _jest(fig: Estimated) -> dict[str, Any]:
     value = _jnum(fig.value)
     return {
         "value": value,
+        "low": _jnum(fig.low) if value is not None else None,
+        "high": _jnum(fig.high) if value is not None else None,
         "origin": Origin.PROFILE.value,
         "basis": fig.basis.value,
         "how": fig.how,

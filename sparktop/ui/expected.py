@@ -87,7 +87,7 @@ def _how(estimated: Any) -> str:
 
 
 def _basis(estimated: Any) -> str:
-    """How the row was obtained, in a word (exact, interpolated, clamped, anchored); the
+    """How the row was obtained, in a word (exact, interpolated, fitted, extrapolated); the
     estimator's full sentence when it has no data, since the reason is what matters then."""
     basis = str(getattr(estimated, "basis", "") or "")
     return basis if basis and basis != "no data" else _how(estimated)

@@ -138,7 +138,7 @@ def node_columns(thresholds: Thresholds) -> tuple[tuple[str, str, str], ...]:
 
 EXPECTED = """\
 **Expected strip** (under each engine): the sweep profile's row for the live (mean prompt
-tokens, running), with how it was obtained (exact, interpolated, clamped, anchored, no data),
+tokens, running), with how it was obtained (exact, interpolated, fitted, extrapolated, no data),
 beside the live values and the signed deviation, coloured past
 `alerts.expected_deficit_pct` (with *since* when it persists).
 """
