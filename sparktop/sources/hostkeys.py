@@ -2,15 +2,18 @@
 
 asyncssh verifies the key; this module decides *which* known_hosts files to trust (the
 inventory's ``known_hosts``, else ``UserKnownHostsFile``/``GlobalKnownHostsFile`` from the SSH
-config, else OpenSSH's defaults) and remembers whether the host had any entry at all, so a
-refused key can be reported as *unknown* (add it with ``ssh-keyscan``) or *changed* (remove
-the stale entry with ``ssh-keygen -R``).
+config, else OpenSSH's defaults) and remembers what the host's entries were, so a refused key
+can be reported as OpenSSH would: *unknown* (add it with ``ssh-keyscan``), *changed* (remove
+the stale entry with ``ssh-keygen -R``; with the time the old key was last verified),
+*REVOKED* (marked ``@revoked``: no command, since the fix would re-trust a stolen key), or not
+signed by the ``@cert-authority`` trusted for the host.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,15 +67,30 @@ class KnownHostsMatcher:
     had_entry: bool = False
     asked: bool = False
     new_key: asyncssh.SSHKey | None = None
+    target: str = USER_KNOWN_HOSTS[0]
+    """The file named in messages when ``files`` is empty (where a key would be added)."""
+    ca_only: bool = False
+    """The host's only entries are ``@cert-authority`` keys: it must present a certificate."""
+    revoked: bool = False
+    """Some key is marked ``@revoked`` for the host."""
 
     def __call__(self, host: str, addr: str, port: int | None) -> Any:
         self.asked, self.host, self.port = True, host, port
         known = asyncssh.read_known_hosts(list(self.files)) if self.files else None
         if known is None:
             return ((), (), (), (), (), (), ())
-        result = known.match(host, addr, port)
-        host_keys, ca_keys = result[0], result[1]
+        result = tuple(known.match(host, addr, port))
+        if port:
+            # asyncssh falls back to the port-less entries when ``[host]:port`` has no
+            # trusted key, and so drops a ``@revoked [host]:port`` line: keep it, as OpenSSH.
+            exact = getattr(known, "_match", None)
+            if callable(exact):
+                extra = [k for k in exact(host, addr, port)[2] if k not in result[2]]
+                result = (result[0], result[1], (*result[2], *extra), *result[3:])
+        host_keys, ca_keys, revoked = result[0], result[1], result[2]
         self.had_entry = bool(host_keys or ca_keys)
+        self.ca_only = bool(ca_keys) and not host_keys
+        self.revoked = bool(revoked)
         return result
 
 
@@ -80,24 +98,53 @@ def _pattern(host: str, port: int | None) -> str:
     return host if port in (None, 22) else f"[{host}]:{port}"
 
 
-def host_key_fix(matcher: KnownHostsMatcher) -> str:
-    """One line saying why the host key was refused and the command that fixes it.
+def host_key_fix(
+    matcher: KnownHostsMatcher, reason: str = "", verified_s: float | None = None
+) -> str:
+    """One line saying why the host key was refused and, where it is safe, the command that
+    fixes it. ``reason`` is asyncssh's (``Host key is revoked``…); ``verified_s`` when this
+    host's key was last verified (wall clock), for a key that changed since.
 
     Example: ``host key for [127.0.0.1]:2203 is not in ~/.ssh/known_hosts; check it, then
     run: ssh-keyscan -p 2203 127.0.0.1 >> ~/.ssh/known_hosts``.
     """
     host, port = matcher.host, matcher.port
-    target = _tilde(matcher.files[0]) if matcher.files else "~/.ssh/known_hosts"
+    target = _tilde(matcher.files[0] if matcher.files else matcher.target)
     port_opt = f"-p {port} " if port not in (None, 22) else ""
     keyscan = f"ssh-keyscan {port_opt}{shlex.quote(host)} >> {target}"
     pattern = _pattern(host, port)
-    if matcher.had_entry:
+    if "revoked" in reason.lower():
+        # As OpenSSH: no advice to remove the entry, which would re-trust a stolen key.
+        what = "its CA key" if "ca key" in reason.lower() else "the key it presented"
         return (
-            f"host key for {pattern} does not match {target} (changed, or someone is "
+            f"REVOKED host key for {pattern}: {what} is marked @revoked in {target}; a stolen "
+            "key may be impersonating this host. Not connecting"
+        )
+    if matcher.ca_only:
+        return cert_authority_problem(matcher)
+    if matcher.had_entry:
+        last = f" since it was last verified at {_clock(verified_s)}" if verified_s else ""
+        return (
+            f"host key for {pattern} does not match {target} (changed{last}, or someone is "
             f"intercepting); if the change is expected run: ssh-keygen -R "
             f"{shlex.quote(pattern)} -f {target} && {keyscan}"
         )
     return f"host key for {pattern} is not in {target}; check it, then run: {keyscan}"
+
+
+def cert_authority_problem(matcher: KnownHostsMatcher) -> str:
+    """The host is trusted through a ``@cert-authority`` only and showed no certificate from it
+    (a key exchange that finds no common host-key type fails this way too)."""
+    target = _tilde(matcher.files[0] if matcher.files else matcher.target)
+    return (
+        f"host key for {_pattern(matcher.host, matcher.port)} not verified: {target} trusts "
+        "only a @cert-authority for it, and the server presented no host certificate signed "
+        "by it"
+    )
+
+
+def _clock(time_s: float | None) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(time_s))
 
 
 def _tilde(path: str) -> str:

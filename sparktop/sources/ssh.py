@@ -41,6 +41,7 @@ from asyncssh.encryption import get_default_encryption_algs
 from sparktop.model import NodeSample, NodeState
 from sparktop.sources.hostkeys import (
     KnownHostsMatcher,
+    cert_authority_problem,
     host_key_fix,
     known_hosts_files,
     record_host_key,
@@ -132,6 +133,8 @@ class SshSource:
         self._last_failure: NodeSample | None = None
         self.connects = 0
         """Connections opened so far (a healthy node keeps one)."""
+        self.host_key_verified_s: float | None = None
+        """When the host key was last verified (each connection checks it), wall clock."""
 
     @property
     def host(self) -> str:
@@ -278,6 +281,8 @@ class SshSource:
         await self._drop()
         accept_new = not getattr(self.node, "strict_host_key_checking", True)
         known_hosts = _path(self.settings.known_hosts)
+        if known_hosts is not None and os.path.isdir(known_hosts):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), known_hosts)
         if known_hosts is not None and not accept_new and not os.path.exists(known_hosts):
             # Nothing could be trusted; say so rather than "not in known_hosts" (accept-new
             # creates the file, as OpenSSH does).
@@ -288,7 +293,8 @@ class SshSource:
         if list(options.encryption_algs) == get_default_encryption_algs():
             kwargs["encryption_algs"] = gcm_first(options.encryption_algs)
         files = known_hosts_files(self.settings.known_hosts, options.known_hosts)
-        matcher = KnownHostsMatcher(files, host=options.host, port=options.port)
+        target = user_known_hosts_file(self.settings.known_hosts, options.known_hosts)
+        matcher = KnownHostsMatcher(files, host=options.host, port=options.port, target=target)
         try:
             async with asyncio.timeout(self.settings.connect_timeout_s + CONNECT_MARGIN_S):
                 conn = await asyncssh.connect(
@@ -296,10 +302,15 @@ class SshSource:
                     known_hosts=matcher,
                     client_factory=lambda: _Client(matcher, accept_new),
                 )
-        except asyncssh.HostKeyNotVerifiable:
-            raise _HostKeyRefused(host_key_fix(matcher)) from None
+        except asyncssh.HostKeyNotVerifiable as exc:
+            problem = host_key_fix(matcher, exc.reason, self.host_key_verified_s)
+            raise _HostKeyRefused(problem) from None
+        except (asyncssh.KeyExchangeFailed, asyncssh.ConnectionLost, ConnectionResetError):
+            if matcher.ca_only:  # only certificate host-key types were offered: no match
+                raise _HostKeyRefused(cert_authority_problem(matcher)) from None
+            raise
+        self.host_key_verified_s = time.time()
         if matcher.new_key is not None:
-            target = user_known_hosts_file(self.settings.known_hosts, options.known_hosts)
             record_host_key(target, matcher)
             log.warning("%s: added the new host key to %s", self.name, target)
         self._conn = conn
