@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import shlex
 import shutil
 from collections import deque
@@ -25,6 +26,7 @@ from typing import IO
 
 from sparktop.alerts.model import Event, EventKind
 from sparktop.errors import UserError
+from sparktop.outfile import append_file
 from sparktop.safe_text import dumps_printable
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,8 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_CONCURRENCY = 4
 DEFAULT_PENDING = 64
+STDERR_TAIL_BYTES = 4096
+"""What is kept of a command's stderr (its end: the last line is what a failure shows)."""
 
 
 def parse_command(command: str) -> tuple[str, ...]:
@@ -53,8 +57,12 @@ class AlertDelivery:
 
     Call :meth:`deliver` from the event loop with the events of each
     :meth:`AlertEngine.update`; it never blocks on the command. ``failures`` keeps the last
-    few delivery problems (also logged) so the UI can show them; ``on_failure`` is called
-    with each one.
+    few delivery problems (also logged); ``on_failure`` is called with each problem of the
+    command (failed to start, non-zero exit with the last line of its stderr, killed after
+    ``timeout_s``, dropped). Of a command's output only the last
+    :data:`STDERR_TAIL_BYTES` of stderr are kept (stdout is discarded). ``log_error`` is
+    why the last ``--alert-log`` write failed (None once one succeeds); ``log_lost`` counts
+    the events the log missed.
     """
 
     def __init__(
@@ -74,15 +82,16 @@ class AlertDelivery:
         self.max_pending = max_pending
         self.on_failure = on_failure
         self.dropped = 0
+        self.command_failures = 0
         self.failures: deque[str] = deque(maxlen=20)
+        self.log_path = alert_log
+        self.log_error: str | None = None
+        self.log_lost = 0
         self._limit = asyncio.Semaphore(max_concurrent)
         self._tasks: set[asyncio.Task[None]] = set()
         self._log: IO[str] | None = None
         if alert_log is not None:
-            try:
-                self._log = alert_log.expanduser().open("a", encoding="utf-8")
-            except OSError as exc:
-                raise UserError(f"--alert-log: cannot open {alert_log}: {exc.strerror}") from None
+            self._log = append_file(alert_log, "--alert-log")
 
     @staticmethod
     def should_ring(events: Iterable[Event]) -> bool:
@@ -95,12 +104,7 @@ class AlertDelivery:
         if not batch:
             return
         if self._log is not None:
-            try:
-                for event in batch:
-                    self._log.write(dumps_printable(event.to_json()) + "\n")
-                self._log.flush()
-            except OSError as exc:
-                self._fail(f"--alert-log: write failed: {exc.strerror}")
+            self._write_log(batch)
         if self.command is None:
             return
         for event in batch:
@@ -111,6 +115,37 @@ class AlertDelivery:
             task = asyncio.get_running_loop().create_task(self._run(event))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _write_log(self, batch: list[Event]) -> None:
+        """Append the batch as one write; on failure count it lost and keep why."""
+        assert self._log is not None
+        text = "".join(dumps_printable(event.to_json()) + "\n" for event in batch)
+        try:
+            self._log.write(text)
+            self._log.flush()
+        except OSError as exc:
+            self.log_lost += len(batch)
+            if self.log_error is None:
+                log.warning("--alert-log %s: write failed: %s", self.log_path, exc)
+            self.log_error = exc.strerror or str(exc)
+            self.failures.append(f"--alert-log: write failed: {self.log_error}")
+            self._reopen_log()
+        else:
+            self.log_error = None
+
+    def _reopen_log(self) -> None:
+        """Drop what the failed write left buffered (it would fail again at every flush and
+        at exit) by reopening the file; a file that cannot be reopened stops the log."""
+        assert self._log is not None and self.log_path is not None
+        old, self._log = self._log, None
+        with contextlib.suppress(OSError, ValueError):
+            os.close(old.fileno())
+        with contextlib.suppress(Exception):
+            old.close()
+        with contextlib.suppress(UserError):
+            self._log = append_file(self.log_path, "--alert-log")
+        if self._log is None:
+            self.log_error = f"{self.log_error}; cannot reopen the file: log stopped"
 
     async def _run(self, event: Event) -> None:
         assert self.command is not None
@@ -128,12 +163,12 @@ class AlertDelivery:
                 self._fail(f"--on-alert: cannot run {name}: {exc.strerror or exc}")
                 return
             try:
-                _, err = await asyncio.wait_for(proc.communicate(payload), self.timeout_s)
+                err = await asyncio.wait_for(_talk(proc, payload), self.timeout_s)
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
                 await proc.wait()
-                self._fail(f"--on-alert: {name} killed after {self.timeout_s:.0f} s")
+                self._fail(f"--on-alert: {name} killed after {self.timeout_s:g} s")
                 return
             if proc.returncode != 0:
                 tail = err.decode(errors="replace").strip().splitlines()[-1:] if err else []
@@ -141,6 +176,7 @@ class AlertDelivery:
                 self._fail(f"--on-alert: {name} exited {proc.returncode}{detail}")
 
     def _fail(self, message: str) -> None:
+        self.command_failures += 1
         log.warning("%s", message)
         self.failures.append(message)
         if self.on_failure is not None:
@@ -152,15 +188,44 @@ class AlertDelivery:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def close_log(self) -> None:
-        """Close the ``--alert-log`` file (idempotent)."""
+        """Close the ``--alert-log`` file (idempotent; a failing disk is counted, not raised)."""
         if self._log is not None:
-            self._log.close()
-            self._log = None
+            log_file, self._log = self._log, None
+            try:
+                log_file.close()
+            except OSError as exc:
+                self.log_error = self.log_error or exc.strerror or str(exc)
 
     async def aclose(self) -> None:
         """Wait for running commands, then close the log."""
         await self.drain()
         self.close_log()
+
+
+async def _talk(proc: asyncio.subprocess.Process, payload: bytes) -> bytes:
+    """Write ``payload`` to the command's stdin and wait for it to exit, keeping only the
+    last :data:`STDERR_TAIL_BYTES` of its stderr (a hook that writes hundreds of MB must not
+    be held in memory)."""
+    assert proc.stdin is not None and proc.stderr is not None
+    stdin = proc.stdin
+
+    async def feed() -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            stdin.write(payload)
+            await stdin.drain()
+        stdin.close()
+
+    feeder = asyncio.ensure_future(feed())
+    tail = bytearray()
+    try:
+        while chunk := await proc.stderr.read(65536):
+            tail += chunk
+            del tail[:-STDERR_TAIL_BYTES]
+        await feeder
+        await proc.wait()
+    finally:
+        feeder.cancel()
+    return bytes(tail)
 
 
 def add_alert_arguments(parser: argparse.ArgumentParser) -> None:

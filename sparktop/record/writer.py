@@ -10,6 +10,7 @@ to there. Any other suffix is written uncompressed.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import logging
@@ -23,6 +24,7 @@ from typing import IO, Any
 import zstandard
 
 from sparktop.errors import UserError
+from sparktop.outfile import create_file
 from sparktop.record.tick import Tick, tick_to_json
 
 log = logging.getLogger(__name__)
@@ -88,8 +90,12 @@ class _Stream:
 class Recorder:
     """Appends ticks to a new recording at ``path`` (header first). Thread-safe ``write``.
 
-    Raises :class:`UserError` when the file cannot be created. ``dropped`` counts ticks the
-    full queue refused; ``error`` holds the first write failure (the recorder then stops).
+    ``raw`` is the file already opened for it (see :func:`sparktop.outfile.create_file`);
+    without it ``path`` is created (``force`` replaces an existing file; a symbolic link is
+    never followed). Raises :class:`UserError` when the file cannot be created or the header
+    cannot be written (a full disk at start). ``dropped`` counts ticks the full queue
+    refused; ``error`` holds the first write failure (the recorder then stops, and
+    :meth:`write` counts each tick it can no longer take in ``lost``).
     """
 
     def __init__(
@@ -99,27 +105,36 @@ class Recorder:
         *,
         flush_s: float = 1.0,
         max_queue: int = QUEUE_TICKS,
+        raw: IO[bytes] | None = None,
+        force: bool = False,
     ) -> None:
         self.path = path
         self.flush_s = flush_s
         self.dropped = 0
         self.written = 0
+        self.lost = 0
         self.error: str | None = None
-        try:
-            raw = path.expanduser().open("wb")
-        except OSError as exc:
-            raise UserError(f"--record: cannot create {path}: {exc.strerror}") from None
+        if raw is None:
+            raw = create_file(path, "--record", force=force)
         self._stream = _Stream(raw, compression_of(path))
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max_queue)
         self._closed = False
-        self._write_line(header)
-        self._stream.flush()
+        try:
+            self._write_line(header)
+            self._stream.flush()
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                raw.close()
+            raise UserError(f"--record: cannot write {path}: {exc.strerror or exc}") from None
         self._thread = threading.Thread(target=self._run, name="sparktop-record", daemon=True)
         self._thread.start()
 
     def write(self, tick: Tick) -> bool:
         """Queue a tick; never blocks. False when dropped (queue full, closed or failed)."""
-        if self._closed or self.error is not None:
+        if self.error is not None:
+            self.lost += 1
+            return False
+        if self._closed:
             return False
         try:
             self._queue.put_nowait(tick)
@@ -184,10 +199,20 @@ class Recorder:
                 if isinstance(item, _Barrier):
                     item.done.set()
         except Exception as exc:  # disk full, codec bug: stop recording, keep the app alive
-            self.error = f"recording to {self.path} stopped: {exc}"
-            log.error("%s", self.error)
+            self.error = _why(exc)
+            log.error("recording to %s stopped: %s", self.path, self.error)
         finally:
             try:
                 self._stream.close()
             except Exception as exc:
-                self.error = self.error or f"recording to {self.path}: close failed: {exc}"
+                self.error = self.error or f"closing failed: {_why(exc)}"
+            finally:
+                with contextlib.suppress(OSError):
+                    self._stream.raw.close()
+
+
+def _why(exc: BaseException) -> str:
+    """``No space left on device`` for an OSError, else the exception in one line."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

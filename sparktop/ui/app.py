@@ -267,6 +267,7 @@ class SparktopApp(App[int]):
             config.cluster, config.profile, self.poller.interval_s,
             None if newest is None else now - newest,
             paused=self.poller.paused, recording=self.recording,
+            recording_failed=bool(getattr(self.alert_engine, "recording_failed", False)),
         )  # fmt: skip
         if self.alert_engine is not None:
             for event in self.alert_engine.update(self.state, now):

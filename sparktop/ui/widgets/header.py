@@ -40,10 +40,13 @@ class HeaderBar(TextBlock):
         *,
         paused: bool,
         recording: bool,
+        recording_failed: bool = False,
     ) -> None:
-        """Update the line if anything visible changed (untrusted names are never markup)."""
+        """Update the line if anything visible changed (untrusted names are never markup).
+        ``recording_failed``: the recording stopped on an error (``✗ REC``; the alert bar
+        says why)."""
         age = fmt.age(newest_age_s)
-        key = (cluster, profile, interval_s, age, paused, recording)
+        key = (cluster, profile, interval_s, age, paused, recording, recording_failed)
         if key == self._shown:
             return
         self._shown = key
@@ -57,7 +60,9 @@ class HeaderBar(TextBlock):
         ]
         if paused:
             parts += ["  ", ("⏸ PAUSED", "$spark-warn bold")]
-        if recording:
+        if recording and recording_failed:
+            parts += ["  ", ("✗ REC stopped", "$spark-crit bold reverse")]
+        elif recording:
             parts += ["  ", ("● REC", "$spark-crit bold")]
         self.set_content(Content.assemble(*parts), layout=False)
 
