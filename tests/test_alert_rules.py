@@ -230,6 +230,25 @@ def test_expected_deficits_ttft_and_decode() -> None:
     assert run(cluster(ok), expected=expected_row) == {}
 
 
+def test_a_live_value_inside_the_band_is_no_deficit_whatever_the_percentage() -> None:
+    # 44 % above / 38 % below the row, but the estimator's band there is wider.
+    def wide(sample: EngineSample) -> Expected:
+        return Expected(2048.0, 2, 1.11, 57.0, 0.7, 1.8, 30.0, 90.0)
+
+    live = engine(ttft_p50=Quantile(1.60), itl_mean_s=1 / 35.3)
+    assert run(cluster(live), expected=wide) == {}
+
+    def narrow(sample: EngineSample) -> Expected:
+        return Expected(2048.0, 2, 1.11, 57.0, 1.0, 1.3, 50.0, 65.0)
+
+    found = run(cluster(live), expected=narrow)
+    assert "band ≤ 1.30 s)" in found["expected.ttft:dsv41"].message
+    assert "band ≥ 50.0 tok/s)" in found["expected.decode:dsv41"].message
+    # Outside the band but under the threshold: still no deficit.
+    near = engine(ttft_p50=Quantile(1.35), itl_mean_s=1 / 48.0)
+    assert run(cluster(near), expected=narrow) == {}
+
+
 def test_ttft_known_only_as_an_upper_bound_is_no_deficit() -> None:
     live = engine(ttft_p50=Quantile(2.5, "<"), itl_p50=Quantile(0.01, "<"))
     assert run(cluster(live), expected=expected_row) == {}
@@ -419,3 +438,17 @@ def test_failure_messages_do_not_repeat_the_sources_own_since() -> None:
     )
     found = run(cluster(ssh))
     assert found["node.down:spark-4"].message == "unreachable since 16:56:58: connection refused"
+
+
+def test_the_profiles_expected_row_carries_the_estimators_band() -> None:
+    from sparktop.alerts.engine import profile_expected
+    from sparktop.sweep.profile import load_profile
+
+    expected = profile_expected(load_profile("4x-spark-dsv41-flash-1017"))
+    assert expected is not None
+    row = expected(engine(running=3.0, mean_prompt_tokens=20_000.0))
+    assert row is not None and row.ttft_s is not None and row.decode_tps is not None
+    assert row.ttft_low_s is not None and row.ttft_high_s is not None
+    assert row.ttft_low_s < row.ttft_s < row.ttft_high_s
+    assert row.decode_low_tps is not None and row.decode_high_tps is not None
+    assert row.decode_low_tps < row.decode_tps < row.decode_high_tps

@@ -19,13 +19,19 @@ class Expected:
     """The profile's expected row for an engine's live prompt length and concurrency.
 
     ``ttft_s`` seconds, ``decode_tps`` per-stream decode tok/s; None where the profile has
-    no data (the estimator said "no data").
+    no data (the estimator said "no data"). ``*_low`` / ``*_high``: the estimator's
+    uncertainty band (same units; None: no band, the % threshold alone decides). A live value
+    inside the band is not a deficit.
     """
 
     prompt_tokens: float
     concurrency: int
     ttft_s: float | None = None
     decode_tps: float | None = None
+    ttft_low_s: float | None = None
+    ttft_high_s: float | None = None
+    decode_low_tps: float | None = None
+    decode_high_tps: float | None = None
 
 
 ExpectedFn = Callable[[EngineSample], Expected | None]

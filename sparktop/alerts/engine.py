@@ -227,6 +227,10 @@ def profile_expected(profile: Profile | None) -> ExpectedFn | None:
             concurrency=concurrency,
             ttft_s=_value(est.ttft_s),
             decode_tps=_value(est.decode_tps),
+            ttft_low_s=_num(est.ttft_s.low),
+            ttft_high_s=_num(est.ttft_s.high),
+            decode_low_tps=_num(est.decode_tps.low),
+            decode_high_tps=_num(est.decode_tps.high),
         )
 
     return expected
@@ -234,3 +238,7 @@ def profile_expected(profile: Profile | None) -> ExpectedFn | None:
 
 def _value(figure: Estimated) -> float | None:
     return float(figure.value) if is_num(figure.value) else None
+
+
+def _num(value: object) -> float | None:
+    return float(value) if is_num(value) else None

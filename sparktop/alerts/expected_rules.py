@@ -33,7 +33,8 @@ from sparktop.model import EngineSample, Quantile, is_num
 
 @dataclass(frozen=True, slots=True)
 class Deficit:
-    """Live vs expected for one engine: TTFT % above, per-stream decode % below."""
+    """Live vs expected for one engine: TTFT % above, per-stream decode % below, and the
+    estimator's band (None: no band)."""
 
     ttft_live_s: float | None = None
     ttft_expected_s: float | None = None
@@ -43,6 +44,30 @@ class Deficit:
     decode_under_pct: float | None = None
     prompt_tokens: float = 0.0
     concurrency: int = 0
+    ttft_high_s: float | None = None
+    decode_low_tps: float | None = None
+
+    def ttft_past(self, limit_pct: float) -> bool:
+        """TTFT at least ``limit_pct`` above expected and above the band's top."""
+        if self.ttft_over_pct is None or self.ttft_live_s is None:
+            return False
+        above_band = self.ttft_high_s is None or self.ttft_live_s > self.ttft_high_s
+        return self.ttft_over_pct >= limit_pct and above_band
+
+    def decode_past(self, limit_pct: float) -> bool:
+        """Decode at least ``limit_pct`` below expected and below the band's bottom."""
+        if self.decode_under_pct is None or self.decode_live_tps is None:
+            return False
+        below_band = self.decode_low_tps is None or self.decode_live_tps < self.decode_low_tps
+        return self.decode_under_pct >= limit_pct and below_band
+
+    def band_text(self, which: str) -> str:
+        """``", band ≤ 7.70 s"`` / ``", band ≥ 48.1 tok/s"`` for the message ("" without)."""
+        if which == "ttft" and self.ttft_high_s is not None:
+            return f", band ≤ {self.ttft_high_s:.2f} s"
+        if which == "decode" and self.decode_low_tps is not None:
+            return f", band ≥ {self.decode_low_tps:.1f} tok/s"
+        return ""
 
 
 def live_itl_s(s: EngineSample) -> float | None:
@@ -83,6 +108,8 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
         decode_under,
         exp.prompt_tokens,
         exp.concurrency,
+        exp.ttft_high_s,
+        exp.decode_low_tps,
     )
 
 
@@ -93,13 +120,14 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
         if d is None:
             continue
         at = f"at {d.prompt_tokens:,.0f} prompt tokens × {d.concurrency}"
-        if d.ttft_over_pct is not None and d.ttft_over_pct >= limit and d.ttft_live_s:
+        if d.ttft_past(limit) and d.ttft_over_pct is not None and d.ttft_live_s:
             yield engine_finding(
                 s,
                 "expected.ttft",
                 Severity.WARNING,
                 f"TTFT {d.ttft_over_pct:.0f} % above expected "
-                f"({d.ttft_live_s:.2f} s vs {d.ttft_expected_s:.2f} s {at})",
+                f"({d.ttft_live_s:.2f} s vs {d.ttft_expected_s:.2f} s {at}"
+                f"{d.band_text('ttft')})",
                 {
                     "ttft_s": d.ttft_live_s,
                     "expected_ttft_s": d.ttft_expected_s or 0.0,
@@ -107,14 +135,14 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                 },
                 score=round(d.ttft_over_pct),
             )
-        if d.decode_under_pct is not None and d.decode_under_pct >= limit:
+        if d.decode_past(limit) and d.decode_under_pct is not None:
             yield engine_finding(
                 s,
                 "expected.decode",
                 Severity.WARNING,
                 f"decode {d.decode_under_pct:.0f} % below expected "
                 f"({d.decode_live_tps:.1f} vs {d.decode_expected_tps:.1f} tok/s per "
-                f"stream from mean ITL, {at})",
+                f"stream from mean ITL, {at}{d.band_text('decode')})",
                 {
                     "decode_tps": d.decode_live_tps or 0.0,
                     "expected_decode_tps": d.decode_expected_tps or 0.0,
@@ -167,7 +195,7 @@ def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
         values = {"deficit_pct": under} if under is not None else {}
         if is_num(clock):
             values["sm_clock_mhz"] = float(clock)
-        if under is not None and under >= limit:
+        if under is not None and d is not None and d.decode_past(limit):
             message = f"decode {under:.0f} % below expected; {where}, {', '.join(evidence)}{tail}"
             severity = Severity.CRITICAL
         else:

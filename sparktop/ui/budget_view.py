@@ -202,9 +202,11 @@ def _time(b: Budget) -> list[list[Group]]:
         if not is_num(est.value):
             return [[_label(label), ("no data", "dim")], [(_why(est.value), "dim")]]
         text = fmt.seconds(est.value) if unit == "s" else f"{est.value:,.1f} tok/s"
+        band = fmt.band(est.low, est.high, unit)
         return [
             [_label(label), (text, "bold" if unit == "s" else ""), (after, "dim")],
             [(f"[{est.basis}]", "dim")],
+            *([[(f"band {band}", "dim")]] if band else []),
         ]
 
     total = t.total_s.value

@@ -3,7 +3,8 @@
 Live concurrency = running requests; live prompt length = mean prompt tokens of recently
 finished requests (DESIGN.md §6). Expected values come from the shared estimator
 (``sparktop.sweep.estimator.estimate``), which says how each was obtained (exact,
-interpolated, no data). Textual-free; the widget renders the lines.
+interpolated, fitted, extrapolated, no data) and gives a band: a live value inside it is
+not flagged, whatever the %. Textual-free; the widget renders the lines.
 """
 
 from __future__ import annotations
@@ -53,13 +54,26 @@ class Comparison:
     """What the live figure is (``p50`` for TTFT, ``1/ITL`` for decode, ``e2e`` rate)."""
     comparable: bool = True
     """False when the two figures are defined differently: shown, never flagged."""
+    low: Any = None
+    high: Any = None
+    """The estimator's band around ``expected`` (None: none)."""
 
     def deviation(self) -> float | None:
         return fmt.deviation_pct(self.live, self.expected)
 
+    def in_band(self) -> bool:
+        """The live value lies inside the estimator's band (never without one)."""
+        return (
+            is_num(self.live)
+            and is_num(self.low)
+            and is_num(self.high)
+            and self.low <= self.live <= self.high
+        )
+
     def deficit(self, threshold_pct: float) -> bool:
+        """Past the threshold on the worse side and outside the band."""
         dev = self.deviation()
-        if dev is None or not self.comparable:
+        if dev is None or not self.comparable or self.in_band():
             return False
         return dev > threshold_pct if self.worse_when == "higher" else dev < -threshold_pct
 
@@ -84,6 +98,10 @@ def _value(estimated: Any) -> Any:
 
 def _how(estimated: Any) -> str:
     return str(getattr(estimated, "how", "")) or "no data"
+
+
+def _band(estimated: Any) -> dict[str, Any]:
+    return {"low": getattr(estimated, "low", None), "high": getattr(estimated, "high", None)}
 
 
 def _basis(estimated: Any) -> str:
@@ -135,13 +153,14 @@ def expected_lines(
     # end-to-end aggregate (prefill time included): like-for-like only with an end-to-end
     # profile column; beside a decode-only one it is shown but never flagged.
     comparisons = (
-        (Comparison("TTFT", _value(est.ttft_s), _ttft_live(sample), "higher", "s", "p50"),
-         est.ttft_s),
-        (Comparison("decode/req", _value(est.decode_tps), per_stream, "lower", "", "1/ITL"),
-         est.decode_tps),
+        (Comparison("TTFT", _value(est.ttft_s), _ttft_live(sample), "higher", "s", "p50",
+                    **_band(est.ttft_s)), est.ttft_s),
+        (Comparison("decode/req", _value(est.decode_tps), per_stream, "lower", "", "1/ITL",
+                    **_band(est.decode_tps)), est.decode_tps),
         (Comparison(f"agg {kind}", _value(est.aggregate_tps), sample.decode_tps, "lower", "",
                     "live e2e" if kind == "decode-only" else "live",
-                    comparable=kind != "decode-only"), est.aggregate_tps),
+                    comparable=kind != "decode-only", **_band(est.aggregate_tps)),
+         est.aggregate_tps),
     )  # fmt: skip
     row_how = _how(est.ttft_s)
     groups: list[Group] = [
@@ -153,6 +172,9 @@ def expected_lines(
         past = comp.deficit(threshold_pct)
         since = clock.update(sample.engine, comp.label, past, now)
         group: Group = [(f"{comp.label} ", "dim"), (_fmt(comp.expected, comp.unit), "")]
+        band = fmt.band(comp.low, comp.high, comp.unit)
+        if band and is_num(comp.expected):
+            group.append((f" ({band})", "dim"))
         if not is_num(comp.expected):
             if _how(estimated) != row_how:  # the row's own reason is already shown once
                 group.append((f" ({_how(estimated)})", "dim"))

@@ -131,6 +131,17 @@ def seconds(value: Num | None) -> str:
     return quantile(value)
 
 
+def band(low: Num | None, high: Num | None, unit: str = "") -> str:
+    """An estimate's uncertainty band: ``5.10 s–7.70 s`` (``unit`` ``"s"``) or ``48.1–66.0``;
+    "" when there is none or it is a single value (a measured cell)."""
+    if not (is_num(low) and is_num(high)) or low == high:
+        return ""
+    if unit == "s":
+        return f"{seconds(low)}–{seconds(high)}"
+    spec = ",.0f" if float(high) >= 1000 else ",.1f"
+    return f"{format(low, spec)}–{format(high, spec)}"
+
+
 def gib(mib: Num | None) -> str:
     """MiB as whole GiB without the unit (``92``)."""
     return f"{float(mib) / 1024:.0f}" if is_num(mib) else NA_TEXT

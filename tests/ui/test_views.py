@@ -210,3 +210,48 @@ def test_expected_strip_says_how_in_a_word_and_no_data_with_its_reason_once() ->
     unknown = text(engine(running=NA("not exported")))
     assert "n/a" in unknown and "idle" not in unknown
     assert "idle" in text(engine(running=0.0))
+
+
+def test_expected_strip_shows_the_band_and_a_live_value_inside_it_is_not_flagged() -> None:
+    from functools import partial
+
+    from sparktop.sweep.estimator import estimate
+    from sparktop.sweep.profile import load_profile
+    from sparktop.ui.expected import DeficitClock, expected_lines
+
+    profile = load_profile("4x-spark-dsv41-flash-1017")
+    fn = partial(estimate, profile)
+    est = estimate(profile, 20_000, 3)
+    assert est.ttft_s.basis.value == "interpolated"
+    high = est.ttft_s.high
+    assert isinstance(high, float) and isinstance(est.ttft_s.value, float)
+    # 3 % above the row, past a 2 % threshold, yet inside its band: not a deficit; past the
+    # band: a deficit.
+    inside = est.ttft_s.value * 1.03
+    assert inside <= high
+    for live, flagged in ((inside, False), (max(high, est.ttft_s.value * 1.3) * 1.05, True)):
+        sample = engine(running=3.0, mean_prompt_tokens=20_000.0, ttft_p50=Quantile(live))
+        lines = expected_lines(sample, profile.name, fn, 2.0, DeficitClock(), T0)
+        cells = [cell for line in lines for cell in line]
+        text = "".join(t for t, _ in cells)
+        assert "TTFT" in text and "–" in text  # the band beside the expected value
+        ttft_pct = next(c for c in cells if c[0].strip().endswith("%"))
+        assert (ttft_pct[1] == "crit") is flagged
+
+
+def test_budget_pane_shows_the_band_of_an_estimated_figure_not_of_an_exact_one() -> None:
+    from sparktop.sweep.profile import load_profile
+    from sparktop.sweep.tokens import TokenCount
+    from sparktop.ui.budget_view import BudgetInputs, budget_lines
+
+    profile = load_profile("2x-spark-dsv4-flash-0731")
+
+    def text(prompt: int, concurrency: int) -> str:
+        inputs = BudgetInputs(TokenCount(prompt, "given"), concurrency)
+        return "\n".join(
+            "".join(t for t, _ in line) for line in budget_lines(inputs, profile, None)
+        )
+
+    assert "band" not in text(2048, 6)  # an exact row
+    fitted = text(125_272, 1)
+    assert "[interpolated]" in fitted and "band 1m" not in fitted and "band " in fitted
