@@ -202,7 +202,9 @@ class NodeSample:
     ``time_s`` is wall-clock (``time.time()``); ``since_s`` is when the current failure began
     (None when OK); ``latency_s`` is how long the probe took; ``raw`` the probe's output (for
     the detail screen, truncated). ``cpu_pct`` is host CPU use over all cores since the
-    previous sample, % (psutil; only the local source reads it).
+    previous sample, % (psutil; only the local source reads it). ``probe`` says how an SSH
+    node was read: ``stream (nvidia-smi -lms 1000)``, ``one-shot``, or ``one-shot: <why the
+    stream is not used>`` (empty for other sources and for failures before any output).
     """
 
     node: str
@@ -216,6 +218,7 @@ class NodeSample:
     raw: str = ""
     driver_version: str = ""
     cpu_pct: Num = NA("not measured")
+    probe: str = ""
 
     @property
     def ok(self) -> bool:

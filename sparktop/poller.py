@@ -3,6 +3,10 @@
 A source's ``sample()`` should never raise; if it does, the poller turns the exception into
 an error sample so one bad source never stops the others. A source is never polled again
 while its previous poll is running (each task awaits its own poll before scheduling the next).
+
+A source with ``follow_interval(interval_s)`` is told the period when the loops start and
+whenever it changes (an SSH node then streams at that period); while its ``self_paced`` is
+true its ``sample()`` itself waits for the next reading, so its loop polls again at once.
 """
 
 from __future__ import annotations
@@ -73,9 +77,18 @@ class Poller:
     def set_interval(self, interval_s: float) -> None:
         """Change the poll period (clamped to 0.2–60 s); takes effect at the next wait."""
         self.interval_s = min(MAX_INTERVAL_S, max(MIN_INTERVAL_S, interval_s))
+        if self._tasks:
+            self._follow()
         self._wake.set()
 
+    def _follow(self) -> None:
+        for source in self.sources:
+            follow = getattr(source, "follow_interval", None)
+            if follow is not None:
+                follow(self.interval_s)
+
     def start(self) -> None:
+        self._follow()
         for source in self.sources:
             self._tasks.append(asyncio.create_task(self._loop(source), name=f"poll:{source.name}"))
 
@@ -101,6 +114,8 @@ class Poller:
             await self._running.wait()
             started = loop.time()
             await self._poll(source)
+            if getattr(source, "self_paced", False):
+                continue  # sample() waited for the reading: waiting again would lag behind it
             delay = self.interval_s - (loop.time() - started)
             if delay > 0:
                 self._wake.clear()

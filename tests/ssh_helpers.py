@@ -233,27 +233,60 @@ def login_user() -> str:
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
-FAKE_NVIDIA_SMI = r"""#!/bin/sh
-# Fake nvidia-smi for sparktop's tests: answers precomputed per query, or hangs.
+FAKE_NVIDIA_SMI = r"""#!/bin/bash
+# Fake nvidia-smi for sparktop's tests: answers precomputed per query, or hangs. With -lms N it
+# streams like the real tool: the header once, then the rows every N ms, until its output
+# closes; $d/lms says how -lms behaves (ok, unsupported, exits, garbage) and while $d/stall
+# exists the stream prints nothing. Sleeping is `read -t` on a pipe nobody writes to, so a
+# streaming fake starts no process per interval (as a real nvidia-smi keeps NVML open).
 d='{dir}'
 echo "$*" >> "$d/calls"
-mode=$(cat "$d/mode")
+read -r mode < "$d/mode"
 if [ "$mode" = hang ]; then exec sleep 30; fi
 q=
 f=
+lms=
+prev=
 for arg in "$@"; do
   case "$arg" in
     --query-gpu=*) q="${{arg#--query-gpu=}}" ;;
     --query-compute-apps=*) f="$d/apps" ;;
   esac
+  if [ "$prev" = -lms ]; then lms="$arg"; fi
+  prev="$arg"
 done
 if [ -z "$f" ]; then f="$d/gpu-$(printf '%s' "$q" | md5sum | cut -c1-32)"; fi
 if [ ! -f "$f.out" ]; then
   echo "Field \"$q\" is not a valid field to query."
   exit 2
 fi
-cat "$f.out"
-exit "$(cat "$f.rc")"
+if [ -z "$lms" ]; then
+  cat "$f.out"
+  exit "$(cat "$f.rc")"
+fi
+read -r how < "$d/lms"
+if [ "$how" = unsupported ]; then
+  echo 'Invalid combination of input arguments. Please run "nvidia-smi -h" for help.'
+  exit 2
+fi
+read -r rc < "$f.rc"
+if [ "$rc" != 0 ]; then cat "$f.out"; exit "$rc"; fi
+{{ read -r header; rows=$(cat); }} < "$f.out"
+secs=$(printf '%d.%03d' $((lms / 1000)) $((lms % 1000)))
+exec 9<> <(:)
+printf '%s\n' "$header"
+n=0
+while :; do
+  while [ -e "$d/stall" ]; do read -r -t 0.05 -u 9; done
+  if [ "$how" = garbage ] && [ "$n" -ge 1 ]; then
+    printf '%s\n' 'Unable to determine the device handle for GPU0: Unknown Error, Unknown Error'
+  else
+    printf '%s\n' "$rows"
+  fi
+  n=$((n + 1))
+  if [ "$how" = exits ] && [ "$n" -ge 3 ]; then exit 0; fi
+  read -r -t "$secs" -u 9
+done
 """
 
 
@@ -288,6 +321,7 @@ class Sshd:
         self.port = free_port()
         self.proc: subprocess.Popen[str] | None = None
         self.log: list[str] = []
+        self.lms = "ok"
         root.mkdir(parents=True, exist_ok=True)
         self.bin = root / "bin"
         self.answers = root / "answers"
@@ -342,12 +376,26 @@ class Sshd:
         (self.answers / "apps.out").write_text(out)
         (self.answers / "apps.rc").write_text(f"{rc}\n")
         (self.answers / "mode").write_text("answer\n")
+        (self.answers / "lms").write_text(f"{self.lms}\n")
 
     @property
     def calls(self) -> list[str]:
         """Every fake nvidia-smi invocation's arguments, in order."""
         path = self.answers / "calls"
         return path.read_text().splitlines() if path.exists() else []
+
+    def set_lms(self, how: str) -> None:
+        """How the fake's ``-lms`` behaves: ok, unsupported, exits (after 3 intervals) or
+        garbage (after the first interval)."""
+        self.lms = how
+        (self.answers / "lms").write_text(f"{how}\n")
+
+    def stall(self) -> None:
+        """Streams print nothing until :meth:`unstall` (one-shot calls still answer)."""
+        (self.answers / "stall").write_text("")
+
+    def unstall(self) -> None:
+        (self.answers / "stall").unlink(missing_ok=True)
 
     def hang(self) -> None:
         """Every nvidia-smi call from now on sleeps (until the remote ``timeout`` kills it)."""

@@ -3,21 +3,26 @@
 Each node is a real ``sshd -D -e`` with its own host key and config on a free 127.0.0.1 port;
 a fake ``nvidia-smi`` first on the session PATH answers from the nvidia-smi cases
 (gb10-query-with-header.csv, gb10-thermal-slowdown.csv, gb10-hidden-low-power.csv,
-driver-mismatch.txt) and ``/proc/meminfo`` is the machine's own.
+driver-mismatch.txt) and ``/proc/meminfo`` is the machine's own. With ``-lms`` the fake
+streams as nvidia-smi does, stalls on request, or misbehaves (refuses ``-lms``, prints junk).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
 from sparktop.cli import main
-from sparktop.model import NodeSample, NodeState
+from sparktop.model import NodeSample, NodeState, Sample
+from sparktop.poller import Poller
 from sparktop.sim.sshserver import generate_key, public_key_line
 from sparktop.sources.probe import FIELD_SETS
 from tests.ssh_helpers import (
@@ -240,3 +245,98 @@ def test_snapshot_json_four_sshd_nodes_one_hung(
         assert gpu["clock_event_mask"] is not None
         assert gpu["clock_events"] == expected_reasons[name]
         assert set(gpu["missing"]) == {"memory_used_mib", "memory_total_mib"}
+
+
+# -- the streaming probe over sshd ---------------------------------------------------------------
+
+
+def _streams(daemon: Sshd) -> list[str]:
+    return [call for call in daemon.calls if "-lms" in call]
+
+
+def _node_processes(daemon: Sshd) -> list[str]:
+    """Command lines of every live process the daemon's sessions run (fake nvidia-smi…)."""
+    assert daemon.proc is not None
+    out = []
+    for child in psutil.Process(daemon.proc.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            out.append(" ".join(child.cmdline()))
+    return out
+
+
+async def test_monitor_streams_over_sshd_by_default(
+    files: ClientFiles, make_sshd: MakeSshd
+) -> None:
+    daemon = make_sshd()
+    source = ssh_source(files, node("spark-1", daemon.port), command_timeout_s=5)
+    arrived: list[NodeSample] = []
+    enough = asyncio.Event()
+
+    def on_sample(sample: Sample) -> None:
+        assert isinstance(sample, NodeSample)
+        arrived.append(sample)
+        if sum(s.probe.startswith("stream") for s in arrived) >= 8:
+            enough.set()
+
+    poller = Poller([source], interval_s=0.25, on_sample=on_sample)
+    poller.start()
+    try:
+        await asyncio.wait_for(enough.wait(), 30)
+        running = _node_processes(daemon)
+    finally:
+        await poller.aclose()
+    streamed = [s for s in arrived if s.probe == "stream (nvidia-smi -lms 250)"]
+    assert len(streamed) >= 8 and all(s.ok for s in arrived)
+    assert streamed[-1].gpus[0].sm_clock_mhz == 2509
+    assert streamed[-1].memory.gpu_held_mib == 19135  # the slow tier, beside the stream
+    (stream,) = _streams(daemon)
+    assert stream.endswith("--format=csv,nounits -lms 250")
+    # One nvidia-smi stays on the node (no shell left behind it: the command execs it).
+    assert sum("nvidia-smi" in cmd for cmd in running) == 1, running
+    times = [s.time_s for s in streamed]
+    assert all(b > a for a, b in itertools.pairwise(times))
+
+
+async def test_sshd_stream_stall_goes_stale_and_restarts(
+    files: ClientFiles, make_sshd: MakeSshd
+) -> None:
+    daemon = make_sshd()
+    source = ssh_source(files, node("spark-1", daemon.port), command_timeout_s=5)
+    source.follow_interval(0.25)
+    try:
+        await source.sample()
+        streamed = await source.sample()
+        daemon.stall()
+        stale = await source.sample()
+        daemon.unstall()
+        after = [await source.sample() for _ in range(3)]
+    finally:
+        await source.aclose()
+    assert streamed.probe == "stream (nvidia-smi -lms 250)"
+    assert stale.ok and stale.probe == "one-shot while the stream restarts (no output for 1.0 s)"
+    assert after[-1].ok and after[-1].probe == "stream (nvidia-smi -lms 250)"
+    assert len(_streams(daemon)) == 2
+
+
+@pytest.mark.parametrize(
+    ("lms", "reason"),
+    [
+        ("unsupported", "one-shot: the stream nvidia-smi -lms exited 2 before its first row: "),
+        ("garbage", "one-shot: the stream printed what is not nvidia-smi CSV (a row of 2 cells"),
+    ],
+)
+async def test_sshd_node_without_a_working_lms_stays_one_shot(
+    files: ClientFiles, make_sshd: MakeSshd, lms: str, reason: str
+) -> None:
+    daemon = make_sshd()
+    daemon.set_lms(lms)
+    source = ssh_source(files, node("spark-1", daemon.port), command_timeout_s=5)
+    source.follow_interval(0.25)
+    try:
+        samples = [await source.sample() for _ in range(6)]
+    finally:
+        await source.aclose()
+    assert all(s.ok for s in samples), [s.message for s in samples]
+    assert samples[-1].probe.startswith(reason), samples[-1].probe
+    assert samples[-1].gpus[0].sm_clock_mhz == 2509
+    assert len(_streams(daemon)) == 1  # tried once on this connection, then one-shot

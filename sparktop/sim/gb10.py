@@ -7,18 +7,27 @@ answers like bash (``bash: X: command not found``, status 127). nvidia-smi's out
 the real tool: CSV with a header (units in brackets even with ``nounits``), ``", "``
 separators, ``[N/A]`` memory on GB10, hex masks like ``0x0000000000000020``, and for an
 unknown field ``Field "x" is not a valid field to query.`` with status 2.
+
+:meth:`Gb10Responder.stream` answers the long-lived ``exec nvidia-smi --query-gpu=… -lms N``
+as the real tool does: the header once, then a row every N ms (the model refreshed before each
+row) until the client goes away. ``lms`` emulates drivers whose ``-lms`` misbehaves.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import MappingProxyType
 
 from sparktop.sim.gpu import MAX_SM_CLOCK_MHZ, GpuModel
 
 Refresh = Callable[[], object]
+
+LMS_MODES = ("ok", "unsupported", "exits", "garbage")
+"""How a simulated ``-lms`` behaves: streams; refuses the option; prints three intervals and
+exits; prints one interval and then lines that are not its CSV."""
 
 _COUNTER = "clocks_event_reasons_counters."
 
@@ -76,6 +85,11 @@ def split_command(command: str) -> tuple[str, ...]:
     return tuple(lexer)
 
 
+async def _once(text: str, status: int) -> AsyncIterator[str | int]:
+    yield text
+    yield status
+
+
 def _invalid(field: str) -> tuple[str, int]:
     return f'Field "{field}" is not a valid field to query.\n\n', 2
 
@@ -88,10 +102,19 @@ class Gb10Responder:
     that old name). ``refresh`` is called before each answer so the model is current.
     """
 
-    def __init__(self, gpu: GpuModel, refresh: Refresh | None = None, old_driver: bool = False):
+    def __init__(
+        self,
+        gpu: GpuModel,
+        refresh: Refresh | None = None,
+        old_driver: bool = False,
+        lms: str = "ok",
+    ):
         self.gpu = gpu
         self.refresh = refresh
         self.old_driver = old_driver
+        self.lms = lms
+        self.rows_streamed = 0
+        """Rows printed by every stream so far (what the node's stream cost is counted by)."""
 
     async def __call__(self, command: str) -> tuple[str, int]:
         if self.refresh is not None:
@@ -117,6 +140,45 @@ class Gb10Responder:
             segment = []
         return "".join(out), status
 
+    def stream(self, command: str) -> AsyncIterator[str | int] | None:
+        """The chunks of a ``-lms`` command (see :data:`~sparktop.sim.sshserver.Streamer`), or
+        None for any other command (answered by :meth:`run`)."""
+        try:
+            tokens = list(split_command(command))
+        except ValueError:
+            return None
+        if "exec" not in tokens or "-lms" not in tokens:
+            return None
+        args = tokens[tokens.index("exec") + 2 :]
+        while len(args) >= 3 and args[-3:] == ["2", ">&", "1"]:
+            args = args[:-3]
+        at = args.index("-lms")
+        ms_text = args[at + 1] if at + 1 < len(args) else ""
+        if not ms_text.isdigit() or int(ms_text) <= 0 or self.lms == "unsupported":
+            return _once(_BAD_ARGS, 2)
+        text, status = self._nvidia_smi(args[:at] + args[at + 2 :])
+        if status != 0:
+            return _once(text, status)
+        return self._rows(args[:at] + args[at + 2 :], int(ms_text) / 1000)
+
+    async def _rows(self, args: list[str], period_s: float) -> AsyncIterator[str | int]:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for n in range(1 << 62):
+            if self.refresh is not None:
+                self.refresh()
+            text, _ = self._nvidia_smi(args)
+            lines = text.splitlines(keepends=True)
+            if self.lms == "garbage" and n >= 1:
+                yield "\x1b[2JUnable to determine the device handle for GPU0: Unknown Error, 999\n"
+            else:
+                self.rows_streamed += len(lines) - 1
+                yield "".join(lines if n == 0 else lines[1:])
+            if self.lms == "exits" and n >= 2:
+                yield 0
+                return
+            await asyncio.sleep(max(0.0, start + (n + 1) * period_s - loop.time()))
+
     def _simple(self, words: list[str], last_status: int) -> tuple[str, int]:
         words = [w.replace("$?", str(last_status)) for w in words]
         # Redirections: only "2>&1" (tokens "2", ">&", "1") is used; output is merged anyway.
@@ -129,6 +191,8 @@ class Gb10Responder:
         prog, args = words[0], words[1:]
         if prog == "export":
             return "", 0
+        if prog == "exec" and args:
+            return self._simple(args, last_status)
         if prog == "echo":
             return " ".join(args) + "\n", 0
         if prog == "timeout" and args:

@@ -126,7 +126,9 @@ class SimHandle:
             responder = Gb10Responder(
                 gpu, self.refresh, old_driver=name in self.options.old_driver_nodes
             )
-            self.ssh[name] = await start_ssh_server(responder, authorized_client_keys=[client_key])
+            self.ssh[name] = await start_ssh_server(
+                responder, authorized_client_keys=[client_key], streamer=responder.stream
+            )
         for name, engine in self.cluster.engines.items():
             server = EngineServer(engine, self.clock, self.refresh)
             await server.start()

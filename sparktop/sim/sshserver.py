@@ -8,6 +8,8 @@ Fault injection for tests and demo scenarios, per server:
 
 - :meth:`SshServerHandle.hang` — every command not answered yet blocks until
   :meth:`~SshServerHandle.unhang`: the node answers TCP and SSH but the probe never returns.
+- :meth:`SshServerHandle.stall_streams` — long-lived commands (``nvidia-smi -lms``) stop
+  printing until :meth:`~SshServerHandle.resume_streams`; other commands still answer.
 - :meth:`SshServerHandle.go_away` — stop listening and drop every connection (connection
   refused); :meth:`~SshServerHandle.come_back` listens again on the same port and host key.
 
@@ -27,12 +29,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import asyncssh
 
 Responder = Callable[[str], Awaitable[tuple[str, int]]]
 """``async (command) -> (stdout, exit_status)``: what the node prints for one exec request."""
+
+Streamer = Callable[[str], AsyncIterator[str | int] | None]
+"""For long-lived commands: ``(command) -> chunks`` printed as they come (an ``int`` ends the
+command with that exit status), or None when the command is for the responder."""
 
 KEY_ALG = "ssh-ed25519"
 
@@ -97,6 +103,9 @@ class SshServerHandle:
         self.commands: list[str] = []
         self.connections_accepted = 0
         self.allow_tcp_forwarding = False
+        self.streamer: Streamer | None = None
+        self.streams_running = 0
+        """Long-lived commands printing right now."""
         self._responder = responder
         self._authorized = asyncssh.import_authorized_keys(
             "".join(public_key_line(k) + "\n" for k in authorized_keys)
@@ -106,6 +115,8 @@ class SshServerHandle:
         self._tasks: set[asyncio.Task[None]] = set()
         self._released = asyncio.Event()
         self._released.set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -156,6 +167,14 @@ class SshServerHandle:
     def unhang(self) -> None:
         self._released.set()
 
+    def stall_streams(self) -> None:
+        """Long-lived commands print nothing more until :meth:`resume_streams` (they stay
+        open: a stalled ``nvidia-smi -lms``)."""
+        self._flowing.clear()
+
+    def resume_streams(self) -> None:
+        self._flowing.set()
+
     async def go_away(self) -> None:
         """Stop listening and drop every connection: clients see "connection refused"."""
         await self._stop()
@@ -182,6 +201,10 @@ class SshServerHandle:
         self.commands.append(command)
         try:
             await self._released.wait()
+            stream = self.streamer(command) if self.streamer is not None else None
+            if stream is not None:
+                process.exit(await self._stream(process, stream))
+                return
             try:
                 stdout, status = await self._responder(command)
             except Exception as exc:  # a responder bug shows up as a failed command
@@ -197,6 +220,25 @@ class SshServerHandle:
             if task is not None:
                 self._tasks.discard(task)
 
+    async def _stream(
+        self, process: asyncssh.SSHServerProcess[str], stream: AsyncIterator[str | int]
+    ) -> int:
+        """Print the chunks as they come; the exit status (0 when the chunks end)."""
+        self.streams_running += 1
+        try:
+            async for chunk in stream:
+                if isinstance(chunk, int):
+                    return chunk
+                await self._flowing.wait()
+                await self._released.wait()
+                process.stdout.write(chunk)
+                await process.stdout.drain()
+            return 0
+        finally:
+            self.streams_running -= 1
+            with contextlib.suppress(Exception):
+                await stream.aclose()  # type: ignore[attr-defined]
+
 
 def generate_key() -> asyncssh.SSHKey:
     """A fresh Ed25519 private key (host or client)."""
@@ -211,13 +253,15 @@ async def start_ssh_server(
     host_key: asyncssh.SSHKey | None = None,
     authorized_client_keys: Sequence[asyncssh.SSHKey] | None = None,
     allow_tcp_forwarding: bool = False,
+    streamer: Streamer | None = None,
 ) -> SshServerHandle:
     """Start an SSH server on ``host:port`` (0 = a free port) answering with ``responder``.
 
     ``host_key`` defaults to a fresh Ed25519 key. ``authorized_client_keys`` are the public
     (or private) keys allowed to log in as any user; when None a client key is generated and
     exposed as ``handle.client_key``. ``allow_tcp_forwarding`` lets clients use the server as
-    a ProxyJump host to other loopback ports.
+    a ProxyJump host to other loopback ports. ``streamer`` answers long-lived commands
+    chunk by chunk (see :data:`Streamer`).
     """
     client_key: asyncssh.SSHKey | None = None
     if authorized_client_keys is None:
@@ -227,5 +271,6 @@ async def start_ssh_server(
         responder, host, host_key or generate_key(), authorized_client_keys, client_key
     )
     handle.allow_tcp_forwarding = allow_tcp_forwarding
+    handle.streamer = streamer
     await handle._listen(port)
     return handle

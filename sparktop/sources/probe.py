@@ -52,8 +52,42 @@ def gpu_fields(reasons_field: str = REASONS_FIELD, counters: bool = True) -> tup
     return GPU_FIELDS_BASE + (reasons_field,) + (COUNTER_FIELDS if counters else ())
 
 
+def gpu_section(fields: tuple[str, ...]) -> str:
+    """The probe's GPU part: the ``gpu`` marker, nvidia-smi CSV (with header), its status."""
+    return (
+        f"echo '{MARK}{SECTION_GPU}'; "
+        f"timeout {REMOTE_TIMEOUT_S} nvidia-smi --query-gpu={','.join(fields)} "
+        "--format=csv,nounits 2>&1; "
+        f'echo "{MARK}rc $?"'
+    )
+
+
+def slow_command() -> str:
+    """The slow tier, read every few seconds beside the stream: ``/proc/meminfo`` and the
+    per-process GPU memory, in the probe's sections::
+
+        @@sparktop:meminfo
+        <contents of /proc/meminfo>
+        @@sparktop:apps
+        <csv with header>
+        @@sparktop:rc <status>
+    """
+    return f"export LC_ALL=C; {_slow_part()}"
+
+
+def _slow_part() -> str:
+    return (
+        f"echo '{MARK}{SECTION_MEMINFO}'; "
+        "cat /proc/meminfo; "
+        f"echo '{MARK}{SECTION_APPS}'; "
+        f"timeout {REMOTE_TIMEOUT_S} nvidia-smi --query-compute-apps={','.join(APPS_FIELDS)} "
+        "--format=csv,nounits 2>&1; "
+        f'echo "{MARK}rc $?"'
+    )
+
+
 def probe_command(fields: tuple[str, ...]) -> str:
-    """The batched per-poll command: GPU CSV (with header), /proc/meminfo, per-process memory.
+    """The batched one-shot command: GPU CSV (with header), /proc/meminfo, per-process memory.
 
     Output shape (each nvidia-smi call followed by its exit status)::
 
@@ -66,18 +100,29 @@ def probe_command(fields: tuple[str, ...]) -> str:
         <csv with header>
         @@sparktop:rc <status>
     """
-    t = REMOTE_TIMEOUT_S
+    return f"export LC_ALL=C; {gpu_section(fields)}; {_slow_part()}"
+
+
+STREAM_MIN_INTERVAL_MS = 100
+"""The shortest ``-lms`` period asked for (the poller's own floor is 200 ms)."""
+
+
+def stream_interval_ms(interval_s: float) -> int:
+    """``-lms`` milliseconds for a poll period in seconds (an integer: the command is fixed)."""
+    return max(STREAM_MIN_INTERVAL_MS, round(float(interval_s) * 1000))
+
+
+def stream_command(fields: tuple[str, ...], interval_ms: int) -> str:
+    """The long-lived GPU stream: nvidia-smi keeps NVML open and prints its CSV header once,
+    then one row per GPU every ``interval_ms`` (``-lms``), until the channel closes.
+
+    ``exec`` leaves no shell behind on the node; stderr is merged so a refusal (``-lms``
+    unknown, a bad field) arrives as text the client can name.
+    """
+    ms = int(interval_ms)  # formatted from an integer only: never a string from outside
     return (
-        "export LC_ALL=C; "
-        f"echo '{MARK}{SECTION_GPU}'; "
-        f"timeout {t} nvidia-smi --query-gpu={','.join(fields)} --format=csv,nounits 2>&1; "
-        f'echo "{MARK}rc $?"; '
-        f"echo '{MARK}{SECTION_MEMINFO}'; "
-        "cat /proc/meminfo; "
-        f"echo '{MARK}{SECTION_APPS}'; "
-        f"timeout {t} nvidia-smi --query-compute-apps={','.join(APPS_FIELDS)} "
-        "--format=csv,nounits 2>&1; "
-        f'echo "{MARK}rc $?"'
+        f"export LC_ALL=C; exec nvidia-smi --query-gpu={','.join(fields)} "
+        f"--format=csv,nounits -lms {ms} 2>&1"
     )
 
 

@@ -1,7 +1,12 @@
-"""SSH node source: one persistent asyncssh connection per node, one batched probe per poll.
+"""SSH node source: one persistent asyncssh connection per node.
 
-The probe is the fixed command from :mod:`sparktop.sources.probe` (nvidia-smi CSV with its
-header, ``/proc/meminfo``, per-process GPU memory); its output is parsed by
+A poll is read from the node's GPU stream (:mod:`sparktop.sources.stream`: one long-lived
+``nvidia-smi … -lms N`` and a slow tier every few seconds) once the poller has set a period
+with :meth:`SshSource.follow_interval`, and from the one-shot probe otherwise (the first poll
+of a connection, one-off commands, while a stream restarts, or on a node whose ``-lms``
+does not work; ``NodeSample.probe`` says which). Both are fixed commands from
+:mod:`sparktop.sources.probe` (nvidia-smi CSV with its header, ``/proc/meminfo``,
+per-process GPU memory) and their output is parsed by
 :func:`sparktop.sources.nvsmi.parse_probe_output`. The nvidia-smi field set is learnt once per
 connection (newest first, falling back for older drivers, see ``FIELD_SETS``).
 
@@ -30,9 +35,8 @@ import errno
 import logging
 import os
 import random
-import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import asyncssh
@@ -49,6 +53,8 @@ from sparktop.sources.hostkeys import (
 )
 from sparktop.sources.nvsmi import parse_probe_output, unsupported_field
 from sparktop.sources.probe import FIELD_SETS, field_check_command, probe_command
+from sparktop.sources.sshutil import clock_text, expand_path, failure_reason, gcm_first
+from sparktop.sources.stream import StreamProbe
 
 if TYPE_CHECKING:
     from sparktop.inventory import NodeConfig, SshSettings
@@ -62,44 +68,8 @@ CONNECT_MARGIN_S = 1.0
 """Safety net beyond asyncssh's own ``connect_timeout``."""
 
 
-def gcm_first(algs: Sequence[bytes]) -> list[str]:
-    """asyncssh's default ciphers with AES-GCM first, used when no SSH config names Ciphers.
-
-    asyncssh drives chacha20-poly1305 with several OpenSSL calls per packet and AES-GCM with
-    one: a poll costs about 30 % less CPU on this side (and on an asyncssh server).
-    """
-    gcm = [a for a in algs if b"-gcm@" in a]
-    return [a.decode("ascii") for a in (*gcm, *(a for a in algs if a not in gcm))]
-
-
 class _ProbeTimeout(Exception):
     """The field check plus probe did not finish before the client deadline."""
-
-
-def clock_text(time_s: float) -> str:
-    """Local wall-clock time as ``HH:MM:SS``."""
-    return time.strftime("%H:%M:%S", time.localtime(time_s))
-
-
-def _reason(exc: BaseException) -> str:
-    """A short, secret-free reason for a connection-level failure."""
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(exc, socket.gaierror):
-        return f"cannot resolve host name ({exc.strerror})"
-    if isinstance(exc, asyncssh.ChannelOpenError):
-        return f"session refused: {exc.reason}"
-    if isinstance(exc, asyncssh.ConnectionLost):
-        return "connection lost"
-    if isinstance(exc, asyncssh.Error):
-        return exc.reason or type(exc).__name__
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def _path(value: object) -> str | None:
-    return os.path.expanduser(os.fspath(value)) if value else None  # type: ignore[call-overload]
 
 
 class SshSource:
@@ -116,6 +86,7 @@ class SshSource:
         backoff_cap_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
+        stream: bool = True,
     ) -> None:
         self.name: str = node.name
         self.node = node
@@ -135,6 +106,13 @@ class SshSource:
         """Connections opened so far (a healthy node keeps one)."""
         self.host_key_verified_s: float | None = None
         """When the host key was last verified (each connection checks it), wall clock."""
+        self.stream: StreamProbe | None = None
+        """The node's GPU stream (None: every poll runs the one-shot probe)."""
+        if stream:
+            self.stream = StreamProbe(
+                self.name, backoff_base_s=backoff_base_s, backoff_cap_s=backoff_cap_s,
+                clock=clock, rng=self._rng,
+            )  # fmt: skip
 
     @property
     def host(self) -> str:
@@ -161,6 +139,17 @@ class SshSource:
             return 0.0
         return max(0.0, self._retry_at - self._clock())
 
+    def follow_interval(self, interval_s: float) -> None:
+        """Polled every ``interval_s`` from now on: stream at that period (where enabled)."""
+        if self.stream is not None:
+            self.stream.follow(interval_s)
+
+    @property
+    def self_paced(self) -> bool:
+        """True while polls come from the stream: each ``sample()`` waits for the next
+        interval's rows, so the poller must not wait on top of it."""
+        return self._last_failure is None and self.stream is not None and self.stream.streaming
+
     async def sample(self) -> NodeSample:
         """Poll the node once (or join the poll already running); never raises for the node."""
         if self._inflight is None or self._inflight.done():
@@ -171,6 +160,8 @@ class SshSource:
         if self._inflight is not None and not self._inflight.done():
             self._inflight.cancel()
             await asyncio.wait({self._inflight})  # our own cancellation still propagates
+        if self.stream is not None:
+            await self.stream.aclose()
         await self._drop()
 
     # -- one poll ------------------------------------------------------------------------
@@ -193,24 +184,33 @@ class SshSource:
             problem = self._local_file_problem(exc)
             if problem is not None:
                 return await self._fail(NodeState.ERROR, problem, started)
-            return await self._fail(NodeState.UNREACHABLE, _reason(exc), started)
+            return await self._fail(NodeState.UNREACHABLE, failure_reason(exc), started)
         except asyncssh.KeyImportError as exc:  # e.g. an encrypted key and no agent
             reason = f"cannot use the SSH key: {exc}; load it into ssh-agent or fix identity_file"
             return await self._fail(NodeState.AUTH, reason, started)
         except ValueError as exc:  # asyncssh's errors for an unusable SSH config
             return await self._fail(NodeState.ERROR, f"SSH settings: {exc}", started)
         try:
+            streamed = await self._streamed(conn)
+            if streamed is not None:
+                return self._parsed(*streamed, started)
             text = await self._probe(conn)
         except _ProbeTimeout:
             reason = f"probe timed out after {self.command_timeout_s:g} s"
             return await self._fail(NodeState.UNREACHABLE, reason, started)
         except (OSError, asyncssh.Error) as exc:
             if not reused:
-                return await self._fail(NodeState.UNREACHABLE, _reason(exc), started)
+                return await self._fail(NodeState.UNREACHABLE, failure_reason(exc), started)
             # A kept connection can die quietly (sshd restarted): one fresh attempt now.
             await self._drop()
             return await self._sample()
-        return self._parsed(text, started)
+        return self._parsed(text, None, started)
+
+    async def _streamed(self, conn: asyncssh.SSHClientConnection) -> tuple[str, float] | None:
+        """The next interval from the stream, or None when the one-shot probe must answer."""
+        if self.stream is None or self._fields is None:
+            return None  # the first poll of a connection learns the field set one-shot
+        return await self.stream.next_text(conn, self._fields, self.command_timeout_s)
 
     async def _probe(self, conn: asyncssh.SSHClientConnection) -> str:
         try:
@@ -237,17 +237,27 @@ class SshSource:
             log.debug("%s: nvidia-smi refused a field set, trying an older one", self.name)
         return None
 
-    def _parsed(self, text: str, started: float) -> NodeSample:
-        latency = time.perf_counter() - started
-        sample = parse_probe_output(self.name, text, time.time())
+    def _parsed(self, text: str, arrived_s: float | None, started: float) -> NodeSample:
+        """A sample from probe text; ``arrived_s`` is when a streamed interval arrived (its
+        time and the start of its latency), None for a one-shot probe."""
+        now = time.time()
+        if arrived_s is not None:
+            latency = max(0.0, now - arrived_s)
+        else:
+            latency = time.perf_counter() - started
+        sample = parse_probe_output(self.name, text, arrived_s or now)
+        probe = "one-shot"
+        if self.stream is not None:
+            if arrived_s is None and sample.ok:
+                self.stream.note_oneshot(text, len(sample.gpus))
+            probe = self.stream.mode
         self._failures = 0
         self._last_failure = None
         if sample.ok:
             self._since = None
-            return dataclasses.replace(sample, latency_s=latency, since_s=None)
-        if self._since is None:
+        elif self._since is None:
             self._since = sample.time_s
-        return dataclasses.replace(sample, latency_s=latency, since_s=self._since)
+        return dataclasses.replace(sample, latency_s=latency, since_s=self._since, probe=probe)
 
     async def _fail(self, state: NodeState, reason: str, started: float) -> NodeSample:
         """Record a connection-level failure, drop the connection and schedule the retry."""
@@ -280,7 +290,7 @@ class SshSource:
             return self._conn
         await self._drop()
         accept_new = not getattr(self.node, "strict_host_key_checking", True)
-        known_hosts = _path(self.settings.known_hosts)
+        known_hosts = expand_path(self.settings.known_hosts)
         if known_hosts is not None and os.path.isdir(known_hosts):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), known_hosts)
         if known_hosts is not None and not accept_new and not os.path.exists(known_hosts):
@@ -315,6 +325,8 @@ class SshSource:
             log.warning("%s: added the new host key to %s", self.name, target)
         self._conn = conn
         self._fields = None
+        if self.stream is not None:
+            self.stream.reset()
         self.connects += 1
         return conn
 
@@ -327,14 +339,14 @@ class SshSource:
             "encoding": "utf-8",
             "errors": "replace",
         }
-        config = _path(s.config)
+        config = expand_path(s.config)
         if config is not None:
             kwargs["config"] = [config]
         if s.port is not None:
             kwargs["port"] = int(s.port)
         if s.user is not None:
             kwargs["username"] = str(s.user)
-        identity = _path(s.identity_file)
+        identity = expand_path(s.identity_file)
         if identity is not None:
             kwargs["client_keys"] = [identity]
             # Like OpenSSH: an encrypted key is left to the agent rather than failing here.
@@ -350,9 +362,9 @@ class SshSource:
             return None
         path = os.path.expanduser(os.fsdecode(name))
         roles = {
-            _path(self.settings.identity_file): "identity file",
-            _path(self.settings.known_hosts): "known_hosts file",
-            _path(self.settings.config): "SSH config file",
+            expand_path(self.settings.identity_file): "identity file",
+            expand_path(self.settings.known_hosts): "known_hosts file",
+            expand_path(self.settings.config): "SSH config file",
         }
         role = roles.get(path, "file")
         if isinstance(exc, FileNotFoundError):
@@ -367,6 +379,8 @@ class SshSource:
         )
 
     async def _drop(self) -> None:
+        if self.stream is not None:
+            self.stream.detach()
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.abort()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from textual.command import CommandPalette
-from textual.widgets import Input, Static
+from textual.widgets import Input, Label, Static
 
 from sparktop.model import EngineState
 from sparktop.ui.app import SparktopApp
@@ -217,13 +217,16 @@ async def test_help_and_palette_open() -> None:
 
 
 async def test_node_detail_screen_shows_fields_and_probe_output() -> None:
-    app = make_app(Scripted(node("spark-1")))
+    fallback = "one-shot: the stream nvidia-smi -lms exited 2 before its first row: Invalid"
+    app = make_app(Scripted(node("spark-1", probe=fallback)))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
         await pilot.press("enter")
         assert isinstance(app.screen, NodeDetailScreen)
         raw = static_text(app.screen.query_one("#raw", Static))
         assert "GPU-spark-1, NVIDIA GB10" in raw
+        how = app.screen.query_one("#raw-label", Label).render()
+        assert str(how) == f"last probe output · read by {fallback}"
         await pilot.press("escape")
         assert not isinstance(app.screen, NodeDetailScreen)
 

@@ -116,7 +116,7 @@ class NodeDetailScreen(Screen[None]):
                         yield Plot(id=f"plot-{metric}")
             yield Label("events", classes="section")
             yield Static("", id="node-events")
-            yield Label("last probe output", classes="section")
+            yield Label("last probe output", classes="section", id="raw-label")
             yield Static("", id="raw")
         yield Footer()
 
@@ -185,6 +185,9 @@ class NodeDetailScreen(Screen[None]):
             Content("\n").join(lines[:20]) if lines else Content("none")
         )
         self.query_one("#raw", Static).update(Content(sample.raw or "(no output kept)"))
+        # How the node was read: the stream, or one-shot and why (a node's -lms may not work).
+        how = f"last probe output · read by {sample.probe}" if sample.probe else "last probe output"
+        self.query_one("#raw-label", Label).update(Content(how))
 
     def _fill_fields(self, sample: NodeSample) -> None:
         table: DataTable[Any] = self.query_one("#fields", DataTable)
