@@ -8,6 +8,7 @@ checked by :mod:`sparktop.inventory.names`; numbers refuse ``true``/``false``.
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -73,8 +74,61 @@ class SshSettings(_Frozen):
     config: UserPath | None = None
 
 
-class NodeConfig(_Frozen):
-    """One node: reached over SSH at ``host`` (required unless ``local: true``).
+def _check_label_value(value: str) -> str:
+    if not value or not value.isprintable() or len(value) > 256:
+        raise PydanticCustomError(
+            "invalid_label", "expected one printable line of at most 256 characters", {}
+        )
+    return value
+
+
+def _check_label_name(value: str) -> str:
+    if not _LABEL_NAME_RE.fullmatch(value):
+        raise PydanticCustomError(
+            "invalid_label_name",
+            "invalid Prometheus label name '{value}' (letters, digits and '_')",
+            {"value": value[:60]},
+        )
+    return value
+
+
+_LABEL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+LabelValue = Annotated[str, AfterValidator(_check_label_value)]
+LabelMatch = dict[Annotated[str, AfterValidator(_check_label_name)], LabelValue]
+
+
+class PrometheusSettings(_Frozen):
+    """Where nodes and engines with ``source: prometheus`` are read from: the server's base
+    URL (``/api/v1/query`` below it), an environment variable holding a bearer token, and the
+    per-query deadline in seconds."""
+
+    url: Annotated[str, AfterValidator(check_url)]
+    bearer_token_env: Annotated[str, AfterValidator(check_env)] | None = None
+    timeout_s: TimeoutS = 5.0
+
+
+class _PromTarget(_Frozen):
+    """``instance`` matches the host part of Prometheus's ``instance`` label (``host:port``
+    when it has a port: then the whole label); ``match`` (label → exact value) overrides it."""
+
+    instance: LabelValue | None = None
+    match: LabelMatch | None = None
+
+    def _check_target(self, source: str, what: str) -> None:
+        if source == "prometheus" and self.instance is None and not self.match:
+            raise PydanticCustomError(
+                "missing", "a 'source: prometheus' {what} needs 'instance:' or 'match:'",
+                {"what": what},
+            )  # fmt: skip
+        if source != "prometheus" and (self.instance is not None or self.match):
+            raise PydanticCustomError(
+                "prometheus_only", "'instance:' and 'match:' need 'source: prometheus'", {}
+            )
+
+
+class NodeConfig(_PromTarget):
+    """One node: reached over SSH at ``host`` (required unless ``local: true`` or
+    ``source: prometheus``, which reads it from the ``prometheus:`` server by ``instance``).
 
     Every SSH key may be overridden per node (``None`` = the ``ssh:`` default). With
     ``strict_host_key_checking: false`` an *unknown* host key may be accepted and recorded
@@ -83,6 +137,7 @@ class NodeConfig(_Frozen):
 
     name: Name
     local: bool = False
+    source: Literal["ssh", "prometheus"] = "ssh"
     host: Host | None = Field(default=None, validate_default=True)
     port: Port | None = None
     user: User | None = None
@@ -97,22 +152,37 @@ class NodeConfig(_Frozen):
     @classmethod
     def _host_unless_local(cls, value: str | None, info: ValidationInfo) -> str | None:
         local = info.data.get("local", False)
-        if value is None and not local:
+        prometheus = info.data.get("source") == "prometheus"
+        if value is None and not local and not prometheus:
             raise PydanticCustomError("missing", "field required (or set 'local: true')")
         if value is not None and local:
             raise PydanticCustomError("local_host", "a 'local: true' node takes no host")
+        if value is not None and prometheus:
+            raise PydanticCustomError(
+                "prometheus_host", "a 'source: prometheus' node takes 'instance:', not 'host:'"
+            )
         return value
 
+    @model_validator(mode="after")
+    def _prometheus_target(self) -> NodeConfig:
+        if self.local and self.source == "prometheus":
+            raise PydanticCustomError("local_prometheus", "'local: true' and 'source: prometheus'")
+        self._check_target(self.source, "node")
+        return self
 
-class EngineConfig(_Frozen):
+
+class EngineConfig(_PromTarget):
     """One inference server: its base URL (``/metrics``, ``/v1/models``, ``/tokenize`` below
     it), the tensor-parallel group it runs on (head first), and limits ``/metrics`` does not
     expose: ``max_num_seqs`` (sequences), ``max_num_batched_tokens``, ``max_model_len`` and
     ``kv_pool_tokens`` (tokens); ``None`` = ask the server, else the profile (DESIGN.md §5).
-    ``api_key_env`` names an environment variable holding a bearer token."""
+    ``api_key_env`` names an environment variable holding a bearer token. With
+    ``source: prometheus`` its ``vllm:*`` series are read from the ``prometheus:`` server
+    (by ``instance``/``match``) and ``url`` is optional (only ``/tokenize`` uses it)."""
 
     name: Name
-    url: Annotated[str, AfterValidator(check_url)]
+    source: Literal["http", "prometheus"] = "http"
+    url: Annotated[str, AfterValidator(check_url)] = ""
     nodes: tuple[Name, ...] = ()
     kind: Literal["vllm", "sglang"] = "vllm"
     api_key_env: Annotated[str, AfterValidator(check_env)] | None = None
@@ -120,6 +190,13 @@ class EngineConfig(_Frozen):
     max_num_batched_tokens: Count | None = None
     max_model_len: Count | None = None
     kv_pool_tokens: Count | None = None
+
+    @model_validator(mode="after")
+    def _prometheus_target(self) -> EngineConfig:
+        if self.source == "http" and not self.url:
+            raise PydanticCustomError("missing", "field 'url' required (or 'source: prometheus')")
+        self._check_target(self.source, "engine")
+        return self
 
 
 class AlertThresholds(_Frozen):
@@ -159,6 +236,7 @@ class Inventory(_Frozen):
     profile: Display | None = None
     interval_s: Annotated[float, _NUMBER, Field(ge=0.2, le=60)] = 1.0
     ssh: SshSettings = SshSettings()
+    prometheus: PrometheusSettings | None = None
     nodes: tuple[NodeConfig, ...] = ()
     engines: tuple[EngineConfig, ...] = ()
     alerts: AlertThresholds = AlertThresholds()
@@ -187,6 +265,13 @@ class Inventory(_Frozen):
                     loc = ("engines", i, "nodes", j)
                     template = "node '{name}' listed twice"
                     details.append(_detail("duplicate", template, {"name": member}, loc, member))
+        if self.prometheus is None:
+            template = "'source: prometheus' needs a top-level 'prometheus:' with its url"
+            used = [("nodes", i) for i, n in enumerate(self.nodes) if n.source == "prometheus"]
+            used += [("engines", i) for i, e in enumerate(self.engines) if e.source == "prometheus"]
+            for kind, i in used:
+                where: tuple[str | int, ...] = (kind, i, "source")
+                details.append(_detail("no_prometheus", template, {}, where, "prometheus"))
         if not self.nodes and not self.engines:
             details.append(_detail("empty", "no nodes and no engines to monitor", {}, (), None))
         if details:

@@ -29,6 +29,13 @@ import yaml
 
 from sparktop.sim.clock import SimClock
 from sparktop.sim.engine import LoadSpec
+from sparktop.sim.exporters import (
+    DcgmCollector,
+    ExporterServer,
+    NodeExporterCollector,
+    dcgm_text,
+    node_address,
+)
 from sparktop.sim.gb10 import Gb10Responder
 from sparktop.sim.gpu import Fault
 from sparktop.sim.httpserver import EngineServer
@@ -52,7 +59,9 @@ class SimOptions:
     fill (see :func:`sparktop.sim.rates.default_max_num_seqs`); ``kv_pool_tokens`` None = the
     profile's. ``old_driver_nodes`` answer like a driver before 535 (no
     ``clocks_event_reasons*`` fields). ``alert_hold_s`` goes into the generated inventory as
-    ``alerts: {hold_s: …}`` (wall seconds; None = the monitor's default)."""
+    ``alerts: {hold_s: …}`` (wall seconds; None = the monitor's default). ``exporters`` also
+    starts a dcgm-exporter and a node_exporter page per node (:mod:`sparktop.sim.exporters`),
+    each node on its own loopback address, for a real Prometheus to scrape."""
 
     nodes: int = 4
     engines: int = 1
@@ -66,6 +75,7 @@ class SimOptions:
     load: LoadSpec | None = None
     old_driver_nodes: tuple[str, ...] = ()
     alert_hold_s: float | None = None
+    exporters: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +115,8 @@ class SimHandle:
         )  # fmt: skip
         self.ssh: dict[str, SshServerHandle] = {}
         self.http: dict[str, EngineServer] = {}
+        self.dcgm: dict[str, ExporterServer] = {}
+        self.node_exporter: dict[str, ExporterServer] = {}
         names = list(self.cluster.gpus)
         group = next(iter(self.cluster.groups.values()), tuple(names))
         self.targets = Targets(
@@ -129,6 +141,8 @@ class SimHandle:
             self.ssh[name] = await start_ssh_server(
                 responder, authorized_client_keys=[client_key], streamer=responder.stream
             )
+        if self.options.exporters:
+            await self._start_exporters()
         for name, engine in self.cluster.engines.items():
             server = EngineServer(engine, self.clock, self.refresh)
             await server.start()
@@ -144,6 +158,21 @@ class SimHandle:
         if tick:
             self._task = asyncio.create_task(self._tick(), name="sim-tick")
 
+    async def _start_exporters(self) -> None:
+        for i, (name, gpu) in enumerate(self.cluster.gpus.items()):
+            old = name in self.options.old_driver_nodes
+            host = node_address(i)
+            self.dcgm[name] = ExporterServer(
+                DcgmCollector(gpu, old), self.refresh, host, render=dcgm_text
+            )
+            self.node_exporter[name] = ExporterServer(
+                NodeExporterCollector(gpu), self.refresh, host
+            )
+        await asyncio.gather(*(s.start() for s in self._exporter_servers()))
+
+    def _exporter_servers(self) -> list[ExporterServer]:
+        return [*self.dcgm.values(), *self.node_exporter.values()]
+
     async def close(self) -> None:
         """Stop every server and the ticking task; remove the directory if it was ours."""
         if self._task is not None:
@@ -154,6 +183,7 @@ class SimHandle:
         await asyncio.gather(
             *(s.close() for s in self.ssh.values()),
             *(h.close() for h in self.http.values()),
+            *(e.close() for e in self._exporter_servers()),
             return_exceptions=True,
         )
         if self._own_directory:
@@ -207,14 +237,22 @@ class SimHandle:
                 cluster.end_flood(engine)
             for server in self.ssh.values():
                 await server.come_back()
+            for page in self._exporter_servers():
+                await page.come_back()
         elif act is Act.THERMAL:
             cluster.set_fault(t.thermal, Fault.THERMAL)
         elif act is Act.LOW_POWER:
             cluster.set_fault(t.low_power, Fault.LOW_POWER)
         elif act is Act.NODE_DOWN:
             await self.ssh[t.down].go_away()
+            for pages in (self.dcgm, self.node_exporter):
+                if t.down in pages:
+                    await pages[t.down].go_away()
         elif act is Act.NODE_UP:
             await self.ssh[t.down].come_back()
+            for pages in (self.dcgm, self.node_exporter):
+                if t.down in pages:
+                    await pages[t.down].come_back()
         elif engine is None:
             return
         elif act is Act.FLOOD:

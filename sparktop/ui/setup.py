@@ -87,7 +87,8 @@ def build_setup(
         order = {n.name: i for i, n in enumerate(inventory.nodes)}
         for conf in inventory.engines:
             groups.setdefault(conf.name, tuple(conf.nodes))
-            urls[conf.name] = conf.url
+            if conf.url:
+                urls[conf.name] = conf.url
             if conf.max_num_seqs is not None:
                 seqs[conf.name] = float(conf.max_num_seqs)
         alerts = inventory.alerts

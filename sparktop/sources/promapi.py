@@ -1,0 +1,163 @@
+"""A small async client for Prometheus's HTTP API: ``POST /api/v1/query`` (instant queries).
+
+httpx does the HTTP; pydantic models check the JSON answer (``status``, ``data.resultType``,
+``data.result[].metric`` / ``value``, ``warnings``), so a proxy's HTML page, a cut-off body or
+a ``"status": "error"`` answer becomes one :class:`PromFailure` with the reason, never an
+exception from deep inside the parser. The query goes in a form body, so a long batched
+query never hits a URL length limit. The bearer token is sent as a header and never appears
+in a reason. Bodies over 64 MiB are refused (a query matching far more than intended).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from sparktop.sources.engine_http import describe
+
+QUERY_PATH = "/api/v1/query"
+MAX_BODY_BYTES = 64 * 1024 * 1024
+DERIVED_LABEL = "sparktop_series"
+"""A series sparktop's query derived carries its name here; it is read as ``sparktop:NAME``."""
+
+
+class PromFailure(Exception):
+    """A query that gave no usable answer. ``unreachable``: no connection or no answer in
+    time; otherwise Prometheus (or something in front of it) answered with an error."""
+
+    def __init__(self, reason: str, *, unreachable: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.unreachable = unreachable
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _VectorSample(_Model):
+    metric: dict[str, str]
+    value: tuple[float, str]
+
+
+class _Data(_Model):
+    resultType: Literal["vector", "scalar", "matrix", "string"]
+    result: list[Any]
+
+
+class _Answer(_Model):
+    status: Literal["success", "error"]
+    data: _Data | None = None
+    errorType: str = ""
+    error: str = ""
+    warnings: list[str] = []
+
+
+_VECTOR = TypeAdapter(list[_VectorSample])
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One element of an instant vector: metric name (``""`` when a function dropped it),
+    the other labels, the value (may be NaN) and the evaluation time (Unix seconds)."""
+
+    name: str
+    labels: Mapping[str, str]
+    value: float
+    time_s: float
+
+    @property
+    def finite(self) -> bool:
+        return math.isfinite(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """An instant vector, Prometheus's warnings (a partial answer), and the round trip, s."""
+
+    series: tuple[Series, ...]
+    warnings: tuple[str, ...]
+    latency_s: float
+
+
+def _value(text: str) -> float:
+    try:
+        return float(text)  # Prometheus writes "NaN", "+Inf", "-Inf"; float() reads them
+    except ValueError:
+        return math.nan
+
+
+def parse_answer(body: bytes, status_code: int, latency_s: float = 0.0) -> QueryResult:
+    """Check and convert one ``/api/v1/query`` answer; :class:`PromFailure` if unusable."""
+    try:
+        answer = _Answer.model_validate_json(body)
+    except ValidationError:
+        snippet = body[:80].decode("utf-8", "replace")
+        looks = "an HTML page" if snippet.lstrip().startswith("<") else "not a Prometheus answer"
+        raise PromFailure(f"HTTP {status_code}, {looks}") from None
+    if answer.status == "error":
+        raise PromFailure(f"query refused ({answer.errorType or f'HTTP {status_code}'}): "
+                          f"{answer.error[:200]}")  # fmt: skip
+    data = answer.data
+    if data is None or data.resultType != "vector":
+        kind = data.resultType if data else "no data"
+        raise PromFailure(f"expected an instant vector, got {kind}")
+    try:
+        items = _VECTOR.validate_python(data.result)
+    except ValidationError:
+        raise PromFailure("malformed instant vector") from None
+    series = []
+    for item in items:
+        labels = dict(item.metric)
+        name = labels.pop("__name__", "")
+        if DERIVED_LABEL in labels:
+            name = "sparktop:" + labels.pop(DERIVED_LABEL)
+        series.append(Series(name, MappingProxyType(labels), _value(item.value[1]), item.value[0]))
+    return QueryResult(tuple(series), tuple(w[:200] for w in answer.warnings), latency_s)
+
+
+class PromClient:
+    """One keep-alive connection pool to one Prometheus. ``token``: a bearer token."""
+
+    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 5.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._client = httpx.AsyncClient(
+            base_url=self.url,
+            timeout=httpx.Timeout(timeout_s),
+            headers=headers,
+            trust_env=False,  # a proxy meant for the internet must not catch the LAN server
+        )
+
+    async def query(self, expr: str) -> QueryResult:
+        """Evaluate ``expr`` now; :class:`PromFailure` for every way it can fail."""
+        started = time.perf_counter()
+        try:
+            async with self._client.stream("POST", QUERY_PATH, data={"query": expr}) as response:
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > MAX_BODY_BYTES:
+                        raise PromFailure("answer over 64 MiB: the query matches too much")
+                    chunks.append(chunk)
+        except httpx.TimeoutException as exc:
+            raise PromFailure(f"no answer within {self.timeout_s:g} s", unreachable=True) from exc
+        except httpx.TransportError as exc:
+            raise PromFailure(describe(exc), unreachable=True) from exc
+        if response.status_code in (401, 403):
+            raise PromFailure(f"HTTP {response.status_code}: check bearer_token_env")
+        return parse_answer(b"".join(chunks), response.status_code, time.perf_counter() - started)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

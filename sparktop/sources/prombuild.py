@@ -1,0 +1,47 @@
+"""The Prometheus sources of an inventory: one shared :class:`PromHub`, one source per node
+and engine with ``source: prometheus``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from sparktop.model import Source
+from sparktop.sources.promapi import PromClient
+from sparktop.sources.promengine import PromEngineSource
+from sparktop.sources.promhub import PromHub, bearer_token
+from sparktop.sources.promnode import PromNodeSource
+from sparktop.sources.promql import Target
+
+if TYPE_CHECKING:
+    from sparktop.inventory import Inventory
+
+ENGINE_WINDOW_S = 30.0
+"""Span of engine rates and quantiles: the HTTP source's window (``MetricsDeriver``)."""
+
+
+def prometheus_sources(
+    inventory: Inventory, profile_limits: Mapping[str, int] | None = None
+) -> tuple[dict[str, Source], dict[str, Source]]:
+    """Node and engine sources (``{name: source}`` each) for the inventory's Prometheus nodes
+    and engines (empty without), all sharing one hub."""
+    nodes = [n for n in inventory.nodes if n.source == "prometheus"]
+    engines = [e for e in inventory.engines if e.source == "prometheus"]
+    settings = inventory.prometheus
+    if settings is None or not (nodes or engines):
+        return {}, {}
+    client = PromClient(
+        settings.url, token=bearer_token(settings.bearer_token_env), timeout_s=settings.timeout_s
+    )
+    hub = PromHub(
+        client,
+        [Target.of(n) for n in nodes],
+        [Target.of(e) for e in engines],
+        interval_s=inventory.interval_s,
+        window_s=ENGINE_WINDOW_S,
+    )
+    node_sources: dict[str, Source] = {n.name: PromNodeSource(hub, Target.of(n)) for n in nodes}
+    engine_sources: dict[str, Source] = {
+        e.name: PromEngineSource(hub, Target.of(e), e, profile_limits) for e in engines
+    }
+    return node_sources, engine_sources

@@ -1,0 +1,114 @@
+"""One Prometheus shared by every node and engine source of an inventory.
+
+Each source asks the hub for its tick's answer; the hub runs at most one query per kind
+(``nodes``, ``engines``) per tick however many sources ask: a query in flight is shared, and
+an answer younger than half the poll interval is reused. So the HTTP cost per tick is two
+queries for 2 nodes or 256. The answer is indexed once (by the host part and the whole of
+``instance``) so each source finds its series without scanning everyone's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sparktop.sources.promapi import PromClient, QueryResult, Series
+from sparktop.sources.promql import Target, engine_query, host_part, node_query
+
+
+@dataclass(slots=True)
+class _Answer:
+    started: float
+    task: asyncio.Future[QueryResult]
+
+
+_Index = dict[str, list[Series]]
+
+
+class PromHub:
+    """Batched, shared queries for ``nodes`` and ``engines`` targets.
+
+    ``window_s`` is the span of engine rates and quantiles (sparktop's engine window);
+    ``clock`` is monotonic seconds. ``queries`` counts HTTP queries sent (for benchmarks).
+    """
+
+    def __init__(
+        self,
+        client: PromClient,
+        nodes: Sequence[Target],
+        engines: Sequence[Target],
+        *,
+        interval_s: float,
+        window_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.interval_s = interval_s
+        self.window_s = window_s
+        self.exprs = {
+            "nodes": node_query(nodes) if nodes else "",
+            "engines": engine_query(engines, window_s) if engines else "",
+        }
+        self.queries = 0
+        self._clock = clock
+        self._answers: dict[str, _Answer] = {}
+        self._index: dict[str, tuple[QueryResult, _Index, _Index]] = {}
+        self._users = 0
+
+    @property
+    def url(self) -> str:
+        return self.client.url
+
+    def attach(self) -> None:
+        """A source that will call :meth:`aclose` once."""
+        self._users += 1
+
+    async def fetch(self, kind: str) -> QueryResult:
+        """This tick's answer for ``kind``; raises :class:`PromFailure` like the query."""
+        return await asyncio.shield(self._answer(kind).task)
+
+    def _answer(self, kind: str) -> _Answer:
+        now = self._clock()
+        answer = self._answers.get(kind)
+        if answer is not None and (
+            not answer.task.done() or now - answer.started < self.interval_s / 2
+        ):
+            return answer
+        self.queries += 1
+        task = asyncio.ensure_future(self.client.query(self.exprs[kind]))
+        # Read the outcome even if every waiter was cancelled, so it is never "unretrieved".
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        answer = self._answers[kind] = _Answer(now, task)
+        return answer
+
+    def select(self, kind: str, result: QueryResult, target: Target) -> list[Series]:
+        """The series of ``result`` (this tick's ``kind`` answer) that belong to ``target``."""
+        if target.match:
+            return [s for s in result.series if target.matches(s.labels)]
+        index = self._index.get(kind)
+        if index is None or index[0] is not result:
+            by_host: dict[str, list[Series]] = {}
+            by_instance: dict[str, list[Series]] = {}
+            for s in result.series:
+                instance = s.labels.get("instance", "")
+                by_host.setdefault(host_part(instance), []).append(s)
+                by_instance.setdefault(instance, []).append(s)
+            index = self._index[kind] = (result, by_host, by_instance)
+        found = index[2] if target.with_port else index[1]
+        return list(found.get(target.instance or "", ()))
+
+    async def aclose(self) -> None:
+        """Close the connection pool when the last attached source closes."""
+        self._users -= 1
+        if self._users <= 0:
+            for answer in self._answers.values():
+                answer.task.cancel()
+            await self.client.aclose()
+
+
+def bearer_token(env: str | None) -> str | None:
+    """The token in environment variable ``env`` (None when unset or not configured)."""
+    return os.environ.get(env) if env else None

@@ -1,0 +1,216 @@
+"""A node read from Prometheus (dcgm-exporter + node_exporter series) → :class:`NodeSample`.
+
+Fields (dcgm-exporter, ``etc/default-counters.csv``): ``DCGM_FI_DEV_SM_CLOCK`` and
+``_MAX_SM_CLOCK`` (MHz), ``_GPU_TEMP`` (°C), ``_POWER_USAGE`` (W), ``_GPU_UTIL`` (%),
+``_CLOCKS_EVENT_REASONS`` (or the older ``_CLOCK_THROTTLE_REASONS``; NVML's bit mask),
+``_THERMAL_VIOLATION`` / ``_POWER_VIOLATION`` (cumulative ns → the µs of
+:class:`SlowdownCounters`' SW thermal / SW power cap), ``_FB_USED``/``_FB_FREE`` (MiB; absent on
+GB10). GPU labels: ``gpu`` (index), ``UUID``, ``modelName``. Host memory (node_exporter):
+``node_memory_MemTotal_bytes`` − ``node_memory_MemAvailable_bytes``, as ``/proc/meminfo``.
+
+States: Prometheus not answering → UNREACHABLE, answering an error → ERROR (every node of the
+inventory, with the reason); the node's targets down (``up == 0``) → UNREACHABLE; no GPU
+series at all → ERROR naming the query that found nothing. Series that vanished while their
+target is still up (Prometheus marked them stale) keep the last reading with its time, so
+the row shows as stale with its age; ``time_s`` is the newest sample's time in Prometheus,
+so a reading older than three polls reads as stale too. A missing field is ``NA`` naming the
+series that was not found.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, SlowdownCounters
+from sparktop.sources.nvsmi import is_unified
+from sparktop.sources.promapi import PromFailure, QueryResult, Series
+from sparktop.sources.promhub import PromHub
+from sparktop.sources.promql import DCGM_FIELDS, GPU_TS, MEM_TS, Target
+
+MIB = 1024 * 1024
+RAW_MAX = 4000
+"""Characters of the matched series kept in ``NodeSample.raw`` for the detail screen."""
+
+NO_PROCESS_MEMORY = "per-process GPU memory is not in dcgm-exporter's default fields"
+_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
+
+
+def clock_text(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
+
+
+class PromNodeSource:
+    """One inventory node with ``source: prometheus``; ``sample()`` never raises."""
+
+    kind = "node"
+
+    def __init__(self, hub: PromHub, target: Target) -> None:
+        self.name = target.name
+        self.hub = hub
+        self.target = target
+        hub.attach()
+        self._since: float | None = None
+        self._last: NodeSample | None = None
+
+    def _missing(self, name: str) -> NA:
+        return NA(f"no {name}{{{self.target.selector_text()}}} series in Prometheus")
+
+    async def sample(self) -> NodeSample:
+        wall = time.time()
+        try:
+            result = await self.hub.fetch("nodes")
+        except PromFailure as failure:
+            state = NodeState.UNREACHABLE if failure.unreachable else NodeState.ERROR
+            return self._failed(wall, state, f"Prometheus {self.hub.url}: {failure.reason}")
+        return self._build(wall, result, self.hub.select("nodes", result, self.target))
+
+    def _failed(self, wall: float, state: NodeState, message: str, raw: str = "") -> NodeSample:
+        self._since = self._since or wall
+        return NodeSample(
+            node=self.name, time_s=wall, state=state, message=message, since_s=self._since,
+            raw=raw or f"PromQL: {self.hub.exprs['nodes'][:RAW_MAX]}",
+        )  # fmt: skip
+
+    def _build(self, wall: float, result: QueryResult, series: list[Series]) -> NodeSample:
+        gpus: dict[tuple[str, str], dict[str, Series]] = {}
+        node: dict[str, Series] = {}
+        down: list[str] = []
+        for s in series:
+            if s.name == "up":
+                if s.value != 1:
+                    down.append(s.labels.get("instance", "?"))
+            elif s.name in DCGM_FIELDS or s.name == GPU_TS:
+                key = (s.labels.get("gpu", ""), s.labels.get("UUID", ""))
+                gpus.setdefault(key, {}).setdefault(s.name, s)
+            else:
+                node.setdefault(s.name, s)
+        raw = _raw(self.hub.exprs["nodes"], series)
+        note = "; ".join(f"partial answer: {w}" for w in result.warnings)
+        if not gpus:
+            if down:
+                since = clock_text(self._last.time_s) if self._last else "never seen"
+                message = f"Prometheus cannot scrape {', '.join(sorted(down))} (up=0); last " \
+                          f"sample {since}"  # fmt: skip
+                return self._failed(wall, NodeState.UNREACHABLE, message, raw)
+            if self._last is not None:
+                last = clock_text(self._last.time_s)
+                gone = f"series gone from Prometheus (marked stale) after {last}"
+                return replace(self._last, message=gone, latency_s=result.latency_s, raw=raw)
+            sel = self.target.selector_text()
+            message = f'no dcgm-exporter series: {{__name__=~"DCGM_FI_DEV_.*",{sel}}} found nothing'
+            if "node_memory_MemTotal_bytes" not in node:
+                return self._failed(wall, NodeState.ERROR, message, raw)
+            self._since = None  # node_exporter answers: a machine without a GPU exporter
+            return NodeSample(
+                node=self.name, time_s=node[MEM_TS].value if MEM_TS in node else wall,
+                state=NodeState.NO_GPU, message=message, memory=self._memory(node, ()),
+                latency_s=result.latency_s, raw=raw,
+            )  # fmt: skip
+        samples = tuple(self._gpu(fields) for _, fields in sorted(gpus.items(), key=_gpu_order))
+        times = [f[GPU_TS].value for f in gpus.values() if GPU_TS in f]
+        if MEM_TS in node:
+            times.append(node[MEM_TS].value)
+        memory = self._memory(node, samples)
+        self._since = None
+        sample = NodeSample(
+            node=self.name,
+            time_s=min(times) if times else wall,
+            message=note,
+            gpus=samples,
+            memory=memory,
+            latency_s=result.latency_s,
+            raw=raw,
+            driver_version=_label(series, "DCGM_FI_DRIVER_VERSION") or "",
+        )
+        self._last = sample
+        return sample
+
+    def _memory(self, node: Mapping[str, Series], gpus: tuple[GpuSample, ...]) -> NodeMemory:
+        total = self._field(node, "node_memory_MemTotal_bytes", MIB)
+        avail = self._field(node, "node_memory_MemAvailable_bytes", MIB)
+        used: Num = total - avail if not isinstance(total, NA) and not isinstance(avail, NA) else (
+            total if isinstance(total, NA) else avail
+        )  # fmt: skip
+        return NodeMemory(
+            total_mib=total,
+            used_mib=used,
+            gpu_held_mib=NA(NO_PROCESS_MEMORY),
+            unified=is_unified(gpus, total),
+        )
+
+    def _field(self, fields: Mapping[str, Series], name: str, scale: float = 1.0) -> Num:
+        s = fields.get(name)
+        if s is None:
+            return self._missing(name)
+        if not s.finite:
+            return NA(f"{name} is {s.value}")
+        return s.value / scale
+
+    def _gpu(self, fields: Mapping[str, Series]) -> GpuSample:
+        first = next(iter(fields.values()))
+        labels = first.labels
+        mask: int | NA = self._missing(_REASONS[0])
+        for name in _REASONS:
+            value = self._field(fields, name)
+            if not isinstance(value, NA):
+                mask = int(value)
+                break
+        used, free = (
+            self._field(fields, "DCGM_FI_DEV_FB_USED"),
+            self._field(fields, "DCGM_FI_DEV_FB_FREE"),
+        )
+        total: Num = used + free if not isinstance(used, NA) and not isinstance(free, NA) else free
+        no_hw = NA("dcgm-exporter has one thermal and one power violation counter")
+        try:
+            index = int(labels.get("gpu", "0"))
+        except ValueError:
+            index = 0
+        return GpuSample(
+            index=index,
+            uuid=labels.get("UUID", ""),
+            name=labels.get("modelName", ""),
+            sm_clock_mhz=self._field(fields, "DCGM_FI_DEV_SM_CLOCK"),
+            max_sm_clock_mhz=self._field(fields, "DCGM_FI_DEV_MAX_SM_CLOCK"),
+            temperature_c=self._field(fields, "DCGM_FI_DEV_GPU_TEMP"),
+            power_w=self._field(fields, "DCGM_FI_DEV_POWER_USAGE"),
+            utilization_pct=self._field(fields, "DCGM_FI_DEV_GPU_UTIL"),
+            memory_used_mib=used,
+            memory_total_mib=total,
+            pstate=NA("not in dcgm-exporter's default fields"),
+            clock_event_mask=mask,
+            counters=SlowdownCounters(
+                sw_thermal_us=self._field(fields, "DCGM_FI_DEV_THERMAL_VIOLATION", 1000.0),
+                hw_thermal_us=no_hw,
+                sw_power_cap_us=self._field(fields, "DCGM_FI_DEV_POWER_VIOLATION", 1000.0),
+                hw_power_brake_us=no_hw,
+            ),
+            process_memory_mib=NA(
+                "per-process GPU memory is not in dcgm-exporter's default fields"
+            ),
+        )
+
+    async def aclose(self) -> None:
+        await self.hub.aclose()
+
+
+def _gpu_order(item: tuple[tuple[str, str], object]) -> tuple[float, str]:
+    index, uuid = item[0]
+    try:
+        return float(index), uuid
+    except ValueError:
+        return math.inf, uuid
+
+
+def _label(series: Iterable[Series], key: str) -> str | None:
+    return next((s.labels[key] for s in series if key in s.labels), None)
+
+
+def _raw(expr: str, series: list[Series]) -> str:
+    lines = [f"PromQL: {expr[:1000]}", f"{len(series)} series for this node:"]
+    for s in series:
+        labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
+        lines.append(f"{s.name}{{{labels}}} {s.value:g}")
+    return "\n".join(lines)[:RAW_MAX]

@@ -1,0 +1,221 @@
+"""PromQL for the Prometheus source: label matchers for inventory targets, the two batched
+queries (nodes, engines), and which series belong to which target. Pure: no I/O.
+
+A target is an inventory node or engine with ``source: prometheus``. ``instance: HOST``
+matches series whose ``instance`` label has that host part (``HOST``, ``HOST:9400``,
+``[HOST]:9100``), so a node's dcgm-exporter and node_exporter both map to it;
+``instance: HOST:PORT`` matches that whole label; ``match: {label: value}`` matches those
+labels exactly instead. Every per-tick query covers all targets at once: one selector with a
+regex over all ``instance`` targets, plus one selector per ``match`` target, joined with
+``or``. So the number of HTTP queries per tick does not grow with the number of nodes.
+
+Derived series get a ``sparktop_series`` label (``label_replace``), read back as the name
+``sparktop:…``, so one answer holds raw gauges, rates, quantiles and sample timestamps side
+by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from sparktop.sources.promapi import DERIVED_LABEL
+
+DCGM_FIELDS = (
+    "DCGM_FI_DEV_SM_CLOCK",
+    "DCGM_FI_DEV_MAX_SM_CLOCK",
+    "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+    "DCGM_FI_DEV_THERMAL_VIOLATION",
+    "DCGM_FI_DEV_POWER_VIOLATION",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_FB_FREE",
+)
+"""dcgm-exporter fields read per GPU (names as in ``etc/default-counters.csv``; the clock-event
+reasons under the current and the pre-3.3 name)."""
+
+NODE_FIELDS = ("node_memory_MemTotal_bytes", "node_memory_MemAvailable_bytes")
+"""node_exporter fields: host memory, which on GB10 is the GPU's memory too."""
+
+GPU_TS = "sparktop:gpu_sample_time"
+MEM_TS = "sparktop:mem_sample_time"
+ENGINE_TS = "sparktop:engine_sample_time"
+
+VLLM_GAUGES = (
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:kv_cache_usage_perc",
+    "vllm:gpu_cache_usage_perc",
+    "vllm:cache_config_info",
+    "process_start_time_seconds",
+)
+
+RANK = "instance, job, engine"
+"""vLLM's data-parallel rank label is ``engine``; ``instance, job`` keep servers apart."""
+SERVER = "instance, job"
+
+
+def either_spelling(names: str) -> str:
+    """A name regex matching vLLM's ``vllm:`` names and their ``vllm_`` spelling (what
+    prometheus_client ≥ 0.2x writes when Prometheus negotiates OpenMetrics)."""
+    return names.replace("vllm:", "vllm[:_]")
+
+
+def _rate(names: str, window: str, flt: str, suffix: str = "") -> str:
+    return f'rate({{__name__=~"{either_spelling(names + suffix)}",{flt}}}[{window}])'
+
+
+def _renamed(expr: str, name: str) -> str:
+    # A label, not __name__: `or` matches label sets without the metric name, so two derived
+    # series that differ only by name would be one (the second dropped).
+    return f'label_replace({expr}, "{DERIVED_LABEL}", "{name.removeprefix("sparktop:")}", "", "")'
+
+
+VLLM_RATES: Mapping[str, str] = {
+    "prefill_tps": "vllm:prompt_tokens_total",
+    "decode_tps": "vllm:generation_tokens_total",
+    "preemptions_per_s": "vllm:num_preemptions_total",
+    "prefix_queries": "vllm:(gpu_)?prefix_cache_queries_total",
+    "prefix_hits": "vllm:(gpu_)?prefix_cache_hits_total",
+    "spec_drafts": "vllm:spec_decode_num_drafts_total",
+    "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
+    "spec_accepted": "vllm:spec_decode_num_accepted_tokens_total",
+    "prompt_len_sum": "vllm:request_prompt_tokens_sum",
+    "prompt_len_count": "vllm:request_prompt_tokens_count",
+    "itl_sum": "vllm:(inter_token_latency|time_per_output_token)_seconds_sum",
+    "itl_count": "vllm:(inter_token_latency|time_per_output_token)_seconds_count",
+}
+"""Counter → per-second rate over the window, per rank (``sparktop:NAME``) and per server
+(``sparktop:NAME:all``). Regex names cover vLLM's renamed families."""
+
+VLLM_QUANTILES: Mapping[str, tuple[float, str]] = {
+    "ttft_p50": (0.5, "vllm:time_to_first_token_seconds"),
+    "ttft_p95": (0.95, "vllm:time_to_first_token_seconds"),
+    "itl_p50": (0.5, "vllm:(inter_token_latency|time_per_output_token)_seconds"),
+}
+"""Latency quantiles Prometheus computes (``histogram_quantile`` over bucket rates)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Which series belong to one inventory node or engine."""
+
+    name: str
+    instance: str | None = None
+    match: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, config: object) -> Target:
+        """From an inventory entry with ``name``, ``instance`` and ``match``."""
+        match = getattr(config, "match", None) or {}
+        return cls(
+            str(getattr(config, "name", "")),
+            getattr(config, "instance", None),
+            tuple(sorted(match.items())),
+        )
+
+    @property
+    def with_port(self) -> bool:
+        """True when ``instance`` names a port (then it must equal the whole label)."""
+        value = self.instance or ""
+        if value.startswith("["):
+            return "]:" in value
+        return value.count(":") == 1
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.match:
+            return all(labels.get(k) == v for k, v in self.match)
+        label = labels.get("instance", "")
+        if self.with_port:
+            return label == self.instance
+        return host_part(label) == self.instance
+
+    def selector_text(self) -> str:
+        """The matcher this target adds, as shown in a "found nothing" reason."""
+        if self.match:
+            return ",".join(f'{k}="{escape(v)}"' for k, v in self.match)
+        if self.with_port:
+            return f'instance="{escape(self.instance or "")}"'
+        return f'instance=~"{escape(_re2(self.instance or ""))}(:[0-9]+)?"'
+
+
+def host_part(instance: str) -> str:
+    """``host:9400`` → ``host``; ``[::1]:9100`` → ``::1``; a label without a port as it is."""
+    if instance.startswith("["):
+        return instance[1:].partition("]")[0]
+    if instance.count(":") == 1:
+        return instance.partition(":")[0]
+    return instance
+
+
+def escape(value: str) -> str:
+    """A PromQL double-quoted string body (backslash, quote and newline escaped)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+_RE2_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+
+
+def _re2(value: str) -> str:
+    return "".join("\\" + ch if ch in _RE2_SPECIAL else ch for ch in value)
+
+
+def filters(targets: Sequence[Target]) -> list[str]:
+    """Label matchers covering every target: one regex for all ``instance`` targets, one
+    matcher set per ``match`` target (empty list without targets)."""
+    alternatives: list[str] = []
+    for t in targets:
+        if t.match or t.instance is None:
+            continue
+        pattern = _re2(t.instance)
+        alternatives.append(pattern if t.with_port else pattern + "(:[0-9]+)?")
+    out = []
+    if alternatives:
+        unique = sorted(set(alternatives))
+        out.append(f'instance=~"{escape("|".join(unique))}"')
+    out += [t.selector_text() for t in targets if t.match]
+    return out
+
+
+def _either(parts: Iterable[str]) -> str:
+    return " or ".join(parts)
+
+
+def node_query(targets: Sequence[Target]) -> str:
+    """Every dcgm-exporter and node_exporter series sparktop reads for these nodes, each
+    target's ``up``, and the sample times of the SM clock and MemTotal (for staleness)."""
+    names = "|".join((*DCGM_FIELDS, *NODE_FIELDS, "up"))
+    parts = []
+    for flt in filters(targets):
+        parts.append(f'{{__name__=~"{names}",{flt}}}')
+        gpu_ts = f'timestamp({{__name__="DCGM_FI_DEV_SM_CLOCK",{flt}}})'
+        mem_ts = f'timestamp({{__name__="node_memory_MemTotal_bytes",{flt}}})'
+        parts.append(_renamed(gpu_ts, GPU_TS))
+        parts.append(_renamed(mem_ts, MEM_TS))
+    return _either(parts)
+
+
+def engine_query(targets: Sequence[Target], window_s: float) -> str:
+    """Gauges, per-rank and per-server rates and quantiles over ``window_s`` for these
+    engines, their ``up`` and the sample time of ``vllm:num_requests_running``."""
+    window = f"{max(1, round(window_s))}s"
+    parts = []
+    for flt in filters(targets):
+        gauges = either_spelling("|".join((*VLLM_GAUGES, "up")))
+        parts.append(f'{{__name__=~"{gauges}",{flt}}}')
+        ts = f'timestamp({{__name__=~"vllm[:_]num_requests_running",{flt}}})'
+        parts.append(_renamed(ts, ENGINE_TS))
+        for name, counter in VLLM_RATES.items():
+            rate = _rate(counter, window, flt)
+            parts.append(_renamed(f"sum by ({RANK}) ({rate})", name))
+            parts.append(_renamed(f"sum by ({SERVER}) ({rate})", name + ":all"))
+        for name, (q, hist) in VLLM_QUANTILES.items():
+            buckets = _rate(hist, window, flt, "_bucket")
+            per_rank = f"histogram_quantile({q}, sum by ({RANK}, le) ({buckets}))"
+            per_server = f"histogram_quantile({q}, sum by ({SERVER}, le) ({buckets}))"
+            parts.append(_renamed(per_rank, name))
+            parts.append(_renamed(per_server, name + ":all"))
+    return _either(parts)

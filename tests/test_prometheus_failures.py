@@ -1,0 +1,211 @@
+"""The Prometheus source when Prometheus is down, slow, wrong or partial (an aiohttp stand-in
+for Prometheus's HTTP API on loopback), and the inventory keys that configure it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+from aiohttp import web
+
+from sparktop.errors import UserError
+from sparktop.inventory import parse_inventory
+from sparktop.model import EngineState, NodeState
+from sparktop.sim.promrun import free_port
+from sparktop.sources.build import build_sources
+from sparktop.sources.promql import Target, filters, host_part, node_query
+
+PROM = "prometheus: {url: http://p:9090}\n"
+Handler = Callable[[web.Request], web.StreamResponse]
+
+
+def _inventory(url: str, *, token_env: str | None = None, timeout_s: float = 1.0) -> str:
+    token = f", bearer_token_env: {token_env}" if token_env else ""
+    return f"""
+prometheus: {{url: "{url}", timeout_s: {timeout_s}{token}}}
+nodes:
+  - {{name: spark-1, source: prometheus, instance: 10.0.0.1}}
+  - {{name: spark-2, source: prometheus, instance: 10.0.0.2}}
+engines:
+  - {{name: dsv41, source: prometheus, instance: "10.0.0.1:8000", nodes: [spark-1, spark-2]}}
+"""
+
+
+@asynccontextmanager
+async def stand_in(handler: Handler) -> AsyncIterator[tuple[str, list[web.Request]]]:
+    seen: list[web.Request] = []
+
+    async def record(request: web.Request) -> web.StreamResponse:
+        seen.append(request)
+        return await handler(request)  # type: ignore[misc]
+
+    app = web.Application()
+    app.add_routes([web.post("/api/v1/query", record)])
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}", seen
+    finally:
+        await runner.cleanup()
+
+
+async def _poll(text: str) -> list:  # type: ignore[type-arg]
+    sources = build_sources(parse_inventory(text, "cluster.yaml"))
+    try:
+        return list(await asyncio.gather(*(s.sample() for s in sources)))
+    finally:
+        await asyncio.gather(*(s.aclose() for s in sources))
+
+
+async def test_prometheus_down_degrades_every_row_not_the_app() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    nodes_and_engine = await _poll(_inventory(url))
+    assert [s.state for s in nodes_and_engine] == [
+        NodeState.UNREACHABLE,
+        NodeState.UNREACHABLE,
+        EngineState.UNREACHABLE,
+    ]
+    assert all(url in s.message for s in nodes_and_engine)
+
+
+async def test_slow_prometheus_is_bounded_by_timeout_s() -> None:
+    gate = asyncio.Event()
+
+    async def hang(request: web.Request) -> web.Response:
+        await gate.wait()
+        return web.json_response({})
+
+    async with stand_in(hang) as (url, _):
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        samples = await _poll(_inventory(url, timeout_s=0.5))
+        gate.set()
+    assert loop.time() - started < 3
+    assert all("no answer within 0.5 s" in s.message for s in samples)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (
+            400,
+            {"status": "error", "errorType": "bad_data", "error": "parse error"},
+            "query refused (bad_data): parse error",
+        ),
+        (502, "<html><body>Bad gateway</body></html>", "HTTP 502, an HTML page"),
+        (200, {"status": "success", "data": {"resultType": "matrix", "result": []}}, "matrix"),
+        (401, {"status": "error", "error": "unauthorized"}, "check bearer_token_env"),
+    ],
+)
+async def test_error_answers_name_the_reason(status: int, body: object, expected: str) -> None:
+    async def answer(request: web.Request) -> web.Response:
+        if isinstance(body, str):
+            return web.Response(status=status, text=body, content_type="text/html")
+        return web.json_response(body, status=status)
+
+    async with stand_in(answer) as (url, _):
+        node, _node2, engine = await _poll(_inventory(url))
+    assert node.state is NodeState.ERROR and expected in node.message
+    assert engine.state is EngineState.UNAVAILABLE and expected in engine.message
+
+
+async def test_partial_answer_keeps_rows_and_says_so_and_token_is_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PROM_TOKEN", "s3cret-token")
+    labels = {"gpu": "0", "UUID": "GPU-1", "modelName": "NVIDIA GB10", "instance": "10.0.0.1:9400"}
+
+    async def answer(request: web.Request) -> web.Response:
+        form = await request.post()
+        result = []
+        if "DCGM_FI_DEV_SM_CLOCK" in str(form["query"]):
+            result = [
+                {"metric": {"__name__": "DCGM_FI_DEV_SM_CLOCK", **labels}, "value": [1.0, "2500"]},
+                {"metric": {"__name__": "up", "instance": "10.0.0.2:9400"}, "value": [1.0, "0"]},
+            ]
+        return web.json_response(
+            {
+                "status": "success",
+                "data": {"resultType": "vector", "result": result},
+                "warnings": ["remote store eu-1 did not answer"],
+            }
+        )
+
+    async with stand_in(answer) as (url, seen):
+        node1, node2, engine = await _poll(_inventory(url, token_env="PROM_TOKEN"))
+    assert len(seen) == 2  # one node query, one engine query for the whole inventory
+    assert all(r.headers["Authorization"] == "Bearer s3cret-token" for r in seen)
+    assert node1.ok and node1.gpus[0].sm_clock_mhz == 2500.0
+    assert "partial answer: remote store eu-1 did not answer" in node1.message
+    temp = node1.gpus[0].temperature_c
+    assert "DCGM_FI_DEV_GPU_TEMP" in temp.reason and "10\\\\.0\\\\.0\\\\.1" in temp.reason
+    assert node2.state is NodeState.UNREACHABLE and "up=0" in node2.message
+    assert engine.state is EngineState.UNAVAILABLE and "found nothing" in engine.message
+    for sample in (node1, node2, engine):
+        assert "s3cret" not in json.dumps(str(sample))
+
+
+def test_instance_matching_and_one_regex_for_all_instances() -> None:
+    assert host_part("10.0.0.1:9400") == "10.0.0.1"
+    assert host_part("[::1]:9100") == "::1"
+    assert host_part("spark-1") == "spark-1"
+    node = Target("spark-1", "10.0.0.1")
+    assert node.matches({"instance": "10.0.0.1:9400"}) and node.matches({"instance": "10.0.0.1"})
+    assert not node.matches({"instance": "10.0.0.10:9400"})
+    engine = Target("e", "10.0.0.1:8000")
+    assert engine.matches({"instance": "10.0.0.1:8000"})
+    assert not engine.matches({"instance": "10.0.0.1:8001"})
+    by_label = Target("n", None, (("Hostname", "spark-3"),))
+    assert by_label.matches({"Hostname": "spark-3", "instance": "x"})
+    targets = [Target(f"n{i}", f"10.0.0.{i}") for i in range(256)]
+    assert len(filters(targets)) == 1
+    assert node_query(targets).count(" or ") == node_query(targets[:2]).count(" or ")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "nodes:\n  - {name: a, source: prometheus, instance: x}\n",
+            "needs a top-level 'prometheus:'",
+        ),
+        (
+            "prometheus: {url: http://p:9090}\nnodes:\n  - {name: a, source: prometheus}\n",
+            "needs 'instance:' or 'match:'",
+        ),
+        (
+            "prometheus: {url: http://p:9090, timout_s: 2}\nnodes:\n  - {name: a, host: h}\n",
+            "unknown key 'timout_s' (did you mean 'timeout_s'?)",
+        ),
+        (
+            PROM + "nodes:\n  - {name: a, source: prometheus, instanse: x}\n",
+            "unknown key 'instanse' (did you mean 'instance'?)",
+        ),
+        ("nodes:\n  - {name: a, host: h, instance: x}\n", "need 'source: prometheus'"),
+        (
+            PROM + "nodes:\n  - {name: a, source: prometheus, host: h, instance: h}\n",
+            "takes 'instance:', not 'host:'",
+        ),
+        ("nodes:\n  - {name: a, host: h}\nengines:\n  - {name: e}\n", "field 'url' required"),
+    ],
+)
+def test_inventory_errors(text: str, message: str) -> None:
+    with pytest.raises(UserError, match=r"cluster\.yaml:") as info:
+        parse_inventory(text, "cluster.yaml")
+    assert message in str(info.value)
+
+
+def test_ssh_and_prometheus_nodes_mix() -> None:
+    inventory = parse_inventory(
+        "prometheus: {url: http://p:9090}\nnodes:\n  - {name: a, host: h}\n"
+        "  - {name: b, source: prometheus, match: {Hostname: b}}\n",
+        "cluster.yaml",
+    )
+    sources = build_sources(inventory)
+    assert [type(s).__name__ for s in sources] == ["SshSource", "PromNodeSource"]
