@@ -59,7 +59,7 @@ def test_alias_bomb_inside_a_key_is_never_built() -> None:
         ("1: x\n" + LOCAL, "key 1 must be text (quote it)"),
         ("hello\n", "must be a mapping of keys (cluster:, nodes:, …), got 'hello'"),
         ("nodes: {name: a, local: true}", "nodes: expected a list, got a mapping"),
-        ("nodes: [[a]]", "nodes[0]: expected a mapping of keys (name:, local:, host:, …)"),
+        ("nodes: [[a]]", "nodes[0]: expected a mapping of keys (name:, local:, source:, …)"),
         ("ssh:\n" + LOCAL, "ssh: expected a mapping of keys (user:, port:"),
         ("nodes: [{name: a, host: [h]}]", "nodes[0].host: expected text, got a list"),
         ("cluster: 2024-01-01\n" + LOCAL, "cluster: expected text, got 2024-01-01"),

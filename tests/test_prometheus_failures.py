@@ -192,7 +192,7 @@ def test_instance_matching_and_one_regex_for_all_instances() -> None:
             PROM + "nodes:\n  - {name: a, source: prometheus, host: h, instance: h}\n",
             "takes 'instance:', not 'host:'",
         ),
-        ("nodes:\n  - {name: a, host: h}\nengines:\n  - {name: e}\n", "field 'url' required"),
+        ("nodes:\n  - {name: a, host: h}\nengines:\n  - {name: e}\n", "url: field required"),
     ],
 )
 def test_inventory_errors(text: str, message: str) -> None:

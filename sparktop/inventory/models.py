@@ -109,18 +109,17 @@ class PrometheusSettings(_Frozen):
 
 class _PromTarget(_Frozen):
     """``instance`` matches the host part of Prometheus's ``instance`` label (``host:port``
-    when it has a port: then the whole label); ``match`` (label → exact value) overrides it."""
-
-    instance: LabelValue | None = None
-    match: LabelMatch | None = None
+    when it has a port: then the whole label); ``match`` (label → exact value) overrides it.
+    Subclasses declare both fields last (the loader's hints list the first fields)."""
 
     def _check_target(self, source: str, what: str) -> None:
-        if source == "prometheus" and self.instance is None and not self.match:
+        instance, match = getattr(self, "instance", None), getattr(self, "match", None)
+        if source == "prometheus" and instance is None and not match:
             raise PydanticCustomError(
                 "missing", "a 'source: prometheus' {what} needs 'instance:' or 'match:'",
                 {"what": what},
             )  # fmt: skip
-        if source != "prometheus" and (self.instance is not None or self.match):
+        if source != "prometheus" and (instance is not None or match):
             raise PydanticCustomError(
                 "prometheus_only", "'instance:' and 'match:' need 'source: prometheus'", {}
             )
@@ -147,6 +146,8 @@ class NodeConfig(_PromTarget):
     connect_timeout_s: TimeoutS | None = None
     command_timeout_s: TimeoutS | None = None
     strict_host_key_checking: bool = True
+    instance: LabelValue | None = None
+    match: LabelMatch | None = None
 
     @field_validator("host")
     @classmethod
@@ -181,7 +182,6 @@ class EngineConfig(_PromTarget):
     (by ``instance``/``match``) and ``url`` is optional (only ``/tokenize`` uses it)."""
 
     name: Name
-    source: Literal["http", "prometheus"] = "http"
     url: Annotated[str, AfterValidator(check_url)] = ""
     nodes: tuple[Name, ...] = ()
     kind: Literal["vllm", "sglang"] = "vllm"
@@ -190,11 +190,14 @@ class EngineConfig(_PromTarget):
     max_num_batched_tokens: Count | None = None
     max_model_len: Count | None = None
     kv_pool_tokens: Count | None = None
+    source: Literal["http", "prometheus"] = "http"
+    instance: LabelValue | None = None
+    match: LabelMatch | None = None
 
     @model_validator(mode="after")
     def _prometheus_target(self) -> EngineConfig:
         if self.source == "http" and not self.url:
-            raise PydanticCustomError("missing", "field 'url' required (or 'source: prometheus')")
+            raise _located("missing", "field required (or set 'source: prometheus')", "url")
         self._check_target(self.source, "engine")
         return self
 
@@ -207,6 +210,12 @@ class AlertThresholds(_Frozen):
     kv_usage_pct: Percent = 90.0
     expected_deficit_pct: Percent = 25.0
     hold_s: Annotated[float, _NUMBER, Field(ge=0, le=3600)] = 10.0
+
+
+def _located(kind: str, message: str, key: str, given: Any = None) -> ValidationError:
+    """An error on ``key`` of the model being validated (the loader prefixes the model's
+    own location), for checks that need several fields."""
+    return _errors("field", [_detail(kind, message, {}, (key,), given)])
 
 
 def _errors(title: str, details: list[InitErrorDetails]) -> ValidationError:
