@@ -1,7 +1,7 @@
 """A simulated cluster scraped by a real Prometheus (Debian's ``prometheus``) on loopback.
 
 ``prom_cluster(tmp_path, **sim_options)`` starts the simulator with its dcgm-exporter and
-node_exporter pages, a Prometheus scraping them every 0.5 s with a TSDB under ``tmp_path``,
+node_exporter pages, a Prometheus scraping them every second with a TSDB under ``tmp_path``,
 waits until every target has been scraped, and yields ``(sim, prometheus)``. Tests that use
 it are marked ``prometheus``; without the binary they skip (outside CI) or fail (under CI,
 which installs it).
@@ -21,7 +21,7 @@ from sparktop.sim.prometheus import prometheus_inventory_yaml, scrape_config, sc
 from sparktop.sim.promrun import NODE_EXPORTER, PROMETHEUS, Prometheus, binary, start_prometheus
 from sparktop.sim.runner import SimHandle, SimOptions, start_sim
 
-SCRAPE_S = 0.5
+SCRAPE_S = 1.0
 
 
 def require(name: str = PROMETHEUS) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sparktop.alerts.model import Alert
 from sparktop.alerts.oneshot import inventory_alerts
 from sparktop.cli import main
 from sparktop.inventory import load_inventory, parse_inventory
@@ -177,6 +178,10 @@ async def test_snapshot_json_from_prometheus(
     assert all(n["state"] == "ok" for n in doc["nodes"])
     assert doc["engines"][0]["state"] == "ok"
     assert doc["nodes"][0]["gpus"][0]["sm_clock_mhz"] > 0
+
+
+def _judged(alerts: tuple[Alert, ...]) -> set[tuple[str, str]]:
+    return {(a.rule, a.subject) for a in alerts if not a.rule.startswith("expected.")}
 
 
 def _name(sample: NodeSample | EngineSample) -> str:

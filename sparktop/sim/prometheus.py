@@ -31,7 +31,11 @@ def scrape_config(sim: SimHandle, scrape_interval_s: float = 1.0) -> dict[str, A
     """A ``prometheus.yml`` scraping every exporter page and engine of ``sim``."""
     interval = f"{max(1, round(scrape_interval_s * 1000))}ms"
     return {
-        "global": {"scrape_interval": interval, "evaluation_interval": interval},
+        "global": {
+            "scrape_interval": interval,
+            "scrape_timeout": interval,
+            "evaluation_interval": interval,
+        },
         "scrape_configs": [
             {"job_name": job, "static_configs": [{"targets": targets}]}
             for job, targets in scrape_targets(sim).items()

@@ -75,24 +75,28 @@ class PromNodeSource:
         )  # fmt: skip
 
     def _build(self, wall: float, result: QueryResult, series: list[Series]) -> NodeSample:
+        down = sorted(
+            s.labels.get("instance", "?") for s in series if s.name == "up" and s.value != 1
+        )
         gpus: dict[tuple[str, str], dict[str, Series]] = {}
         node: dict[str, Series] = {}
-        down: list[str] = []
         for s in series:
-            if s.name == "up":
-                if s.value != 1:
-                    down.append(s.labels.get("instance", "?"))
-            elif s.name in DCGM_FIELDS or s.name == GPU_TS:
+            if s.name == "up" or s.labels.get("instance", "?") in down:
+                continue  # a target Prometheus cannot scrape: what is left of it is old
+            if s.name in DCGM_FIELDS or s.name == GPU_TS:
                 key = (s.labels.get("gpu", ""), s.labels.get("UUID", ""))
                 gpus.setdefault(key, {}).setdefault(s.name, s)
             else:
                 node.setdefault(s.name, s)
         raw = _raw(self.hub.exprs["nodes"], series)
-        note = "; ".join(f"partial answer: {w}" for w in result.warnings)
+        notes = [f"partial answer: {w}" for w in result.warnings]
+        if down and gpus:
+            notes.insert(0, f"Prometheus cannot scrape {', '.join(down)} (up=0)")
+        note = "; ".join(notes)
         if not gpus:
             if down:
                 since = clock_text(self._last.time_s) if self._last else "never seen"
-                message = f"Prometheus cannot scrape {', '.join(sorted(down))} (up=0); last " \
+                message = f"Prometheus cannot scrape {', '.join(down)} (up=0); last " \
                           f"sample {since}"  # fmt: skip
                 return self._failed(wall, NodeState.UNREACHABLE, message, raw)
             if self._last is not None:
