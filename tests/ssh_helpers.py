@@ -350,7 +350,10 @@ class Sshd:
                     "KbdInteractiveAuthentication no",
                     "PubkeyAuthentication yes",
                     "PermitRootLogin prohibit-password",
-                    f"SetEnv PATH={self.bin}:/usr/local/bin:/usr/bin:/bin",
+                    # SHLVL=1: bash run by sshd skips ~/.bashrc when SHLVL says it is nested,
+                    # so the node's shell does not run this machine's rc files (a pyenv
+                    # rehash there waits on a lock that a killed session can leave behind).
+                    f"SetEnv PATH={self.bin}:/usr/local/bin:/usr/bin:/bin SHLVL=1",
                     "LogLevel INFO",
                     "",
                 ]
