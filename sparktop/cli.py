@@ -20,7 +20,7 @@ from sparktop.interrupt import interruptible
 from sparktop.safe_text import printable
 
 # Order is the order in --help.
-SUBCOMMANDS = ("demo", "snapshot", "budget", "profiles", "replay", "sim")
+SUBCOMMANDS = ("demo", "snapshot", "budget", "sweep", "profiles", "replay", "sim")
 
 EPILOG = """\
 examples:
@@ -97,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     the reader of stdout went away, as under ``| head``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # the exact command, for records
     try:
         with interruptible():
             status = int(args._run(args))

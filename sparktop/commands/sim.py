@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sparktop.errors import UserError
+from sparktop.sim.engine import LoadSpec
 from sparktop.sim.runner import SimOptions, start_sim
 from sparktop.sim.scenarios import SCENARIOS
 from sparktop.sim.signals import STOP_SIGNALS
@@ -42,6 +43,8 @@ examples:
   sparktop sim --write-inventory sim.yaml --nodes 8 --engines 2 --scenario thermal
   sparktop sim --write-inventory sim.yaml --scenario tour --speed 5
   sparktop snapshot --inventory sim.yaml --json     (while the simulator runs)
+  sparktop sim --write-inventory sim.yaml --clients 0 --speed 5
+      an idle server to measure: sparktop sweep --endpoint URL --time-scale 5 -o sim.yaml
 """
 
 
@@ -87,6 +90,14 @@ def add_common_arguments(parser: argparse.ArgumentParser, default_scenario: str)
         "and latencies X times the simulated ones",
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=LoadSpec().clients,
+        metavar="N",
+        help=f"background users sending requests (default {LoadSpec().clients}); 0 leaves the "
+        "server idle for your own client, e.g. 'sparktop sweep'",
+    )
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -118,6 +129,8 @@ def options_from(args: argparse.Namespace) -> SimOptions:
         )
     if not args.speed > 0:
         raise UserError(f"--speed must be positive, got {args.speed:g}")
+    if not 0 <= args.clients <= 1024:
+        raise UserError(f"--clients must be between 0 and 1024, got {args.clients}")
     if args.scenario not in SCENARIOS:
         raise UserError(f"unknown scenario '{args.scenario}'; choose from {', '.join(SCENARIOS)}")
     return SimOptions(
@@ -127,6 +140,7 @@ def options_from(args: argparse.Namespace) -> SimOptions:
         scenario=args.scenario,
         speed=args.speed,
         seed=args.seed,
+        load=LoadSpec(clients=args.clients),
     )
 
 

@@ -81,6 +81,12 @@ def add_parser(
     )
     parser.add_argument("--json", action="store_true", help="print the JSON document instead")
     parser.add_argument(
+        "--profile",
+        metavar="NAME|FILE",
+        help="sweep profile for the expected figures and limits (default: the inventory's), "
+        "e.g. one written by 'sparktop sweep'",
+    )
+    parser.add_argument(
         "--window",
         type=float,
         default=1.0,
@@ -98,6 +104,16 @@ def add_parser(
     return parser
 
 
+def with_profile(inventory: Inventory, name_or_path: str) -> Inventory:
+    """The inventory with ``--profile`` in place of its own (loaded first, so a bad one is a
+    usage error; a path is made absolute, as the inventory's own paths are)."""
+    from sparktop.sweep.profile import load_profile
+
+    profile = load_profile(name_or_path)
+    ref = name_or_path if profile.origin == "built-in" else str(Path(profile.origin).resolve())
+    return inventory.model_copy(update={"profile": ref})
+
+
 def default_timeout_s(inventory: Inventory) -> float:
     """Longest any SSH node may take: connect, then field check + probe, with margins."""
     worst = 0.0
@@ -111,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.timeout > 0:
         raise UserError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     inventory = load_inventory(args.inventory)
+    if args.profile:
+        inventory = with_profile(inventory, args.profile)
     if not args.window >= 0:
         raise UserError(f"--window must be 0 or a positive number of seconds, got {args.window:g}")
     timeout_s = args.timeout if args.timeout is not None else default_timeout_s(inventory)

@@ -15,7 +15,11 @@ load always resumes; after a restart the think time starts when the server is ba
 
 A sweep row at concurrency *c* is *c* equal prompts prefilling together, so a request's TTFT
 is read at its *prefill concurrency*: itself plus each other running request weighted by
-its prompt over this request's uncached tokens, at most 1 each (see :func:`prefill_concurrency`).
+its prompt over this request's uncached tokens, at most 1 each (see :func:`prefill_concurrency`),
+re-read at every step. Queueing at ``max_num_seqs`` and the pool adds to the TTFT a client
+sees; chunking at ``max_num_batched_tokens`` is inside the profile's TTFT (the sweep ran with
+chunked prefill at its own limit), which is why the rate is looked up, not computed from a
+token budget.
 Equal prompts give the sweep's *c*; one long prompt among short ones prefills at nearly the
 concurrency-1 rate, as vLLM's chunked prefill gives it most of each step's token budget.
 """
@@ -196,10 +200,6 @@ class EngineModel:
                 req.first_scheduled_s = now
             self.stats.prefix_queries += req.prompt_tokens
             self.stats.prefix_hits += req.cached_tokens
-            uncached = max(1, req.prompt_tokens - req.cached_tokens)
-            others = [r.prompt_tokens for r in self.running if r is not req]
-            ttft = self.rates.ttft_s(uncached, prefill_concurrency(uncached, others))
-            req.prefill_rate = uncached / ttft
 
     def _grow(self, req: SimRequest, tokens: int) -> bool:
         """Hold blocks for ``tokens``; preempt from the back of ``running`` if the pool is
@@ -230,6 +230,13 @@ class EngineModel:
         req.blocks = 0
 
     def _prefill(self, req: SimRequest, now: float, dt: float) -> None:
+        # The rate is read at every step from who is running now, so requests that arrive
+        # together each see the whole batch (not only the ones admitted before them), and
+        # a prefill slows down when others join it and speeds up when they leave.
+        uncached = max(1, req.prompt_tokens - req.cached_tokens)
+        others = [r.prompt_tokens for r in self.running if r is not req]
+        ttft = self.rates.ttft_s(uncached, prefill_concurrency(uncached, others))
+        req.prefill_rate = uncached / ttft
         target = min(float(req.prompt_tokens), req.computed + req.prefill_rate * dt * self.pace)
         if not self._grow(req, int(target)):
             return

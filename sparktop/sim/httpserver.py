@@ -23,6 +23,7 @@ from prometheus_client.exposition import choose_encoder
 from sparktop.sim.clock import SimClock
 from sparktop.sim.engine import EngineModel, Phase, SimRequest
 from sparktop.sim.metrics import EngineCollector, engine_registry
+from sparktop.sim.model import STEP_S
 
 VERSION = "0.24.0+sparktop.sim"
 SIM_TIME_HEADER = "X-Sparktop-Sim-Time"
@@ -190,11 +191,31 @@ class EngineServer:
             if body.get("stream"):
                 return await self._stream(request, req, chat, body)
             while req.phase is not Phase.DONE:
-                await req.event.wait()
-                req.event.clear()
+                await self._progress(req)
             return web.json_response(self._final(req, chat, body))
         finally:
             self.engine.abort(req)
+
+    async def _progress(self, req: SimRequest) -> None:
+        """Wait until the engine has news for ``req`` (tokens, or the end).
+
+        While a client waits the model is advanced at every simulated step boundary, not
+        only on the runner's tick, so the tokens leave at the step they were made in and a
+        client's TTFT and decode rate are as fine as the model's step (0.1 simulated s) at
+        any ``--speed``.
+        """
+        event = req.event
+        assert event is not None
+        while not event.is_set():
+            now = self.clock.now()
+            boundary = (int(now / STEP_S + 1e-9) + 1) * STEP_S
+            # A paused clock does not move: look again at a relaxed pace.
+            delay = 0.05 if self.clock.paused else self.clock.wall_s(boundary - now) + 1e-4
+            try:
+                await asyncio.wait_for(event.wait(), timeout=delay)
+            except TimeoutError:
+                self.refresh()
+        event.clear()
 
     def _final(self, req: SimRequest, chat: bool, body: dict[str, Any]) -> dict[str, Any]:
         text = "".join(_WORDS[i % len(_WORDS)] for i in range(req.generated))
@@ -240,8 +261,7 @@ class EngineServer:
             await send({"index": 0, "delta": {"role": "assistant", "content": ""}})
         sent = 0
         while True:
-            await req.event.wait()  # type: ignore[union-attr]
-            req.event.clear()  # type: ignore[union-attr]
+            await self._progress(req)
             done = req.phase is Phase.DONE
             new = req.generated - sent
             if new > 0:

@@ -44,6 +44,9 @@ class ProfileRow:
     (tok/s); ``aggregate_tps`` is the whole batch's output rate (tok/s), end-to-end or
     decode-only as the profile's ``aggregate_kind`` says. ``context`` is the sweep's nominal
     label (``"128K"``) when it has one; ``line`` is the row's line in the profile file.
+    ``aggregate_e2e_tps`` is the end-to-end aggregate next to a decode-only ``aggregate_tps``
+    (``sparktop sweep`` writes both); ``observations`` and the ``*_p25``/``*_p75`` quartiles
+    (TTFT s, decode tok/s) say how many requests a cell rests on and how far they spread.
     """
 
     prompt_tokens: int
@@ -56,6 +59,12 @@ class ProfileRow:
     context_tokens: int | NA = _NOT_IN_PROFILE
     aggregate_prefill_tps: Num = _NOT_IN_PROFILE
     wall_s: Num = _NOT_IN_PROFILE
+    aggregate_e2e_tps: Num = _NOT_IN_PROFILE
+    observations: int | NA = _NOT_IN_PROFILE
+    ttft_p25_s: Num = _NOT_IN_PROFILE
+    ttft_p75_s: Num = _NOT_IN_PROFILE
+    decode_p25_tps: Num = _NOT_IN_PROFILE
+    decode_p75_tps: Num = _NOT_IN_PROFILE
     line: int = 0
 
 

@@ -32,6 +32,12 @@ COLUMN_TYPES: dict[str, type] = {
     "aggregate_tps": float,
     "aggregate_prefill_tps": float,
     "wall_s": float,
+    "aggregate_e2e_tps": float,
+    "observations": int,
+    "ttft_p25_s": float,
+    "ttft_p75_s": float,
+    "decode_p25_tps": float,
+    "decode_p75_tps": float,
 }
 """Every column name a profile may use, with the type of its cells."""
 

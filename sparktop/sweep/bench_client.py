@@ -1,0 +1,197 @@
+"""One streamed completion, timed the way a sweep reports it (``sparktop sweep``).
+
+``POST {url}/v1/completions`` with ``"stream": true`` (and ``stream_options.include_usage``,
+which vLLM and SGLang answer with a last chunk carrying ``usage``). Timings are wall-clock
+seconds from the moment the request is sent:
+
+- ``ttft_s``: the first chunk whose ``choices[0].text`` is not empty (a first chunk with only
+  a role or an empty text is not a token);
+- ``decode_s``: from that first content token to the last one;
+- ``e2e_s``: until the stream ends (``[DONE]`` or the connection closes after the last chunk).
+
+Token counts come from ``usage`` when the server sends it, else prompt = what was sent and
+output = content chunks (one token each on vLLM; marked ``usage_reported=False``).
+A request that fails (HTTP error, broken or garbled stream, no token) is a result with
+``ok=False`` and a one-line ``error``; it is counted, never averaged in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from sparktop.sweep.exact_tokens import connect_reason
+
+MAX_LINE_BYTES = 1 << 20
+"""An SSE line longer than this is not a completion chunk (a hostile or broken server)."""
+
+
+def clean(text: str, limit: int = 160) -> str:
+    """Server text made safe for a terminal: printable characters only (controls, bidi and
+    zero-width characters dropped), whitespace folded, cut to ``limit`` characters."""
+    folded = " ".join("".join(ch for ch in text if ch.isprintable() or ch.isspace()).split())
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestResult:
+    """One request's measurements. Times in s, token counts in tokens; on failure ``ok`` is
+    False, ``error`` says why and the figures are 0."""
+
+    ok: bool
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    ttft_s: float = 0.0
+    decode_s: float = 0.0
+    e2e_s: float = 0.0
+    usage_reported: bool = False
+    error: str = ""
+
+    @property
+    def prefill_tps(self) -> float:
+        """Prompt tokens ÷ TTFT, tok/s (0 when unknown)."""
+        return self.prompt_tokens / self.ttft_s if self.ok and self.ttft_s > 0 else 0.0
+
+    @property
+    def decode_tps(self) -> float:
+        """Output tokens after the first ÷ time after the first, tok/s (0 with one token)."""
+        if not self.ok or self.output_tokens < 2 or self.decode_s <= 0:
+            return 0.0
+        return (self.output_tokens - 1) / self.decode_s
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "prompt_tokens": self.prompt_tokens,
+            "output_tokens": self.output_tokens,
+            "ttft_s": round(self.ttft_s, 6),
+            "decode_s": round(self.decode_s, 6),
+            "e2e_s": round(self.e2e_s, 6),
+            "usage_reported": self.usage_reported,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> RequestResult:
+        return cls(
+            ok=bool(doc["ok"]),
+            prompt_tokens=int(doc["prompt_tokens"]),
+            output_tokens=int(doc["output_tokens"]),
+            ttft_s=float(doc["ttft_s"]),
+            decode_s=float(doc["decode_s"]),
+            e2e_s=float(doc["e2e_s"]),
+            usage_reported=bool(doc["usage_reported"]),
+            error=str(doc["error"]),
+        )
+
+
+def _failed(error: str, start: float) -> RequestResult:
+    return RequestResult(ok=False, e2e_s=time.perf_counter() - start, error=clean(error))
+
+
+def _chunk_text(doc: Any) -> str:
+    choices = doc.get("choices") if isinstance(doc, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return ""
+    text = choices[0].get("text")
+    if text is None:  # a chat-style chunk
+        delta = choices[0].get("delta")
+        text = delta.get("content") if isinstance(delta, dict) else None
+    return text if isinstance(text, str) else ""
+
+
+def _usage(doc: Any) -> tuple[int, int] | None:
+    usage = doc.get("usage") if isinstance(doc, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if isinstance(prompt, int) and isinstance(completion, int) and prompt > 0 and completion > 0:
+        return prompt, completion
+    return None
+
+
+def request_body(
+    model: str, prompt: list[int] | str, max_tokens: int, *, ignore_eos: bool = True
+) -> dict[str, Any]:
+    """The completion request: greedy, exactly ``max_tokens`` out where the server honours
+    ``ignore_eos`` (vLLM, SGLang), usage in the stream."""
+    body: dict[str, Any] = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if ignore_eos:
+        body["ignore_eos"] = True
+    return body
+
+
+async def stream_completion(
+    client: httpx.AsyncClient,
+    model: str,
+    prompt: list[int] | str,
+    max_tokens: int,
+    *,
+    sent_prompt_tokens: int,
+) -> RequestResult:
+    """Send one streamed completion and time it; never raises for a server's fault.
+
+    ``sent_prompt_tokens`` is what the prompt holds by our count (used when the server
+    reports no ``usage``)."""
+    body = request_body(model, prompt, max_tokens)
+    start = time.perf_counter()
+    first = last = 0.0
+    chunks = 0
+    usage: tuple[int, int] | None = None
+    try:
+        async with client.stream("POST", "/v1/completions", json=body) as response:
+            if response.status_code != 200:
+                raw = await response.aread()
+                message = raw[:2000].decode("utf-8", "replace")
+                with contextlib.suppress(ValueError, AttributeError):
+                    message = str(json.loads(message).get("message", message))
+                return _failed(f"HTTP {response.status_code}: {message}", start)
+            async for line in response.aiter_lines():
+                if len(line) > MAX_LINE_BYTES:
+                    return _failed("a stream line over 1 MiB: not a completion stream", start)
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                try:
+                    doc = json.loads(data)
+                except ValueError:
+                    return _failed(f"garbled stream chunk: {data[:80]}", start)
+                if isinstance(doc, dict) and "error" in doc:
+                    return _failed(f"error in the stream: {doc['error']}", start)
+                usage = _usage(doc) or usage
+                if _chunk_text(doc):
+                    now = time.perf_counter()
+                    chunks += 1
+                    first = first or now
+                    last = now
+    except httpx.TimeoutException:
+        return _failed("timed out", start)
+    except httpx.HTTPError as exc:
+        return _failed(connect_reason(exc), start)
+    end = time.perf_counter()
+    if not chunks:
+        return _failed("the stream ended without a token", start)
+    prompt_tokens, output_tokens = usage or (sent_prompt_tokens, chunks)
+    return RequestResult(
+        ok=True,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        ttft_s=first - start,
+        decode_s=last - first,
+        e2e_s=end - start,
+        usage_reported=usage is not None,
+    )
