@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     Progress,
@@ -25,6 +24,7 @@ from rich.progress import (
 
 from sparktop import __version__
 from sparktop.errors import RuntimeFailure, UserError
+from sparktop.safe_text import PrintableConsole
 from sparktop.sweep.bench_prompts import (
     PromptMaker,
     approximate_maker,
@@ -71,7 +71,7 @@ class SweepFlow:
         self.command = command
         self.output: Path = opts["output"]
         self.runs_file = runs_path(self.output)
-        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.console = PrintableConsole(stderr=True, highlight=False, soft_wrap=True)
         self.cells: list[CellRuns] = []
         self.total = 0
         self.plan: Plan | None = None

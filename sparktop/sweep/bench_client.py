@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from sparktop.safe_text import printable
 from sparktop.sweep.exact_tokens import connect_reason
 
 MAX_LINE_BYTES = 1 << 20
@@ -32,9 +33,9 @@ MAX_LINE_BYTES = 1 << 20
 
 
 def clean(text: str, limit: int = 160) -> str:
-    """Server text made safe for a terminal: printable characters only (controls, bidi and
-    zero-width characters dropped), whitespace folded, cut to ``limit`` characters."""
-    folded = " ".join("".join(ch for ch in text if ch.isprintable() or ch.isspace()).split())
+    """Server text as one short line: whitespace folded, every control, bidi or zero-width
+    character made a visible symbol (:func:`sparktop.safe_text.printable`), cut to ``limit``."""
+    folded = printable(" ".join(text.split()))
     return folded if len(folded) <= limit else folded[: limit - 1] + "…"
 
 

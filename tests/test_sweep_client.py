@@ -1,0 +1,119 @@
+"""The sweep's request timing and cell arithmetic: a loopback server that streams what it is
+told to, including errors and garbage, and cells computed by hand."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import httpx
+from aiohttp import web
+
+from sparktop.sweep.bench_client import RequestResult, stream_completion
+from sparktop.sweep.sweep_cells import CellRuns, cell_figures, run_figures
+
+
+@asynccontextmanager
+async def server(handler: Callable[..., object]) -> AsyncIterator[httpx.AsyncClient]:
+    app = web.Application()
+    app.router.add_post("/v1/completions", handler)  # type: ignore[arg-type]
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            yield client
+    finally:
+        await runner.cleanup()
+
+
+def chunk(doc: object) -> bytes:
+    return f"data: {json.dumps(doc)}\n\n".encode()
+
+
+async def streaming(request: web.Request, parts: list[bytes]) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    for part in parts:
+        await response.write(part)
+    await response.write_eof()
+    return response
+
+
+async def test_ttft_is_the_first_content_token_and_usage_gives_the_counts() -> None:
+    seen: list[dict[str, object]] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        seen.append(await request.json())
+        parts = [
+            chunk({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+            chunk({"choices": [{"index": 0, "text": ""}]}),
+            chunk({"choices": [{"index": 0, "text": " one"}]}),
+            chunk({"choices": [{"index": 0, "text": " two three"}]}),
+            chunk({"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3}}),
+            b"data: [DONE]\n\n",
+        ]
+        return await streaming(request, parts)
+
+    async with server(handler) as client:
+        result = await stream_completion(client, "m", [1, 2, 3], 3, sent_prompt_tokens=3)
+    assert result.ok and result.usage_reported
+    assert (result.prompt_tokens, result.output_tokens) == (7, 3)
+    assert 0 < result.ttft_s <= result.e2e_s and result.decode_s >= 0
+    body = seen[0]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["prompt"] == [1, 2, 3] and body["max_tokens"] == 3 and body["ignore_eos"] is True
+
+
+async def test_failures_are_results_with_one_printable_line() -> None:
+    replies = iter(
+        [
+            web.json_response({"message": "bad \x1b]0;owned\x07 prompt"}, status=400),
+            [b"data: {not json\n\n"],
+            [chunk({"choices": [{"index": 0, "text": ""}]}), b"data: [DONE]\n\n"],
+            [chunk({"error": {"message": "engine died"}})],
+        ]
+    )
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        reply = next(replies)
+        if isinstance(reply, web.Response):
+            return reply
+        return await streaming(request, reply)
+
+    async with server(handler) as client:
+        results = [
+            await stream_completion(client, "m", "x", 4, sent_prompt_tokens=1) for _ in range(4)
+        ]
+    async with httpx.AsyncClient(base_url="http://127.0.0.1:9") as nobody:
+        dead = await stream_completion(nobody, "m", "x", 4, sent_prompt_tokens=1)
+    assert not any(r.ok for r in [*results, dead])
+    assert results[0].error.startswith("HTTP 400: bad ") and "\x1b" not in results[0].error
+    assert "garbled" in results[1].error
+    assert "without a token" in results[2].error
+    assert "engine died" in results[3].error
+    assert dead.error == "connection refused"
+    assert all(r.error.isprintable() for r in [*results, dead])
+
+
+def test_cell_figures_follow_the_seed_definitions_and_skip_failures() -> None:
+    a = RequestResult(True, 1000, 11, ttft_s=1.0, decode_s=2.0, e2e_s=3.0)
+    b = RequestResult(True, 1000, 11, ttft_s=2.0, decode_s=2.0, e2e_s=4.0)
+    failed = RequestResult(False, error="HTTP 500")
+    run = run_figures([a, b, failed], wall_s=4.1)
+    assert run is not None
+    assert run["ttft_s"] == 1.5
+    assert run["prefill_tps"] == (1000 / 1.0 + 1000 / 2.0) / 2
+    assert run["decode_tps"] == 10 / 2.0
+    assert run["aggregate_prefill_tps"] == 2000 / 2.0
+    assert run["aggregate_tps"] == 22 / (4.0 - 2.0)  # last token − max TTFT
+    assert run["aggregate_e2e_tps"] == 22 / 4.1
+    slow = RequestResult(True, 1000, 11, ttft_s=3.0, decode_s=4.0, e2e_s=7.0)
+    cell = CellRuns("1K", 1024, 2, ((a, b, failed), (slow, slow), (a, a)), (4.1, 7.0, 3.0))
+    figures = cell_figures(cell)
+    assert figures is not None and cell.failed == 1 and cell.requests == 7
+    assert figures["ttft_s"] == 1.5  # median of 1.5, 3.0, 1.0
+    assert cell_figures(CellRuns("1K", 1024, 1, ((failed,),), (1.0,))) is None
