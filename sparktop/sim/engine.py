@@ -14,7 +14,7 @@ restart drops every request; the client sees an error), thinks and sends the nex
 load always resumes; after a restart the think time starts when the server is back.
 
 A sweep row at concurrency *c* is *c* equal prompts prefilling together, so a request's TTFT
-is read at its *prefill concurrency*: itself plus each other running request weighted by
+is read at its *prefill concurrency*: itself plus each other prefilling request weighted by
 its prompt over this request's uncached tokens, at most 1 each (see :func:`prefill_concurrency`),
 re-read at every step. Queueing at ``max_num_seqs`` and the pool adds to the TTFT a client
 sees; chunking at ``max_num_batched_tokens`` is inside the profile's TTFT (the sweep ran with
@@ -230,11 +230,14 @@ class EngineModel:
         req.blocks = 0
 
     def _prefill(self, req: SimRequest, now: float, dt: float) -> None:
-        # The rate is read at every step from who is running now, so requests that arrive
-        # together each see the whole batch (not only the ones admitted before them), and
-        # a prefill slows down when others join it and speeds up when they leave.
+        # The rate is read at every step from who is prefilling now, so requests that
+        # arrive together each see the whole batch (not only the ones admitted before
+        # them), and a prefill slows when others join it and speeds up when they leave.
+        # Decoding requests take one token of a step's budget each: they do not count.
         uncached = max(1, req.prompt_tokens - req.cached_tokens)
-        others = [r.prompt_tokens for r in self.running if r is not req]
+        others = [
+            r.prompt_tokens for r in self.running if r is not req and r.phase is Phase.PREFILL
+        ]
         ttft = self.rates.ttft_s(uncached, prefill_concurrency(uncached, others))
         req.prefill_rate = uncached / ttft
         target = min(float(req.prompt_tokens), req.computed + req.prefill_rate * dt * self.pace)
