@@ -16,7 +16,13 @@ import time
 
 from sparktop.sweep.estimator import METRICS
 from sparktop.sweep.profile import builtin_profile_names, load_profile
-from sparktop.sweep.validate import Summary, leave_one_out, loglog_predict, summarise
+from sparktop.sweep.validate import (
+    Summary,
+    band_pooled,
+    leave_one_out,
+    loglog_predict,
+    summarise,
+)
 
 LABELS = {"ttft_s": "TTFT", "prefill_tps": "prefill", "decode_tps": "decode",
           "aggregate_tps": "aggregate"}  # fmt: skip
@@ -51,6 +57,9 @@ def main(argv: list[str]) -> int:
                 f"  {LABELS[metric]:<9} estimator {_errs(a)}  refused {a.refused:>2}  "
                 f"band {_band(a)}   column log-log {_errs(b)}  refused {b.refused:>2}"
             )
+        pooled = band_pooled(mine)
+        if pooled is not None:
+            print(f"  band, all figures together: {pooled[0]:.0f} % in, ±{pooled[1]:.1f} %")
         print(f"  on the {len(answered)} cells column log-log answers:")
         for metric in METRICS:
             a = summarise(mine, metric, answered)

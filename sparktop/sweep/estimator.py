@@ -196,6 +196,11 @@ def _is_edge(surface: Surface, pt: Point, metric: str) -> bool:
     return not prompts or pt.prompt < min(prompts) or pt.prompt > max(prompts)
 
 
+def _loss(e: float) -> float:
+    """Squared log error: a design is judged by its worst misses more than by its median."""
+    return e * e
+
+
 def _choose(held: list[tuple[Point, Surface]], metric: str) -> Design:
     """The design with the least squared held-out log error, interior and edge separately."""
 
@@ -211,7 +216,7 @@ def _choose(held: list[tuple[Point, Surface]], metric: str) -> Design:
             ]
             if not errors:
                 return designs[0]
-            score = sum(e * e for e in errors) / len(errors)
+            score = sum(_loss(e) for e in errors) / len(errors)
             if best is None or score < best[0] - 1e-12:
                 best = (score, design)
         assert best is not None

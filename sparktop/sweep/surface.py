@@ -7,8 +7,9 @@ A sweep measures a few cells of a surface over (prompt length ``p``, concurrency
   TTFT ≈ t₀ + t₁·c + (a·p + b·p²)·(1, c) + h·max(0, c·p − max_num_batched_tokens) — a fixed
   overhead, a per-request overhead, linear and quadratic (attention) prefill cost for one
   request and for the batch, and the chunking step once the batch's prompts no longer fit one
-  scheduler step; per-stream decode time per token ≈ d₀ + d₁·c + (e·p)·(1, c) — the weights
-  read once per step, per-sequence work, and the KV cache read for one and for all streams.
+  scheduler step; per-stream decode time per token ≈ d₀ + d₁·c + e·p + g·(c − 1)·p — the
+  weights read once per step, per-sequence work, the stream's own KV read, and the other
+  streams' prompts (their prefill chunks and KV) sharing each step.
   Non-negative least squares on relative error (every term is a cost, none a credit);
 - prefill is prompt ÷ TTFT times the cells' own ratio (their prefill is a mean of per-request
   rates, not exactly prompt ÷ mean TTFT); aggregate is the batch rate built from TTFT and
@@ -64,18 +65,20 @@ class Design:
 
     ``shrink``: in a gap between two cells of one concurrency the residual is interpolated
     between them and shrunk towards the model by this share at the gap's middle (0: the
-    residuals throughout, 1: the model alone at the middle; always the cells at the ends).
+    residuals throughout, 1: the model alone at the middle; always the cells at the ends);
+    ``None``: plain log-log between the two cells, as in a dense gap.
     ``edge``: past a concurrency's outermost cell, the weight on the model's trend from that
     cell (0 holds the cell's value, 1 follows the model), or ``None``: the cell's residual
     halves per doubling of distance (the model takes over). Every design passes through the
     cells and is continuous.
     """
 
-    shrink: float = 0.0
+    shrink: float | None = 0.0
     edge: float | None = 1.0
 
 
-DESIGNS_SHRINK = (0.0, 0.5, 1.0)
+DESIGNS_SHRINK: tuple[float | None, ...] = (0.0, 0.5, 1.0, None)
+"""``None``: no model in the gap at all, plain log-log between the two cells."""
 DESIGNS_EDGE: tuple[float | None, ...] = (0.0, 0.5, 1.0, None)
 
 
@@ -117,7 +120,7 @@ def _ttft_features(p: float, c: float, batch: float | None) -> list[float]:
 
 def _decode_features(p: float, c: float) -> list[float]:
     k = p / 1000.0
-    return [1.0, c, k, c * k]
+    return [1.0, c, k, (c - 1.0) * k]
 
 
 def _nnls_relative(rows: list[list[float]], targets: list[float]) -> np.ndarray:
@@ -320,7 +323,8 @@ class Surface:
             f = (math.log(p) - math.log(lo.prompt)) / (math.log(hi.prompt) - math.log(lo.prompt))
             y_lo, y_hi = math.log(lo.get(metric) or 1.0), math.log(hi.get(metric) or 1.0)
             rows = f"rows {_tok(lo.prompt)} and {_tok(hi.prompt)} (concurrency {c})"
-            if hi.prompt / lo.prompt <= DENSE_RATIO:
+            shrink = self.designs.get(metric, Design()).shrink if metric in PRIMARY else 0.0
+            if hi.prompt / lo.prompt <= DENSE_RATIO or shrink is None:
                 return Part(y_lo + f * (y_hi - y_lo), "interpolated", 0.0,
                             f"interpolated log-log between {rows}")  # fmt: skip
             here = self.model_ln(metric, p, c)
@@ -329,7 +333,6 @@ class Surface:
             r_lo, r_hi = self._residual(metric, lo), self._residual(metric, hi)
             if r_lo is None or r_hi is None:
                 return Missing(f"no model for {metric} at the neighbouring cells")
-            shrink = self.designs.get(metric, Design()).shrink if metric in PRIMARY else 0.0
             keep = 1.0 - shrink * 4.0 * f * (1.0 - f)
             note = f"fitted: the table's model through {rows}"
             return Part(here.ln_value + keep * (r_lo + f * (r_hi - r_lo)), "fitted", 0.0, note)

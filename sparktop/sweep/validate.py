@@ -153,3 +153,12 @@ def median_abs_error(held: tuple[HeldOut, ...], metric: str = "ttft_s") -> float
     """Median of ``|relative error|`` of ``metric`` over the held-out rows (0–1; NaN if none)."""
     values = [abs(dict(h.errors)[metric]) for h in held if metric in dict(h.errors)]
     return statistics.median(values) if values else float("nan")
+
+
+def band_pooled(held: tuple[HeldOut, ...]) -> tuple[float, float] | None:
+    """Band coverage (%) and median half-width (%) over every held-out figure together."""
+    inside = [ok for h in held for _, ok in h.inside]
+    widths = [w * 100 for h in held for _, w in h.half_width]
+    if not inside or not widths:
+        return None
+    return 100.0 * sum(inside) / len(inside), statistics.median(widths)
