@@ -12,6 +12,7 @@ from typing import Any
 
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.safe_text import dumps_printable, printable, printable_lines
+from sparktop.sweep.counts import check_count
 
 DESCRIPTION = """\
 Budget a context before sending it: count its tokens, check it against max_model_len, the
@@ -93,8 +94,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-MAX_COUNT = 10**12
-"""Largest token count or size the budget takes (a trillion: far past any context)."""
 MAX_FILE_MB = 4096
 """Largest --max-file-mb: with an exact count a scanned file is held in memory whole."""
 
@@ -109,11 +108,8 @@ def _check(args: argparse.Namespace) -> None:
         ("--max-batched", args.max_batched, 1),
     ]
     for flag, value, low in checks:
-        if value is not None and value < low:
-            raise UserError(f"{flag} must be at least {low}, got {value}")
-        if value is not None and value > MAX_COUNT:
-            # Past any model's context or server's pool; the estimate would only be float noise.
-            raise UserError(f"{flag} must be at most {MAX_COUNT:,}, got {value:,}")
+        if value is not None:
+            check_count(flag, value, low)  # the budget pane's fields take the same bounds
     if args.max_file_mb > MAX_FILE_MB:
         raise UserError(f"--max-file-mb must be at most {MAX_FILE_MB:,}, got {args.max_file_mb}")
     if not args.chars_per_token > 0:

@@ -30,6 +30,7 @@ TAG = {
     Origin.DEFAULT: "default",
 }
 TAG_MEANINGS = (
+    ("default", "not set yet"),
     ("given", "typed"),
     ("what-if", "keys"),
     ("server", "live engine"),
@@ -102,7 +103,27 @@ def _tag(fig: Figure, tag: str | None = None) -> Cell:
 
 
 def _why(value: object) -> str:
-    return value.reason if isinstance(value, NA) else "unknown"
+    return for_the_pane(value.reason) if isinstance(value, NA) else "unknown"
+
+
+_CLI_ADVICE = (
+    ("no live server; pass --endpoint", "no live engine answering"),
+    ("; use --scan-dir", ""),
+    (" (use --file for a single file)", ""),
+    ("; to count what a pipe carries, send it to standard input: --file -", ""),
+    ("; --endpoint or --tokenizer count exactly", "; a live engine's /tokenize counts exactly"),
+    ("--prompt-tokens", "prompt"),
+    ("--concurrency", "concurrency"),
+    ("--output-tokens", "output tokens"),
+)
+"""Command-line advice in shared messages, and what the pane says instead (it has no flags)."""
+
+
+def for_the_pane(message: str) -> str:
+    """``message`` with command-line advice (``use --scan-dir``) phrased for the pane."""
+    for cli, pane in _CLI_ADVICE:
+        message = message.replace(cli, pane)
+    return message
 
 
 def _ok(label: str, flag: bool | None, yes: str, no: str) -> Group:
@@ -118,7 +139,7 @@ def _label(text: str) -> Cell:
 
 def _prompt(b: Budget) -> list[Group]:
     t = b.tokens
-    method = f"[{t.method}]" if t.method in ("given", "what-if") else t.method
+    method = f"[{t.method}]" if t.method in ("default", "given", "what-if") else t.method
     groups: list[Group] = [[_label("prompt"), (f"{t.tokens:,} tok", "bold")], [(method, "dim")]]
     if is_num(t.files_counted):
         groups.append([(f"{t.files_counted:,} files, {t.files_skipped} skipped", "dim")])
@@ -225,10 +246,26 @@ def budget_lines(
     live: EngineSample | None,
     counting: str = "",
     width: int = 42,
+    *,
+    error: str = "",
 ) -> list[Line]:
-    """The pane's lines for the inputs, the profile and the live engine (its free pool)."""
+    """The pane's lines for the inputs, the profile and the live engine (its free pool).
+
+    ``error`` (a field the operator just entered that was refused) replaces the figures: they
+    would be for the previous input, under the new text.
+    """
     if profile is None:
         return [[("no sweep profile: the budget needs one (--profile)", "warn")]]
+    if error:
+        sections_error: list[list[Group]] = [
+            [[_label("profile"), (profile.name, "accent")]],
+            [[("! ", "warn"), (error, "warn")]],
+            [[("fix the field and press Enter (Escape leaves it)", "dim")]],
+        ]
+        out: list[Line] = []
+        for groups in sections_error:
+            out += pack(groups, width, indent=" " * 2)
+        return out
     overrides, tags = live_limits(live)
     try:
         b = compute_budget(

@@ -21,8 +21,9 @@ from textual.widgets import Input, Label, Static
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import EngineSample
 from sparktop.sweep import scan, tokens
+from sparktop.sweep.counts import MAX_COUNT, looks_like_number, parse_count
 from sparktop.ui import styles
-from sparktop.ui.budget_view import BudgetInputs, budget_lines
+from sparktop.ui.budget_view import BudgetInputs, budget_lines, for_the_pane
 from sparktop.ui.widgets.text_block import TextBlock
 
 if TYPE_CHECKING:
@@ -98,9 +99,11 @@ class BudgetPane(VerticalScroll, can_focus=True):
         super().__init__(**kwargs)
         self.owner = app
         self.inputs = BudgetInputs(
-            prompt=tokens.TokenCount(8192, "what-if"), concurrency=1, output_tokens=None
+            prompt=tokens.TokenCount(8192, "default"), concurrency=1, output_tokens=None
         )
         self.counting = ""
+        self.error = ""
+        """The last field's problem, shown instead of figures that would be for older input."""
         self._live_key: object = None
         self._shown: object = None
 
@@ -153,6 +156,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
             self.live_engine(),
             self.counting,
             out.size.width or 42,
+            error=self.error,
         )
         key = tuple(tuple(line) for line in lines)
         if key != self._shown:
@@ -160,6 +164,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
             out.set_content(styles.lines(lines))
 
     def _set(self, **changes: Any) -> None:
+        self.error = ""
         self.inputs = self.inputs.replace(**changes)
         self.query_one("#concurrency", Input).value = str(self.inputs.concurrency)
         self.query_one("#output", Input).value = str(self.inputs.output)
@@ -167,16 +172,19 @@ class BudgetPane(VerticalScroll, can_focus=True):
 
     # -- what-if keys ----------------------------------------------------------------------
 
+    # Kept within the typed fields' bounds, however often a key is pressed.
+
     def action_concurrency(self, step: int) -> None:
-        self._set(concurrency=max(1, self.inputs.concurrency + step))
+        self._set(concurrency=min(MAX_COUNT, max(1, self.inputs.concurrency + step)))
 
     def action_prompt(self, factor: float) -> None:
         current = self.inputs.prompt.tokens if self.inputs.prompt else 8192
-        self._set(prompt=tokens.TokenCount(max(1, round(current * factor)), "what-if"))
+        prompt = min(MAX_COUNT, max(1, round(current * factor)))
+        self._set(prompt=tokens.TokenCount(prompt, "what-if"))
         self.query_one("#prompt", Input).value = str(self.inputs.prompt.tokens)
 
     def action_output(self, factor: float) -> None:
-        self._set(output_tokens=max(1, round(self.inputs.output * factor)))
+        self._set(output_tokens=min(MAX_COUNT, max(1, round(self.inputs.output * factor))))
 
     def action_edit(self) -> None:
         self.query_one("#prompt", Input).focus()
@@ -187,16 +195,27 @@ class BudgetPane(VerticalScroll, can_focus=True):
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
         value = event.value.strip()
-        if event.input.id == "concurrency" and value.isdigit():
-            self._set(concurrency=max(1, int(value)))
-        elif event.input.id == "output" and value.isdigit():
-            self._set(output_tokens=max(1, int(value)))
-        elif event.input.id == "prompt" and value:
-            digits = value.replace(",", "").replace("_", "")
-            if digits.isdigit():
-                self._set(prompt=tokens.TokenCount(int(digits), "given"))
-            else:
-                self._count(path=value)
+        field = event.input.id
+        try:
+            if field == "concurrency":
+                self._set(concurrency=parse_count("concurrency", value))
+            elif field == "output":
+                self._set(output_tokens=parse_count("output tokens", value, low=0))
+            elif field == "prompt" and value:
+                # A number is a token count (bounded like --prompt-tokens), unless a file of
+                # that name exists; anything else is a path to count.
+                if looks_like_number(value) and not Path(value).expanduser().exists():
+                    self._set(prompt=tokens.TokenCount(parse_count("prompt", value), "given"))
+                else:
+                    self._count(path=value)
+        except UserError as exc:
+            self._fail(str(exc))
+
+    def _fail(self, message: str) -> None:
+        """Show ``message`` in place of the figures (they would be for the previous input)."""
+        self.counting = ""
+        self.error = for_the_pane(message)
+        self.render_budget()
 
     @on(TextPasted)
     def _pasted(self, event: TextPasted) -> None:
@@ -215,30 +234,46 @@ class BudgetPane(VerticalScroll, can_focus=True):
         try:
             count = await asyncio.to_thread(self._count_blocking, path, text)
         except (UserError, RuntimeFailure, OSError) as exc:
-            self.counting = ""
-            self.notify(str(exc), severity="warning", title="budget")
-            self.render_budget()
+            self._fail(str(exc))
+            return
+        if count.tokens < 1:
+            self._fail(f"{path or 'the pasted text'}: no text to count (0 tokens)")
             return
         self.counting = ""
         self._set(prompt=count)
         self.query_one("#prompt", Input).value = f"{count.tokens}"
 
     def _count_blocking(self, path: str | None, text: str | None) -> tokens.TokenCount:
-        """In a thread: count a path (estimated) or text (``/tokenize`` when it answers)."""
-        if path is not None:
-            target = Path(path).expanduser()
-            if target.is_dir():
-                return scan.scan_directory(target)
-            return tokens.count_file(target)
-        assert text is not None
+        """In a thread: count a path or text, exactly with the live engine's ``/tokenize``
+        when it answers (as ``sparktop budget --file … --endpoint`` does), else estimated."""
         url = self._tokenize_url()
-        if url:
-            try:
-                return tokens.count_via_endpoint(url, text)
-            except RuntimeFailure as exc:
-                estimate = tokens.estimate_text_tokens(text, source="pasted text")
-                return tokens.with_note(estimate, f"estimated: {exc}")
-        return tokens.estimate_text_tokens(text, source="pasted text")
+        if path is None:
+            assert text is not None
+            if url:
+                try:
+                    return tokens.count_via_endpoint(url, text)
+                except RuntimeFailure as exc:
+                    estimate = tokens.estimate_text_tokens(text, source="pasted text")
+                    return tokens.with_note(estimate, f"estimated: {exc}")
+            return tokens.estimate_text_tokens(text, source="pasted text")
+        target = Path(path).expanduser()
+
+        def count(exact: tokens.Counter_ | None, method: str) -> tokens.TokenCount:
+            if target.is_dir():
+                return scan.scan_directory(target, exact=exact, method=method)
+            return tokens.count_file(target, exact=exact, method=method)
+
+        if not url:
+            return count(None, "estimated")
+        from sparktop.sweep.exact_tokens import EndpointTokenizer
+
+        endpoint = EndpointTokenizer(url)
+        try:
+            return count(endpoint, "exact (/tokenize)")
+        except RuntimeFailure as exc:
+            return tokens.with_note(count(None, "estimated"), f"estimated: {exc}")
+        finally:
+            endpoint.close()
 
     def _tokenize_url(self) -> str | None:
         live = self.live_engine()
