@@ -182,3 +182,12 @@ def test_leave_one_out_every_cell_beats_column_log_log() -> None:
     assert ttft.coverage is not None and ttft.coverage >= 80
     plain = column_loglog(four, 1002, 8)
     assert plain["ttft_s"] == 3.42
+
+
+def test_a_profile_too_small_to_hold_a_cell_out_has_figures_without_a_band() -> None:
+    four = load_profile(FOUR)
+    tiny = dataclasses.replace(four, rows=four.rows[:2], acceptance=())
+    fig = estimate(tiny, 2000, 1).ttft_s
+    assert fig.basis is Basis.INTERPOLATED and is_num(fig.value)
+    assert isinstance(fig.low, NA) and "too few cells" in fig.low.reason
+    assert not fig.contains(float(fig.value))  # type: ignore[arg-type]

@@ -176,9 +176,21 @@ def _surface(profile: Profile, points: tuple[Point, ...]) -> Surface:
     )
 
 
+MAX_FOLDS = 40
+"""Held-out fits per profile: every cell alone up to this many cells (leave-one-out), then
+cells in this many interleaved groups (a user sweep of thousands of rows stays cheap)."""
+
+
 def _held_out(profile: Profile, points: tuple[Point, ...]) -> list[tuple[Point, Surface]]:
-    """Each cell with the surface fitted to all the others."""
-    return [(pt, _surface(profile, points[:i] + points[i + 1 :])) for i, pt in enumerate(points)]
+    """Each cell with the surface fitted without it (and without its fold, past
+    :data:`MAX_FOLDS` cells)."""
+    folds = min(len(points), MAX_FOLDS)
+    out: list[tuple[Point, Surface]] = []
+    for k in range(folds):
+        rest = tuple(pt for i, pt in enumerate(points) if i % folds != k)
+        surface = _surface(profile, rest)
+        out += [(pt, surface) for i, pt in enumerate(points) if i % folds == k]
+    return out
 
 
 def _error(surface: Surface, pt: Point, metric: str) -> float | None:
@@ -190,10 +202,8 @@ def _error(surface: Surface, pt: Point, metric: str) -> float | None:
 
 
 def _is_edge(surface: Surface, pt: Point, metric: str) -> bool:
-    prompts = [
-        q.prompt for q in surface.points if q.concurrency == pt.concurrency and q.get(metric)
-    ]
-    return not prompts or pt.prompt < min(prompts) or pt.prompt > max(prompts)
+    col = surface.column(metric, pt.concurrency)
+    return not col or pt.prompt < col[0].prompt or pt.prompt > col[-1].prompt
 
 
 def _loss(e: float) -> float:
@@ -234,8 +244,8 @@ class Fitted:
     surface: Surface
     errors: tuple[tuple[str, tuple[tuple[float, float, float], ...]], ...]
 
-    def band(self, metric: str, part: Part, p: float, c: int) -> float:
-        """Half-width (log) of the band at (p, c)."""
+    def band(self, metric: str, part: Part, p: float, c: int) -> float | None:
+        """Half-width (log) of the band at (p, c); None when no cell could be held out."""
         if part.basis == "exact":
             return 0.0
         x, y = math.log2(p), math.log2(c)
@@ -245,7 +255,9 @@ class Fitted:
             w = math.exp(-0.5 * d2)
             num += w * e * e
             den += w
-        rms = math.sqrt(num / den) if den > 1e-12 else 0.0
+        if den <= 1e-300:
+            return None
+        rms = math.sqrt(num / den)
         return max(BAND_FLOOR, BAND_K * rms) * (1.0 + part.outside)
 
 
@@ -282,10 +294,13 @@ def _figure(fit: Fitted, metric: str, p: float, c: int) -> Estimated:
     part = fit.surface.estimate(metric, p, c)
     if isinstance(part, Missing):
         return _no_data(part.reason)
-    h = fit.band(metric, part, p, c)
     value = part.exact if part.exact is not None else math.exp(part.ln_value)
     if part.exact is not None:
         return Estimated(value, part.note, Basis.EXACT, value, value)
+    h = fit.band(metric, part, p, c)
+    if h is None:
+        reason = NA("too few cells in the profile to measure a band")
+        return Estimated(value, part.note, Basis(part.basis), reason, reason)
     low, high = math.exp(part.ln_value - h), math.exp(part.ln_value + h)
     return Estimated(value, part.note, Basis(part.basis), low, high)
 

@@ -162,6 +162,10 @@ class Surface:
         for pt in sorted(self.points, key=lambda q: q.prompt):
             for name, _ in pt.values:
                 self._cols.setdefault((name, pt.concurrency), []).append(pt)
+        self._range: dict[str, tuple[float, float]] = {}
+        for (name, _), col in self._cols.items():
+            lo, hi = self._range.get(name, (col[0].prompt, col[-1].prompt))
+            self._range[name] = (min(lo, col[0].prompt), max(hi, col[-1].prompt))
         ttft = [q for q in self.points if q.get("ttft_s")]
         dec = [q for q in self.points if q.get("decode_tps")]
         self._ttft_theta = _nnls_relative(
@@ -177,7 +181,15 @@ class Surface:
     def with_designs(self, designs: dict[str, Design]) -> Surface:
         """The same fit read with other designs (no refit)."""
         other = object.__new__(Surface)
-        for name in ("points", "batch", "kind", "max_model_len", "_cols", "output_tokens"):
+        for name in (
+            "points",
+            "batch",
+            "kind",
+            "max_model_len",
+            "_cols",
+            "_range",
+            "output_tokens",
+        ):
             setattr(other, name, getattr(self, name))
         other._ttft_theta, other._dec_theta = self._ttft_theta, self._dec_theta
         other.designs = designs
@@ -249,10 +261,16 @@ class Surface:
         return sorted(c for m, c in self._cols if m == metric)
 
     def prompt_range(self, metric: str) -> tuple[float, float]:
-        prompts = [q.prompt for q in self.points if q.get(metric) is not None]
-        return min(prompts), max(prompts)
+        """Shortest and longest prompt of the cells measuring ``metric`` (all concurrencies)."""
+        return self._range.get(metric, (math.inf, -math.inf))
+
+    def column(self, metric: str, c: int) -> list[Point]:
+        """The cells of concurrency ``c`` measuring ``metric``, by prompt."""
+        return self._cols.get((metric, c), [])
 
     def _outside(self, metric: str, p: float) -> float | Missing:
+        if metric not in self._range:
+            return Missing(f"the profile has no cell measuring {metric}")
         lo, hi = self.prompt_range(metric)
         if self.max_model_len is not None and p > self.max_model_len:
             return Missing(
