@@ -24,6 +24,15 @@ examples:
   sparktop profiles 4x-spark-dsv41-flash-1017 --json
   sparktop profiles --import results/*.json --name my-sweep --kv-pool 2493464 \
       -o ~/.config/sparktop/profiles/my-sweep.yaml
+  sparktop profiles --import benchy.json --name spark-benchy -o benchy.yaml   (llama-benchy)
+  sparktop profiles --import benchmarks.json --name guidellm -o g.yaml          (GuideLLM)
+  sparktop profiles --import results/20260101_120000 --name sw -o sw.yaml       (vllm bench sweep)
+  sparktop profiles --from-recording run.jsonl.zst --name normal -o learnt.yaml
+
+A vllm bench serve run by --request-rate has no set concurrency: its mean concurrency is
+measured (request throughput x mean latency) and the row is marked approximate in the notes.
+--from-recording builds cells (prompt length bucket x running requests) from the steady
+stretches of a recording: "observed on this cluster, not a sweep"; sparse cells are left out.
 
 File format: sparktop/sweep/README.md.
 """
@@ -39,13 +48,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("profile", nargs="?", metavar="NAME|PATH", help="profile to print")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    group = parser.add_argument_group("import from vllm bench serve results")
+    group = parser.add_argument_group("build a profile from other benchmarks or a recording")
     group.add_argument(
         "--import",
         dest="import_files",
         nargs="+",
-        metavar="JSON",
-        help="vllm bench serve --save-result files (one row each); prints profile YAML",
+        metavar="FILE",
+        help="llama-benchy JSON reports, GuideLLM benchmarks.json, vllm bench serve results "
+        "or vllm bench sweep folders (the tool is recognised); prints profile YAML",
+    )
+    group.add_argument(
+        "--from-recording",
+        metavar="REC",
+        help="learn a profile from a recording (--record FILE): cells observed on this cluster",
     )
     group.add_argument("--name", help="name of the imported profile")
     group.add_argument("-o", "--output", metavar="FILE", help="write the YAML here, not stdout")
@@ -62,10 +77,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _import(args: argparse.Namespace) -> int:
     import re
 
-    from sparktop.sweep.importers import import_vllm_bench
+    from sparktop.sweep.import_formats import import_results
 
     if not args.name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", args.name):
-        raise UserError("--import needs --name NAME (letters, digits, '.', '_', '-')")
+        flag = "--import" if args.import_files else "--from-recording"
+        raise UserError(f"{flag} needs --name NAME (letters, digits, '.', '_', '-')")
     for flag, value in (
         ("--kv-pool", args.kv_pool),
         ("--max-model-len", args.max_model_len),
@@ -74,14 +90,22 @@ def _import(args: argparse.Namespace) -> int:
     ):
         if value is not None and value < 1:
             raise UserError(f"{flag} must be at least 1, got {value}")
-    text = import_vllm_bench(
-        args.import_files,
-        args.name,
-        kv_pool_tokens=args.kv_pool,
-        max_model_len=args.max_model_len,
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_batched,
-    )
+    limits = {
+        "kv_pool_tokens": args.kv_pool,
+        "max_model_len": args.max_model_len,
+        "max_num_seqs": args.max_num_seqs,
+        "max_num_batched_tokens": args.max_batched,
+    }
+    if args.import_files:
+        text = import_results(args.import_files, args.name, limits=limits)
+    else:
+        from sparktop.sweep.learn import learn_profile
+
+        text = learn_profile(args.from_recording, args.name, limits=limits)
+    return _emit(args, text)
+
+
+def _emit(args: argparse.Namespace, text: str) -> int:
     if not args.output:
         sys.stdout.write(printable_lines(text))
         return 0
@@ -277,7 +301,9 @@ def _show(name: str, as_json: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.import_files:
+    if args.import_files and args.from_recording:
+        raise UserError("--import and --from-recording build a profile each: give one")
+    if args.import_files or args.from_recording:
         return _import(args)
     if args.profile:
         return _show(args.profile, args.json)

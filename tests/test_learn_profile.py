@@ -1,0 +1,69 @@
+"""A profile learnt from a recording of the simulator: steady cells with their counts and
+spread, marked as observed, sparse cells left out."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from sparktop.cli import main
+from sparktop.inventory import load_inventory
+from sparktop.record.tick import Tick, make_header
+from sparktop.record.writer import Recorder
+from sparktop.sim.engine import LoadSpec
+from sparktop.sources.engine import EngineSource
+from sparktop.sweep.learn import bucket, learn_cells
+from sparktop.sweep.profile import load_profile_file
+from tests.sim_helpers import engine_sample, running_sim
+
+TICKS = 40
+
+
+async def record_sim(path: Path) -> int:
+    """Record the simulator's engine at one tick per simulated second (speed 10); the load is
+    two users sending 4,000-token prompts back to back, so two requests run nearly always."""
+    load = LoadSpec(clients=2, prompt_tokens=(4000,), output_tokens=128, think_s=0, jitter=0)
+    async with running_sim(speed=10, load=load) as sim:
+        (config,) = load_inventory(sim.inventory_path).engines
+        source = EngineSource(config, window_s=0.5)
+        recorder = Recorder(path, make_header(interval_s=1.0), max_queue=TICKS + 1)
+        try:
+            for _ in range(TICKS):
+                sample = await engine_sample(source)
+                assert recorder.write(Tick(time_s=sample.time_s, engines=(sample,)))
+                await sim.clock.sleep(1.0)
+        finally:
+            recorder.close()
+            await source.aclose()
+    return TICKS
+
+
+async def test_a_recording_of_the_simulator_becomes_a_profile(tmp_path: Path) -> None:
+    rec = tmp_path / "run.jsonl.zst"
+    await record_sim(rec)
+    out = tmp_path / "learnt.yaml"
+    status = await asyncio.to_thread(
+        main, ["profiles", "--from-recording", str(rec), "--name", "normal", "-o", str(out)]
+    )
+    assert status == 0
+    profile = load_profile_file(out)
+    assert profile.source.startswith("observed on this cluster, not a sweep")
+    assert profile.aggregate_kind == "end-to-end"
+    assert any("not a sweep" in n for n in profile.notes)
+    cell = next(r for r in profile.rows if r.concurrency == 2)
+    assert bucket(cell.prompt_tokens) == 4096 and cell.context == "4K"
+    assert isinstance(cell.observations, int) and cell.observations >= 5
+    assert cell.ttft_p25_s <= cell.ttft_s <= cell.ttft_p75_s
+    assert cell.decode_p25_tps <= cell.decode_tps <= cell.decode_p75_tps
+    assert cell.prefill_tps == round(cell.prompt_tokens / cell.ttft_s, 1)
+    # The simulator follows the 4-Spark profile: its 4K x 2 row says TTFT 2.55 s.
+    assert 1.5 < cell.ttft_s < 4.0
+
+
+def test_ramps_waiting_and_sparse_cells_are_left_out(tmp_path: Path) -> None:
+    rec = tmp_path / "tiny.jsonl"
+    recorder = Recorder(rec, make_header(), max_queue=4)
+    recorder.close()
+    status = main(["profiles", "--from-recording", str(rec), "--name", "x"])
+    assert status == 2
+    assert learn_cells([]) == {}
