@@ -243,7 +243,7 @@ def test_bad_options_are_one_line_usage_errors(tmp_path: Path) -> None:
         ("--nodes", "0"): "--nodes must be between 1 and 256",
         ("--engines", "5"): "--engines must be between 0 and --nodes (4)",
         ("--scenario", "meltdown"): "unknown scenario 'meltdown'",
-        ("--speed", "0"): "--speed must be positive",
+        ("--speed", "0"): "--speed must be above 0 and at most 100, got 0",
         ("--profile", "no-such-profile"): "no-such-profile",
     }
     for extra, message in cases.items():

@@ -122,6 +122,11 @@ def _check(args: argparse.Namespace) -> None:
         raise UserError(f"--endpoint must be an http:// or https:// URL, got {args.endpoint!r}")
     if args.tokenizer and args.endpoint:
         raise UserError("use either --tokenizer or --endpoint for the exact count, not both")
+    if args.tokenizer and args.prompt_tokens is not None:
+        raise UserError("--tokenizer counts --file or --scan-dir; --prompt-tokens is a count")
+    if args.tokenizer and not os.path.isfile(os.path.expanduser(args.tokenizer)):
+        what = "is not a file" if os.path.exists(args.tokenizer) else "no such file"
+        raise UserError(f"--tokenizer {args.tokenizer}: {what} (expected a tokenizer.json)")
 
 
 def _api_key(args: argparse.Namespace) -> str | None:

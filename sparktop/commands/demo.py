@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sparktop.commands.sim import add_common_arguments, options_from, scenario_help
-from sparktop.errors import RuntimeFailure
+from sparktop.errors import RuntimeFailure, UserError
 from sparktop.sim.scenarios import SCENARIOS, timeline
 from sparktop.sim.signals import Terminated, raise_on_signals
 from sparktop.sim.thread import SimThread
@@ -72,7 +72,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
         help="with --no-tui: stop after N tables (default: until Ctrl-C)",
     )
@@ -84,6 +84,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     options = options_from(args)
+    if args.rounds is not None and args.rounds < 1:
+        raise UserError(f"--rounds must be at least 1, got {args.rounds}")
+    if not args.no_tui:
+        from sparktop.ui.themes import check_theme
+
+        check_theme(args.theme)  # before the simulator starts
     options = dataclasses.replace(options, alert_hold_s=round(DEMO_HOLD_S / options.speed, 3))
     from sparktop.sweep.profile import load_profile
 
@@ -103,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             print(handle.summary())
             print(startup_text(options.scenario, options.speed), flush=True)
             if args.no_tui:
-                return snapshot_loop(handle.inventory_path, rounds=args.rounds)
+                return snapshot_loop(handle.inventory_path, rounds=args.rounds or 0)
             return open_monitor(handle.inventory_path, theme=args.theme, outputs=outputs)
         except Terminated as exc:
             return exc.exit_code

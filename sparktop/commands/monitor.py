@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sparktop.ui.themes import check_theme
+
+    check_theme(getattr(args, "theme", None))  # a bad --theme is exit 2, not a fallback
     inventory = None
     if args.inventory is not None:
         from sparktop.inventory import load_inventory

@@ -71,6 +71,24 @@ def parse_offset(text: str) -> float:
     return seconds
 
 
+def _check_recording_path(path: Path) -> None:
+    """A recording is a regular file (read twice: indexed, then decoded); say what it is not."""
+    import stat
+
+    from sparktop.sweep.tokens import file_kind
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise UserError(f"no such recording: {path}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise UserError(
+            f"{path} is a {file_kind(mode)}, not a recording (a file made with --record)"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from sparktop.record.reader import Recording
     from sparktop.record.replay import ReplaySource
@@ -78,8 +96,11 @@ def run(args: argparse.Namespace) -> int:
     if not MIN_SPEED <= args.speed <= MAX_SPEED:
         raise UserError(f"--speed: between {MIN_SPEED:g} and {MAX_SPEED:g}, got {args.speed:g}")
     start = parse_offset(args.start)
-    if not args.file.is_file():
-        raise UserError(f"no such recording: {args.file}")
+    if not args.summary:
+        from sparktop.ui.themes import check_theme
+
+        check_theme(args.theme)
+    _check_recording_path(args.file)
     source = ReplaySource(Recording(args.file))
     if len(source) == 0:
         stop = f" ({source.stop})" if source.stop else ""

@@ -19,6 +19,8 @@ from sparktop.sim.signals import STOP_SIGNALS
 from sparktop.sweep.profile import DEFAULT_PROFILE
 
 MAX_NODES = 256
+MAX_SPEED = 100.0
+"""Fastest simulated time (×): at 100× a simulated second is 10 ms, about one render."""
 
 DESCRIPTION = """\
 Start a simulated DGX Spark cluster on loopback and run it until Ctrl-C: one real SSH
@@ -127,8 +129,9 @@ def options_from(args: argparse.Namespace) -> SimOptions:
         raise UserError(
             f"--engines must be between 0 and --nodes ({args.nodes}), got {args.engines}"
         )
-    if not args.speed > 0:
-        raise UserError(f"--speed must be positive, got {args.speed:g}")
+    if not 0 < args.speed <= MAX_SPEED:
+        # Faster than this, a simulated second is shorter than a poll: nothing reads right.
+        raise UserError(f"--speed must be above 0 and at most {MAX_SPEED:g}, got {args.speed:g}")
     if not 0 <= args.clients <= 1024:
         raise UserError(f"--clients must be between 0 and 1024, got {args.clients}")
     if args.scenario not in SCENARIOS:

@@ -61,6 +61,10 @@ See sparktop/snapshot.py for the full schema.
 """
 
 
+MAX_WINDOW_S = 600.0
+"""Longest --window: the command waits it out between two scrapes (10 minutes)."""
+
+
 def add_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> argparse.ArgumentParser:
@@ -129,8 +133,11 @@ def run(args: argparse.Namespace) -> int:
     inventory = load_inventory(args.inventory)
     if args.profile:
         inventory = with_profile(inventory, args.profile)
-    if not args.window >= 0:
-        raise UserError(f"--window must be 0 or a positive number of seconds, got {args.window:g}")
+    if not 0 <= args.window <= MAX_WINDOW_S:
+        raise UserError(
+            f"--window must be 0 to {MAX_WINDOW_S:g} seconds (the snapshot waits that long), "
+            f"got {args.window:g}"
+        )
     timeout_s = args.timeout if args.timeout is not None else default_timeout_s(inventory)
     snap = asyncio.run(poll(inventory, timeout_s + args.window, window_s=args.window))
     alerts = inventory_alerts((*snap.nodes, *snap.engines), inventory, snap.time_s)

@@ -58,6 +58,10 @@ def resolve_profile(name: str, base_dir: Path | None) -> str:
         return str(path)
     builtin = builtin_profile_names()
     users = tuple(p.stem for p in user_profile_paths())
+    beside = (base_dir or Path()) / name
+    if name not in builtin and name not in users and beside.is_file():
+        load_profile(str(beside.absolute()))  # a file beside the inventory, named bare
+        return str(beside.absolute())
     if name not in builtin and name not in users:
         close = difflib.get_close_matches(name, builtin + users, n=1, cutoff=0.5)
         hint = f" (did you mean {close[0]!r}?)" if close else ""

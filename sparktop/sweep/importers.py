@@ -115,7 +115,10 @@ def import_vllm_bench(
     """
     results: list[_Result] = []
     for path in paths:
-        results += [_result(where, doc) for where, doc in _documents(Path(path))]
+        docs = _documents(Path(path))
+        if not docs:
+            raise UserError(f"{path}: empty (no vllm bench serve result in it)")
+        results += [_result(where, doc) for where, doc in docs]
     if not results:
         raise UserError("no vllm bench serve results given")
     seen: dict[tuple[int, int], str] = {}

@@ -215,7 +215,8 @@ def load_profile(name_or_path: str) -> Profile:
     """A profile by built-in name, user-profile name, or file path.
 
     Lookup order: a path (contains ``/``, starts with ``~``/``.`` or ends in ``.yaml``/``.yml``);
-    a built-in name; a name in :func:`user_profile_dir`. Built-ins are cached.
+    a built-in name; a name in :func:`user_profile_dir`; an existing file of that name (in the
+    working directory). Built-ins are cached.
 
     Raises :class:`UserError`: ``unknown profile 'x'; built-in: …`` or ``file:line: problem``.
     """
@@ -229,6 +230,8 @@ def load_profile(name_or_path: str) -> Profile:
     for path in user_profile_paths():
         if path.stem == name:
             return load_profile_file(path)
+    if Path(name).is_file():  # a file in the working directory named without ./ or .yaml
+        return load_profile_file(Path(name))
     known = ", ".join(builtin_profile_names())
     users = ", ".join(p.stem for p in user_profile_paths())
     extra = f"; user ({user_profile_dir()}): {users}" if users else ""

@@ -208,3 +208,33 @@ def resolve_theme(app: _ThemeRegistry, wanted: str) -> tuple[str, str | None]:
         return theme.name, None
     known = ", ".join(sorted(available))
     return fallback, f"unknown theme {wanted!r}; using {fallback} (known: {known})"
+
+
+def check_theme(wanted: str | None) -> None:
+    """Refuse a ``--theme`` the monitor could not use, before anything starts: an unknown
+    name, or a ``.tcss`` path that is missing, unreadable, not UTF-8 or not a palette.
+
+    Raises :class:`~sparktop.errors.UserError` (exit 2, one line) like every bad option.
+    """
+    from textual.theme import BUILTIN_THEMES
+
+    from sparktop.errors import UserError
+
+    if wanted is None:
+        return
+    shipped = {t.name for t in load_themes().themes}
+    known = shipped | set(BUILTIN_THEMES)
+    if wanted in known or THEME_PREFIX + wanted in known:
+        return
+    path = Path(wanted).expanduser()
+    if wanted.endswith(".tcss") or path.exists():
+        try:
+            load_theme_file(path)
+        except ThemeFileError as exc:
+            raise UserError(f"--theme {wanted}: not a usable theme file ({exc})") from None
+        return
+    names = sorted(n.removeprefix(THEME_PREFIX) for n in shipped)
+    raise UserError(
+        f"--theme: unknown theme {wanted!r} (sparktop's: {', '.join(names)}; any Textual "
+        "theme name; or a path to a .tcss palette file)"
+    )
