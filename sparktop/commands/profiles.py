@@ -198,7 +198,11 @@ ROW_FIELDS = (
     ("decode_tps", "decode"),
     ("aggregate_tps", "aggregate"),
     ("aggregate_prefill_tps", "agg prefill"),
+    ("aggregate_e2e_tps", "agg e2e"),
     ("wall_s", "wall s"),
+    ("observations", "obs"),
+    ("ttft_p25_s", "TTFT p25"),
+    ("ttft_p75_s", "TTFT p75"),
 )
 
 
