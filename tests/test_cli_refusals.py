@@ -49,7 +49,7 @@ def files(tmp_path: Path) -> Path:
         (["budget", "--prompt-tokens", "10", "--tokenizer", "{d}/cluster.yaml"],
          "--tokenizer counts --file or --scan-dir"),
         (["profiles", "--import", "{d}/empty.json", "--name", "x"],
-         "{d}/empty.json: empty (no vllm bench serve result in it)"),
+         "{d}/empty.json: empty (no benchmark results in it)"),
         (["replay", "{d}", "--summary"], "{d} is a directory, not a recording"),
         (["replay", "/dev/null", "--summary"], "/dev/null is a character device, not a record"),
         (["replay", "{d}/fifo", "--summary"], "{d}/fifo is a FIFO, not a recording"),

@@ -308,8 +308,12 @@ def _documents(path: Path) -> list[tuple[str, Any]]:
                 continue
             try:
                 docs.append((f"{path}:{number}", loads(line)))
-            except (json.JSONDecodeError, JsonTooDeep):
+            except JsonTooDeep as exc:
+                raise UserError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            except json.JSONDecodeError:
                 raise UserError(f"{path}: not JSON ({first.msg}, line {first.lineno})") from None
+        if not docs:
+            raise UserError(f"{path}: empty (no benchmark results in it)") from None
         return docs
 
 
