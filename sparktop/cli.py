@@ -20,7 +20,7 @@ from sparktop.interrupt import interruptible
 from sparktop.safe_text import printable
 
 # Order is the order in --help.
-SUBCOMMANDS = ("demo", "snapshot", "budget", "sweep", "profiles", "replay", "sim")
+SUBCOMMANDS = ("demo", "snapshot", "budget", "sweep", "profiles", "replay", "sim", "exporter")
 
 EPILOG = """\
 examples:

@@ -152,7 +152,8 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
-def _straggler(ctx: RuleContext, group: tuple[str, ...]) -> tuple[GpuView, list[str]] | None:
+def find_straggler(ctx: RuleContext, group: tuple[str, ...]) -> tuple[GpuView, list[str]] | None:
+    """The slowest GPU of ``group`` with evidence of a slowdown, and that evidence."""
     worst: tuple[float, GpuView, list[str]] | None = None
     for view in gpu_views(ctx):
         if view.node not in group:
@@ -180,7 +181,7 @@ def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
         group = ctx.tp_groups.get(s.engine, ())
         if not group or not is_num(s.running) or s.running < 1:
             continue
-        found = _straggler(ctx, group)
+        found = find_straggler(ctx, group)
         if found is None:
             continue
         view, evidence = found

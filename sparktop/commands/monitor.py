@@ -43,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         help="sweep profile for the expected row and the budget (default: the inventory's)",
     )
+    parser.add_argument(
+        "--serve-metrics",
+        metavar="ADDR",
+        help="also serve sparktop's judgements at http://ADDR/metrics for Prometheus "
+        "(127.0.0.1:9464; see 'sparktop exporter --help')",
+    )
     from sparktop.alerts.pipeline import add_output_arguments
 
     add_output_arguments(parser)
@@ -65,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
         from sparktop.ui.app import run_tui
     except ImportError as exc:  # pragma: no cover - textual is a hard dependency
         raise UserError(f"the monitor needs Textual: {exc}") from None
+    metrics = None
+    if getattr(args, "serve_metrics", None):
+        from sparktop.exporter.server import MetricsEndpoint
+
+        metrics = MetricsEndpoint(args.serve_metrics)  # a taken port is exit 2, before the screen
     from sparktop.alerts.pipeline import AlertOutputs
 
     outputs = AlertOutputs.from_args(args, inventory)
@@ -76,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
             profile=getattr(args, "profile", None),
             recording=outputs.recording,
             alerts=outputs.wrap,
+            metrics=metrics,
         )
     finally:
         outputs.close()

@@ -12,7 +12,7 @@ States: Prometheus not answering → UNREACHABLE, answering an error → ERROR (
 inventory, with the reason); the node's targets down (``up == 0``) → UNREACHABLE; no GPU
 series at all → ERROR naming the query that found nothing. Series that vanished while their
 target is still up (Prometheus marked them stale) keep the last reading with its time, so
-the row shows as stale with its age; ``time_s`` is the newest sample's time in Prometheus,
+the row shows as stale with its age; ``time_s`` is the newest sample time in Prometheus,
 so a reading older than three polls reads as stale too. A missing field is ``NA`` naming the
 series that was not found.
 """
@@ -121,7 +121,7 @@ class PromNodeSource:
         self._since = None
         sample = NodeSample(
             node=self.name,
-            time_s=min(times) if times else wall,
+            time_s=max(times) if times else wall,
             message=note,
             gpus=samples,
             memory=memory,

@@ -111,6 +111,8 @@ class SparktopApp(App[int]):
         self.alert_engine = alert_engine
         self.own_events: bool | None = None
         self.sample_hooks = tuple(sample_hooks)
+        self.metrics: Any = None
+        """A :class:`~sparktop.exporter.server.MetricsEndpoint` served while the app runs."""
         self.estimate = self.setup.estimator()
         for source in self.sources:
             url = getattr(source, "url", None)
@@ -158,6 +160,8 @@ class SparktopApp(App[int]):
             self.notify(problem, severity="warning", timeout=10)
         if self.autostart:
             self.poller.start()
+        if self.metrics is not None:
+            self.run_worker(self.metrics.start(), name="serve-metrics")
         tick_s = 0.5 if self.view_config.interval_s < 1 else 1.0
         self.set_interval(tick_s, self.tick, name="ui-tick")
         self.tick()
@@ -378,6 +382,19 @@ class SparktopApp(App[int]):
 
     async def on_unmount(self) -> None:
         await self.poller.aclose()
+        if self.metrics is not None:
+            await self.metrics.close()
+
+
+def serve_metrics(app: SparktopApp, metrics: Any) -> None:
+    """Serve ``app``'s judgements on ``metrics`` (a bound ``MetricsEndpoint``) while it runs:
+    the same series as ``sparktop exporter``, from the monitor's own state and alerts."""
+    from sparktop.exporter.judgements import Judgements, SourceStats
+
+    stats = SourceStats()
+    app.sample_hooks = (*app.sample_hooks, stats.observe)
+    metrics.register(Judgements(app.state, lambda: app.alert_engine, stats))
+    app.metrics = metrics
 
 
 def run_tui(
@@ -392,13 +409,15 @@ def run_tui(
     recording: bool = False,
     sample_hooks: Iterable[Callable[[Sample], None]] = (),
     alerts: Callable[[SparktopApp, Any], Any] | None = None,
+    metrics: Any = None,
 ) -> int:
     """Run the monitor until the operator quits; returns the exit code.
 
     ``sources`` default: built from the inventory (SSH nodes, local node, engines), or this
     machine (NVML + psutil, and ``http://127.0.0.1:8000`` if a server answers).
     ``alerts(app, engine)`` may wrap the alert engine (``--on-alert``, ``--record``: see
-    :class:`sparktop.alerts.pipeline.AlertOutputs`).
+    :class:`sparktop.alerts.pipeline.AlertOutputs`). ``metrics`` (a bound
+    :class:`~sparktop.exporter.server.MetricsEndpoint`) serves the monitor's judgements.
     """
     if sources is None:
         from sparktop.ui.sources import default_sources
@@ -410,5 +429,7 @@ def run_tui(
     )  # fmt: skip
     engine = build_alert_engine(app.setup, inventory)
     app.alert_engine = engine if alerts is None or engine is None else alerts(app, engine)
+    if metrics is not None:
+        serve_metrics(app, metrics)
     result = app.run()
     return int(result or 0)

@@ -1,0 +1,1 @@
+"""sparktop as a Prometheus exporter: its judgements as series (Textual-free)."""

@@ -1,0 +1,98 @@
+"""``GET /metrics`` for sparktop's judgements, served on the event loop that polls.
+
+``parse_listen("127.0.0.1:9464")`` → (host, port); a bare ``9464`` or ``:9464`` means
+loopback. Any other address must be spelled out (an IP literal, ``[::1]:9464`` for IPv6, or
+``0.0.0.0`` for every interface), never inferred from a host name. :class:`MetricsEndpoint`
+binds the socket at once (so a taken port is a usage error before anything else starts) and
+serves it with aiohttp on the running loop: the collector reads the cluster state on the
+same loop that updates it, no thread.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
+
+from sparktop.errors import UserError
+
+DEFAULT_PORT = 9464
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` → (host, port); UserError if bad."""
+    raw = text.strip()
+    host, _, port_text = raw.rpartition(":") if ":" in raw else ("", "", raw)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    host = host or "127.0.0.1"
+    try:
+        port = int(port_text)
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise UserError(
+            f"--listen {text!r}: expected HOST:PORT with an IP address (127.0.0.1:9464, "
+            "[::1]:9464, 0.0.0.0:9464) or a port for loopback"
+        ) from None
+    if not 1 <= port <= 65535:
+        raise UserError(f"--listen {text!r}: port must be 1-65535")
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    return ipaddress.ip_address(host).is_loopback
+
+
+class MetricsEndpoint:
+    """A bound socket serving one collector at ``/metrics`` once :meth:`start` runs."""
+
+    def __init__(self, listen: str, collector: Collector | None = None) -> None:
+        self.host, port = parse_listen(listen)
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind((self.host, port))
+            self.sock.listen(64)
+        except OSError as exc:
+            self.sock.close()
+            raise UserError(f"--listen {listen}: cannot listen there ({exc.strerror})") from None
+        self.port = int(self.sock.getsockname()[1])
+        self.registry = CollectorRegistry(auto_describe=False)
+        if collector is not None:
+            self.registry.register(collector)
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.host)
+
+    def register(self, collector: Collector) -> None:
+        self.registry.register(collector)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.add_routes([web.get("/metrics", self._metrics)])
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        await web.SockSite(self._runner, self.sock).start()
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        self.sock.close()
