@@ -338,6 +338,15 @@ class SparktopApp(App[int]):
         self.theme = names[(index + 1) % len(names)]
         self.notify(f"theme: {self.theme}", timeout=2)
 
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Palette → Screenshot: saved in the working directory (or ``path``), not ~/Downloads."""
+        from sparktop.ui.screenshot import save_screenshot
+
+        saved = save_screenshot(self, filename, path)
+        return None if saved is None else str(saved)
+
     def action_help(self) -> None:
         from sparktop.ui.screens.help import HelpScreen
 
