@@ -117,3 +117,33 @@ def test_themes_ship_inside_the_wheel_and_are_found_there(tmp_path: Path) -> Non
     )  # fmt: skip
     assert str(tmp_path / "site" / "sparktop" / "themes") in run.stdout
     assert "'sparktop-high-contrast', 'sparktop-light'" in run.stdout and "()" in run.stdout
+
+
+def _contrast(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two colours (1 to 21)."""
+    from textual.color import Color
+
+    def luminance(text: str) -> float:
+        def channel(v: int) -> float:
+            c = v / 255
+            return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+        r, g, b = Color.parse(text).rgb
+        return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_high_contrast_header_text_is_readable_on_its_background() -> None:
+    """The header draws the profile name in the accent, flags in warn/crit: on the
+    high-contrast theme each reads at WCAG AA or better (cyan on white was ≈1.25:1)."""
+    (theme,) = [t for t in themes.load_themes().themes if t.name == "sparktop-high-contrast"]
+    background = theme.variables["spark-header-background"]
+    for name, least in (
+        ("spark-header-foreground", 7.0),
+        ("spark-accent", 7.0),
+        ("spark-warn", 4.5),
+        ("spark-crit", 4.5),
+    ):
+        assert _contrast(theme.variables[name], background) >= least, name
