@@ -18,7 +18,7 @@ from types import MappingProxyType
 from sparktop.model import NA, EngineSample, EngineState, Num, is_num
 from sparktop.sources.pool import Limits, resolve_limit, resolve_pool
 from sparktop.sources.prom import PromPage
-from sparktop.sources.vllm import PageReading, detect_kind, read_page
+from sparktop.sources.vllm import FLAVOURS, PageReading, detect_kind, read_page
 from sparktop.sources.window import Snap, Window, combine
 
 LIFETIME_FIELDS = (
@@ -230,4 +230,14 @@ def _empty_reason(page: PromPage, reading: PageReading) -> str:
         return "metric families declared but no samples: " + ", ".join(reading.declared_empty[:3])
     if page.bad_lines and not page.sample_count:
         return "page unreadable"
+    engine_families = sorted(n for n in page.declared if n.startswith(("vllm:", "sglang:")))
+    if engine_families:
+        # An engine too old or too new for these names (vLLM 0.10.0): say what is missing.
+        flavour = FLAVOURS["sglang" if engine_families[0].startswith("sglang:") else "vllm"]
+        needed = [" or ".join(flavour.gauges[k]) for k in ("running", "waiting", "kv_usage")]
+        shown = ", ".join(engine_families[:3]) + (", …" if len(engine_families) > 3 else "")
+        return (
+            f"{len(engine_families)} {flavour.kind} metric families on the page ({shown}) but "
+            f"none sparktop reads: no {', '.join(needed)}"
+        )
     return f"no vLLM or SGLang metrics on the page ({page.sample_count} other samples)"
