@@ -189,7 +189,10 @@ def deviation_pct(live: Num | None, expected: Num | None) -> float | None:
 
 
 def signed_pct(value: float | None) -> str:
-    return DASH if value is None or not math.isfinite(value) else f"{value:+.0f}%"
+    if value is None or not math.isfinite(value):
+        return DASH
+    text = f"{value:+.0f}%"
+    return "+0%" if text == "-0%" else text  # -0.4 rounds to zero: no sign on nothing
 
 
 def clock_time(time_s: float) -> str:
