@@ -122,6 +122,8 @@ class NodeState(enum.StrEnum):
     HOST_KEY = "host key not trusted"
     AUTH = "authentication failed"
     GARBLED = "unreadable output"
+    NOT_ANSWERING = "nvidia-smi not answering"
+    """The SSH connection works but nvidia-smi did not finish (a hung driver or GPU)."""
     ERROR = "error"
 
     @property

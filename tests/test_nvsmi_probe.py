@@ -92,7 +92,7 @@ def test_unsupported_field_wording() -> None:
         ("NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure "
          "that the NVIDIA Display Driver is properly installed and present in your system.", 12,
          NodeState.NO_DRIVER),
-        ("", 124, NodeState.ERROR),
+        ("", 124, NodeState.NOT_ANSWERING),
         ("Unable to determine the device handle for GPU0000:01:00.0: GPU is lost.", 15,
          NodeState.ERROR),
         ("Insufficient Permissions", 4, NodeState.ERROR),

@@ -23,7 +23,11 @@ it, ``AUTH``, or whatever the parser made of the output). After a connection-lev
 the source backs off (exponential, jittered, capped at ``backoff_cap_s``); while it backs off
 ``sample()`` returns the current failure at once without touching the network. Each probe
 has a client deadline of ``command_timeout_s`` + :data:`PROBE_MARGIN_S`, and a node never has
-two probes in flight (a concurrent ``sample()`` joins the running one).
+two probes in flight (a concurrent ``sample()`` joins the running one). A probe that sshd
+started but that missed the deadline is ``NOT_ANSWERING`` ("nvidia-smi not answering (probe
+timed out after 5 s)"): the connection is kept and probing backs off. Output is bounded
+(:mod:`sparktop.sources.remote`; at most :data:`~sparktop.sources.nvsmi.node.MAX_GPUS` GPUs):
+more is an error on the node's row, never megabytes parsed on the event loop.
 """
 
 from __future__ import annotations
@@ -52,7 +56,9 @@ from sparktop.sources.hostkeys import (
     user_known_hosts_file,
 )
 from sparktop.sources.nvsmi import parse_probe_output, unsupported_field
+from sparktop.sources.nvsmi.node import RAW_MAX, oversized_message
 from sparktop.sources.probe import FIELD_SETS, field_check_command, probe_command
+from sparktop.sources.remote import OutputTooLarge, Progress, run_bounded
 from sparktop.sources.sshutil import clock_text, expand_path, failure_reason, gcm_first
 from sparktop.sources.stream import StreamProbe
 
@@ -69,7 +75,12 @@ CONNECT_MARGIN_S = 1.0
 
 
 class _ProbeTimeout(Exception):
-    """The field check plus probe did not finish before the client deadline."""
+    """The field check plus probe did not finish before the client deadline; ``started``
+    when sshd had started a command (the connection works: nvidia-smi hangs)."""
+
+    def __init__(self, started: bool) -> None:
+        super().__init__()
+        self.started = started
 
 
 class SshSource:
@@ -195,9 +206,14 @@ class SshSource:
             if streamed is not None:
                 return self._parsed(*streamed, started)
             text = await self._probe(conn)
-        except _ProbeTimeout:
+        except _ProbeTimeout as exc:
             reason = f"probe timed out after {self.command_timeout_s:g} s"
+            if exc.started:  # sshd ran the command: the node is there, nvidia-smi is not
+                message = f"{NodeState.NOT_ANSWERING.value} ({reason})"
+                return await self._fail(NodeState.NOT_ANSWERING, message, started, drop=False)
             return await self._fail(NodeState.UNREACHABLE, reason, started)
+        except OutputTooLarge as exc:
+            return self._refused(oversized_message(exc.head, exc.limit), exc.head, started)
         except (OSError, asyncssh.Error) as exc:
             if not reused:
                 return await self._fail(NodeState.UNREACHABLE, failure_reason(exc), started)
@@ -213,25 +229,27 @@ class SshSource:
         return await self.stream.next_text(conn, self._fields, self.command_timeout_s)
 
     async def _probe(self, conn: asyncssh.SSHClientConnection) -> str:
+        progress = Progress()
         try:
             async with asyncio.timeout(self.probe_deadline_s):
                 if self._fields is None:
-                    self._fields = await self._check_fields(conn)
-                result = await conn.run(probe_command(self._fields or FIELD_SETS[0]))
+                    self._fields = await self._check_fields(conn, progress)
+                command = probe_command(self._fields or FIELD_SETS[0])
+                text, _ = await run_bounded(conn, command, progress)
         except TimeoutError:
-            raise _ProbeTimeout from None
-        text = result.stdout if isinstance(result.stdout, str) else ""
+            raise _ProbeTimeout(progress.started) from None
         if unsupported_field(text) is not None:
             self._fields = None  # the driver changed under us: learn the set again
         return text
 
-    async def _check_fields(self, conn: asyncssh.SSHClientConnection) -> tuple[str, ...] | None:
+    async def _check_fields(
+        self, conn: asyncssh.SSHClientConnection, progress: Progress
+    ) -> tuple[str, ...] | None:
         """The newest field set nvidia-smi accepts, or None when it cannot tell (no driver…)."""
         for fields in FIELD_SETS:
-            result = await conn.run(field_check_command(fields))
-            if result.exit_status == 0:
+            output, status = await run_bounded(conn, field_check_command(fields), progress)
+            if status == 0:
                 return fields
-            output = result.stdout if isinstance(result.stdout, str) else ""
             if unsupported_field(output) is None:
                 return None
             log.debug("%s: nvidia-smi refused a field set, trying an older one", self.name)
@@ -240,17 +258,19 @@ class SshSource:
     def _parsed(self, text: str, arrived_s: float | None, started: float) -> NodeSample:
         """A sample from probe text; ``arrived_s`` is when a streamed interval arrived (its
         time and the start of its latency), None for a one-shot probe."""
+        sample = parse_probe_output(self.name, text, arrived_s or time.time())
+        if self.stream is not None and arrived_s is None and sample.ok:
+            self.stream.note_oneshot(text, len(sample.gpus))
+        return self._answered(sample, arrived_s, started)
+
+    def _answered(self, sample: NodeSample, arrived_s: float | None, started: float) -> NodeSample:
+        """``sample`` (the node answered) with its latency, probe path and failure onset."""
         now = time.time()
         if arrived_s is not None:
             latency = max(0.0, now - arrived_s)
         else:
             latency = time.perf_counter() - started
-        sample = parse_probe_output(self.name, text, arrived_s or now)
-        probe = "one-shot"
-        if self.stream is not None:
-            if arrived_s is None and sample.ok:
-                self.stream.note_oneshot(text, len(sample.gpus))
-            probe = self.stream.mode
+        probe = self.stream.mode if self.stream is not None else "one-shot"
         self._failures = 0
         self._last_failure = None
         if sample.ok:
@@ -259,8 +279,17 @@ class SshSource:
             self._since = sample.time_s
         return dataclasses.replace(sample, latency_s=latency, since_s=self._since, probe=probe)
 
-    async def _fail(self, state: NodeState, reason: str, started: float) -> NodeSample:
-        """Record a connection-level failure, drop the connection and schedule the retry."""
+    def _refused(self, message: str, head: str, started: float) -> NodeSample:
+        """A node whose output was over a bound: an error on its row, connection kept."""
+        raw = head[:RAW_MAX]
+        sample = NodeSample(self.name, time.time(), NodeState.ERROR, message, raw=raw)
+        return self._answered(sample, None, started)
+
+    async def _fail(
+        self, state: NodeState, reason: str, started: float, *, drop: bool = True
+    ) -> NodeSample:
+        """Record a failure and schedule the retry (backing off); ``drop`` the connection
+        unless it still works (nvidia-smi hung on a live node)."""
         now = time.time()
         if self._since is None:
             self._since = now
@@ -280,7 +309,8 @@ class SshSource:
             latency_s=time.perf_counter() - started,
         )
         self._last_failure = sample
-        await self._drop()
+        if drop:
+            await self._drop()
         return sample
 
     # -- connection ----------------------------------------------------------------------

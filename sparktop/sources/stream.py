@@ -38,6 +38,7 @@ from sparktop.sources.probe import (
     stream_command,
     stream_interval_ms,
 )
+from sparktop.sources.remote import OutputTooLarge, Progress, run_bounded
 
 log = logging.getLogger(__name__)
 
@@ -283,11 +284,10 @@ class StreamProbe:
     async def _read_slow(self, conn: asyncssh.SSHClientConnection) -> None:
         try:
             async with asyncio.timeout(REMOTE_TIMEOUT_S + 1.0):
-                result = await conn.run(slow_command(), stdin=asyncssh.DEVNULL)
-            text = result.stdout if isinstance(result.stdout, str) else ""
+                text, _ = await run_bounded(conn, slow_command(), Progress())
             if text.startswith(f"{MARK}{SECTION_MEMINFO}"):
                 self._slow_text = text[:SLOW_MAX_CHARS]
-        except (TimeoutError, OSError, asyncssh.Error) as exc:
+        except (TimeoutError, OSError, asyncssh.Error, OutputTooLarge) as exc:
             log.debug("%s: slow tier failed: %s", self.node, exc)
         finally:
             self._slow_at = self._clock()

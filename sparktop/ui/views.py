@@ -136,6 +136,7 @@ _SHORT_STATE = {
     NodeState.HOST_KEY: "host key!",
     NodeState.AUTH: "auth failed",
     NodeState.GARBLED: "bad output",
+    NodeState.NOT_ANSWERING: "nvsmi hung",
 }
 
 
@@ -149,7 +150,8 @@ def state_cell(sample: NodeSample, now: float, config: ViewConfig, narrow: bool)
     since = fmt.clock_time(sample.since_s if sample.since_s is not None else sample.time_s)
     if sample.state in (NodeState.UNREACHABLE, NodeState.ERROR):
         return (f"✗ {since}" if narrow else f"down {since}", "crit")
-    style = "warn" if sample.state in (NodeState.NO_GPU, NodeState.NO_DRIVER) else "crit"
+    warn = (NodeState.NO_GPU, NodeState.NO_DRIVER, NodeState.NOT_ANSWERING)
+    style = "warn" if sample.state in warn else "crit"
     return (_SHORT_STATE.get(sample.state, str(sample.state)), style)
 
 

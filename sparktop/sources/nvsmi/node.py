@@ -9,7 +9,13 @@ from dataclasses import replace
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, is_num
 from sparktop.sources.nvsmi.cells import ParseError, first_line, parse_cell
 from sparktop.sources.nvsmi.tables import add, looks_like_csv, parse_apps_csv, parse_gpu_csv
-from sparktop.sources.probe import MARK, SECTION_APPS, SECTION_GPU, SECTION_MEMINFO
+from sparktop.sources.probe import (
+    MARK,
+    REMOTE_TIMEOUT_S,
+    SECTION_APPS,
+    SECTION_GPU,
+    SECTION_MEMINFO,
+)
 
 MIB_PER_KIB = 1024.0
 MEMINFO_KEYS = frozenset({"MemTotal", "MemAvailable", "MemFree", "Buffers", "Cached"})
@@ -82,7 +88,8 @@ def classify_failure(text: str, exit_status: int | None) -> tuple[NodeState, str
     if "couldn't find libnvidia-ml.so" in lowered:
         return NodeState.NO_DRIVER, "NVML library not found (is the NVIDIA driver installed?)"
     if exit_status == 124:
-        return NodeState.ERROR, "nvidia-smi timed out"
+        why = f"timed out after {REMOTE_TIMEOUT_S} s on the node"
+        return NodeState.NOT_ANSWERING, f"{NodeState.NOT_ANSWERING.value} ({why})"
     field = unsupported_field(text)
     if field is not None:
         return NodeState.ERROR, f"nvidia-smi does not know the field {field!r}"
@@ -154,6 +161,27 @@ def sum_num(values: Iterable[Num]) -> Num:
 RAW_MAX = 8000
 """How much of the probe's output a sample keeps for the detail screen."""
 
+MAX_GPUS = 64
+"""GPUs read per node (a DGX has 8; an HGX 16). More rows are a broken or hostile
+nvidia-smi: the node is an error, not 50,000 table rows, alerts and sparklines."""
+
+
+def _gpu_rows(gpu_text: str) -> int:
+    """Rows after the header line in nvidia-smi's CSV (warnings and blank lines aside)."""
+    return max(0, sum(1 for line in gpu_text.splitlines() if "," in line) - 1)
+
+
+def oversized_message(head: str, limit: int) -> str:
+    """Why a probe whose output passed ``limit`` characters is refused (``head`` is what
+    was read): how many GPU rows nvidia-smi had listed by then, when it was listing."""
+    sections = split_probe(head)
+    where = f"probe output over {limit // 1024:,} KiB"
+    # The probe's GPU section, or the field check's bare CSV (no markers).
+    rows = _gpu_rows(sections[SECTION_GPU][0] if SECTION_GPU in sections else head)
+    if rows > MAX_GPUS:
+        return f"{where}: nvidia-smi listed {rows:,}+ GPUs (at most {MAX_GPUS} are read)"
+    return f"{where} (a probe prints a few KiB per GPU)"
+
 
 def split_probe(text: str) -> dict[str, tuple[str, int | None]]:
     """Section name → (body, exit status or None) from the probe's ``@@sparktop:`` markers."""
@@ -224,6 +252,9 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
         # killed), so rows may be half rows and GPUs may be missing: show none, not some.
         failure = NodeState.GARBLED, "probe output cut short (no exit status from nvidia-smi)"
     gpus: tuple[GpuSample, ...] = ()
+    if failure is None and _gpu_rows(gpu_text) > MAX_GPUS:
+        rows = _gpu_rows(gpu_text)
+        failure = NodeState.ERROR, f"nvidia-smi listed {rows:,} GPUs (at most {MAX_GPUS} are read)"
     if failure is None:
         try:
             gpus = parse_gpu_csv(gpu_text)
