@@ -403,7 +403,8 @@ def test_an_endpoint_that_answers_without_metrics_is_warned_about(
     assert code == 1 and err.count("\n") == 1
     assert err == (
         f"sparktop: warning: endpoint {url} answered but not usefully (metrics disabled: "
-        "GET /metrics returned 404): free KV is not available\n"
+        "GET /metrics returned 404 (vLLM always serves it: is the URL the server's base "
+        "URL?)): free KV is not available\n"
     )
 
 

@@ -167,7 +167,7 @@ async def test_each_failure_degrades_only_that_engine() -> None:
         "html": (EngineState.UNAVAILABLE, "not a metrics page (text/html)"),
         "cut": (EngineState.UNAVAILABLE, "body cut off"),
         "sglang404": (EngineState.METRICS_DISABLED, "start SGLang with --enable-metrics"),
-        "refused": (EngineState.UNREACHABLE, "ConnectError"),
+        "refused": (EngineState.UNREACHABLE, "connection refused"),  # as the nodes say it
         "healthy": (EngineState.OK, ""),
     }
     for name, (state, words) in expect.items():
@@ -213,5 +213,8 @@ async def test_metrics_404_on_vllm_and_recovery_clears_since() -> None:
         up = await source.sample()
         await source.aclose()
     assert down.state is EngineState.METRICS_DISABLED and "404" in down.message
+    # vLLM always serves /metrics: the hint is about the URL, never SGLang's flag.
+    assert "SGLang" not in down.message and "enable-metrics" not in down.message
+    assert "vLLM always serves it: is the URL the server's base URL?" in down.message
     assert down.since_s is not None
     assert up.state is EngineState.OK and up.since_s is None

@@ -155,8 +155,13 @@ class EngineSource:
         self._since = self._since or wall
         if state is EngineState.UNREACHABLE:
             await self._drop_connection()
-        if state is EngineState.METRICS_DISABLED and self.engine_kind == "sglang":
-            reason = "metrics disabled: start SGLang with --enable-metrics"
+        if state is EngineState.METRICS_DISABLED:
+            # SGLang serves /metrics only when asked to; vLLM always does, so there a 404
+            # means the URL is not the server's base URL.
+            if self.engine_kind == "sglang":
+                reason = "metrics disabled: start SGLang with --enable-metrics"
+            else:
+                reason = f"{reason} (vLLM always serves it: is the URL the server's base URL?)"
         return EngineSample(
             engine=self.name,
             time_s=wall,

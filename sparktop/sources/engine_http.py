@@ -8,6 +8,7 @@ name their parent). Request headers (and so the bearer token) never appear in a 
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import httpx
@@ -34,6 +35,24 @@ def describe(exc: BaseException) -> str:
     """``TypeName: message`` (or just the type name when the message is empty)."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def transport_reason(exc: BaseException) -> str:
+    """Why a connection failed, in the words the SSH nodes use (``connection refused``,
+    ``cannot resolve host name (…)``, the OS's reason), found in the chain of causes
+    under httpx's ``ConnectError: All connection attempts failed``; else :func:`describe`."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return f"cannot resolve host name ({cause.strerror})"
+        if isinstance(cause, OSError) and cause.errno is not None and cause.strerror:
+            return cause.strerror
+        cause = cause.__cause__ or cause.__context__
+    return describe(exc)
 
 
 def _check_status(response: httpx.Response) -> None:
@@ -74,7 +93,7 @@ async def fetch_metrics(client: httpx.AsyncClient, timeout_s: float) -> str:
     except httpx.TimeoutException as exc:
         raise ScrapeFailure(EngineState.UNREACHABLE, f"no answer within {timeout_s:g} s") from exc
     except httpx.TransportError as exc:
-        raise ScrapeFailure(EngineState.UNREACHABLE, describe(exc)) from exc
+        raise ScrapeFailure(EngineState.UNREACHABLE, transport_reason(exc)) from exc
     content_type = response.headers.get("content-type", "")
     text = b"".join(chunks).decode(response.encoding or "utf-8", errors="replace")
     if "html" in content_type.lower() or text.lstrip()[:1] == "<":

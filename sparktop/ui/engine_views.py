@@ -129,9 +129,7 @@ def rank_groups(rank: object) -> list[Group]:
 
 
 def failure_line(sample: EngineSample) -> Line:
-    text = sample.message or str(sample.state)
-    if sample.state is EngineState.METRICS_DISABLED and "enable-metrics" not in text:
-        text += " (SGLang serves /metrics only with --enable-metrics)"
+    text = sample.message or str(sample.state)  # the source says what a 404 means here
     return [(text, "crit" if sample.state is EngineState.UNREACHABLE else "warn")]
 
 
