@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from sparktop import __version__
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.interrupt import interruptible
-from sparktop.safe_text import printable
+from sparktop.safe_text import printable, printable_warnings
 
 # Order is the order in --help.
 SUBCOMMANDS = ("demo", "snapshot", "budget", "sweep", "profiles", "replay", "sim", "exporter")
@@ -95,6 +95,7 @@ def _quit_on_closed_stdout() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see each command's ``--help``; 141 when
     the reader of stdout went away, as under ``| head``)."""
+    printable_warnings()
     parser = build_parser()
     args = parser.parse_args(argv)
     args._argv = list(sys.argv[1:] if argv is None else argv)  # the exact command, for records

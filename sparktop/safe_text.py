@@ -22,6 +22,7 @@ and the alert list), so the rule holds for text that reaches rich by any path.
 from __future__ import annotations
 
 import json
+import logging
 import unicodedata
 from collections.abc import Iterable
 from typing import IO, Any
@@ -63,6 +64,22 @@ def printable_lines(text: str) -> str:
     if text.isprintable():
         return text
     return "\n".join(printable(line) for line in text.split("\n"))
+
+
+class PrintableFormatter(logging.Formatter):
+    """Log records as text a terminal only shows (warnings may quote a node or a hook)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable_lines(super().format(record))
+
+
+def printable_warnings() -> None:
+    """Make Python's last-resort log handler (warnings to stderr when nothing else is
+    configured) print through :class:`PrintableFormatter`."""
+    handler = logging.StreamHandler()
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(PrintableFormatter())
+    logging.lastResort = handler
 
 
 class PrintableWriter:

@@ -116,6 +116,17 @@ def test_snapshot_text_shows_a_hostile_gpu_name_as_symbols(
     assert "GB10␛]0;pwned␇␛]52;c;ZWNo" in out  # the name is shown, as symbols
 
 
+def test_warnings_logged_to_stderr_are_printable(capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    main(["profiles", "--json"])  # any command: the entry point sets the handler up
+    handler = logging.lastResort  # what prints warnings when nothing else is configured
+    assert handler is not None
+    record = logging.LogRecord("sparktop", logging.WARNING, "", 0, "hook said %s", (HOSTILE,), None)
+    line = handler.format(record)
+    assert line.startswith("hook said GB10␛]0;pwned␇") and invisible(line) == []
+
+
 def test_errors_on_stderr_are_printable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / f"prompt{OSC_TITLE}{BIDI}.txt"
     assert main(["budget", "--file", str(missing)]) == 2
