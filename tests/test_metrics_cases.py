@@ -335,3 +335,84 @@ def test_duplicated_block_is_one_series_but_dp_ranks_sum() -> None:
     # same labels in another order are the same series; the first value is the one read
     s = read('vllm:num_requests_running{a="1",b="2"} 4\nvllm:num_requests_running{b="2",a="1"} 9\n')
     assert s.running == 4
+
+
+# -- a window base that did not read a counter (issue 19 item 6) --------------------------------
+
+
+def counter_page(prompt: float | None, generation: float) -> str:
+    lines = ['vllm:num_requests_running{engine="0"} 1\n']
+    if prompt is not None:
+        lines.append(f'vllm:prompt_tokens_total{{engine="0"}} {prompt}\n')
+    lines.append(f'vllm:generation_tokens_total{{engine="0"}} {generation}\n')
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("fault", ["NaN", "absent"])
+def test_a_scrape_without_a_counter_never_becomes_a_zero_base(fault: str) -> None:
+    """995 tok/s of prefill on a server that has counted 28.9 M tokens: one scrape where the
+    counter is NaN or missing must not make the rate read lifetime ÷ window 30 s later."""
+    d = MetricsDeriver("dsv4", window_s=30)
+    lifetime = 28_947 * 30 - 995 * 10
+    rates = []
+    for t in range(0, 75):
+        prompt: float | None = lifetime + 995 * t
+        if t == 10:
+            prompt = math.nan if fault == "NaN" else None
+        s = d.derive(parse_page(counter_page(prompt, 50.0 * t), WANTED), now_s=t, wall_s=t)
+        rates.append(s.prefill_tps)
+    assert isinstance(rates[10], NA)  # that scrape itself cannot say
+    assert all(r == pytest.approx(995) for r in rates[1:10] + rates[11:]), rates
+    assert s.decode_tps == pytest.approx(50.0)
+
+
+def test_a_restart_with_an_unread_counter_does_not_spike() -> None:
+    d = MetricsDeriver("dsv4", window_s=30)
+    for t in range(0, 5):
+        d.derive(parse_page(counter_page(1e6 + 995 * t, 1e5 + 50 * t), WANTED), now_s=t, wall_s=t)
+    # the server restarts; the scrape that shows it has no readable prompt counter
+    s = d.derive(parse_page(counter_page(math.nan, 50.0), WANTED), now_s=5, wall_s=5)
+    assert s.restarted
+    rates = []
+    for t in range(6, 40):
+        page = counter_page(995.0 * (t - 5), 50.0 * (t - 4))
+        rates.append(d.derive(parse_page(page, WANTED), now_s=t, wall_s=t).prefill_tps)
+    assert isinstance(rates[0], NA) and "unreadable on the earlier scrapes" in rates[0].reason
+    assert all(r == pytest.approx(995) for r in rates[1:]), rates
+
+
+# -- histograms that are not cumulative histograms (issue 19 item 8) ----------------------------
+
+
+TTFT = "vllm:time_to_first_token_seconds"
+
+
+def ttft_page(buckets: list[tuple[str, float]], count: float) -> str:
+    lines = ['vllm:num_requests_running{engine="0"} 1\n']
+    lines += [f'{TTFT}_bucket{{engine="0",le="{le}"}} {v}\n' for le, v in buckets]
+    lines += [f'{TTFT}_sum{{engine="0"}} 12.5\n', f'{TTFT}_count{{engine="0"}} {count}\n']
+    return "".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("buckets", "why"),
+    [
+        ([("0.5", 7), ("0.001", 1), ("1.0", 9), ("+Inf", 10)], "out of order"),
+        ([("0.001", 8), ("0.5", 3), ("1.0", 9), ("+Inf", 10)], "not cumulative"),
+        ([("0.001", 1), ("0.5", 7), ("1.0", 9), ("+Inf", 8)], "not cumulative"),
+        ([("0.001", 1), ("0.5", 7), ("1.0", 9)], "no le=+Inf"),
+    ],
+)
+def test_broken_histogram_is_invalid_not_resorted(
+    buckets: list[tuple[str, float]], why: str
+) -> None:
+    s = read(ttft_page(buckets, 10))
+    assert s.state is EngineState.OK and s.running == 1  # the rest of the page reads
+    for value in (s.ttft_p50, s.ttft_p95, s.ranks[0].ttft_p50):
+        assert isinstance(value, NA), value
+        assert "histogram invalid" in value.reason and why in value.reason
+
+
+def test_a_valid_histogram_still_reads() -> None:
+    s = read(ttft_page([("0.001", 1), ("0.5", 7), ("1.0", 9), ("+Inf", 10)], 10))
+    assert isinstance(s.ttft_p50, Quantile) and 0.001 < s.ttft_p50.value_s <= 0.5

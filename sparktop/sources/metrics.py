@@ -62,6 +62,7 @@ class MetricsDeriver:
         self.window_s = window_s
         self.stale_after_s = stale_after_s
         self._history: deque[Snap] = deque(maxlen=history)
+        self._seen: set[tuple[str, str]] = set()
         self._gauges: tuple[Num, ...] | None = None
         self._gauges_since = 0.0
         self._moved_at = 0.0
@@ -112,11 +113,12 @@ class MetricsDeriver:
             notes.append("counters went down: server restarted, rates restart from here")
         while len(self._history) >= 2 and self._history[1].t <= now_s - self.window_s:
             self._history.popleft()
-        base = self._history[0] if self._history and now_s > self._history[0].t else None
+        win = Window(reading, self._history, now_s, restarted, frozenset(self._seen))
+        base = win.base
         moved = prev is None or restarted or cur.moved_since(prev)
         self._history.append(cur)
+        self._seen.update(cur.present)
 
-        win = Window(reading, base, now_s, restarted)
         ranks = sorted(reading.ranks, key=lambda r: (len(r), r))
         pools, pool_source = resolve_pool(reading, ranks, self.inventory, self.profile)
         stats = [win.rank_stats(r, pools[r]) for r in ranks]

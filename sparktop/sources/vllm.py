@@ -10,6 +10,7 @@ new-name-first and the first one with samples wins (``kv_cache_usage_perc`` |
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
@@ -218,13 +219,33 @@ def _read_scalar(
             store[key] = max(old, s.value) if use_max else old + s.value
 
 
+def _bucket_order_fault(base: str, series: list[tuple[float, float]]) -> str:
+    """Why one series' buckets (in page order) are not a cumulative histogram, or ""."""
+    for (edge_a, cum_a), (edge_b, cum_b) in itertools.pairwise(series):
+        if edge_b <= edge_a:
+            return (
+                f"histogram invalid: {base} buckets out of order (le={edge_b:g} after {edge_a:g})"
+            )
+        if cum_b < cum_a:
+            return (
+                f"histogram invalid: {base} not cumulative "
+                f"(le={edge_b:g} has {cum_b:g} < {cum_a:g} at le={edge_a:g})"
+            )
+    if series and series[-1][0] != math.inf:
+        return f"histogram invalid: {base} has no le=+Inf bucket"
+    return ""
+
+
 def _read_hist(
     readings: dict[str, RankReading], key: str, base: str, page: PromPage, sum_count_only: bool
 ) -> None:
     acc: dict[str, dict[float, float]] = {}
     sums: dict[str, float] = {}
     counts: dict[str, float] = {}
-    bad: set[str] = set()
+    bad: dict[str, str] = {}
+    # One series = one label set without ``le``: its buckets must ascend and accumulate in
+    # page order, as Prometheus requires; a broken one is said, never re-sorted into a figure.
+    series: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
     if not sum_count_only:
         for s in page.get(base + "_bucket"):
             rank = rank_of(s.labels)
@@ -233,20 +254,26 @@ def _read_hist(
             except ValueError:
                 edge = math.nan
             if not s.finite or math.isnan(edge):
-                bad.add(rank)
+                bad.setdefault(rank, f"{base} has a NaN or Inf sample or a bad le")
                 continue
+            ident = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
+            series.setdefault(ident, []).append((edge, s.value))
             buckets = acc.setdefault(rank, {})
             buckets[edge] = buckets.get(edge, 0.0) + s.value
+        for ident, points in series.items():
+            fault = _bucket_order_fault(base, points)
+            if fault:
+                bad.setdefault(rank_of(dict(ident)), fault)
     for suffix, store in (("_sum", sums), ("_count", counts)):
         for s in page.get(base + suffix):
             rank = rank_of(s.labels)
             if not s.finite:
-                bad.add(rank)
+                bad.setdefault(rank, f"{base} has a NaN or Inf sample")
             store[rank] = store.get(rank, 0.0) + s.value
     for rank in set(acc) | set(sums) | set(counts):
         reading = readings.setdefault(rank, RankReading())
         if rank in bad:
-            reading.hists[key] = NA(f"{base} has a NaN or Inf sample")
+            reading.hists[key] = NA(bad[rank])
             continue
         buckets = acc.get(rank, {})
         edges = tuple(sorted(buckets))

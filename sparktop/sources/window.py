@@ -1,16 +1,19 @@
 """Windowed arithmetic over two scrapes of one engine: counter rates, histogram bucket deltas,
 quantiles, mean prompt length, prefix-cache and spec-decode ratios, per rank and merged.
 
-``Window(reading, base, now_s, restarted)``: ``reading`` is this scrape, ``base`` the oldest
-kept scrape inside the window (None on the first scrape or right after a restart, when ratios
-and quantiles cover the server's lifetime and rates are NA). A series absent from ``base``
-starts from 0 (Prometheus counters appear on their first increment).
+``Window(reading, history, now_s, restarted, seen)``: ``reading`` is this scrape, ``history``
+the kept scrapes inside the window, oldest first (empty on the first scrape or right after a
+restart, when ratios and quantiles cover the server's lifetime and rates are NA). Each counter
+and histogram is diffed against the oldest kept scrape that *read* it: one scrape where it was
+NaN or missing never becomes a base of 0 (a lifetime total divided by the window would read as
+a spike). A series never seen before starts from 0 (Prometheus counters appear on their first
+increment); one seen before but unreadable on every kept scrape is NA until the next scrape.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -46,13 +49,18 @@ class Snap:
     t: float
     counters: dict[tuple[str, str], float] = field(default_factory=dict)
     hists: dict[tuple[str, str], Hist] = field(default_factory=dict)
+    present: frozenset[tuple[str, str]] = frozenset()
+    """Every counter and histogram on the page, readable or not (NaN, invalid)."""
 
     @classmethod
     def of(cls, t: float, reading: PageReading) -> Snap:
         snap = cls(t)
+        present: set[tuple[str, str]] = set()
         for rank, r in reading.ranks.items():
             snap.counters.update({(rank, k): v for k, v in r.counters.items() if is_num(v)})
             snap.hists.update({(rank, k): h for k, h in r.hists.items() if isinstance(h, Hist)})
+            present.update((rank, k) for k in (*r.counters, *r.hists))
+        snap.present = frozenset(present)
         return snap
 
     def fell_below(self, prev: Snap) -> bool:
@@ -137,44 +145,71 @@ class Window:
     """Per-rank and engine-level values of ``reading`` relative to ``base``."""
 
     def __init__(
-        self, reading: PageReading, base: Snap | None, now_s: float, restarted: bool
+        self,
+        reading: PageReading,
+        history: Sequence[Snap],
+        now_s: float,
+        restarted: bool,
+        seen: Set[tuple[str, str]] = frozenset(),
     ) -> None:
         self.reading = reading
-        self.base = base
-        self.dt = now_s - base.t if base else 0.0
+        self.history = [snap for snap in history if snap.t < now_s]
+        self.base = self.history[0] if self.history else None
+        self.now_s = now_s
+        self.seen = seen
+        self.dt = now_s - self.base.t if self.base else 0.0
         self.first = (
             "counters went down (restart); rates resume at the next scrape"
             if restarted
             else "rates need a second scrape"
         )
         self.empty = (
-            f"no requests finished in the last {self.dt:.0f} s" if base else "no requests yet"
+            f"no requests finished in the last {self.dt:.0f} s" if self.base else "no requests yet"
         )
+
+    def _base(self, rank: str, key: str, table: str) -> Snap | NA | None:
+        """The oldest kept scrape that read this series; None for a series never seen."""
+        for snap in self.history:
+            if (rank, key) in getattr(snap, table):
+                return snap
+        if (rank, key) in self.seen:
+            return NA(f"{key} unreadable on the earlier scrapes in the window; back next scrape")
+        return None
+
+    def _delta_dt(self, rank: str, key: str) -> tuple[Num, float]:
+        value = self.reading.ranks[rank].counters.get(key)
+        if value is None or isinstance(value, NA):
+            return (value if isinstance(value, NA) else NA(NOT_EXPORTED)), 0.0
+        if self.base is None:
+            return value, 0.0
+        base = self._base(rank, key, "counters")
+        if isinstance(base, NA):
+            return base, 0.0
+        if base is None:  # a new series: it counted from 0 within the window
+            return value, self.dt
+        return value - base.counters[(rank, key)], self.now_s - base.t
 
     def delta(self, rank: str, key: str) -> Num:
         """Counter increase over the window (the lifetime value without a base)."""
-        value = self.reading.ranks[rank].counters.get(key)
-        if value is None or isinstance(value, NA):
-            return value if isinstance(value, NA) else NA(NOT_EXPORTED)
-        if self.base is None:
-            return value
-        return value - self.base.counters.get((rank, key), 0.0)
+        return self._delta_dt(rank, key)[0]
 
     def hist(self, rank: str, key: str) -> Hist | NA | None:
         """Bucket deltas over the window (lifetime buckets without a base)."""
         h = self.reading.ranks[rank].hists.get(key)
         if h is None or isinstance(h, NA) or self.base is None:
             return h
-        old = self.base.hists.get((rank, key))
-        if old is None:
+        base = self._base(rank, key, "hists")
+        if base is None:
             return h
-        return h.minus(old) or NA("bucket edges changed between scrapes")
+        if isinstance(base, NA):
+            return base
+        return h.minus(base.hists[(rank, key)]) or NA("bucket edges changed between scrapes")
 
     def rate(self, rank: str, key: str) -> Num:
-        d = self.delta(rank, key)
+        d, dt = self._delta_dt(rank, key)
         if isinstance(d, NA):
             return d
-        return d / self.dt if self.dt > 0 else NA(self.first)
+        return d / dt if dt > 0 else NA(self.first)
 
     def rank_stats(self, rank: str, pool: Num) -> RankStats:
         """One DP rank's row. ``pool`` is its KV pool in tokens (or NA with the reason)."""
