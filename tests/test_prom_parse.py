@@ -43,7 +43,7 @@ def test_every_fixture_file_parses_without_a_bad_line() -> None:
     assert len(files) == 9
     for path in files:
         page = page_of(path.name)
-        assert page.bad_lines == 0, (path.name, page.first_error)
+        assert page.error == "", (path.name, page.error)
         assert page.sample_count > 0 or page.declared, path.name
 
 
@@ -159,11 +159,15 @@ def test_openmetrics_body_from_prometheus_client() -> None:
     assert not any(name.endswith("_created") for name in page.samples)
 
 
-def test_bad_line_is_skipped_not_the_page() -> None:
+def test_an_invalid_line_refuses_the_page_as_prometheus_does() -> None:
+    """prometheus_client (and Prometheus) reject a page with one bad line: numbers from the
+    rest of it are not shown as if it had read, and the row says why."""
     text = 'vllm:num_requests_running{engine="0"} 3\nvllm:num_requests_waiting{engine="0" 1\n'
     page = parse_page(text)
-    assert page.bad_lines == 1 and "unreadable line" in page.first_error
-    assert value(page, "vllm:num_requests_running") == 3
+    assert page.error.startswith("page is not valid Prometheus text (prometheus_client: ")
+    assert page.parser == "prometheus_client" and not page.samples
+    s = MetricsDeriver("e").derive(parse_page(text, WANTED), now_s=0.0, wall_s=0.0)
+    assert s.state.value == "unavailable" and s.message == page.error
 
 
 def test_nan_and_inf_are_kept_for_the_reader() -> None:

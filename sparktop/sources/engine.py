@@ -1,13 +1,21 @@
 """An inference server as a poll source: ``GET {url}/metrics`` → :class:`EngineSample`.
 
-One ``httpx.AsyncClient`` per engine (keep-alive, timeouts, redirects followed so
-``/metrics`` → ``/metrics/`` works, ``Accept: text/plain``), an optional bearer token read from
-the environment variable the inventory names (never logged, never put in a message), and
-``GET /v1/models`` once per connection for ``max_model_len`` (the entry with ``parent: null``).
+One ``httpx.AsyncClient`` per engine (keep-alive, timeouts, redirects followed only within
+the engine's origin so ``/metrics`` → ``/metrics/`` works, ``Accept: text/plain``), an optional
+bearer token read from the environment variable the inventory names (never logged, and
+redacted from every message), and ``GET /v1/models`` once per connection for
+``max_model_len`` (the entry with ``parent: null``).
 
-Failures are values, never exceptions: timeout or refused connection → UNREACHABLE; 404 →
-METRICS_DISABLED; 5xx, an HTML page, a body cut off mid-way or a page without engine metrics
-→ UNAVAILABLE, each with the reason.
+Bounded: each network step has ``timeout_s`` and the whole scrape (both requests, headers and
+body) one deadline (``deadline_s``, default twice that), so a server that trickles its answer
+is given up on; the body is decoded and
+parsed in a worker thread within :class:`~sparktop.sources.promtext.ParseBounds`, so a huge
+page never blocks the event loop.
+
+Failures are values, never exceptions: no answer within the deadline or refused connection →
+UNREACHABLE; 404 → METRICS_DISABLED; 5xx, an HTML page, an answer started but not finished
+in time, a body cut off mid-way, a redirect elsewhere, a page that is invalid or over a bound
+or without engine metrics → UNAVAILABLE, each with the reason.
 """
 
 from __future__ import annotations
@@ -22,9 +30,17 @@ from typing import TYPE_CHECKING, Protocol
 import httpx
 
 from sparktop.model import EngineSample, EngineState, Num
-from sparktop.sources.engine_http import ScrapeFailure, describe, fetch_metrics, fetch_models
+from sparktop.sources.engine_http import (
+    Body,
+    Progress,
+    ScrapeFailure,
+    describe,
+    fetch_metrics,
+    fetch_models,
+)
 from sparktop.sources.metrics import MetricsDeriver, fill_from_lifetime
 from sparktop.sources.pool import Limits
+from sparktop.sources.prom import PromPage
 from sparktop.sources.vllm import parse_engine_page
 
 if TYPE_CHECKING:
@@ -70,6 +86,7 @@ class EngineSource:
         *,
         profile_limits: Mapping[str, int] | None = None,
         timeout_s: float = 5.0,
+        deadline_s: float | None = None,
         window_s: float = 30.0,
         stale_after_s: float = 60.0,
         first_window_s: float = 0.0,
@@ -83,6 +100,7 @@ class EngineSource:
         self._key_env = getattr(config, "api_key_env", None)
         self._api_key = api_key
         self._timeout_s = timeout_s
+        self._deadline_s = deadline_s or 2 * timeout_s
         self._client: httpx.AsyncClient | None = None
         self._models: tuple[Num, str] | None = None
         self._since: float | None = None
@@ -99,13 +117,13 @@ class EngineSource:
     def _client_now(self) -> httpx.AsyncClient:
         if self._client is None:
             headers = {"Accept": ACCEPT}
-            token = self._api_key or (os.environ.get(self._key_env) if self._key_env else None)
+            token = self._token()
             if token:
                 headers["Authorization"] = f"Bearer {token}"
             self._client = httpx.AsyncClient(
                 base_url=self.url,
                 timeout=httpx.Timeout(self._timeout_s),
-                follow_redirects=True,
+                follow_redirects=False,  # followed by open_stream, within this origin only
                 headers=headers,
                 trust_env=False,  # an HTTP(S)_PROXY meant for the internet must not catch 10.x
             )
@@ -121,20 +139,47 @@ class EngineSource:
         await asyncio.sleep(self.first_window_s)
         return fill_from_lifetime(first, await self._scrape())
 
+    def _token(self) -> str | None:
+        return self._api_key or (os.environ.get(self._key_env) if self._key_env else None)
+
+    def _redact(self, sample: EngineSample) -> EngineSample:
+        """The sample with the bearer token replaced wherever a server put it (a message
+        quoting a redirect, a model name): a secret never reaches output or recordings."""
+        token = self._token()
+        if not token or len(token) < 4:
+            return sample
+        fields = {
+            k: getattr(sample, k).replace(token, "<redacted>")
+            for k in ("message", "model")
+            if token in getattr(sample, k)
+        }
+        return replace(sample, **fields) if fields else sample
+
     async def _scrape(self) -> EngineSample:
+        return self._redact(await self._scrape_raw())
+
+    async def _scrape_raw(self) -> EngineSample:
         wall, started = time.time(), time.perf_counter()
+        progress = Progress()
         try:
             client = self._client_now()
-            text = await fetch_metrics(client, self._timeout_s)
-            if self._models is None:
-                self._models = await fetch_models(client)
+            async with asyncio.timeout(self._deadline_s):
+                body = await fetch_metrics(client, self._timeout_s, progress)
+                if self._models is None:
+                    self._models = await fetch_models(client)
         except ScrapeFailure as failure:
             return await self._failed(wall, started, failure.state, failure.reason)
+        except TimeoutError:
+            state, reason = _overdue(progress, self._deadline_s)
+            await self._drop_connection()  # the half-read answer is not reused
+            return await self._failed(wall, started, state, reason)
         except Exception as exc:  # a bug here must not take the poller down
             return await self._failed(wall, started, EngineState.UNAVAILABLE, describe(exc))
         max_model_len, model = self._models
+        # Decoding and parsing are CPU-bound (bounded by ParseBounds): off the event loop.
+        page = await asyncio.to_thread(read_engine_body, body)
         sample = self.deriver.derive(
-            parse_engine_page(text),
+            page,
             now_s=self._clock(),
             wall_s=wall,
             max_model_len=max_model_len,
@@ -183,6 +228,22 @@ class EngineSource:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def read_engine_body(body: Body) -> PromPage:
+    """Decode and parse one ``/metrics`` body (OpenMetrics when its content type says so).
+    CPU-bound and bounded; :class:`EngineSource` runs it in a worker thread."""
+    return parse_engine_page(body.text(), openmetrics=body.openmetrics)
+
+
+def _overdue(progress: Progress, deadline_s: float) -> tuple[EngineState, str]:
+    """The state and reason for a scrape whose whole-response deadline passed."""
+    if progress.status is None:
+        return EngineState.UNREACHABLE, f"no answer within {deadline_s:g} s"
+    return EngineState.UNAVAILABLE, (
+        f"answer not complete within {deadline_s:g} s ({progress.size:,} bytes of the page "
+        "received): server too slow, given up"
+    )
 
 
 class _OneShotConfig:

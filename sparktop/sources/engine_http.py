@@ -1,14 +1,19 @@
 """The two HTTP requests an engine source makes, with every failure turned into a reason.
 
 ``fetch_metrics``: ``GET /metrics`` streamed (so a body cut off mid-way is told from a server
-that never answered), status and content type checked. ``fetch_models``: ``GET /v1/models`` →
-``max_model_len`` and id of the base model (the entry with ``parent: null``; LoRA adapters
-name their parent). Request headers (and so the bearer token) never appear in a reason.
+that never answered), size-capped, status and content type checked. ``fetch_models``:
+``GET /v1/models`` → ``max_model_len`` and id of the base model (the entry with
+``parent: null``; LoRA adapters name their parent). Redirects are followed only within the
+engine's origin. Request headers (and so the bearer token) and bodies never appear in a
+reason; what a server sends (content type, a redirect's host) is shown escaped.
 """
 
 from __future__ import annotations
 
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -20,6 +25,10 @@ METRICS_PATH = "/metrics"
 MODELS_PATH = "/v1/models"
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """A /metrics page larger than this is refused (a mis-pointed URL streaming something else)."""
+MAX_MODELS_BYTES = 1024 * 1024
+"""A ``/v1/models`` answer larger than this is not read (it lists a few models)."""
+MAX_REDIRECTS = 3
+"""Redirects followed, each within the engine's own origin (``/metrics`` → ``/metrics/``)."""
 
 
 class ScrapeFailure(Exception):
@@ -67,49 +76,140 @@ def _check_status(response: httpx.Response) -> None:
         raise ScrapeFailure(
             EngineState.UNAVAILABLE, f"HTTP {status}: check the bearer token (api_key_env)"
         )
-    raise ScrapeFailure(EngineState.UNAVAILABLE, f"HTTP {status} {response.reason_phrase}".rstrip())
+    phrase = ascii(response.reason_phrase[:40])[1:-1]
+    raise ScrapeFailure(EngineState.UNAVAILABLE, f"HTTP {status} {phrase}".rstrip())
 
 
-async def fetch_metrics(client: httpx.AsyncClient, timeout_s: float) -> str:
-    """The ``/metrics`` body as text. Raises :class:`ScrapeFailure` (never anything else
-    from httpx): no answer or refused → UNREACHABLE; 404 → METRICS_DISABLED; other status,
-    HTML, oversized or cut-off body → UNAVAILABLE."""
+@dataclass(slots=True)
+class Progress:
+    """How far a request got (for the reason when its deadline passes): status, bytes."""
+
+    status: int | None = None
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """A ``/metrics`` body as received: bytes, content type, declared charset."""
+
+    data: bytes
+    content_type: str = ""
+    encoding: str | None = None
+
+    @property
+    def openmetrics(self) -> bool:
+        """True when the server says the body is OpenMetrics (it is then parsed as such)."""
+        return "application/openmetrics-text" in self.content_type.lower()
+
+    def text(self) -> str:
+        """The body decoded (its charset, else UTF-8; undecodable bytes replaced)."""
+        try:
+            return self.data.decode(self.encoding or "utf-8", errors="replace")
+        except LookupError:  # a charset Python does not know
+            return self.data.decode("utf-8", errors="replace")
+
+
+def origin(url: httpx.URL) -> str:
+    """``scheme://host:port`` of ``url`` (the port spelled out), printable."""
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme, 0)
+    return ascii(f"{url.scheme}://{url.host}:{port}")[1:-1]
+
+
+@asynccontextmanager
+async def open_stream(
+    client: httpx.AsyncClient, path: str, progress: Progress, headers: dict[str, str] | None = None
+) -> AsyncIterator[httpx.Response]:
+    """``GET path`` streamed, following at most :data:`MAX_REDIRECTS` redirects and only
+    within the engine's own origin (scheme, host, port): numbers from another server must
+    never be shown as this engine's. Raises :class:`ScrapeFailure` for any other redirect."""
+    request = client.build_request("GET", path, headers=headers)  # under the base URL's path
+    url = request.url
+    first = origin(url)
+    for _ in range(MAX_REDIRECTS + 1):
+        response = await client.send(request, stream=True)
+        if not response.is_redirect:
+            try:
+                progress.status = response.status_code
+                yield response
+            finally:
+                await response.aclose()
+            return
+        location = response.headers.get("location", "")
+        await response.aclose()
+        try:
+            target = url.join(location)
+        except httpx.InvalidURL:
+            raise ScrapeFailure(
+                EngineState.UNAVAILABLE, f"GET {path}: redirected to an invalid URL; not followed"
+            ) from None
+        if origin(target) != first:
+            raise ScrapeFailure(
+                EngineState.UNAVAILABLE,
+                f"GET {path}: redirected to another origin ({origin(target)}); not followed, "
+                f"only redirects within {first} are",
+            )
+        url = target
+        request = client.build_request("GET", url, headers=headers)
+    raise ScrapeFailure(
+        EngineState.UNAVAILABLE, f"GET {path}: more than {MAX_REDIRECTS} redirects; not followed"
+    )
+
+
+async def read_capped(response: httpx.Response, limit: int, progress: Progress) -> bytes:
+    """The body, refused past ``limit`` bytes. Raises :class:`ScrapeFailure`."""
     chunks: list[bytes] = []
     try:
-        async with client.stream("GET", METRICS_PATH) as response:
+        async for chunk in response.aiter_bytes():
+            progress.size += len(chunk)
+            if progress.size > limit:
+                raise ScrapeFailure(
+                    EngineState.UNAVAILABLE,
+                    f"page over {limit // (1024 * 1024)} MiB: not a /metrics page",
+                )
+            chunks.append(chunk)
+    except httpx.TransportError as exc:
+        reason = f"body cut off after {progress.size} bytes ({describe(exc)})"
+        raise ScrapeFailure(EngineState.UNAVAILABLE, reason) from exc
+    return b"".join(chunks)
+
+
+async def fetch_metrics(
+    client: httpx.AsyncClient, timeout_s: float, progress: Progress | None = None
+) -> Body:
+    """The ``/metrics`` body. Raises :class:`ScrapeFailure` (never anything else from
+    httpx): no answer or refused → UNREACHABLE; 404 → METRICS_DISABLED; other status, HTML,
+    oversized or cut-off body, a redirect off the engine's origin → UNAVAILABLE. The caller
+    sets the whole-response deadline (``timeout_s`` bounds each network step)."""
+    progress = progress or Progress()
+    try:
+        async with open_stream(client, METRICS_PATH, progress) as response:
             _check_status(response)
-            size = 0
-            try:
-                async for chunk in response.aiter_bytes():
-                    size += len(chunk)
-                    if size > MAX_BODY_BYTES:
-                        raise ScrapeFailure(
-                            EngineState.UNAVAILABLE, "page over 32 MiB: not a /metrics page"
-                        )
-                    chunks.append(chunk)
-            except httpx.TransportError as exc:
-                reason = f"body cut off after {size} bytes ({describe(exc)})"
-                raise ScrapeFailure(EngineState.UNAVAILABLE, reason) from exc
+            data = await read_capped(response, MAX_BODY_BYTES, progress)
     except httpx.TimeoutException as exc:
         raise ScrapeFailure(EngineState.UNREACHABLE, f"no answer within {timeout_s:g} s") from exc
     except httpx.TransportError as exc:
         raise ScrapeFailure(EngineState.UNREACHABLE, transport_reason(exc)) from exc
     content_type = response.headers.get("content-type", "")
-    text = b"".join(chunks).decode(response.encoding or "utf-8", errors="replace")
-    if "html" in content_type.lower() or text.lstrip()[:1] == "<":
-        raise ScrapeFailure(
-            EngineState.UNAVAILABLE, f"not a metrics page ({content_type or 'HTML'})"
-        )
-    return text
+    if "html" in content_type.lower() or data.lstrip()[:1] == b"<":
+        printable = ascii(content_type[:60])[1:-1]
+        raise ScrapeFailure(EngineState.UNAVAILABLE, f"not a metrics page ({printable or 'HTML'})")
+    return Body(data, content_type, response.charset_encoding)
 
 
 async def fetch_models(client: httpx.AsyncClient) -> tuple[Num, str]:
-    """``max_model_len`` (or NA with the reason) and the base model's id; never raises."""
+    """``max_model_len`` (or NA with the reason) and the base model's id; never raises
+    (the caller's deadline may cancel it). The answer is read up to 1 MiB."""
+    progress = Progress()
     try:
-        response = await client.get(MODELS_PATH, headers={"Accept": "application/json"})
-        if response.status_code != 200:
-            return NA(f"GET {MODELS_PATH}: HTTP {response.status_code}"), ""
-        entries: Any = loads(response.content).get("data", [])
+        async with open_stream(
+            client, MODELS_PATH, progress, headers={"Accept": "application/json"}
+        ) as response:
+            if response.status_code != 200:
+                return NA(f"GET {MODELS_PATH}: HTTP {response.status_code}"), ""
+            entries: Any = loads(await read_capped(response, MAX_MODELS_BYTES, progress))
+            entries = entries.get("data", [])
+    except ScrapeFailure as failure:
+        return NA(failure.reason), ""
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
         return NA(f"GET {MODELS_PATH}: {describe(exc)}"), ""
     for entry in entries if isinstance(entries, list) else []:

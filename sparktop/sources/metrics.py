@@ -90,14 +90,17 @@ class MetricsDeriver:
         """One sample from one page. ``now_s`` is monotonic (rates); ``wall_s`` is time.time().
 
         ``max_model_len`` and ``model`` come from ``GET /v1/models`` when the caller has them.
-        A page without any engine sample gives an UNAVAILABLE sample saying why.
+        A page refused whole (``page.error``: invalid, or over a parse bound) or without any
+        engine sample gives an UNAVAILABLE sample saying why.
         """
         kind = detect_kind(page, self.kind)
         reading = read_page(page, kind)
-        notes = [page.first_error] if page.bad_lines else []
+        head = EngineSample(engine=self.engine, time_s=wall_s, kind=kind, latency_s=latency_s)
+        if page.error:
+            return replace(head, state=EngineState.UNAVAILABLE, message=page.error)
+        notes = []
         if page.duplicates:
             notes.append(f"{page.duplicates} repeated series ignored (the first is read)")
-        head = EngineSample(engine=self.engine, time_s=wall_s, kind=kind, latency_s=latency_s)
         if reading.samples == 0:
             return replace(
                 head,
@@ -230,8 +233,6 @@ def fill_from_lifetime(first: EngineSample, second: EngineSample) -> EngineSampl
 def _empty_reason(page: PromPage, reading: PageReading) -> str:
     if reading.declared_empty:
         return "metric families declared but no samples: " + ", ".join(reading.declared_empty[:3])
-    if page.bad_lines and not page.sample_count:
-        return "page unreadable"
     engine_families = sorted(n for n in page.declared if n.startswith(("vllm:", "sglang:")))
     if engine_families:
         # An engine too old or too new for these names (vLLM 0.10.0): say what is missing.

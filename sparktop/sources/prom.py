@@ -1,13 +1,17 @@
 """Prometheus ``/metrics`` text → normalised samples (pure, Textual-free, no I/O).
 
-Sample lines are parsed by ``prometheus_client.parser`` (text format 0.0.4; OpenMetrics bodies
-parse too: ``# EOF`` is a comment and ``vllm_``-prefixed sample names are normalised). Names
-are normalised ``vllm_`` → ``vllm:`` and ``sglang_`` → ``sglang:``; ``*_created`` samples are
-dropped. Samples are flattened by *sample* name (``…_bucket``, ``…_sum``, ``…_total``), so a
-family whose ``# TYPE`` line does not match its sample names (OpenMetrics counters) still reads.
+A page reads exactly as prometheus_client reads it: text format 0.0.4 through the fast
+reader in :mod:`sparktop.sources.promtext` (the same samples as
+``prometheus_client.parser``, or it hands the page to that parser), an OpenMetrics body (by
+its content type) through ``prometheus_client.openmetrics.parser``. An OpenMetrics-shaped
+body served as text still reads (``# EOF`` is a comment there). Names are normalised
+``vllm_`` → ``vllm:`` and ``sglang_`` → ``sglang:``; ``*_created`` samples are dropped; a
+series repeated on the page is read once. Samples are flattened by *sample* name
+(``…_bucket``, ``…_sum``, ``…_total``), so a family whose ``# TYPE`` line does not match its
+sample names (OpenMetrics counters) still reads.
 
 A page of several thousand lines is mostly families sparktop never shows; callers pass the
-sample names they want, and only those lines reach the (pure-Python) parser.
+sample names they want, and only those samples have their labels parsed.
 """
 
 from __future__ import annotations
@@ -18,7 +22,22 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_families
 from prometheus_client.parser import text_string_to_metric_families
+
+from sparktop.sources.promtext import (
+    LABEL_PAIR,
+    Declaration,
+    NotUnderstood,
+    PageRefused,
+    ParseBounds,
+    Raw,
+    cpu_guard,
+    scan_text,
+    unescape,
+)
+
+DEFAULT_BOUNDS = ParseBounds()
 
 _PREFIXES = (("vllm_", "vllm:"), ("sglang_", "sglang:"))
 
@@ -59,8 +78,10 @@ class PromPage:
 
     ``declared`` holds the normalised family names that had a ``# HELP`` or ``# TYPE`` line
     (so "declared but no samples" can be told from "not exported"); ``types`` maps them to
-    their declared type. ``bad_lines`` counts sample lines the parser rejected (they are
-    skipped, the rest of the page still reads); ``first_error`` describes the first one.
+    their declared type. ``error`` says why a page was refused whole (not valid for
+    prometheus_client, or over a :class:`~sparktop.sources.promtext.ParseBounds` bound); it
+    then has no samples. ``parser`` names what read it: ``fast``, ``prometheus_client`` (a
+    line outside the fast subset) or ``openmetrics``.
     ``duplicates`` counts samples that repeat a series already read (same name and labels):
     they are left out, never summed (data-parallel ranks differ by their ``engine`` label).
     """
@@ -70,9 +91,9 @@ class PromPage:
     )
     declared: frozenset[str] = frozenset()
     types: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    bad_lines: int = 0
-    first_error: str = ""
     duplicates: int = 0
+    error: str = ""
+    parser: str = "fast"
 
     def get(self, name: str) -> tuple[PromSample, ...]:
         """Every sample with this normalised sample name (empty when absent)."""
@@ -83,111 +104,127 @@ class PromPage:
         return sum(len(v) for v in self.samples.values())
 
 
-_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=[ \t{])")
-_QUOTED_NAME = re.compile(r'\{[ \t]*"((?:[^"\\]|\\.)*)"[ \t]*[,}]')
-_DECL = re.compile(r'#[ \t]+(HELP|TYPE)[ \t]+("(?:[^"\\]|\\.)*"|\S+)(?:[ \t]+(.*))?')
-_UNESCAPE = re.compile(r'\\[\\n"]')
+_DECL = re.compile(r'#[ \t]+(HELP|TYPE)[ \t]+("(?:[^"\\]|\\.)*"|[^\s"]+)(?:[ \t]+(.*))?')
 
 
-def _unescape(text: str) -> str:
-    return _UNESCAPE.sub(lambda m: {"\\\\": "\\", "\\n": "\n", '\\"': '"'}[m.group(0)], text)
+def _declared_lines(text: str) -> list[Declaration]:
+    """Every ``# HELP``/``# TYPE`` line (names quoted or not), for a page the library reads."""
+    out: list[Declaration] = []
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if line[:1] == "#" and (match := _DECL.match(line)):
+            kind, name, rest = match.groups()
+            out.append((kind, unescape(name[1:-1]) if name[:1] == '"' else name, rest or ""))
+    return out
 
 
-def _sample_name(line: str) -> str | None:
-    """The sample name a line starts with (also a Prometheus 3 quoted ``{"name",…}``), or
-    None when it cannot be told cheaply (the line then goes to the parser, which decides)."""
-    match = _NAME.match(line)
-    if match:
-        return match.group(0)
-    quoted = _QUOTED_NAME.match(line)
-    return _unescape(quoted.group(1)) if quoted else None
+def _declarations(decls: list[Declaration]) -> tuple[frozenset[str], dict[str, str]]:
+    """Normalised names with a ``# HELP``/``# TYPE`` line, and the declared types."""
+    declared: set[str] = set()
+    types: dict[str, str] = {}
+    for kind, raw_name, rest in decls:
+        name = normalise(raw_name)
+        declared.add(name)
+        if kind == "TYPE" and rest.strip():
+            types[name] = rest.strip()
+    return frozenset(declared), types
 
 
-def _declared_name(line: str) -> tuple[str, str] | None:
-    """``# TYPE name type`` / ``# HELP name text`` → (normalised name, type or "")."""
-    match = _DECL.match(line)
-    if match is None:
-        return None
-    kind, name, rest = match.groups()
-    if name.startswith('"'):
-        name = _unescape(name[1:-1])
-    return normalise(name), (rest or "").strip() if kind == "TYPE" else ""
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return ascii(text[:80])[1:-1] + ("…" if len(text) > 80 else "")
 
 
-def _parse_lines(lines: list[str]) -> Iterable[tuple[str, dict[str, str], float]]:
-    for family in text_string_to_metric_families("\n".join(lines) + "\n"):
-        for s in family.samples:
-            yield s.name, s.labels, float(s.value)
+def _library(text: str, accept: frozenset[str] | None, bounds: ParseBounds, om: bool) -> list[Raw]:
+    """The page through prometheus_client's own parser, within the same bounds."""
+    lines = text.count("\n") + 1
+    if lines > bounds.max_fallback_lines:
+        raise PageRefused(
+            f"page has {lines:,} lines the fast reader cannot take; "
+            f"limit {bounds.max_fallback_lines:,} for the full parser"
+        )
+    for line_no, line in enumerate(text.split("\n"), 1):
+        if len(line) > 4096:  # the library's label parsing is quadratic in the label count
+            count = len(LABEL_PAIR.findall(line))
+            if count > bounds.max_labels:
+                raise PageRefused(
+                    f"line {line_no} has {count:,} labels; limit {bounds.max_labels:,}"
+                )
+    check = cpu_guard(bounds)
+    parse = om_families if om else text_string_to_metric_families
+    out: list[Raw] = []
+    series = 0
+    try:
+        for family in parse(text):
+            check()
+            for s in family.samples:
+                if accept is None or s.name in accept:
+                    series += 1
+                    if series <= bounds.max_series:
+                        out.append((s.name, s.labels, float(s.value)))
+    except PageRefused:
+        raise
+    except Exception as exc:  # the library raises ValueError, KeyError, IndexError…
+        what = "OpenMetrics" if om else "Prometheus text"
+        raise PageInvalid(f"page is not valid {what} (prometheus_client: {_short(exc)})") from None
+    if series > bounds.max_series:
+        raise PageRefused(f"page has {series:,} series; limit {bounds.max_series:,}")
+    return out
+
+
+class PageInvalid(Exception):
+    """prometheus_client's parser rejects the page: it is refused whole, as Prometheus does."""
 
 
 def parse_page(
     text: str,
     wanted: Collection[str] | None = None,
     drop: Callable[[Set[str]], Set[str]] | None = None,
+    *,
+    openmetrics: bool = False,
+    bounds: ParseBounds = DEFAULT_BOUNDS,
 ) -> PromPage:
-    """Parse an exposition page into a :class:`PromPage`.
+    """Parse an exposition page into a :class:`PromPage`; never raises on page content.
 
     ``wanted``: normalised sample names to keep (e.g. ``vllm:prompt_tokens_total``,
     ``vllm:time_to_first_token_seconds_bucket``); None keeps every sample. ``drop`` is given
-    the wanted names present on the page and returns those not worth parsing (an old alias
-    when its new name is there). A line the parser rejects is skipped and counted; NaN/Inf
-    values are kept (the reader decides what they mean). Never raises on page content.
+    the wanted names present on the page and returns those to leave out (an old alias when
+    its new name is there). ``openmetrics``: the body is OpenMetrics (its content type says
+    so), read by prometheus_client's OpenMetrics parser; else the text format 0.0.4, read by
+    :func:`~sparktop.sources.promtext.scan_text` or, for a line outside its subset, by
+    ``text_string_to_metric_families``. A page either parser rejects, or over one of
+    ``bounds``, has no samples and ``error`` says why. NaN/Inf values are kept (the reader
+    decides what they mean). Cost: CPU-bound, up to ``bounds.max_cpu_s``; callers on an
+    event loop run it in a thread.
     """
-    by_name: dict[str, list[str]] = {}
-    declared: set[str] = set()
-    types: dict[str, str] = {}
-    # Both spellings of every wanted name, so most lines are rejected before normalising.
     accept = None if wanted is None else frozenset(spellings(wanted))
-    unknown: list[str] = []  # lines whose name is not plain: the parser decides
-    # Lines end at LF only: CR, VT, FF, U+0085, U+2028… are ordinary characters inside a
-    # label value (only backslash, quote and LF are escaped), as the parser reads them.
-    for raw in text.split("\n"):
-        line = raw.strip()
-        if not line:
-            continue
-        if line[0] == "#":
-            decl = _declared_name(line)
-            if decl is not None:
-                declared.add(decl[0])
-                if decl[1]:
-                    types[decl[0]] = decl[1]
-            continue
-        name = _sample_name(line)
-        if name is None:
-            unknown.append(line)
-            continue
-        if accept is not None and name not in accept:
-            continue
-        name = normalise(name)
-        if not name.endswith("_created"):
-            by_name.setdefault(name, []).append(line)
-    dropped = drop(by_name.keys()) if drop else frozenset()
-    for name in dropped:
-        by_name.pop(name, None)
-    keep = [line for lines in by_name.values() for line in lines] + unknown
-
-    bad = 0
-    first_error = ""
+    parser = "fast"
+    decls: list[Declaration] = []
     try:
-        parsed = list(_parse_lines(keep))
-    except Exception:  # one bad line: parse line by line and skip what fails
-        parsed = []
-        for line in keep:
+        if openmetrics:
+            parser = "openmetrics"
+            raws = _library(text, accept, bounds, om=True)
+        else:
             try:
-                parsed.extend(_parse_lines([line]))
-            except Exception as exc:
-                bad += 1
-                if not first_error:
-                    first_error = f"unreadable line {line[:80]!r}: {exc}"
+                raws, decls = scan_text(text, accept, bounds)
+            except NotUnderstood:
+                parser = "prometheus_client"
+                raws = _library(text, accept, bounds, om=False)
+        if parser != "fast":
+            decls = _declared_lines(text)
+    except (PageRefused, PageInvalid) as exc:
+        declared, types = _declarations(decls)
+        return PromPage(
+            declared=declared, types=MappingProxyType(types), error=str(exc), parser=parser
+        )
+    declared, types = _declarations(decls)
 
     grouped: dict[str, list[PromSample]] = {}
     seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
     duplicates = 0
-    for name, labels, value in parsed:
+    for name, labels, value in raws:
         norm = normalise(name)
-        if norm.endswith("_created") or norm in dropped:
-            continue
-        if wanted is not None and norm not in wanted:
+        if norm.endswith("_created") or (wanted is not None and norm not in wanted):
             continue
         key = (norm, frozenset(labels.items()))
         if key in seen:  # the same series again: Prometheus keeps the first, so do we
@@ -195,16 +232,14 @@ def parse_page(
             continue
         seen.add(key)
         grouped.setdefault(norm, []).append(PromSample(norm, labels, value))
-    if drop and unknown:  # an old alias seen only on a line the parser had to read
-        for name in drop(grouped.keys()):
-            grouped.pop(name, None)
+    for name in drop(grouped.keys()) if drop else ():
+        grouped.pop(name, None)
     return PromPage(
         samples=MappingProxyType({k: tuple(v) for k, v in grouped.items()}),
-        declared=frozenset(declared),
+        declared=declared,
         types=MappingProxyType(types),
-        bad_lines=bad,
-        first_error=first_error,
         duplicates=duplicates,
+        parser=parser,
     )
 
 

@@ -126,9 +126,9 @@ def older_aliases(present: Set[str]) -> set[str]:
     return drop
 
 
-def parse_engine_page(text: str) -> PromPage:
+def parse_engine_page(text: str, *, openmetrics: bool = False) -> PromPage:
     """Parse only what either flavour reads, skipping old aliases shadowed by new names."""
-    return parse_page(text, WANTED, older_aliases)
+    return parse_page(text, WANTED, older_aliases, openmetrics=openmetrics)
 
 
 RANK_LABELS = ("engine", "dp_rank")

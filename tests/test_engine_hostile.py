@@ -1,0 +1,297 @@
+"""Hostile engine servers on 127.0.0.1 (issue 19 items 1, 3, 4, 9 and 15): a server that
+trickles its answer, pages too big or too wide to read, redirects to another server, a
+server that echoes the bearer token, an OpenMetrics body. Each degrades only its own row,
+within a deadline, with a reason; the event loop is never the one that parses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import pytest
+from aiohttp import web
+
+from sparktop.alerts.engine import AlertEngine
+from sparktop.alerts.thresholds import Thresholds
+from sparktop.cluster import ClusterState
+from sparktop.model import EngineSample, EngineState
+from sparktop.sources import engine as engine_module
+from sparktop.sources.engine import EngineSource
+from sparktop.sources.prom import parse_page
+from sparktop.sources.promtext import ParseBounds
+from sparktop.sources.vllm import WANTED
+from tests.vllm_page import FakeVllm
+
+
+@dataclass
+class Cfg:
+    name: str
+    url: str
+    kind: str = "vllm"
+    api_key_env: str | None = None
+
+
+def full_page(kv: float = 0.99, waiting: int = 5) -> bytes:
+    fake = FakeVllm(kv_cache_size_tokens=1_000_000)
+    fake.set_gauges(running=8, waiting=waiting, kv_usage=kv)
+    return fake.page()
+
+
+class Trickle:
+    """A raw-socket HTTP server: ``mode`` "good" answers the page at once; "headers" sends
+    its status line and then one header byte every 50 ms; "body" sends valid headers and
+    then the body one byte every 50 ms. No read ever waits long enough to time out."""
+
+    def __init__(self, page: bytes) -> None:
+        self.page = page
+        self.mode = "good"
+        self.url = ""
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> Trickle:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        with contextlib.suppress(
+            ConnectionError, asyncio.CancelledError, asyncio.IncompleteReadError
+        ):
+            while True:
+                request = await reader.readuntil(b"\r\n\r\n")
+                path = request.split(b" ", 2)[1]
+                body = self.page if path == b"/metrics" else b'{"data": []}'
+                head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n"
+                head += "Content-Type: text/plain; version=0.0.4\r\n\r\n"
+                if self.mode == "good" or path != b"/metrics":
+                    writer.write(head.encode() + body)
+                    await writer.drain()
+                    continue
+                if self.mode == "headers":
+                    writer.write(b"HTTP/1.1 200 OK\r\n")
+                    slow = b"X-Slow: " + b"x" * 10_000
+                else:
+                    writer.write(head.encode())
+                    slow = body
+                for byte in slow:
+                    writer.write(bytes([byte]))
+                    await writer.drain()
+                    await asyncio.sleep(0.05)
+        writer.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "state", "words"),
+    [
+        ("headers", EngineState.UNREACHABLE, "no answer within 1 s"),
+        ("body", EngineState.UNAVAILABLE, "answer not complete within 1 s"),
+    ],
+)
+async def test_a_trickling_server_is_given_up_on_within_the_deadline(
+    mode: str, state: EngineState, words: str
+) -> None:
+    async with Trickle(full_page()) as server:
+        server.mode = mode
+        source = EngineSource(Cfg("slow", server.url), timeout_s=0.5)  # deadline 1 s
+        sample = await asyncio.wait_for(source.sample(), 10)  # a hang fails here, not forever
+        await source.aclose()
+    assert sample.state is state and words in sample.message, sample.message
+    assert sample.since_s is not None
+
+
+async def test_a_server_that_turns_slow_raises_the_availability_alert() -> None:
+    """Its row turns into an error within the deadline and engine.down fires (it stayed
+    'stale' forever before). The page's own alerts are kept while it is down: the alert
+    engine treats no data as unknown, not as recovered (alerts/engine.py ``_frozen``)."""
+    alerts, state = AlertEngine(Thresholds(hold_s=0)), ClusterState()
+    async with Trickle(full_page(kv=0.99, waiting=5)) as server:
+        source = EngineSource(Cfg("dsv4", server.url), timeout_s=0.5)
+        good = await source.sample()
+        state.apply(good)
+        alerts.update(state, good.time_s)
+        assert "kv.usage" in {a.rule for a in alerts.active()}
+        server.mode = "body"
+        slow = await asyncio.wait_for(source.sample(), 10)
+        await source.aclose()
+    state.apply(slow)
+    alerts.update(state, slow.time_s + 1)
+    assert slow.state is EngineState.UNAVAILABLE
+    down = [a for a in alerts.active() if a.rule == "engine.down"]
+    assert len(down) == 1 and "answer not complete within 1 s" in down[0].message
+
+
+# -- pages sparktop will not read whole --------------------------------------------------------
+
+
+def wide_page(series: int) -> bytes:
+    lines = ["# TYPE vllm:num_requests_running gauge"]
+    lines += [f'vllm:num_requests_running{{engine="{i}"}} 1' for i in range(series)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+async def serve_bytes(body: bytes, content_type: str = "text/plain; version=0.0.4") -> Callable:
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+    return handler
+
+
+@contextlib.asynccontextmanager
+async def aiohttp_server(routes: dict[str, Callable]) -> AsyncIterator[str]:
+    app = web.Application()
+    for path, handler in routes.items():
+        app.router.add_get(path, handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_page_with_too_many_series_is_a_row_error_parsed_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threads: list[threading.Thread] = []
+    real = engine_module.read_engine_body
+
+    def spy(body: engine_module.Body) -> object:
+        threads.append(threading.current_thread())
+        return real(body)
+
+    monkeypatch.setattr(engine_module, "read_engine_body", spy)
+    handler = await serve_bytes(wide_page(12_000))
+    async with aiohttp_server({"/metrics": handler}) as url:
+        source = EngineSource(Cfg("wide", url))
+        sample = await source.sample()
+        await source.aclose()
+    assert sample.state is EngineState.UNAVAILABLE
+    assert sample.message == "page has 12,000 series; limit 10,000"
+    assert threads and threads[0] is not threading.main_thread()
+
+
+def test_a_line_with_64000_labels_is_refused_not_parsed() -> None:
+    labels = ",".join(f'l{i}="v"' for i in range(64_000))
+    text = f'vllm:num_requests_running{{engine="0",{labels}}} 3\n'
+    for page in (parse_page(text, WANTED), parse_page(text + "a b c\n", WANTED)):
+        assert page.error == "line 1 has 64,001 labels; limit 128", page.parser
+        assert not page.samples
+
+
+def test_a_page_over_its_cpu_budget_is_refused() -> None:
+    page = parse_page(wide_page(5_000).decode(), WANTED, bounds=ParseBounds(max_cpu_s=0.0))
+    assert page.error == "parsing took over 0 s of CPU; page refused"
+
+
+# -- redirects, the token, OpenMetrics -----------------------------------------------------------
+
+
+async def one(url: str, **kwargs: object) -> EngineSample:
+    source = EngineSource(Cfg("e", url), **kwargs)  # type: ignore[arg-type]
+    try:
+        return await asyncio.wait_for(source.sample(), 20)
+    finally:
+        await source.aclose()
+
+
+async def test_redirects_are_followed_only_within_the_engines_origin() -> None:
+    target: dict[str, str] = {}
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        raise web.HTTPFound(target["url"] + "/metrics")
+
+    async def slash(request: web.Request) -> web.Response:
+        raise web.HTTPMovedPermanently("/metrics/")
+
+    async def itself(request: web.Request) -> web.Response:
+        raise web.HTTPFound("/metrics")
+
+    async with (
+        aiohttp_server({"/metrics": await serve_bytes(full_page(kv=0.1))}) as other,
+        aiohttp_server(
+            {"/metrics": slash, "/metrics/": await serve_bytes(full_page(kv=0.5, waiting=0))}
+        ) as own,
+        aiohttp_server({"/metrics": elsewhere}) as hop,
+        aiohttp_server({"/metrics": itself}) as looping,
+    ):
+        target["url"] = other
+        ok, off, loops = await one(own), await one(hop), await one(looping)
+    assert ok.state is EngineState.OK and ok.kv_usage == 0.5
+    assert off.state is EngineState.UNAVAILABLE and off.kv_usage != 0.1
+    assert off.message == (
+        f"GET /metrics: redirected to another origin ({other}); not followed, "
+        f"only redirects within {hop} are"
+    )
+    assert loops.message == "GET /metrics: more than 3 redirects; not followed"
+
+
+TOKEN = "sekrit-token-4711"
+
+
+async def test_a_server_that_echoes_the_token_never_gets_it_into_a_sample() -> None:
+    async def bounce(request: web.Request) -> web.Response:
+        echoed = request.headers["Authorization"].removeprefix("Bearer ")
+        raise web.HTTPFound(f"http://{echoed}.invalid/metrics")
+
+    async def models(request: web.Request) -> web.Response:
+        echoed = request.headers["Authorization"].removeprefix("Bearer ")
+        return web.json_response(
+            {"data": [{"id": f"model-{echoed}", "parent": None, "max_model_len": 4096}]}
+        )
+
+    async with (
+        aiohttp_server({"/metrics": bounce}) as bouncing,
+        aiohttp_server(
+            {"/metrics": await serve_bytes(full_page(kv=0.5)), "/v1/models": models}
+        ) as naming,
+    ):
+        redirected = await one(bouncing, api_key=TOKEN)
+        named = await one(naming, api_key=TOKEN)
+    assert TOKEN not in redirected.message and "<redacted>.invalid" in redirected.message
+    assert named.state is EngineState.OK and named.model == "model-<redacted>"
+
+
+def openmetrics_page(eof: bool) -> bytes:
+    from prometheus_client import CollectorRegistry, Gauge
+    from prometheus_client.openmetrics.exposition import generate_latest
+
+    registry = CollectorRegistry()
+    Gauge("vllm:num_requests_running", "r", ["engine"], registry=registry).labels("0").set(3)
+    body: bytes = generate_latest(registry)  # type: ignore[no-untyped-call]
+    return body if eof else body.replace(b"# EOF\n", b"")
+
+
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+async def test_an_openmetrics_body_is_read_by_the_openmetrics_parser() -> None:
+    async with (
+        aiohttp_server({"/metrics": await serve_bytes(openmetrics_page(True), OPENMETRICS)}) as ok,
+        aiohttp_server(
+            {"/metrics": await serve_bytes(openmetrics_page(False), OPENMETRICS)}
+        ) as bad,
+    ):
+        good, broken = await one(ok), await one(bad)
+    assert good.state is EngineState.OK and good.running == 3
+    assert broken.state is EngineState.UNAVAILABLE
+    assert broken.message.startswith("page is not valid OpenMetrics (prometheus_client: ")
