@@ -184,6 +184,10 @@ def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeF
             endpoint.close()
 
 
+LIVE_TIMEOUT_S = 5.0
+"""Each step of the live scrape; the whole scrape ends within twice that."""
+
+
 def _live(url: str, api_key: str | None) -> Any:
     import asyncio
 
@@ -193,7 +197,7 @@ def _live(url: str, api_key: str | None) -> Any:
         from sparktop.sources.engine import scrape_once
     except ImportError as exc:
         return EngineSample(url, time.time(), EngineState.UNAVAILABLE, f"no scraper ({exc})")
-    return asyncio.run(scrape_once(url, api_key=api_key, timeout_s=5.0))
+    return asyncio.run(scrape_once(url, api_key=api_key, timeout_s=LIVE_TIMEOUT_S))
 
 
 def _tcp_reason(url: str, timeout_s: float = 3.0) -> str | None:

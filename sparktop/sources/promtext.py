@@ -75,7 +75,19 @@ _SUFFIXES = {
     "histogram": ("_count", "_sum", "_bucket"),
 }
 CHECK_EVERY = 2048
-"""Lines between two looks at the CPU clock."""
+"""Lines between two looks at the CPU clock (and at the series bound)."""
+LONG_LINE = 4096
+"""Lines longer than this have their labels counted before they are matched."""
+_LEADING_NAME = re.compile(rf'[ \t]*\{{?"?({_NAME})')
+
+
+def _count_wanted(lines: list[str], wanted: Callable[[str], bool]) -> int:
+    """Sample lines whose name is wanted (for the message of a page already refused)."""
+    count = 0
+    for line in lines:
+        match = _LEADING_NAME.match(line)
+        count += match is not None and wanted(match.group(1))
+    return count
 
 
 def unescape(text: str) -> str:
@@ -180,12 +192,23 @@ def scan_text(
             emit(raw + "_total" if rename else raw, block, value, line_no)
         pending.clear()
 
-    for line_no, raw_line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    for line_no, raw_line in enumerate(lines, 1):
         if line_no % CHECK_EVERY == 0:
             check()
+            if series + len(pending) > bounds.max_series:  # refused: count what is left
+                series += len(pending) + _count_wanted(lines[line_no - 1 :], wanted)
+                pending.clear()
+                break
         line = raw_line.strip()
         if not line:
             continue
+        if len(line) > LONG_LINE and line.count("=") > bounds.max_labels:
+            count = len(LABEL_PAIR.findall(line))  # before any full match of a huge line
+            if count > bounds.max_labels:
+                raise PageRefused(
+                    f"line {line_no} has {count:,} labels; limit {bounds.max_labels:,}"
+                )
         if line[0] == "#":
             decl = DECLARATION.fullmatch(line)
             if decl is None:

@@ -41,49 +41,101 @@ def connect_reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+TOKENIZE_DEADLINE_S = 30.0
+"""The whole ``POST /tokenize`` exchange (connect, headers, body) must end within this."""
+MAX_TOKENIZE_BYTES = 64 * 1024 * 1024
+"""A ``/tokenize`` answer larger than this is refused (a token list of a huge prompt is less)."""
+
+
 class EndpointTokenizer:
     """Exact counts from a running server's ``POST {url}/tokenize`` (one HTTP/1.1 connection).
 
     Calling it returns the ``count`` field; ``max_model_len`` keeps what the server reported.
-    Raises :class:`RuntimeFailure` when the server is unreachable or answers badly.
+    Raises :class:`RuntimeFailure` when the server is unreachable, answers badly, redirects
+    (not followed), or has not finished answering within ``deadline_s``. A failure never
+    quotes the server's body, and the bearer token is redacted from it.
     """
 
-    def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        timeout_s: float = 30.0,
+        deadline_s: float | None = None,
+    ) -> None:
+        import asyncio
+
         import httpx
 
         self.url = url.rstrip("/")
         self.max_model_len: int | NA = NA("not reported by /tokenize")
+        self._api_key = api_key
+        self._deadline_s = deadline_s or TOKENIZE_DEADLINE_S
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(base_url=self.url, timeout=timeout_s, headers=headers)
+        # One event loop kept across calls (a directory scan asks once per file), so the
+        # whole exchange can have a deadline: a sync client only bounds each read.
+        self._runner = asyncio.Runner()
+        self._client = httpx.AsyncClient(
+            base_url=self.url, timeout=timeout_s, headers=headers, follow_redirects=False
+        )
+
+    def _fail(self, text: str) -> RuntimeFailure:
+        if self._api_key and len(self._api_key) >= 4:
+            text = text.replace(self._api_key, "<redacted>")
+        return RuntimeFailure(text)
 
     def __call__(self, text: str) -> int:
+        return self._runner.run(self._count(text))
+
+    async def _post(self, text: str) -> tuple[int, bytes]:
+        async with self._client.stream("POST", "/tokenize", json={"prompt": text}) as response:
+            if response.status_code != 200:
+                return response.status_code, b""
+            data = bytearray()
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) > MAX_TOKENIZE_BYTES:
+                    raise self._fail(f"{self.url}/tokenize answer over 64 MiB; refused")
+            return 200, bytes(data)
+
+    async def _count(self, text: str) -> int:
+        import asyncio
+
         import httpx
 
         try:
-            response = self._client.post("/tokenize", json={"prompt": text})
-        except httpx.HTTPError as exc:
-            raise RuntimeFailure(
-                f"endpoint {self.url} unreachable ({connect_reason(exc)})"
+            async with asyncio.timeout(self._deadline_s):
+                status, body = await self._post(text)
+        except TimeoutError:
+            raise self._fail(
+                f"endpoint {self.url} unreachable (no complete answer from /tokenize within "
+                f"{self._deadline_s:g} s)"
             ) from None
-        if response.status_code != 200:
-            raise RuntimeFailure(
-                f"{self.url}/tokenize answered HTTP {response.status_code}: "
-                f"{response.text.strip()[:120]}"
+        except httpx.HTTPError as exc:
+            raise self._fail(f"endpoint {self.url} unreachable ({connect_reason(exc)})") from None
+        if 300 <= status < 400:
+            raise self._fail(
+                f"{self.url}/tokenize answered HTTP {status} (a redirect): not followed; "
+                "pass the server's own URL"
             )
+        if status != 200:
+            # Never the body: a server may echo the request, bearer token included.
+            raise self._fail(f"{self.url}/tokenize answered HTTP {status}")
         try:
-            data = loads(response.content)
+            data = loads(body)
             count = data["count"] if "count" in data else len(data["tokens"])
         except (ValueError, KeyError, TypeError):
-            raise RuntimeFailure(f"{self.url}/tokenize returned no token count") from None
+            raise self._fail(f"{self.url}/tokenize returned no token count") from None
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise RuntimeFailure(f"{self.url}/tokenize returned an invalid count {count!r}")
+            raise self._fail(f"{self.url}/tokenize returned an invalid count")
         mml = data.get("max_model_len")
         if isinstance(mml, int) and not isinstance(mml, bool) and mml > 0:
             self.max_model_len = mml
         return count
 
     def close(self) -> None:
-        self._client.close()
+        self._runner.run(self._client.aclose())
+        self._runner.close()
 
 
 def count_with_endpoint(url: str, text: str, api_key: str | None = None) -> TokenCount:

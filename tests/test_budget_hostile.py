@@ -1,0 +1,127 @@
+"""``sparktop budget --endpoint`` against hostile servers on 127.0.0.1 (issue 19 items 4, 14,
+15): a server that echoes the bearer token in its error bodies, one that trickles every
+answer, one that redirects elsewhere. The command ends, says what it could not get, never
+prints a server's body, and the token appears in no output (stdout, stderr, --json).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from sparktop.cli import main
+from sparktop.commands import budget as budget_command
+from sparktop.sweep import exact_tokens
+from tests.http_stub import serve_threaded
+
+TOKEN = "sekrit-token-4711"
+ENV = "SPARKTOP_TEST_HOSTILE_KEY"
+
+
+class Echo(BaseHTTPRequestHandler):
+    """Every answer is an error whose body quotes the request, Authorization included."""
+
+    def _echo(self) -> None:
+        body = f"denied: you sent {self.headers.get('Authorization')}\x1b]52;c;cHduZWQ=\x07"
+        data = body.encode()
+        self.send_response(500)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _echo
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class Trickle(BaseHTTPRequestHandler):
+    """Valid headers, then one body byte every 50 ms (no single read ever times out)."""
+
+    def _slow(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        try:
+            for _ in range(100_000):
+                self.wfile.write(b"#")
+                self.wfile.flush()
+                time.sleep(0.05)
+        except OSError:
+            pass
+
+    do_GET = do_POST = _slow
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class Elsewhere(BaseHTTPRequestHandler):
+    def _move(self) -> None:
+        self.send_response(307)
+        self.send_header("Location", "http://192.0.2.1:8000" + self.path)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = _move
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def token(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv(ENV, TOKEN)
+    yield TOKEN
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_echoing_server_gets_neither_its_body_nor_the_token_printed(
+    capsys: pytest.CaptureFixture[str], tmp_path: object, token: str, as_json: bool
+) -> None:
+    prompt = tmp_path / "prompt.txt"  # type: ignore[operator]
+    prompt.write_text("a few words to count")
+    flag = ["--json"] if as_json else []
+    with serve_threaded(Echo) as url:
+        code = main(
+            ["budget", "--file", str(prompt), "--endpoint", url, "--api-key-env", ENV, *flag]
+        )
+    out, err = capsys.readouterr()
+    assert code == 1
+    for text in (out, err):
+        assert token not in text and "denied" not in text and "\x1b" not in text
+    assert "HTTP 500" in err
+
+
+def test_a_trickling_server_never_hangs_the_budget(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: object,
+    token: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(exact_tokens, "TOKENIZE_DEADLINE_S", 1.0)
+    monkeypatch.setattr(budget_command, "LIVE_TIMEOUT_S", 0.5)
+    prompt = tmp_path / "prompt.txt"  # type: ignore[operator]
+    prompt.write_text("a few words to count")
+    with serve_threaded(Trickle) as url:
+        code = main(["budget", "--file", str(prompt), "--endpoint", url, "--api-key-env", ENV])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no complete answer from /tokenize within 1 s" in out + err
+    assert "answer not complete within 1 s" in out  # the live scrape's own deadline
+    assert token not in out + err
+
+
+def test_a_redirect_elsewhere_is_not_followed_and_said(
+    capsys: pytest.CaptureFixture[str], tmp_path: object, token: str
+) -> None:
+    prompt = tmp_path / "prompt.txt"  # type: ignore[operator]
+    prompt.write_text("a few words to count")
+    with serve_threaded(Elsewhere) as url:
+        code = main(["budget", "--file", str(prompt), "--endpoint", url, "--api-key-env", ENV])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "/tokenize answered HTTP 307 (a redirect): not followed" in out + err
+    assert "redirected to another origin (http://192.0.2.1:8000); not followed" in err
