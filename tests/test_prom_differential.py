@@ -213,3 +213,87 @@ def test_official_openmetrics_parser_suite(capsys: pytest.CaptureFixture[str]) -
         tally["text_fast"] += as_text.parser == "fast"
     with capsys.disabled():
         print(f"\nOpenMetrics suite: {tally}")
+
+
+# -- one hand-written case per category of the official suite (our own inputs) ------------------
+
+E = "# EOF\n"
+CATEGORY_CASES: list[tuple[str, str, bool]] = [
+    # (category, page, valid OpenMetrics)
+    ("blank_line", "req 2\n\n" + E, False),
+    ("clashing_names", "# TYPE req counter\n# TYPE req_total counter\n" + E, False),
+    ("counter_values", "# TYPE req counter\nreq_total -3\n" + E, False),
+    ("counter_values_nan", "# TYPE req counter\nreq_total NaN\n" + E, False),
+    ("exemplar_complex_chars", '# TYPE req counter\nreq_total 1 # {id="\\x"} 1\n' + E, True),
+    ("exemplar_timestamp", '# TYPE req counter\nreq_total 1 # {a="b"} 1 abc\n' + E, False),
+    ("exemplars", '# TYPE req counter\nreq_total 1 # {a="b"}\n' + E, False),
+    ("exemplars_on_gauge", '# TYPE g gauge\ng 1 # {a="b"} 1\n' + E, False),
+    ("grouping_or_ordering", "# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\na 2\n" + E, False),
+    ("help", "# HELP req\n" + E, False),
+    ("histograms_no_inf", '# TYPE h histogram\nh_bucket{le="1"} 1\nh_count 1\n' + E, False),
+    (
+        "histograms_decreasing",
+        '# TYPE h histogram\nh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 1\nh_count 1\n' + E,
+        False,
+    ),
+    ("info_and_stateset_values", "# TYPE i info\ni_info 2\n" + E, False),
+    ("invalid_labels", 'req{0a="b"} 1\n' + E, False),
+    ("metadata", "# TYPE req gauge\n# FOO req x\nreq 1\n" + E, False),
+    ("metadata_in_wrong_place", "req 1\n# TYPE req gauge\n" + E, False),
+    ("metric_names", "0req 1\n" + E, False),
+    ("missing_equal_or_label_value", "req{a} 1\n" + E, False),
+    ("missing_or_extra_commas", 'req{a="1",,b="2"} 1\n' + E, False),
+    ("missing_labels_for_a_type", "# TYPE h histogram\nh_bucket 1\n" + E, False),
+    ("missing_quotes_on_label_value", "req{a=1} 1\n" + E, False),
+    ("missing_value", "req\n" + E, False),
+    ("no_eof", "req 1\n", False),
+    ("repeated_metadata", "# TYPE req gauge\n# TYPE req gauge\nreq 1\n" + E, False),
+    ("stateset_info_values", '# TYPE s stateset\ns{s="a"} 2\n' + E, False),
+    ("text_after_eof", "req 1\n" + E + "req 2\n", False),
+    ("timestamp", "req 1 abc\n" + E, False),
+    ("type", "# TYPE req bogus\n" + E, False),
+    ("unit", "# TYPE req_s gauge\n# UNIT req_s bytes\nreq_s 1\n" + E, False),
+    ("value", "req 1_0\n" + E, False),
+    ("counter_exemplars", '# TYPE req counter\nreq_total 3 # {trace="x"} 1 123\n' + E, True),
+    ("empty_brackets", "req{} 1\n" + E, True),
+    ("empty_help", "# HELP req \n" + E, True),
+    ("empty_label", 'req{a=""} 1\n' + E, True),
+    ("escaping", 'req{a="x\\\\y\\"z\\nw"} 1\n' + E, True),
+    ("float_gauge", "# TYPE g gauge\ng 1.5e3\n" + E, True),
+    ("hash_in_label_value", 'req{a="#1 # 2"} 1\n' + E, True),
+    (
+        "histogram",
+        '# TYPE h histogram\nh_bucket{le="1"} 1\nh_bucket{le="+Inf"} 2\nh_count 2\nh_sum 3\n' + E,
+        True,
+    ),
+    ("labels_with_curly_braces", 'req{a="{}"} 1\n' + E, True),
+    ("leading_zeros", "# TYPE g gauge\ng 007\n" + E, True),
+    ("nan", "req NaN\n" + E, True),
+    (
+        "negative_bucket_gaugehistogram",
+        '# TYPE g gaugehistogram\ng_bucket{le="-1"} 1\n'
+        'g_bucket{le="+Inf"} 2\ng_gcount 2\ng_gsum -3\n' + E,
+        True,
+    ),
+    ("no_metadata", "req 1\n" + E, True),
+    ("null_byte", 'req{a="\\x00"} 1\n'.replace("\\x00", "\x00") + E, True),
+    ("stateset", '# TYPE s stateset\ns{s="a"} 1\ns{s="b"} 0\n' + E, True),
+    ("summary", '# TYPE s summary\ns{quantile="0.5"} 1\ns_count 2\ns_sum 3\n' + E, True),
+    ("timestamps", "req 1 123.5\n" + E, True),
+    ("duplicate_timestamps", "req 1 1\nreq 2 1\n" + E, True),  # sparktop reads the first
+    ("uint64_counter", "# TYPE c counter\nc_total 18446744073709551615\n" + E, True),
+    ("unit_gauge", "# TYPE g_s gauge\n# UNIT g_s s\ng_s 1\n" + E, True),
+    ("untyped", "# TYPE u unknown\nu 1\n" + E, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("category", "text", "valid"), CATEGORY_CASES, ids=[c[0] for c in CATEGORY_CASES]
+)
+def test_each_suite_category_reads_as_prometheus_client_reads_it(
+    category: str, text: str, valid: bool
+) -> None:
+    om = observed(parse_page(text, None, openmetrics=True))
+    assert om == reference(text, None, om=True)
+    assert (om is not None) == valid, category
+    assert observed(parse_page(text)) == reference(text, None, om=False)
