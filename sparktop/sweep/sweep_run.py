@@ -19,9 +19,9 @@ import httpx
 
 from sparktop.errors import RuntimeFailure
 from sparktop.model import NA, is_num
-from sparktop.sources.engine import scrape_once
+from sparktop.sources.engine import read_engine_body, scrape_once
 from sparktop.sources.engine_http import ScrapeFailure, fetch_metrics, fetch_models
-from sparktop.sources.vllm import parse_engine_page, read_page
+from sparktop.sources.vllm import read_page
 from sparktop.sweep.bench_client import RequestResult, clean, stream_completion
 from sparktop.sweep.bench_prompts import PromptMaker
 from sparktop.sweep.estimator import estimate
@@ -81,7 +81,8 @@ async def _version(client: httpx.AsyncClient) -> str:
 
 async def _cache_config(client: httpx.AsyncClient) -> dict[str, str]:
     try:
-        page = read_page(parse_engine_page(await fetch_metrics(client, 10.0)), "vllm")
+        body = await fetch_metrics(client, 10.0)
+        page = read_page(await asyncio.to_thread(read_engine_body, body), "vllm")
     except ScrapeFailure:
         return {}
     info = page.shared_info or next((r.info for r in page.ranks.values() if r.info), None) or {}
