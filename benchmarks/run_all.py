@@ -2,7 +2,8 @@
 
 Runs, in order: poll fan-out over loopback SSH (``bench_poll``), the monitor's own CPU and
 memory (``bench_cpu``), the render tick (``bench_render``), the engine scrape
-(``bench_scrape``) and the budget scan (``bench_budget``), then prints one table:
+(``bench_scrape``), the budget scan (``bench_budget``) and 256 nodes read through a real
+Prometheus against SSH polling (``bench_prometheus``, skipped without it), then prints one table:
 figure | measured | target | PASS/MISS, with the machine it ran on. Ratios are measured in
 one run (both sides of a ratio on the same machine, minutes apart at most); absolute times
 depend on the machine and on what else it is doing.
@@ -28,7 +29,7 @@ if __package__ in (None, ""):
 from benchmarks import bench_budget, bench_cpu, bench_poll, bench_render
 from benchmarks.common import Figure, check, info, machine, markdown_table, print_table
 
-BENCHMARKS = ("poll", "cpu", "render", "scrape", "budget")
+BENCHMARKS = ("poll", "cpu", "render", "scrape", "budget", "prometheus")
 
 
 def poll(quick: bool) -> list[Figure]:
@@ -91,12 +92,19 @@ def budget(quick: bool) -> list[Figure]:
     return bench_budget.figures(bench_budget.measure(5 if quick else 15))
 
 
+def prometheus(quick: bool) -> list[Figure]:
+    from benchmarks import bench_prometheus
+
+    return bench_prometheus.run(quick)
+
+
 RUNNERS: dict[str, Callable[[bool], list[Figure]]] = {
     "poll": poll,
     "cpu": cpu,
     "render": render,
     "scrape": scrape,
     "budget": budget,
+    "prometheus": prometheus,
 }
 
 

@@ -127,7 +127,10 @@ async def test_partial_answer_keeps_rows_and_says_so_and_token_is_sent(
         if "DCGM_FI_DEV_SM_CLOCK" in str(form["query"]):
             result = [
                 {"metric": {"__name__": "DCGM_FI_DEV_SM_CLOCK", **labels}, "value": [1.0, "2500"]},
-                {"metric": {"__name__": "up", "instance": "10.0.0.2:9400"}, "value": [1.0, "0"]},
+                {
+                    "metric": {"sparktop_series": "down", "instance": "10.0.0.2:9400"},
+                    "value": [1.0, "0"],
+                },
             ]
         return web.json_response(
             {

@@ -77,10 +77,11 @@ async def test_same_rows_states_and_alerts_as_over_ssh(tmp_path: Path) -> None:
         now = max(s.time_s for s in ssh_samples)
         ssh_alerts = inventory_alerts(ssh_samples, load_inventory(sim.inventory_path), now)
         prom_alerts = inventory_alerts(prom_samples, inventory, now)
-        assert {(a.rule, a.subject) for a in prom_alerts} == {
-            (a.rule, a.subject) for a in ssh_alerts
-        }
-        assert any(a.rule.startswith("gpu.") for a in prom_alerts)
+        # The expected-row rules compare windowed figures: Prometheus already holds up to 30 s
+        # of history, the HTTP source only what it scraped since it started, so those may
+        # differ at startup; every other alert must be the same.
+        assert _judged(prom_alerts) == _judged(ssh_alerts)
+        assert {"gpu.throttle", "gpu.hidden_low_power"} <= {r for r, _ in _judged(prom_alerts)}
 
 
 async def test_queries_per_tick_do_not_grow_with_nodes(tmp_path: Path) -> None:

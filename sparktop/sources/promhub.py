@@ -84,6 +84,11 @@ class PromHub:
         answer = self._answers[kind] = _Answer(now, task)
         return answer
 
+    def next_tick(self) -> None:
+        """Forget this tick's answers: the next :meth:`fetch` queries again (benchmarks poll
+        back to back, faster than the reuse window)."""
+        self._answers.clear()
+
     def select(self, kind: str, result: QueryResult, target: Target) -> list[Series]:
         """The series of ``result`` (this tick's ``kind`` answer) that belong to ``target``."""
         if target.match:

@@ -28,12 +28,13 @@ from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num
 from sparktop.sources.nvsmi import is_unified
 from sparktop.sources.promapi import PromFailure, QueryResult, Series
 from sparktop.sources.promhub import PromHub
-from sparktop.sources.promql import DCGM_FIELDS, GPU_TS, MEM_TS, Target
+from sparktop.sources.promql import DCGM_FIELDS, DOWN, GPU_TS, Target
 
 MIB = 1024 * 1024
 RAW_MAX = 4000
 """Characters of the matched series kept in ``NodeSample.raw`` for the detail screen."""
 
+_GPU_NAMES = frozenset((*DCGM_FIELDS, GPU_TS))
 NO_PROCESS_MEMORY = "per-process GPU memory is not in dcgm-exporter's default fields"
 _REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
 
@@ -54,6 +55,7 @@ class PromNodeSource:
         hub.attach()
         self._since: float | None = None
         self._last: NodeSample | None = None
+        self._expr_head = hub.exprs["nodes"][:300] + "…"
 
     def _missing(self, name: str) -> NA:
         return NA(f"no {name}{{{self.target.selector_text()}}} series in Prometheus")
@@ -75,20 +77,26 @@ class PromNodeSource:
         )  # fmt: skip
 
     def _build(self, wall: float, result: QueryResult, series: list[Series]) -> NodeSample:
-        down = sorted(
-            s.labels.get("instance", "?") for s in series if s.name == "up" and s.value != 1
-        )
-        gpus: dict[tuple[str, str], dict[str, Series]] = {}
+        down = sorted(s.labels.get("instance", "?") for s in series if s.name == DOWN)
+        gpus: dict[tuple[str, str, str], dict[str, Series]] = {}
         node: dict[str, Series] = {}
         for s in series:
-            if s.name == "up" or s.labels.get("instance", "?") in down:
+            labels = s.labels
+            if s.name == DOWN or (down and labels.get("instance", "?") in down):
                 continue  # a target Prometheus cannot scrape: what is left of it is old
-            if s.name in DCGM_FIELDS or s.name == GPU_TS:
-                key = (s.labels.get("gpu", ""), s.labels.get("UUID", ""))
+            if s.name in _GPU_NAMES:
+                key = (
+                    labels.get("instance", ""),
+                    labels.get("gpu", ""),
+                    labels.get("GPU_I_ID", ""),
+                )
                 gpus.setdefault(key, {}).setdefault(s.name, s)
             else:
                 node.setdefault(s.name, s)
-        raw = _raw(self.hub.exprs["nodes"], series)
+        if gpus and not down:  # the common case, kept cheap: every node, every tick
+            raw = f"{len(series)} series from Prometheus {self.hub.url}; PromQL: {self._expr_head}"
+        else:
+            raw = _raw(self.hub.exprs["nodes"], series)
         notes = [f"partial answer: {w}" for w in result.warnings]
         if down and gpus:
             notes.insert(0, f"Prometheus cannot scrape {', '.join(down)} (up=0)")
@@ -109,14 +117,12 @@ class PromNodeSource:
                 return self._failed(wall, NodeState.ERROR, message, raw)
             self._since = None  # node_exporter answers: a machine without a GPU exporter
             return NodeSample(
-                node=self.name, time_s=node[MEM_TS].value if MEM_TS in node else wall,
+                node=self.name, time_s=wall,
                 state=NodeState.NO_GPU, message=message, memory=self._memory(node, ()),
                 latency_s=result.latency_s, raw=raw,
             )  # fmt: skip
         samples = tuple(self._gpu(fields) for _, fields in sorted(gpus.items(), key=_gpu_order))
         times = [f[GPU_TS].value for f in gpus.values() if GPU_TS in f]
-        if MEM_TS in node:
-            times.append(node[MEM_TS].value)
         memory = self._memory(node, samples)
         self._since = None
         sample = NodeSample(
@@ -154,8 +160,8 @@ class PromNodeSource:
         return s.value / scale
 
     def _gpu(self, fields: Mapping[str, Series]) -> GpuSample:
-        first = next(iter(fields.values()))
-        labels = first.labels
+        full = fields.get("DCGM_FI_DEV_SM_CLOCK")  # the one field with every label
+        labels = (full or next(iter(fields.values()))).labels
         mask: int | NA = self._missing(_REASONS[0])
         for name in _REASONS:
             value = self._field(fields, name)
@@ -200,12 +206,12 @@ class PromNodeSource:
         await self.hub.aclose()
 
 
-def _gpu_order(item: tuple[tuple[str, str], object]) -> tuple[float, str]:
-    index, uuid = item[0]
+def _gpu_order(item: tuple[tuple[str, str, str], object]) -> tuple[float, str, str]:
+    instance, index, mig = item[0]
     try:
-        return float(index), uuid
+        return float(index), mig, instance
     except ValueError:
-        return math.inf, uuid
+        return math.inf, mig, instance
 
 
 def _label(series: Iterable[Series], key: str) -> str | None:
