@@ -167,6 +167,7 @@ class SweepFlow:
             f"= {len(plan.cells())} cells ({len(todo)} to measure), {plan.runs} run(s) each, "
             f"{plan.output_tokens} output tokens"
         )
+        est_s /= self.args.time_scale  # a faster simulator takes less wall time
         guess = f"about {_duration(est_s)}" if est_s else "unknown"
         extra = f" ({unknown} cells beyond it not counted)" if unknown else ""
         self.say(f"  estimated duration: {guess}, from profile {profile.name}{extra}")
@@ -249,6 +250,7 @@ class SweepFlow:
             if self.provenance is None:
                 self.provenance = self._provenance(info, maker)
             runner = Runner(client, self.plan, maker, args.time_scale)
+            self.say(f"prompts: {self._prompt_method(maker)}; a warm-up request first")
             warm = await runner.warm_up()
             if not warm.ok:
                 raise RuntimeFailure(f"the warm-up request failed: {warm.error}")
@@ -288,8 +290,9 @@ class SweepFlow:
             first = cell_name(todo[0][0], todo[0][2])
             task: TaskID = bar.add_task(f"cell {first}", total=total)
 
-            def on_round(name: str, _n: int) -> None:
-                bar.advance(task, self.weights.get(name, 1.0) / self.plan.runs)  # type: ignore[union-attr]
+            def on_round(name: str, finished: int) -> None:
+                if finished:
+                    bar.advance(task, self.weights.get(name, 1.0) / self.plan.runs)  # type: ignore[union-attr]
                 bar.update(task, description=f"cell {name}")
 
             await runner.cells(todo, on_cell, on_round)

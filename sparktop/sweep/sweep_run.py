@@ -211,11 +211,13 @@ class Runner:
         on_request: Callable[[str, int], Any] = lambda label, n: None,
     ) -> None:
         """Measure each cell of ``todo`` in order; ``on_cell`` gets it when finished,
-        ``on_request(cell label, finished requests)`` after every round."""
+        ``on_request(cell label, finished requests)`` as a cell starts (0) and after every
+        round."""
         for label, tokens, conc in todo:
             runs: list[tuple[RequestResult, ...]] = []
             walls: list[float] = []
             name = cell_name(label, conc)
+            on_request(name, 0)
             for _ in range(self.plan.runs):
                 results, wall = await self.round(tokens, conc, self.plan.output_tokens)
                 runs.append(tuple(results))
