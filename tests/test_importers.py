@@ -99,7 +99,8 @@ def test_tools_whose_aggregates_differ_are_not_mixed(tmp_path: Path) -> None:
             "GuideLLM benchmarks.json or a vllm bench result",
         ),
         (json.dumps({"rows": []}), "a JSON object with keys rows; expected a llama-benchy"),
-        ("sparktop_profile: 1\n", "not JSON"),
+        ("sparktop_profile: 1\n", "other.json:1: not JSON"),
+        ("", "other.json: empty (no benchmark results in it)"),
         ("[" * 100_000, "not JSON (nested too deeply)"),
     ],
 )

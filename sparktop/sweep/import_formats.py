@@ -297,24 +297,23 @@ def _documents(path: Path) -> list[tuple[str, Any]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise UserError(f"{path}: empty (no benchmark results in it)")
     try:
         return [(str(path), loads(text))]
     except JsonTooDeep as exc:
         raise UserError(f"{path}: not JSON ({exc.msg})") from None
-    except json.JSONDecodeError as first:
-        docs = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                docs.append((f"{path}:{number}", loads(line)))
-            except JsonTooDeep as exc:
-                raise UserError(f"{path}:{number}: not JSON ({exc.msg})") from None
-            except json.JSONDecodeError:
-                raise UserError(f"{path}: not JSON ({first.msg}, line {first.lineno})") from None
-        if not docs:
-            raise UserError(f"{path}: empty (no benchmark results in it)") from None
-        return docs
+    except json.JSONDecodeError:
+        pass
+    docs = []  # JSON lines (vllm bench serve --append-result)
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            docs.append((f"{path}:{number}", loads(line)))
+        except (json.JSONDecodeError, JsonTooDeep) as exc:
+            raise UserError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    return docs
 
 
 def rows_of(where: str, doc: Any) -> list[ImportedRow]:
