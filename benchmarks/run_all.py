@@ -1,10 +1,12 @@
 """Every sparktop benchmark in one run: what the monitor costs and how it scales.
 
-Runs, in order: poll fan-out over loopback SSH (``bench_poll``), the monitor's own CPU and
+Runs, in order: poll fan-out over loopback SSH (``bench_poll``), the node-side cost of a
+sample, one-shot against the streaming probe (``bench_node``), the monitor's own CPU and
 memory (``bench_cpu``), the render tick (``bench_render``), the engine scrape
-(``bench_scrape``), the budget scan (``bench_budget``) and 256 nodes read through a real
-Prometheus against SSH polling (``bench_prometheus``, skipped without it), then prints one table:
-figure | measured | target | PASS/MISS, with the machine it ran on. Ratios are measured in
+(``bench_scrape``), the budget scan (``bench_budget``), 256 nodes read through a real
+Prometheus against SSH polling (``bench_prometheus``, skipped without it) and the peers
+side by side (``bench_peers``: vllm-top, glances, nvitop where it runs), then prints one
+table: figure | measured | target | PASS/MISS, with the machine it ran on. Ratios are measured in
 one run (both sides of a ratio on the same machine, minutes apart at most); absolute times
 depend on the machine and on what else it is doing.
 
@@ -26,14 +28,18 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import bench_budget, bench_cpu, bench_poll, bench_render
+from benchmarks import bench_budget, bench_cpu, bench_node, bench_peers, bench_poll, bench_render
 from benchmarks.common import Figure, check, info, machine, markdown_table, print_table
 
-BENCHMARKS = ("poll", "cpu", "render", "scrape", "budget", "prometheus")
+BENCHMARKS = ("poll", "node", "cpu", "render", "scrape", "budget", "prometheus", "peers")
 
 
 def poll(quick: bool) -> list[Figure]:
     return bench_poll.run_both(quick)
+
+
+def node(quick: bool) -> list[Figure]:
+    return bench_node.measure(quick)
 
 
 def cpu(quick: bool) -> list[Figure]:
@@ -88,6 +94,10 @@ def scrape_figures(repeats: int) -> list[Figure]:
     ]
 
 
+def peers(quick: bool) -> list[Figure]:
+    return bench_peers.figures(bench_peers.measure(quick))
+
+
 def budget(quick: bool) -> list[Figure]:
     return bench_budget.figures(bench_budget.measure(5 if quick else 15))
 
@@ -100,11 +110,13 @@ def prometheus(quick: bool) -> list[Figure]:
 
 RUNNERS: dict[str, Callable[[bool], list[Figure]]] = {
     "poll": poll,
+    "node": node,
     "cpu": cpu,
     "render": render,
     "scrape": scrape,
     "budget": budget,
     "prometheus": prometheus,
+    "peers": peers,
 }
 
 

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_budget, bench_cpu, bench_poll, bench_render, run_all
+from benchmarks import (
+    bench_budget,
+    bench_cpu,
+    bench_node,
+    bench_peers,
+    bench_poll,
+    bench_render,
+    run_all,
+)
 from benchmarks.common import Figure, check, markdown_table
 
 HAS_SSH = Path(bench_poll.SSH_BINARY).exists() or shutil.which("ssh") is not None
@@ -94,6 +102,31 @@ def test_budget_counts_the_tree_it_built() -> None:
     assert names(judged(bench_budget.figures(run))) == [
         "budget count ÷ plain read of the same tree"
     ]
+
+
+def test_node_cost_reads_a_streamed_row_within_one_interval() -> None:
+    delays = asyncio.run(bench_node.line_to_ui(2.0))
+    assert len(delays) >= 3  # a row every 0.25 s once the stream runs
+    assert all(0 <= d < bench_node.LATENCY_INTERVAL_S for d in delays)
+    sim = [bench_node.Run("one-shot", 10, 0.02, 0.01), bench_node.Run("stream", 10, 0.001, 0.005)]
+    figures = bench_node.figures(sim, 0.005, None, delays)
+    assert names(judged(figures)) == [
+        "head CPU per sample, stream ÷ one-shot (0.50 ÷ 1.00 ms)",
+        names(figures)[-1],
+    ]
+    assert names(figures)[-1].startswith("line leaves nvidia-smi → sample handed to the UI")
+
+
+def test_peer_runner_measures_a_tool_in_a_pty_or_says_why_not() -> None:
+    ran = bench_peers.run_tui("sh", ["sh", "-c", "sleep 5"], 0.5, 1.0, b"q")
+    assert ran.problem == "" and ran.rss_mb > 0
+    gone = bench_peers.run_tui(
+        "false", ["sh", "-c", "echo FATAL ERROR: no NVML; exit 1"], 1.0, 1.0, b"q"
+    )
+    assert gone.problem == "exited 1: FATAL ERROR: no NVML"
+    rows = bench_peers.figures([ran, gone])
+    assert rows[0].name == "peers (versions)" and "vllm-top" in rows[0].measured
+    assert rows[2].measured == "cannot run here: exited 1: FATAL ERROR: no NVML"
 
 
 def test_run_all_prints_one_table_and_fails_on_a_miss(

@@ -48,7 +48,7 @@ RESTART_LIMIT = 3
 """Runs in a row that end or go stale before the node stays on the one-shot probe."""
 HEALTHY_ROWS = 5
 """Intervals a run must deliver before its failures are forgotten."""
-SLOW_TIER_S = 5.0
+SLOW_TIER_S = 10.0
 """Period of the slow tier (/proc/meminfo, compute apps) beside the stream, seconds."""
 SLOW_MAX_CHARS = 64_000
 READ_CHUNK = 65_536
