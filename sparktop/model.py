@@ -257,7 +257,9 @@ class Quantile:
         if v < 1:
             text = f"{v * 1000:.0f} ms"
         else:
-            text = f"{v:.0f} s" if float(v).is_integer() else f"{v:.2f} s"
+            # A bucket edge ("> 30 s") is exact; a value keeps two decimals, so p50 and p95
+            # side by side read alike ("24.00 s", not "24 s" beside "38.40 s").
+            text = f"{v:.0f} s" if self.bound and float(v).is_integer() else f"{v:.2f} s"
         return f"{self.bound} {text}" if self.bound else text
 
 

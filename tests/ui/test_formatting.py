@@ -25,3 +25,11 @@ def test_a_deviation_that_rounds_to_zero_is_unsigned() -> None:
     assert [fmt.signed_pct(v) for v in (-0.4, -0.0, 0.4, -0.6, 12.0)] == [
         "+0%", "+0%", "+0%", "-1%", "+12%",
     ]  # fmt: skip
+
+
+def test_latency_quantiles_side_by_side_have_one_precision() -> None:
+    from sparktop.model import Quantile
+
+    assert (str(Quantile(24.0)), str(Quantile(38.4))) == ("24.00 s", "38.40 s")
+    assert str(Quantile(30.0, ">")) == "> 30 s"  # a bucket edge stays exact
+    assert str(Quantile(0.021)) == "21 ms"
