@@ -183,16 +183,13 @@ async def simulated_hour(
     checkpoint every ``every_s`` simulated seconds: for at least ``minutes``, and on until
     the events pane has been full (``MAX_EVENTS``) for ``settle_s`` (at most
     ``limit_minutes``)."""
+    from sparktop.plan import Plan
     from sparktop.ui.app import SparktopApp
-    from sparktop.ui.setup import build_alert_engine
     from sparktop.ui.widgets.event_log import MAX_EVENTS, EventLog
 
     sim = SimSources(nodes, ENGINES, scenario="tour")
-    app = SparktopApp(
-        sim.sources, cluster=f"sim-{nodes}x", tp_groups=sim.groups, clock=sim.wall,
-        autostart=False, interval_s=1.0,
-    )  # fmt: skip
-    app.alert_engine = build_alert_engine(app.setup, None)
+    plan = Plan.from_layout(f"sim-{nodes}x", sim.groups, interval_s=1.0)
+    app = SparktopApp(plan, sim.sources, plan.alert_engine(), clock=sim.wall, autostart=False)
     points: list[Checkpoint] = []
     me = psutil.Process()
     full_at: int | None = None

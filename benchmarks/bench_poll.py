@@ -38,8 +38,8 @@ from asyncssh.encryption import get_default_encryption_algs
 from benchmarks.common import Figure, SimProcess, check, info, print_table, sim_process
 from sparktop.cluster import ClusterState
 from sparktop.inventory import Inventory, NodeConfig, load_inventory
+from sparktop.plan import Plan
 from sparktop.poller import Poller
-from sparktop.sources.build import build_node_sources
 from sparktop.sources.nvsmi import parse_probe_output
 from sparktop.sources.probe import FIELD_SETS, probe_command
 from sparktop.sources.ssh import gcm_first
@@ -110,7 +110,7 @@ async def poll_sparktop(
 ) -> Cycles:
     sub = inventory.model_copy(update={"nodes": tuple(nodes), "engines": ()})
     state = ClusterState()
-    poller = Poller(build_node_sources(sub), inventory.interval_s, state.apply)
+    poller = Poller(Plan.from_inventory(sub).node_sources(), inventory.interval_s, state.apply)
     result = Cycles()
     try:
         await poller.poll_once()  # connect and learn the field set: not part of a cycle

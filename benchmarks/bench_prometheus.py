@@ -34,9 +34,9 @@ import yaml
 from benchmarks import bench_poll
 from benchmarks.common import ROOT, Figure, check, info, print_table, sim_process, stop_child
 from sparktop.inventory import parse_inventory
+from sparktop.plan import Plan
 from sparktop.poller import Poller
 from sparktop.sim.promrun import missing_binaries, start_prometheus, until
-from sparktop.sources.build import build_sources
 
 FARM = Path(__file__).resolve().parent / "promfarm.py"
 SCRAPE_S = 5.0
@@ -56,7 +56,7 @@ class PromRun:
 
 async def poll_through(inventory_text: str, cycles: int, prom_pid: int) -> PromRun:
     inventory = parse_inventory(inventory_text, "prom-cluster.yaml")
-    sources = build_sources(inventory)
+    sources = Plan.from_inventory(inventory).sources()
     hub = sources[0].hub  # type: ignore[attr-defined]
     poller = Poller(sources, inventory.interval_s, lambda s: None)
     prom = psutil.Process(prom_pid)

@@ -59,16 +59,13 @@ class RenderResult:
 async def measure_one(
     nodes: int, engines: int = ENGINES, rounds: int = 20, height: int = HEIGHT
 ) -> RenderResult:
+    from sparktop.plan import Plan
     from sparktop.ui.app import SparktopApp
-    from sparktop.ui.setup import build_alert_engine
     from sparktop.ui.widgets.node_table import NodeTable
 
     sim = SimSources(nodes, engines)
-    app = SparktopApp(
-        sim.sources, cluster=f"sim-{nodes}x", tp_groups=sim.groups, clock=sim.wall,
-        autostart=False, interval_s=1.0,
-    )  # fmt: skip
-    app.alert_engine = build_alert_engine(app.setup, None)
+    plan = Plan.from_layout(f"sim-{nodes}x", sim.groups, interval_s=1.0)
+    app = SparktopApp(plan, sim.sources, plan.alert_engine(), clock=sim.wall, autostart=False)
     ticks: list[float] = []
     repaint: list[float] = []
     cells: list[int] = []

@@ -9,7 +9,8 @@ measured by ``bench_poll`` and ``bench_cpu``.
 Example::
 
     sim = SimSources(nodes=8, engines=1, scenario="tour")
-    app = SparktopApp(sim.sources, tp_groups=sim.groups, clock=sim.wall, autostart=False)
+    plan = Plan.from_layout("sim", sim.groups)
+    app = SparktopApp(plan, sim.sources, plan.alert_engine(), clock=sim.wall, autostart=False)
     sim.advance(1.0)            # one simulated second (plays the scenario)
     await app.poller.poll_once()
 """

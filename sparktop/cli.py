@@ -7,7 +7,6 @@ Each subcommand lives in ``sparktop/commands/<name>.py`` and provides
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import select
 import signal
@@ -18,9 +17,6 @@ from sparktop import __version__
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.interrupt import interruptible
 from sparktop.safe_text import printable, printable_warnings
-
-# Order is the order in --help.
-SUBCOMMANDS = ("demo", "snapshot", "budget", "sweep", "profiles", "replay", "sim", "exporter")
 
 EPILOG = """\
 examples:
@@ -52,17 +48,22 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"sparktop {__version__}")
-    from sparktop.commands import monitor
+    from sparktop.commands import (
+        budget,
+        demo,
+        exporter,
+        monitor,
+        profiles,
+        replay,
+        sim,
+        snapshot,
+        sweep,
+    )  # fmt: skip
 
     monitor.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in SUBCOMMANDS:
-        try:
-            module = importlib.import_module(f"sparktop.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"sparktop.commands.{name}":
-                continue  # command not built yet
-            raise
+    # Order is the order in --help.
+    for module in (demo, snapshot, budget, sweep, profiles, replay, sim, exporter):
         sub_parser = module.add_parser(sub)
         sub_parser.set_defaults(_run=module.run)
     parser.set_defaults(_run=monitor.run)

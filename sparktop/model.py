@@ -359,6 +359,8 @@ class Source(Protocol):
     """
 
     name: str
+    kind: str
+    """``"node"`` (its samples are :class:`NodeSample`) or ``"engine"`` (:class:`EngineSample`)."""
 
     async def sample(self) -> Sample: ...
 

@@ -29,7 +29,7 @@ def failure_sample(source: Source, message: str, node_state: NodeState = NodeSta
     """A failure sample for ``source``, stamped now: an engine is unreachable, a node gets
     ``node_state``. For sources that raised or did not answer in time."""
     now = time.time()
-    if getattr(source, "kind", "node") == "engine":
+    if source.kind == "engine":
         return EngineSample(
             engine=source.name,
             time_s=now,

@@ -44,7 +44,8 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
           ]
         }
       ],
-      "engines": [ { "engine": "dsv41", "state": "ok", …, "missing": {…} } ],  # engine_report.py
+      "engines": [ { "engine": "dsv41", "state": "ok", …, "missing": {…},   # engine_report.py
+                     "tp_nodes": ["spark-1", "spark-2"] } ],  # the TP group, head first
       "alerts": [                            # conditions present now (one poll: no hold_s)
         {"id": "node.down:spark-2#1", "rule": "node.down", "subject": "spark-2",
          "severity": "critical", "message": "unreachable since 14:01:58 (…)",
@@ -243,13 +244,18 @@ def node_json(sample: NodeSample) -> dict[str, object]:
     }
 
 
-def engine_json(sample: EngineSample) -> dict[str, object]:
-    """See :mod:`sparktop.sources.engine_report` for the engine object's keys."""
-    return engine_report.engine_json(sample)
+def engine_json(sample: EngineSample, tp_nodes: tuple[str, ...] = ()) -> dict[str, object]:
+    """See :mod:`sparktop.sources.engine_report` for the engine object's keys; ``tp_nodes``
+    is the engine's tensor-parallel group as the plan has it (head first; [] when none)."""
+    return {**engine_report.engine_json(sample), "tp_nodes": list(tp_nodes)}
 
 
-def snapshot_json(snap: Snapshot) -> dict[str, object]:
-    """The documented JSON document (see the module docstring)."""
+def snapshot_json(
+    snap: Snapshot, tp_groups: Mapping[str, tuple[str, ...]] | None = None
+) -> dict[str, object]:
+    """The documented JSON document (see the module docstring); ``tp_groups`` engine → its
+    TP nodes (the plan's)."""
+    groups = tp_groups or {}
     return {
         "schema": SCHEMA,
         "cluster": snap.cluster,
@@ -257,7 +263,7 @@ def snapshot_json(snap: Snapshot) -> dict[str, object]:
         "time_s": snap.time_s,
         "complete": snap.complete,
         "nodes": [node_json(n) for n in snap.nodes],
-        "engines": [engine_json(e) for e in snap.engines],
+        "engines": [engine_json(e, groups.get(e.engine, ())) for e in snap.engines],
         "alerts": [a.to_json() for a in snap.alerts],
         "critical": any_critical(snap.alerts),
     }

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from sparktop.alerts import AlertEngine, Event, EventKind, Thresholds
+from sparktop.alerts import AlertEngine, Event, EventKind
 from sparktop.alerts.pipeline import AlertPipeline
 from sparktop.cluster import ClusterState
 from sparktop.inventory import load_inventory
 from sparktop.model import EngineSample, GpuSample, Sample, Source
+from sparktop.plan import Plan
 from sparktop.sim.runner import SimHandle
-from sparktop.sources.build import build_node_sources
-from sparktop.sources.engine import EngineSource, profile_limits
-from sparktop.sweep.profile import load_profile
 
 HOLD_S = 3.0
 """Hold in the end-to-end tests (s = polls): short, so a fault that lasts 16 s fires."""
@@ -39,20 +37,11 @@ class Harness:
 
     @classmethod
     def start(cls, sim: SimHandle, hold_s: float = HOLD_S) -> Harness:
-        inventory = load_inventory(sim.inventory_path)
-        nodes = build_node_sources(inventory, backoff_base_s=0.05, backoff_cap_s=0.2)
-        limits = profile_limits(inventory.profile)
+        plan = Plan.from_inventory(load_inventory(sim.inventory_path))
+        nodes = plan.node_sources(backoff_base_s=0.05, backoff_cap_s=0.2)
         # Rates in simulated seconds, so live decode compares with the profile's.
-        engines = [
-            EngineSource(e, profile_limits=limits, window_s=10.0, clock=sim.clock.now)
-            for e in inventory.engines
-        ]
-        alerts = AlertEngine(
-            replace(Thresholds.from_config(inventory.alerts), hold_s=hold_s),
-            load_profile(inventory.profile) if inventory.profile else None,
-            {e.name: tuple(e.nodes) for e in inventory.engines},
-            max_num_seqs={e.name: e.max_num_seqs for e in inventory.engines if e.max_num_seqs},
-        )
+        engines = plan.engine_sources(window_s=10.0, clock=sim.clock.now)
+        alerts = plan.alert_engine(hold_s=hold_s)
         return cls(sim, [*nodes, *engines], alerts, t0=sim.clock.now())
 
     async def poll(self) -> list[Event]:

@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sparktop.inventory import load_inventory
 from sparktop.model import EngineSample, NodeSample, Num, Source, is_num
+from sparktop.plan import Plan
 from sparktop.sim.runner import SimHandle, SimOptions, start_sim
-from sparktop.sources.build import build_engine_sources, build_node_sources
 
 T = TypeVar("T")
 
@@ -38,14 +38,18 @@ async def sim_client(**options: object) -> AsyncIterator[tuple[SimHandle, httpx.
         yield sim, client
 
 
+def sim_plan(sim: SimHandle) -> Plan:
+    """The plan of the simulator's inventory, as the monitor builds it."""
+    return Plan.from_inventory(load_inventory(sim.inventory_path))
+
+
 def node_sources(sim: SimHandle) -> dict[str, Source]:
-    inventory = load_inventory(sim.inventory_path)
-    sources = build_node_sources(inventory, backoff_base_s=0.05, backoff_cap_s=0.2)
+    sources = sim_plan(sim).node_sources(backoff_base_s=0.05, backoff_cap_s=0.2)
     return {s.name: s for s in sources}
 
 
 def engine_source(sim: SimHandle) -> Source:
-    (source,) = build_engine_sources(load_inventory(sim.inventory_path))
+    (source,) = sim_plan(sim).engine_sources()
     return source
 
 

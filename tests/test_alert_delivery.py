@@ -138,9 +138,10 @@ def test_bell_rings_for_new_alerts_not_for_clearing() -> None:
 async def test_pipeline_delivers_rings_and_records_every_update(tmp_path: Path) -> None:
     import argparse
 
-    from sparktop.alerts import AlertEngine, Thresholds
+    from sparktop.alerts import Thresholds
     from sparktop.alerts.pipeline import AlertOutputs, add_output_arguments
     from sparktop.cluster import ClusterState
+    from sparktop.plan import Plan
     from sparktop.record import read_ticks
     from tests.alert_samples import node
 
@@ -148,14 +149,11 @@ async def test_pipeline_delivers_rings_and_records_every_update(tmp_path: Path) 
     add_output_arguments(parser)
     log, rec = tmp_path / "alerts.jsonl", tmp_path / "run.jsonl.zst"
     args = parser.parse_args(["--alert-log", str(log), "--bell", "--record", str(rec)])
-    outputs = AlertOutputs.from_args(args, {"cluster": "test", "token": "s3cret"})
+    outputs = AlertOutputs.from_args(args)
     rings: list[int] = []
-
-    class FakeApp:
-        def bell(self) -> None:
-            rings.append(1)
-
-    pipeline = outputs.wrap(FakeApp(), AlertEngine(Thresholds(hold_s=2)))
+    plan = Plan.from_layout("test", {"e": ["spark-1"]}, thresholds=Thresholds(hold_s=2))
+    pipeline = outputs.wrap(plan.alert_engine(), plan.header())
+    pipeline.bell = lambda: rings.append(1)
     state = ClusterState()
     for t in range(10):
         hot: dict[str, Any] = (
@@ -169,7 +167,8 @@ async def test_pipeline_delivers_rings_and_records_every_update(tmp_path: Path) 
     assert logged == ["fired", "cleared"]
     recording, ticks = read_ticks(rec)
     assert len(ticks) == 10 and recording.stop is None
-    assert recording.header["inventory"] == {"cluster": "test", "token": "<redacted>"}
+    assert recording.header["profile"]["name"] == plan.profile_name
+    assert recording.header["interval_s"] == plan.interval_s
     assert [len(t.alerts) for t in ticks] == [0, 0, 0, 0, 1, 1, 1, 0, 0, 0]
 
 

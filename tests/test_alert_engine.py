@@ -170,11 +170,12 @@ def test_one_shot_alerts_report_conditions_present_now_without_hold() -> None:
 
     from rich.console import Console
 
-    from sparktop.alerts.oneshot import alerts_now, any_critical, inventory_alerts, render_alerts
+    from sparktop.alerts.oneshot import alerts_now, any_critical, render_alerts
     from sparktop.inventory import parse_inventory
+    from sparktop.plan import Plan
 
     samples = (node("spark-1", 0.0, **HOT), failed("spark-2", 0.0, NodeState.UNREACHABLE))
-    found = alerts_now(samples, thresholds=Thresholds(hold_s=60), now_s=0.0)
+    found = alerts_now(samples, AlertEngine(Thresholds(hold_s=0)), now_s=0.0)
     assert [(a.rule, a.severity) for a in found] == [
         ("node.down", Severity.CRITICAL),
         ("gpu.throttle", Severity.WARNING),
@@ -192,7 +193,8 @@ def test_one_shot_alerts_report_conditions_present_now_without_hold() -> None:
         "engines:\n  - {name: e, url: 'http://10.0.0.1:8015', nodes: [spark-1]}\n",
         "cluster.yaml",
     )
-    found = inventory_alerts([node("spark-1", 0.0, sm_clock_mhz=2000.0)], inventory, 0.0)
+    engine = Plan.from_inventory(inventory).alert_engine(hold_s=0.0)
+    found = alerts_now([node("spark-1", 0.0, sm_clock_mhz=2000.0)], engine, 0.0)
     rules = {a.rule: a for a in found}
     assert "gpu.temperature" in rules  # 55 °C over the inventory's 50 °C
     assert "below its 2,509 MHz baseline" in rules["gpu.throttle"].message  # profile fallback

@@ -1,5 +1,6 @@
 """The inventory's ``profile:`` is checked when the file loads: an unknown name or a missing
-profile file is a usage error (exit 2) naming the file and line, like ``budget --profile``."""
+profile file is a usage error (exit 2) naming the file and line, like ``budget --profile``;
+a profile file that does not load is refused by the plan, naming the same line."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from sparktop.cli import main
 from sparktop.errors import UserError
 from sparktop.inventory import load_inventory, parse_inventory
+from sparktop.plan import Plan
 from sparktop.sweep.profile import DEFAULT_PROFILE, builtin_profile_names
 
 NODES = "nodes:\n  - {name: spark-1, host: 127.0.0.1}\n"
@@ -86,8 +88,10 @@ def test_a_missing_or_broken_profile_file_is_refused(tmp_path: Path) -> None:
     )
     (tmp_path / "sweeps").mkdir()
     (tmp_path / "sweeps" / "mine.yaml").write_text("name: [", encoding="utf-8")
-    with pytest.raises(UserError, match=r":2:10: profile: .*mine\.yaml:1:"):
-        load_inventory(path)
+    inventory = load_inventory(path)  # it exists: the plan loads it, once, and says where
+    with pytest.raises(UserError, match=rf"^{path}:2:10: profile: .*mine\.yaml:1:"):
+        Plan.from_inventory(inventory)
+    assert main(["snapshot", "--inventory", str(path)]) == 2
 
 
 def test_a_user_profile_name_is_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -106,7 +106,7 @@ def test_an_existing_recording_is_kept_unless_forced(
     assert old.read_text() == "yesterday's incident\n"
 
     outputs = AlertOutputs.from_args(_args("--record", str(old), "--force"))
-    pipeline = outputs.wrap(object(), AlertEngine(Thresholds(hold_s=0)))
+    pipeline = outputs.wrap(AlertEngine(Thresholds(hold_s=0)), make_header())
     pipeline.update(ClusterState(), 1.0)
     outputs.close()
     recording, ticks = read_ticks(old)
@@ -172,7 +172,7 @@ async def test_an_alert_log_on_a_full_disk_is_an_alert_counted_and_quits_cleanly
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     outputs = AlertOutputs.from_args(_args("--alert-log", str(DEV_FULL)))
-    pipeline = outputs.wrap(object(), AlertEngine(Thresholds(hold_s=0)))
+    pipeline = outputs.wrap(AlertEngine(Thresholds(hold_s=0)), make_header())
     events = _hot_updates(pipeline, 12)
     delivery = outputs.delivery
     assert delivery.log_error == "No space left on device" and delivery.log_lost >= 2

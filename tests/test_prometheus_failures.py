@@ -14,8 +14,8 @@ from aiohttp import web
 from sparktop.errors import UserError
 from sparktop.inventory import parse_inventory
 from sparktop.model import EngineState, NodeState
+from sparktop.plan import Plan
 from sparktop.sim.promrun import free_port
-from sparktop.sources.build import build_sources
 from sparktop.sources.promql import Target, filters, host_part, node_query
 
 PROM = "prometheus: {url: http://p:9090}\n"
@@ -56,7 +56,7 @@ async def stand_in(handler: Handler) -> AsyncIterator[tuple[str, list[web.Reques
 
 
 async def _poll(text: str) -> list:  # type: ignore[type-arg]
-    sources = build_sources(parse_inventory(text, "cluster.yaml"))
+    sources = Plan.from_inventory(parse_inventory(text, "cluster.yaml")).sources()
     try:
         return list(await asyncio.gather(*(s.sample() for s in sources)))
     finally:
@@ -210,5 +210,5 @@ def test_ssh_and_prometheus_nodes_mix() -> None:
         "  - {name: b, source: prometheus, match: {Hostname: b}}\n",
         "cluster.yaml",
     )
-    sources = build_sources(inventory)
+    sources = Plan.from_inventory(inventory).sources()
     assert [type(s).__name__ for s in sources] == ["SshSource", "PromNodeSource"]

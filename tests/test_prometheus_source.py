@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from sparktop.alerts.model import Alert
-from sparktop.alerts.oneshot import inventory_alerts
+from sparktop.alerts.oneshot import alerts_now
 from sparktop.cli import main
 from sparktop.inventory import load_inventory, parse_inventory
 from sparktop.model import EngineSample, NodeSample, NodeState, Quantile, is_num
+from sparktop.plan import Plan
 from sparktop.poller import Poller
 from sparktop.sim.gpu import Fault
 from sparktop.sim.prometheus import prometheus_inventory_yaml
 from sparktop.sim.promrun import start_node_exporter
-from sparktop.sources.build import build_sources
 from tests.prom_helpers import NODE_EXPORTER, prom_cluster, prom_inventory, require
 
 pytestmark = pytest.mark.prometheus
@@ -41,8 +41,8 @@ async def test_same_rows_states_and_alerts_as_over_ssh(tmp_path: Path) -> None:
         await prom.until_series("DCGM_FI_DEV_CLOCKS_EVENT_REASONS == 32")
         await prom.until_series("DCGM_FI_DEV_SM_CLOCK < 600 and DCGM_FI_DEV_GPU_UTIL > 90")
         inventory, _ = prom_inventory(sim, prom, tmp_path)
-        over_ssh = build_sources(load_inventory(sim.inventory_path))
-        over_prom = build_sources(inventory)
+        over_ssh = Plan.from_inventory(load_inventory(sim.inventory_path)).sources()
+        over_prom = Plan.from_inventory(inventory).sources()
         try:
             ssh_samples, prom_samples = await asyncio.gather(_poll(over_ssh), _poll(over_prom))
             # Poll again: engine rates need a second scrape over HTTP (Prometheus has a window).
@@ -75,8 +75,10 @@ async def test_same_rows_states_and_alerts_as_over_ssh(tmp_path: Path) -> None:
                 ttft = got.ttft_p50
                 assert isinstance(ttft, Quantile) or "no requests finished" in ttft.reason
         now = max(s.time_s for s in ssh_samples)
-        ssh_alerts = inventory_alerts(ssh_samples, load_inventory(sim.inventory_path), now)
-        prom_alerts = inventory_alerts(prom_samples, inventory, now)
+        ssh_plan = Plan.from_inventory(load_inventory(sim.inventory_path))
+        ssh_alerts = alerts_now(ssh_samples, ssh_plan.alert_engine(hold_s=0.0), now)
+        prom_plan = Plan.from_inventory(inventory)
+        prom_alerts = alerts_now(prom_samples, prom_plan.alert_engine(hold_s=0.0), now)
         # The expected-row rules compare windowed figures: Prometheus already holds up to 30 s
         # of history, the HTTP source only what it scraped since it started, so those may
         # differ at startup; every other alert must be the same.
@@ -87,7 +89,7 @@ async def test_same_rows_states_and_alerts_as_over_ssh(tmp_path: Path) -> None:
 async def test_queries_per_tick_do_not_grow_with_nodes(tmp_path: Path) -> None:
     async with prom_cluster(tmp_path, nodes=6, engines=2) as (sim, prom):
         text = prometheus_inventory_yaml(sim, prom.url, interval_s=0.2)
-        sources = build_sources(parse_inventory(text, "cluster.yaml"))
+        sources = Plan.from_inventory(parse_inventory(text, "cluster.yaml")).sources()
         counts: Counter[str] = Counter()
         enough = asyncio.Event()
         bad: list[str] = []
@@ -118,7 +120,7 @@ async def test_target_down_and_missing_series(tmp_path: Path) -> None:
         text = prom_inventory(sim, prom, tmp_path)[1].read_text()
         text = text.replace("  instance: 127.77.0.2\n", "  match: {Hostname: no-such-host}\n", 1)
         inventory = parse_inventory(text, "cluster.yaml")
-        sources = build_sources(inventory)
+        sources = Plan.from_inventory(inventory).sources()
         try:
             first, missing, _engine = await _poll(sources)
             assert first.ok
@@ -149,7 +151,7 @@ async def test_real_node_exporter_memory(tmp_path: Path) -> None:
                 f"nodes:\n- {{name: here, source: prometheus, instance: '{exporter.address}'}}\n",
                 1,
             )
-            sources = build_sources(parse_inventory(text, "cluster.yaml"))
+            sources = Plan.from_inventory(parse_inventory(text, "cluster.yaml")).sources()
             try:
                 here = (await _poll(sources))[0]
             finally:

@@ -20,8 +20,8 @@ import pytest
 from sparktop.commands.demo import startup_text
 from sparktop.inventory import load_inventory
 from sparktop.model import EngineSample
+from sparktop.plan import Plan
 from sparktop.snapshot import take_snapshot
-from sparktop.sources.build import build_engine_sources, build_sources
 from tests.sim_helpers import running_sim
 
 SPARKTOP = [sys.executable, "-m", "sparktop"]
@@ -43,7 +43,9 @@ async def test_sim_writes_an_inventory_that_sparktop_polls_then_cleans_up(tmp_pa
                 assert line, "sparktop sim ended before it was ready"
                 lines.append(line)
         inventory = load_inventory(target)
-        snap = await take_snapshot(build_sources(inventory), cluster=inventory.cluster)
+        snap = await take_snapshot(
+            Plan.from_inventory(inventory).sources(), cluster=inventory.cluster
+        )
     finally:
         proc.send_signal(signal.SIGINT)
         _, err = await asyncio.wait_for(proc.communicate(), 30)
@@ -210,7 +212,7 @@ async def test_demo_inventory_holds_alerts_5_s_and_runs_32_sequences() -> None:
     async with running_sim(alert_hold_s=5.0) as sim:
         text = sim.inventory_path.read_text()
         inventory = load_inventory(sim.inventory_path)
-        (source,) = build_engine_sources(inventory)
+        (source,) = Plan.from_inventory(inventory).engine_sources()
         try:
             sample = await source.sample()
         finally:

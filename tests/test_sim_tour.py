@@ -19,11 +19,10 @@ from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.inventory import load_inventory
 from sparktop.model import EngineSample, is_num
+from sparktop.plan import Plan
 from sparktop.sim.clock import SimClock
 from sparktop.sim.runner import SimHandle, SimOptions, start_sim
 from sparktop.sim.scenarios import SCENARIOS, TOUR_LONG_PROMPT_TOKENS, Act
-from sparktop.sources.build import build_sources
-from sparktop.sources.engine import EngineSource, profile_limits
 from sparktop.sweep.profile import load_profile
 from tests.sim_helpers import running_sim, samples
 
@@ -91,12 +90,9 @@ async def play(run: Run, seconds: float) -> None:
     """Advance the hand-driven clock one simulated second at a time, playing the scenario and
     reading /metrics (as curl does) and the engine collector after every second."""
     sim = run.sim
-    (config,) = load_inventory(sim.inventory_path).engines
-    source = EngineSource(
-        config, profile_limits=profile_limits(sim.options.profile), window_s=10.0,
-        clock=sim.clock.now,
-    )  # fmt: skip
-    url = sim.http[config.name].url + "/metrics"
+    plan = Plan.from_inventory(load_inventory(sim.inventory_path))
+    (source,) = plan.engine_sources(window_s=10.0, clock=sim.clock.now)
+    url = sim.http[source.name].url + "/metrics"
     try:
         async with httpx.AsyncClient(timeout=10) as client:
             for _ in range(int(seconds)):
@@ -179,7 +175,9 @@ SPEED = 12.0
 async def test_tour_raises_every_alert_within_one_round() -> None:
     async with running_sim(scenario="tour", speed=SPEED) as sim:
         inventory = load_inventory(sim.inventory_path)
-        sources = build_sources(inventory, backoff_base_s=0.05, backoff_cap_s=0.2)
+        sources = Plan.from_inventory(inventory).sources(
+            ssh_options={"backoff_base_s": 0.05, "backoff_cap_s": 0.2}
+        )
         state = ClusterState()
         alerts = AlertEngine(
             # Hold 5 simulated seconds, as the demo's inventory does in real time.

@@ -22,10 +22,10 @@ from rich.console import Console
 from sparktop.cli import main
 from sparktop.inventory import parse_inventory
 from sparktop.model import NA, EngineSample, EngineState, GpuSample, NodeMemory, NodeSample
+from sparktop.plan import Plan
 from sparktop.sim.sshserver import SshServerHandle, start_ssh_server
 from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
 from sparktop.snapshot_table import render_table
-from sparktop.sources.build import build_sources
 from sparktop.sources.ssh import SshSource
 from tests.ssh_helpers import (
     GB10_CSV,
@@ -222,7 +222,7 @@ def test_build_sources_follows_the_inventory() -> None:
         "  - {name: dsv41, url: 'http://192.0.2.10:8015', nodes: [spark-1, spark-2]}\n",
         "cluster.yaml",
     )
-    sources = build_sources(inventory)
+    sources = Plan.from_inventory(inventory).sources()
     assert [s.name for s in sources] == ["spark-1", "spark-2", "here", "dsv41"]
     first, second = sources[0], sources[1]
     assert isinstance(first, SshSource) and isinstance(second, SshSource)

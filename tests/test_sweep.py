@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 
 from sparktop.inventory import load_inventory
+from sparktop.plan import Plan
 from sparktop.sim.runner import SimHandle
-from sparktop.sources.build import build_sources
 from sparktop.sweep.estimator import estimate
 from sparktop.sweep.profile import load_profile_file
 from sparktop.sweep.sweep_state import read_runs, runs_path
@@ -30,9 +30,10 @@ async def expected_strip_with(sim: SimHandle, profile: Path) -> str:
     """The monitor on the simulator with ``--profile``: its expected strip once the engine
     has running requests to compare (background users are started for it)."""
     sim.cluster.engines["dsv41"].set_clients(3, sim.cluster.now)
-    inventory = load_inventory(sim.inventory_path)
-    app = SparktopApp(build_sources(inventory), inventory=inventory, profile=str(profile),
-                      interval_s=0.5)  # fmt: skip
+    plan = Plan.from_inventory(
+        load_inventory(sim.inventory_path), profile=str(profile), interval_s=0.5
+    )
+    app = SparktopApp(plan, plan.sources())
     async with app.run_test(size=(140, 40)) as pilot:
         deadline = asyncio.get_running_loop().time() + 60
         while True:

@@ -44,17 +44,16 @@ def _worse_or_same(a: Finding, b: Finding) -> bool:
 class AlertEngine:
     """Turns rule findings into :class:`Alert` records and :class:`Event` s.
 
-    ``thresholds`` is a :class:`Thresholds` or the inventory's ``AlertThresholds`` (read by
-    attribute name). ``profile`` gives the
-    expected row (via the sweep estimator) and a fallback SM-clock baseline; ``expected``
-    overrides how the expected row is computed. ``tp_groups`` maps engine → its
+    ``thresholds`` default to :class:`Thresholds`'s. ``profile`` gives the expected row (via
+    the sweep estimator) and a fallback SM-clock baseline; ``expected`` overrides how the
+    expected row is computed. ``tp_groups`` maps engine → its
     tensor-parallel nodes; ``max_num_seqs`` engine → the limit when ``/metrics`` lacks it.
     Call :meth:`update` from the event loop after every cluster update (or every UI tick).
     """
 
     def __init__(
         self,
-        thresholds: object | None = None,
+        thresholds: Thresholds | None = None,
         profile: Profile | None = None,
         tp_groups: Mapping[str, tuple[str, ...]] | None = None,
         *,
@@ -62,9 +61,7 @@ class AlertEngine:
         expected: ExpectedFn | None = None,
         rules: tuple[Rule, ...] = RULES,
     ) -> None:
-        self.thresholds = (
-            thresholds if isinstance(thresholds, Thresholds) else Thresholds.from_config(thresholds)
-        )
+        self.thresholds = thresholds or Thresholds()
         self.rules = rules
         self.counters = CounterTracker(self.thresholds.counter_window_s)
         self.tp_groups = dict(tp_groups or {})

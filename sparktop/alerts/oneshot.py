@@ -9,70 +9,28 @@ server's lifetime counters when there is no earlier scrape.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.text import Text
 
 from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.model import Alert, Severity
-from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import Sample
-from sparktop.sweep.profile import Profile
 
 CRITICAL_EXIT = 3
 """``sparktop snapshot`` exit status when any critical alert is active."""
 
 
-def alerts_now(
-    samples: Iterable[Sample],
-    *,
-    thresholds: object | None = None,
-    profile: Profile | None = None,
-    tp_groups: Mapping[str, tuple[str, ...]] | None = None,
-    max_num_seqs: Mapping[str, float] | None = None,
-    now_s: float,
-) -> tuple[Alert, ...]:
-    """Every alert condition in ``samples`` (most severe first), without hysteresis."""
+def alerts_now(samples: Iterable[Sample], engine: AlertEngine, now_s: float) -> tuple[Alert, ...]:
+    """Every alert condition in ``samples`` (most severe first) as ``engine`` judges them;
+    ``snapshot`` passes the plan's engine with hold time 0 (the monitor's rules, at once)."""
     state = ClusterState()
     for sample in samples:
         state.apply(sample)
-    engine = AlertEngine(
-        replace(Thresholds.from_config(thresholds), hold_s=0.0),
-        profile,
-        tp_groups,
-        max_num_seqs=max_num_seqs,
-    )
     engine.update(state, now_s)
     return engine.active()
-
-
-def inventory_alerts(
-    samples: Iterable[Sample], inventory: object, now_s: float
-) -> tuple[Alert, ...]:
-    """:func:`alerts_now` with thresholds, profile, TP groups and limits from an inventory
-    (``sparktop.inventory.Inventory``); an unloadable profile just means no expected row."""
-    from sparktop.errors import UserError
-    from sparktop.sweep.profile import load_profile
-
-    profile = None
-    name = getattr(inventory, "profile", None)
-    if isinstance(name, str) and name:
-        try:
-            profile = load_profile(name)
-        except UserError:
-            profile = None
-    engines = getattr(inventory, "engines", ()) or ()
-    return alerts_now(
-        samples,
-        thresholds=getattr(inventory, "alerts", None),
-        profile=profile,
-        tp_groups={e.name: tuple(e.nodes) for e in engines},
-        max_num_seqs={e.name: float(e.max_num_seqs) for e in engines if e.max_num_seqs},
-        now_s=now_s,
-    )
 
 
 AVAILABILITY_RULES = frozenset({"node.down", "engine.down", "engine.stale", "engine.restarted"})

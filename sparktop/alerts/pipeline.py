@@ -7,7 +7,7 @@ bell when asked (``--bell``), and the tick — every newest sample, baselines, a
 and events — goes to the :class:`~sparktop.record.writer.Recorder` (``--record``). When one
 of these outputs fails (disk full, a hook that exits non-zero or is killed) the failure is an
 alert or event of its own (:mod:`sparktop.alerts.outputs`), shown on the next update.
-:class:`AlertOutputs` turns those command-line options into a pipeline.
+:class:`AlertOutputs` turns those command-line options into a pipeline for a plan.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from sparktop.alerts.outputs import ALERT_LOG_RULE, HOOK_RULE, RECORD_RULE, Outp
 from sparktop.cluster import ClusterState
 from sparktop.errors import UserError
 from sparktop.outfile import create_file
-from sparktop.record.tick import make_header, tick_from_state
+from sparktop.record.tick import tick_from_state
 from sparktop.record.writer import Recorder
 from sparktop.safe_text import printable
 
@@ -37,7 +37,8 @@ HOOK_EVENTS_PER_UPDATE = 5
 
 class AlertPipeline:
     """An :class:`AlertEngine` whose every update is delivered, rung and recorded; the
-    outputs' own failures are added to its alerts and events."""
+    outputs' own failures are added to its alerts and events. ``bell`` is the terminal's
+    (the app sets it to its own once it exists)."""
 
     def __init__(
         self,
@@ -138,19 +139,18 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 
 @dataclass(slots=True)
 class AlertOutputs:
-    """Validated output options; :meth:`wrap` builds the pipeline once the app exists."""
+    """Validated output options; :meth:`wrap` puts a plan's alert engine in a pipeline."""
 
     delivery: AlertDelivery
     record: Path | None = None
-    inventory: Any = None
     pipeline: AlertPipeline | None = None
     record_file: IO[bytes] | None = None
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, inventory: Any = None) -> AlertOutputs:
+    def from_args(cls, args: argparse.Namespace) -> AlertOutputs:
         """Check the options before the screen opens (UserError for a bad command or path,
-        an existing recording without ``--force``, a symbolic link); ``inventory`` goes into
-        the recording's header, without secrets. The recording is created here, once."""
+        an existing recording without ``--force``, a symbolic link). The recording is
+        created here, once."""
         delivery = delivery_from_args(args)
         record = getattr(args, "record", None)
         record_file = None
@@ -160,26 +160,16 @@ class AlertOutputs:
             except UserError:
                 delivery.close_log()
                 raise
-        return cls(delivery, record, inventory, record_file=record_file)
+        return cls(delivery, record, record_file=record_file)
 
-    @property
-    def recording(self) -> bool:
-        return self.record is not None
-
-    def wrap(self, app: Any, engine: AlertEngine) -> AlertPipeline:
-        """The pipeline around the app's alert engine (header from the app's inventory and
-        profile; the bell is the app's)."""
+    def wrap(self, engine: AlertEngine, header: dict[str, Any]) -> AlertPipeline:
+        """``engine`` (the plan's), delivered and, with ``--record``, recorded under
+        ``header`` (the plan's: inventory without secrets, profile, interval)."""
         recorder = None
         if self.record is not None:
-            setup = getattr(app, "setup", None)
-            header = make_header(
-                self.inventory,
-                getattr(setup, "profile", None),
-                getattr(getattr(setup, "config", None), "interval_s", None),
-            )
             raw, self.record_file = self.record_file, None
             recorder = Recorder(self.record, header, raw=raw)
-        self.pipeline = AlertPipeline(engine, self.delivery, recorder, getattr(app, "bell", None))
+        self.pipeline = AlertPipeline(engine, self.delivery, recorder)
         return self.pipeline
 
     def close(self) -> None:

@@ -24,6 +24,10 @@ Defaults (DESIGN.md §9; the inventory may override the first five):
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sparktop.inventory import AlertThresholds
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +50,9 @@ class Thresholds:
     counter_window_s: float = 60.0
 
     @classmethod
-    def from_config(cls, config: object | None) -> Thresholds:
-        """Thresholds from any object with same-named attributes (the inventory's
-        ``AlertThresholds``); attributes it lacks or sets to None keep their defaults."""
+    def from_config(cls, config: AlertThresholds | None) -> Thresholds:
+        """Thresholds from the inventory's ``alerts:`` section; what it leaves out keeps its
+        default."""
         if config is None:
             return cls()
         changes: dict[str, float] = {}

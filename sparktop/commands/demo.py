@@ -7,13 +7,16 @@ import asyncio
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparktop.commands.sim import add_common_arguments, options_from, scenario_help
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.sim.scenarios import SCENARIOS, timeline
 from sparktop.sim.signals import Terminated, raise_on_signals
 from sparktop.sim.thread import SimThread
+
+if TYPE_CHECKING:
+    from sparktop.alerts.pipeline import AlertOutputs
 
 DEMO_HOLD_S = 5.0
 """Alert hold of the demo's inventory, in simulated seconds (the monitor's default is 10)."""
@@ -134,45 +137,37 @@ def startup_text(scenario: str, speed: float) -> str:
     return f"{chosen.description}: {when}; {hold}"
 
 
-def open_monitor(inventory_path: Path, *, theme: str | None = None, outputs: Any = None) -> int:
-    """The one call that opens the TUI on the simulator's inventory.
-
-    Falls back to the snapshot loop when the UI package is not available.
-    """
+def open_monitor(inventory_path: Path, *, theme: str | None, outputs: AlertOutputs) -> int:
+    """The one call that opens the TUI on the simulator's inventory."""
     from sparktop.inventory import load_inventory
+    from sparktop.plan import Plan
+    from sparktop.ui.app import run_tui
 
-    try:
-        from sparktop.ui.app import run_tui
-    except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith(("sparktop.ui", "textual")):
-            raise
-        return snapshot_loop(inventory_path)
-    inventory = load_inventory(inventory_path)
-    if outputs is None:
-        return run_tui(inventory, theme=theme)
-    outputs.inventory = inventory
-    return run_tui(inventory, theme=theme, recording=outputs.recording, alerts=outputs.wrap)
+    plan = Plan.from_inventory(load_inventory(inventory_path))
+    sources = plan.sources()
+    alerts = outputs.wrap(plan.alert_engine(), plan.header())
+    return run_tui(plan, sources, alerts, theme=theme)
 
 
 def snapshot_loop(inventory_path: Path, *, rounds: int = 0, interval_s: float = 2.0) -> int:
     """Print a snapshot table of the simulated cluster every ``interval_s`` until Ctrl-C
     (then 130) or ``rounds`` tables (then 0)."""
     from sparktop.inventory import load_inventory
+    from sparktop.plan import Plan
     from sparktop.safe_text import PrintableConsole
     from sparktop.snapshot import take_snapshot
     from sparktop.snapshot_table import render_table
-    from sparktop.sources.build import build_sources
 
-    inventory = load_inventory(inventory_path)
+    plan = Plan.from_inventory(load_inventory(inventory_path))
     console = PrintableConsole()
 
     async def loop() -> None:
-        sources = build_sources(inventory)
+        sources = plan.sources()
         try:
             done = 0
             while not rounds or done < rounds:
                 started = time.monotonic()
-                snap = await take_snapshot(sources, cluster=inventory.cluster, close=False)
+                snap = await take_snapshot(sources, cluster=plan.cluster, close=False)
                 render_table(snap, console)
                 done += 1
                 if not rounds or done < rounds:

@@ -54,10 +54,11 @@ def run(args: argparse.Namespace) -> int:
     from sparktop.exporter.run import Exporter
     from sparktop.exporter.server import MetricsEndpoint
     from sparktop.inventory import load_inventory
+    from sparktop.plan import Plan
 
     if args.interval is not None and not 0.2 <= args.interval <= 60:
         raise UserError(f"--interval must be 0.2–60 s, got {args.interval:g}")
-    inventory = load_inventory(args.inventory)
+    plan = Plan.from_inventory(load_inventory(args.inventory), interval_s=args.interval)
     endpoint = MetricsEndpoint(args.listen)
     note = "" if endpoint.loopback else " (not loopback: no TLS or auth, see README)"
     print(f"sparktop exporter: serving {endpoint.url}{note}", file=sys.stderr, flush=True)
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await Exporter(inventory, endpoint, interval_s=args.interval).run(stop)
+        await Exporter(plan, endpoint).run(stop)
 
     asyncio.run(main())
     return 0

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sparktop.errors import UserError
-
 
 def _interval(text: str) -> float:
     try:
@@ -55,39 +53,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sparktop.alerts.pipeline import AlertOutputs
+    from sparktop.plan import Plan
+    from sparktop.sources.build import LOCAL_ENGINE_URL, local_engine_answers
+    from sparktop.ui.app import run_tui
     from sparktop.ui.themes import check_theme
 
-    check_theme(getattr(args, "theme", None))  # a bad --theme is exit 2, not a fallback
+    check_theme(args.theme)  # a bad --theme is exit 2, not a fallback
+
     inventory = None
     if args.inventory is not None:
         from sparktop.inventory import load_inventory
 
         inventory = load_inventory(args.inventory)
-    if args.profile:
-        from sparktop.sweep.profile import load_profile
-
-        load_profile(args.profile)  # a bad name is a usage error before the screen opens
-    try:
-        from sparktop.ui.app import run_tui
-    except ImportError as exc:  # pragma: no cover - textual is a hard dependency
-        raise UserError(f"the monitor needs Textual: {exc}") from None
+    # Without an inventory: this machine, and the server on the usual port if one answers.
+    local = inventory is None and local_engine_answers(LOCAL_ENGINE_URL)
+    # A bad --profile or inventory profile is a usage error before the screen opens.
+    plan = Plan.from_inventory(
+        inventory,
+        profile=args.profile,
+        interval_s=args.interval,
+        local_engine_url=LOCAL_ENGINE_URL if local else None,
+    )
     metrics = None
-    if getattr(args, "serve_metrics", None):
+    if args.serve_metrics:
         from sparktop.exporter.server import MetricsEndpoint
 
         metrics = MetricsEndpoint(args.serve_metrics)  # a taken port is exit 2, before the screen
-    from sparktop.alerts.pipeline import AlertOutputs
-
-    outputs = AlertOutputs.from_args(args, inventory)
+    outputs = AlertOutputs.from_args(args)
+    sources = plan.sources()
+    alerts = outputs.wrap(plan.alert_engine(), plan.header())
     try:
-        return run_tui(
-            inventory,
-            theme=getattr(args, "theme", None),
-            interval_s=getattr(args, "interval", None),
-            profile=getattr(args, "profile", None),
-            recording=outputs.recording,
-            alerts=outputs.wrap,
-            metrics=metrics,
-        )
+        return run_tui(plan, sources, alerts, theme=args.theme, metrics=metrics)
     finally:
         outputs.close()

@@ -15,68 +15,13 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from sparktop.cluster import ClusterState
-from sparktop.record.codec import CodecError, decode
+from sparktop.plan import Plan
 from sparktop.record.replay import Pacer, ReplaySource, Step
-from sparktop.sweep.profile import Profile
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.event_log import EventLog
 
 RENDER_EVERY_S = 0.25
 """At high speed, render at most this often (ticks in between are still applied)."""
-
-
-REDACTED = "<redacted>"
-"""What the recorder writes for a secret-looking inventory key (it also catches limits such as
-``max_num_batched_tokens``: replay treats them as not given)."""
-
-
-def _unredacted(value: Any) -> Any:
-    """The header's inventory with redacted values dropped (they were optional or secret)."""
-    if isinstance(value, dict):
-        return {k: _unredacted(v) for k, v in value.items() if v != REDACTED}
-    if isinstance(value, list):
-        return [_unredacted(v) for v in value]
-    return value
-
-
-def _inventory(header: dict[str, Any]) -> Any:
-    from pydantic import ValidationError
-
-    from sparktop.inventory import Inventory
-
-    data = header.get("inventory")
-    if not isinstance(data, dict):
-        return None
-    try:
-        return Inventory.model_validate(_unredacted(data))
-    except ValidationError:
-        return None
-
-
-def recorded_layout(header: dict[str, Any]) -> tuple[str | None, dict[str, list[str]]]:
-    """The cluster name and each engine's tensor-parallel nodes as the header's inventory
-    has them, read leniently (for a recorded inventory that no longer validates)."""
-    data = header.get("inventory")
-    if not isinstance(data, dict):
-        return None, {}
-    name = data.get("cluster")
-    groups: dict[str, list[str]] = {}
-    for engine in data.get("engines") or ():
-        if isinstance(engine, dict) and isinstance(engine.get("name"), str):
-            nodes = [n for n in engine.get("nodes") or () if isinstance(n, str)]
-            if nodes:
-                groups[engine["name"]] = nodes
-    return (name if isinstance(name, str) and name else None), groups
-
-
-def _profile(header: dict[str, Any]) -> Profile | None:
-    data = header.get("profile")
-    if not isinstance(data, dict):
-        return None
-    try:
-        return decode(Profile, data)
-    except CodecError:
-        return None
 
 
 class ReplayApp(SparktopApp):
@@ -98,16 +43,8 @@ class ReplayApp(SparktopApp):
     def __init__(
         self, source: ReplaySource, *, speed: float = 1.0, start_s: float = 0.0, **kwargs: Any
     ) -> None:
-        header = source.recording.header
-        inventory = _inventory(header)
-        name, groups = recorded_layout(header) if inventory is None else (None, {})
         super().__init__(
-            (),
-            inventory=inventory,
-            profile=_profile(header),
-            interval_s=header.get("interval_s") or None,
-            cluster=None if inventory is not None else name or "replay",
-            tp_groups=groups or None,
+            Plan.from_header(source.recording.header),
             clock=lambda: source.time_s,
             autostart=False,
             **kwargs,

@@ -9,13 +9,13 @@ import json
 import sys
 from pathlib import Path
 
-from sparktop.alerts.oneshot import CRITICAL_EXIT, any_critical, inventory_alerts, render_alerts
+from sparktop.alerts.oneshot import CRITICAL_EXIT, alerts_now, any_critical, render_alerts
 from sparktop.errors import UserError
 from sparktop.inventory import Inventory, load_inventory
+from sparktop.plan import Plan
 from sparktop.safe_text import PrintableConsole
 from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
 from sparktop.snapshot_table import NODE_PRIORITY, needed_width, render_table
-from sparktop.sources.build import build_sources
 from sparktop.sources.ssh import CONNECT_MARGIN_S, PROBE_MARGIN_S
 
 DESCRIPTION = f"""\
@@ -108,16 +108,6 @@ def add_parser(
     return parser
 
 
-def with_profile(inventory: Inventory, name_or_path: str) -> Inventory:
-    """The inventory with ``--profile`` in place of its own (loaded first, so a bad one is a
-    usage error; a path is made absolute, as the inventory's own paths are)."""
-    from sparktop.sweep.profile import load_profile
-
-    profile = load_profile(name_or_path)
-    ref = name_or_path if profile.origin == "built-in" else str(Path(profile.origin).resolve())
-    return inventory.model_copy(update={"profile": ref})
-
-
 def default_timeout_s(inventory: Inventory) -> float:
     """Longest any SSH node may take: connect, then field check + probe, with margins."""
     worst = 0.0
@@ -131,19 +121,19 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.timeout > 0:
         raise UserError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     inventory = load_inventory(args.inventory)
-    if args.profile:
-        inventory = with_profile(inventory, args.profile)
     if not 0 <= args.window <= MAX_WINDOW_S:
         raise UserError(
             f"--window must be 0 to {MAX_WINDOW_S:g} seconds (the snapshot waits that long), "
             f"got {args.window:g}"
         )
+    plan = Plan.from_inventory(inventory, profile=args.profile or None)
     timeout_s = args.timeout if args.timeout is not None else default_timeout_s(inventory)
-    snap = asyncio.run(poll(inventory, timeout_s + args.window, window_s=args.window))
-    alerts = inventory_alerts((*snap.nodes, *snap.engines), inventory, snap.time_s)
+    snap = asyncio.run(poll(plan, timeout_s + args.window, window_s=args.window))
+    # The monitor's alert engine and rules, judging one poll: no hold time.
+    alerts = alerts_now((*snap.nodes, *snap.engines), plan.alert_engine(hold_s=0.0), snap.time_s)
     snap = dataclasses.replace(snap, alerts=alerts)
     if args.json:
-        json.dump(snapshot_json(snap), sys.stdout, indent=2)
+        json.dump(snapshot_json(snap, plan.tp_groups), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         console = PrintableConsole(highlight=False)
@@ -157,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if snap.complete else 1
 
 
-async def poll(inventory: Inventory, timeout_s: float, window_s: float = 0.0) -> Snapshot:
-    """Build the inventory's sources, poll each once (engines twice ``window_s`` apart), close."""
-    sources = build_sources(inventory, engine_options={"first_window_s": window_s})
-    return await take_snapshot(sources, cluster=inventory.cluster, timeout_s=timeout_s)
+async def poll(plan: Plan, timeout_s: float, window_s: float = 0.0) -> Snapshot:
+    """Build the plan's sources, poll each once (engines twice ``window_s`` apart), close."""
+    sources = plan.sources(engine_options={"first_window_s": window_s})
+    return await take_snapshot(sources, cluster=plan.cluster, timeout_s=timeout_s)

@@ -8,54 +8,29 @@ import contextlib
 import time
 from collections.abc import Sequence
 
-from sparktop.alerts.engine import AlertEngine
 from sparktop.cluster import ClusterState
-from sparktop.errors import UserError
 from sparktop.exporter.judgements import Judgements, SourceStats
 from sparktop.exporter.server import MetricsEndpoint
-from sparktop.inventory import Inventory
 from sparktop.model import Sample, Source
+from sparktop.plan import Plan
 from sparktop.poller import Poller
-from sparktop.sources.build import build_sources
-
-
-def alert_engine_for(inventory: Inventory) -> AlertEngine:
-    """The alert engine the inventory describes: thresholds, profile, TP groups, limits."""
-    from sparktop.sweep.profile import load_profile
-
-    profile = None
-    if inventory.profile:
-        try:
-            profile = load_profile(inventory.profile)
-        except UserError:
-            profile = None  # no expected row; the rest still works
-    return AlertEngine(
-        inventory.alerts,
-        profile,
-        {e.name: tuple(e.nodes) for e in inventory.engines},
-        max_num_seqs={e.name: float(e.max_num_seqs) for e in inventory.engines if e.max_num_seqs},
-    )
 
 
 class Exporter:
-    """Polls ``sources`` every ``interval_s`` into a state that ``endpoint`` serves."""
+    """Polls the plan's sources (or ``sources``) every ``plan.interval_s`` into a state that
+    ``endpoint`` serves, judged by the plan's alert engine (the monitor's, hold times too)."""
 
     def __init__(
-        self,
-        inventory: Inventory,
-        endpoint: MetricsEndpoint,
-        *,
-        interval_s: float | None = None,
-        sources: Sequence[Source] | None = None,
+        self, plan: Plan, endpoint: MetricsEndpoint, *, sources: Sequence[Source] | None = None
     ) -> None:
-        self.interval_s = interval_s or inventory.interval_s
+        self.interval_s = plan.interval_s
         self.state = ClusterState()
         self.stats = SourceStats()
-        self.alerts = alert_engine_for(inventory)
+        self.alerts = plan.alert_engine()
         self.endpoint = endpoint
         endpoint.register(Judgements(self.state, lambda: self.alerts, self.stats))
         self.poller = Poller(
-            sources if sources is not None else build_sources(inventory),
+            sources if sources is not None else plan.sources(),
             self.interval_s,
             self._record,
         )

@@ -33,7 +33,7 @@ from sparktop.yamltree import (
 
 MAX_BYTES = 1 << 20
 MAX_SHOWN = 5
-_LOADER_ONLY = frozenset({"source_path"})
+_LOADER_ONLY = frozenset({"source_path", "profile_at"})
 """Model fields the loader sets itself; they are not YAML keys."""
 
 
@@ -72,9 +72,10 @@ def load_inventory(path: Path) -> Inventory:
 def parse_inventory(text: str, source: str, *, base_dir: Path | None = None) -> Inventory:
     """Validate inventory YAML text; ``source`` names it in messages (usually the file).
 
-    ``profile:`` must name a profile that loads (see :mod:`sparktop.inventory.profile_ref`);
-    a profile path is read relative to ``base_dir`` (None: the working directory) and kept
-    absolute in the returned inventory.
+    ``profile:`` must name a known profile or an existing file (see
+    :mod:`sparktop.inventory.profile_ref`; the plan loads it, and names this file and line
+    when it does not load); a profile path is read relative to ``base_dir`` (None: the
+    working directory) and kept absolute in the returned inventory.
     """
     try:
         data, marks, problems = compose(text)
@@ -116,15 +117,14 @@ def _with_profile(
     """The inventory with its ``profile:`` checked (and a path made absolute)."""
     if inventory.profile is None:
         return inventory
+    mark = marks.value.get(("profile",))
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
     try:
         profile = resolve_profile(inventory.profile, base_dir)
     except UserError as exc:
-        mark = marks.value.get(("profile",))
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise UserError(_format(source, [Problem(line, column, "profile", str(exc))])) from None
-    if profile == inventory.profile:
-        return inventory
-    return inventory.model_copy(update={"profile": profile})
+    at = _one_line(f"{source}:{line}:{column}")
+    return inventory.model_copy(update={"profile": profile, "profile_at": at})
 
 
 def _reported(loc: tuple[str | int, ...], marks: Marks) -> bool:

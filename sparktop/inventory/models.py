@@ -238,7 +238,8 @@ class Inventory(_Frozen):
     """A whole ``cluster.yaml``: display name, sweep profile, poll period, SSH defaults,
     nodes, engines, alert thresholds and key remapping (binding id → key).
 
-    ``source_path`` is the file it was loaded from (set by the loader, not a YAML key).
+    ``source_path`` is the file it was loaded from and ``profile_at`` where its ``profile:``
+    key is (``file:line:col``), both set by the loader, not YAML keys.
     """
 
     cluster: Display = "sparktop"
@@ -251,6 +252,7 @@ class Inventory(_Frozen):
     alerts: AlertThresholds = AlertThresholds()
     keys: dict[str, str] = Field(default_factory=dict)
     source_path: Path | None = Field(default=None, exclude=True)
+    profile_at: str | None = Field(default=None, exclude=True)
 
     @model_validator(mode="after")
     def _cross_references(self) -> Inventory:

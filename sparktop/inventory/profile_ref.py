@@ -4,7 +4,8 @@ A name is a built-in profile or one in the user profile directory
 (:func:`sparktop.sweep.profile.load_profile`); a path (contains ``/``, starts with ``~`` or
 ``.``, or ends in ``.yaml``/``.yml``) is read relative to the inventory's own directory and
 stored absolute, so every later reader finds the same file whatever the working directory.
-The profile is loaded in full, so a broken profile file is reported here too.
+Only the name or the file's existence is checked here; the plan (:mod:`sparktop.plan`) loads
+the profile once and locates a broken one at the inventory's ``profile:`` line.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from sparktop.errors import UserError
 from sparktop.sweep.profile import (
     PROFILE_SUFFIXES,
     builtin_profile_names,
-    load_profile,
     user_profile_paths,
 )
 
@@ -38,7 +38,7 @@ def resolve_profile(name: str, base_dir: Path | None) -> str:
 
     Raises :class:`UserError` with the problem only (the caller adds ``file:line:col:``):
     an unknown name (with the closest built-in or user name and the built-in list), or a
-    profile file that is missing, unreadable or invalid.
+    profile file that is missing.
     """
     if not name.strip():
         raise UserError(
@@ -54,14 +54,12 @@ def resolve_profile(name: str, base_dir: Path | None) -> str:
             path = base_dir / path
         if not path.exists():
             raise UserError(f"profile file {name} not found (looked for {path})")
-        load_profile(str(path))  # unreadable or invalid: says which file and line
         return str(path)
     builtin = builtin_profile_names()
     users = tuple(p.stem for p in user_profile_paths())
     beside = (base_dir or Path()) / name
     if name not in builtin and name not in users and beside.is_file():
-        load_profile(str(beside.absolute()))  # a file beside the inventory, named bare
-        return str(beside.absolute())
+        return str(beside.absolute())  # a file beside the inventory, named bare
     if name not in builtin and name not in users:
         close = difflib.get_close_matches(name, builtin + users, n=1, cutoff=0.5)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -70,5 +68,4 @@ def resolve_profile(name: str, base_dir: Path | None) -> str:
             f"unknown profile {name!r}{hint}; built-in: {', '.join(builtin)}{extra}; "
             "or a profile file path, relative to this inventory"
         )
-    load_profile(name)  # a broken user profile says which file and line
     return name

@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from sparktop import __version__
@@ -23,6 +23,10 @@ from sparktop.alerts.model import Alert, Event
 from sparktop.cluster import ClusterState, gpu_subject
 from sparktop.model import EngineSample, NodeSample
 from sparktop.record.codec import CodecError, decode, encode
+from sparktop.sweep.profile import Profile
+
+if TYPE_CHECKING:
+    from sparktop.inventory import Inventory
 
 FORMAT = "sparktop-recording"
 FORMAT_VERSION = 1
@@ -115,7 +119,7 @@ def redact(value: Any) -> Any:
     """A JSON value with secret-looking keys replaced and credentials cut from URLs."""
     if isinstance(value, dict):
         return {
-            k: "<redacted>" if _SECRET_KEY.search(str(k)) and v is not None else redact(v)
+            k: REDACTED if _SECRET_KEY.search(str(k)) and v is not None else redact(v)
             for k, v in value.items()
         }
     if isinstance(value, list):
@@ -155,3 +159,59 @@ def make_header(
         "inventory": inventory_json(inventory),
         "profile": None if profile is None else encode(profile),
     }
+
+
+REDACTED = "<redacted>"
+"""What :func:`redact` writes for a secret-looking key (it also catches limits such as
+``max_num_batched_tokens``: a replay treats them as not given)."""
+
+
+def _unredacted(value: Any) -> Any:
+    """The header's inventory with redacted values dropped (they were optional or secret)."""
+    if isinstance(value, dict):
+        return {k: _unredacted(v) for k, v in value.items() if v != REDACTED}
+    if isinstance(value, list):
+        return [_unredacted(v) for v in value]
+    return value
+
+
+def header_inventory(header: Mapping[str, Any]) -> Inventory | None:
+    """The recorded inventory, or None when there is none or it no longer validates."""
+    from pydantic import ValidationError
+
+    from sparktop.inventory import Inventory
+
+    data = header.get("inventory")
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Inventory.model_validate(_unredacted(data))
+    except ValidationError:
+        return None
+
+
+def header_layout(header: Mapping[str, Any]) -> tuple[str | None, dict[str, list[str]]]:
+    """The cluster name and each engine's tensor-parallel nodes as the header's inventory
+    has them, read leniently (for a recorded inventory that no longer validates)."""
+    data = header.get("inventory")
+    if not isinstance(data, dict):
+        return None, {}
+    name = data.get("cluster")
+    groups: dict[str, list[str]] = {}
+    for engine in data.get("engines") or ():
+        if isinstance(engine, dict) and isinstance(engine.get("name"), str):
+            nodes = [n for n in engine.get("nodes") or () if isinstance(n, str)]
+            if nodes:
+                groups[engine["name"]] = nodes
+    return (name if isinstance(name, str) and name else None), groups
+
+
+def header_profile(header: Mapping[str, Any]) -> Profile | None:
+    """The profile as recorded, or None when there is none or it no longer decodes."""
+    data = header.get("profile")
+    if not isinstance(data, dict):
+        return None
+    try:
+        return decode(Profile, data)
+    except CodecError:
+        return None

@@ -1,91 +1,70 @@
-"""Build the sources an inventory describes: SSH nodes, the local machine, inference servers,
-and nodes and engines read from Prometheus (``source: prometheus``, one shared query hub).
+"""Build node sources (SSH nodes, this machine, Prometheus) and the Prometheus engines' sources;
+:meth:`sparktop.plan.Plan.sources` is the one caller that builds a whole run's sources, and
+adds the HTTP engines.
 
-Nodes come out in inventory order, then engines. Engine sources come from
-:mod:`sparktop.sources.engine`: its ``build_engine_sources(inventory)`` when it provides one
-(the hook for profile limits and per-engine options), else one ``EngineSource(config)`` per
-engine.
+Nodes and engines with ``source: prometheus`` share one query hub.
 """
 
 from __future__ import annotations
 
-import importlib
+import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sparktop.model import Source
+from sparktop.model import EngineState, Source
 from sparktop.sources.ssh import SshSource
 
 if TYPE_CHECKING:
     from sparktop.inventory import Inventory
 
+LOCAL_ENGINE_URL = "http://127.0.0.1:8000"
+LOCAL_PROBE_TIMEOUT_S = 1.0
+
+
+def local_source(name: str) -> Source:
+    """This machine: NVML + psutil (imported here: only needed when a node is this machine)."""
+    from sparktop.sources.local import LocalSource
+
+    return LocalSource(name)
+
 
 def build_node_sources(
     inventory: Inventory, prometheus: Mapping[str, Source] | None = None, **ssh_options: Any
 ) -> list[Source]:
-    """One source per node: :class:`LocalSource` for ``local: true``, the given Prometheus
-    source for ``source: prometheus`` (built here when not given), else :class:`SshSource`.
+    """One source per node, in inventory order: this machine for ``local: true``, the given
+    Prometheus source for ``source: prometheus`` (built here when not given), else SSH.
 
     ``ssh_options`` go to every :class:`SshSource` (e.g. ``backoff_cap_s``).
     """
     if prometheus is None:
-        prometheus = _prometheus(inventory)[0]
+        prometheus = prometheus_sources(inventory)[0]
     sources: list[Source] = []
     for node in inventory.nodes:
         if node.source == "prometheus":
             sources.append(prometheus[node.name])
         elif node.local:
-            # Imported here: NVML and psutil are only needed when a node is this machine.
-            from sparktop.sources.local import LocalSource
-
-            sources.append(LocalSource(node.name))
+            sources.append(local_source(node.name))
         else:
             sources.append(SshSource(node, inventory.ssh_for(node), **ssh_options))
     return sources
 
 
-def build_engine_sources(
-    inventory: Inventory, prometheus: Mapping[str, Source] | None = None, **engine_options: Any
-) -> list[Source]:
-    """One source per engine, in inventory order: the given Prometheus source for
-    ``source: prometheus`` (built here when not given), else from
-    :mod:`sparktop.sources.engine` (empty without engines).
-
-    ``engine_options`` go to the hook (e.g. ``first_window_s`` for one-shot commands).
-    """
-    if not inventory.engines:
-        return []
-    if prometheus is None:
-        prometheus = _prometheus(inventory)[1]
-    http = [e for e in inventory.engines if e.source != "prometheus"]
-    module: Any = importlib.import_module("sparktop.sources.engine")
-    hook = getattr(module, "build_engine_sources", None)
-    if not http:
-        built: dict[str, Source] = {}
-    elif hook is not None:
-        only_http = inventory.model_copy(update={"engines": tuple(http)})
-        built = {s.name: s for s in hook(only_http, **engine_options)}
-    else:
-        built = {e.name: module.EngineSource(e) for e in http}
-    return [
-        prometheus[e.name] if e.source == "prometheus" else built[e.name] for e in inventory.engines
-    ]
-
-
-def _prometheus(inventory: Inventory) -> tuple[dict[str, Source], dict[str, Source]]:
+def prometheus_sources(
+    inventory: Inventory, profile_limits: Mapping[str, int] | None = None
+) -> tuple[dict[str, Source], dict[str, Source]]:
+    """The Prometheus node and engine sources (``{name: source}`` each; empty without a
+    ``prometheus:`` server), sharing one hub."""
     if inventory.prometheus is None:
         return {}, {}
-    from sparktop.sources.engine import profile_limits
-    from sparktop.sources.prombuild import prometheus_sources
+    from sparktop.sources.prombuild import prometheus_sources as build
 
-    return prometheus_sources(inventory, profile_limits(inventory.profile))
+    return build(inventory, profile_limits)
 
 
-def build_sources(
-    inventory: Inventory, *, engine_options: Mapping[str, Any] | None = None, **ssh_options: Any
-) -> list[Source]:
-    """Every source the inventory describes: nodes (in order), then engines. Prometheus
-    nodes and engines share one query hub."""
-    nodes, engines = _prometheus(inventory)
-    engine_sources = build_engine_sources(inventory, engines, **(engine_options or {}))
-    return build_node_sources(inventory, nodes, **ssh_options) + engine_sources
+def local_engine_answers(url: str = LOCAL_ENGINE_URL) -> bool:
+    """True when something answers HTTP at ``url`` (one scrape, 1 s timeout): without an
+    inventory the monitor watches the server there only when there is one."""
+    from sparktop.sources.engine import scrape_once
+
+    sample = asyncio.run(scrape_once(url, timeout_s=LOCAL_PROBE_TIMEOUT_S))
+    return sample.state is not EngineState.UNREACHABLE

@@ -23,9 +23,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import httpx
 
@@ -43,19 +43,11 @@ from sparktop.sources.pool import Limits
 from sparktop.sources.prom import PromPage
 from sparktop.sources.vllm import parse_engine_page
 
-if TYPE_CHECKING:
-    from sparktop.inventory import Inventory
-
 ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
-LIMIT_KEYS = ("kv_pool_tokens", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
 
 
 class EngineConfigLike(Protocol):
-    """What :class:`EngineSource` reads from an inventory engine entry (``EngineConfig``).
-
-    The limits ``max_num_seqs``, ``max_num_batched_tokens``, ``max_model_len`` and
-    ``kv_pool_tokens`` are read with ``getattr`` and may be absent.
-    """
+    """What :class:`EngineSource` reads from an inventory engine entry (``EngineConfig``)."""
 
     @property
     def name(self) -> str: ...
@@ -70,12 +62,12 @@ class EngineConfigLike(Protocol):
 class EngineSource:
     """Polls one engine's ``/metrics``; ``sample()`` never raises.
 
-    ``profile_limits``: the profile's ``kv_pool_tokens``, ``max_num_seqs``,
-    ``max_num_batched_tokens``, ``max_model_len`` (used when the server and the inventory are
-    silent). ``window_s``/``stale_after_s`` go to :class:`MetricsDeriver`. ``api_key``
-    overrides the token from ``config.api_key_env``. ``first_window_s`` > 0 makes a sample
-    without earlier history scrape twice that far apart, so one-shot users (``snapshot``) get
-    rates; ``clock`` (monotonic seconds) times the rate window, tests pass a fake one.
+    ``inventory_limits`` (default: the entry's own) and ``profile_limits`` (from the plan) are
+    used when the server is silent, in that order. ``window_s``/``stale_after_s`` go to
+    :class:`MetricsDeriver`. ``api_key`` overrides the token from ``config.api_key_env``.
+    ``first_window_s`` > 0 makes a sample without earlier history scrape twice that far
+    apart, so one-shot users (``snapshot``) get rates; ``clock`` (monotonic seconds) times
+    the rate window, tests pass a fake one.
     """
 
     kind = "engine"
@@ -84,7 +76,8 @@ class EngineSource:
         self,
         config: EngineConfigLike,
         *,
-        profile_limits: Mapping[str, int] | None = None,
+        inventory_limits: Limits | None = None,
+        profile_limits: Limits | None = None,
         timeout_s: float = 5.0,
         deadline_s: float | None = None,
         window_s: float = 30.0,
@@ -95,9 +88,9 @@ class EngineSource:
     ) -> None:
         self.name = config.name
         self.url = config.url.rstrip("/")
-        self.engine_kind = getattr(config, "kind", "vllm") or "vllm"
+        self.engine_kind = config.kind or "vllm"
         self.first_window_s = first_window_s
-        self._key_env = getattr(config, "api_key_env", None)
+        self._key_env = config.api_key_env
         self._api_key = api_key
         self._timeout_s = timeout_s
         self._deadline_s = deadline_s or 2 * timeout_s
@@ -108,8 +101,8 @@ class EngineSource:
         self.deriver = MetricsDeriver(
             self.name,
             kind=self.engine_kind,
-            inventory=Limits.from_config(config),
-            profile=Limits.from_mapping(profile_limits),
+            inventory=inventory_limits or Limits.from_config(config),
+            profile=profile_limits or Limits(),
             window_s=window_s,
             stale_after_s=stale_after_s,
         )
@@ -267,34 +260,3 @@ async def scrape_once(
         return await source.sample()
     finally:
         await source.aclose()
-
-
-def profile_limits(profile: str | None) -> dict[str, int] | None:
-    """The limits a sweep profile states (by name or path), or None without a usable one.
-
-    A profile that does not load is left to the code that shows the expected row to report.
-    """
-    if not profile:
-        return None
-    from sparktop.errors import UserError
-    from sparktop.sweep.profile import load_profile
-
-    try:
-        loaded = load_profile(profile)
-    except UserError:
-        return None
-    return {k: v for k in LIMIT_KEYS if isinstance(v := getattr(loaded, k, None), int)}
-
-
-def build_engine_sources(
-    inventory: Inventory, *, first_window_s: float = 0.0
-) -> list[EngineSource]:
-    """One :class:`EngineSource` per inventory engine, with the inventory profile's limits.
-
-    The hook :func:`sparktop.sources.build.build_engine_sources` calls.
-    """
-    limits = profile_limits(inventory.profile)
-    return [
-        EngineSource(engine, profile_limits=limits, first_window_s=first_window_s)
-        for engine in inventory.engines
-    ]

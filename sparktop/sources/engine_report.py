@@ -193,8 +193,8 @@ def _latency(value: Quantile | NA, lifetime: bool) -> str:
 
 def _row(row: EngineSample | RankStats, name: str, since_start: tuple[str, ...], seqs: Num) -> Row:
     running = fmt_num(row.running)
-    if is_num(row.running) and is_num(seqs):
-        running = f"{row.running:.0f}/{seqs:.0f}"
+    if is_num(row.running):
+        running = f"{row.running:.0f}/{seqs:.0f}" if is_num(seqs) else f"{row.running:.0f}/?"
     prompt = fmt_num(row.mean_prompt_tokens, ",.0f")
     cells = {
         "engine": name,

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from sparktop.model import NA, Num, is_num
 from sparktop.sources.vllm import PageReading
 
+LIMIT_NAMES = ("kv_pool_tokens", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:
@@ -33,18 +35,14 @@ class Limits:
     def from_mapping(cls, values: Mapping[str, int] | None) -> Limits:
         """From a plain mapping (e.g. a profile's metadata); unknown keys are ignored."""
         values = values or {}
-        picked = {
-            k: values.get(k)
-            for k in ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "kv_pool_tokens")
-        }
+        picked = {k: values.get(k) for k in LIMIT_NAMES}
         return cls(**{k: int(v) for k, v in picked.items() if v is not None})
 
     @classmethod
     def from_config(cls, config: object) -> Limits:
         """From an inventory engine entry (any object with those attribute names)."""
-        names = ("max_num_seqs", "max_num_batched_tokens", "max_model_len", "kv_pool_tokens")
         return cls.from_mapping(
-            {k: v for k in names if (v := getattr(config, k, None)) is not None}
+            {k: v for k in LIMIT_NAMES if (v := getattr(config, k, None)) is not None}
         )
 
 
@@ -66,7 +64,8 @@ QUIET = frozenset({"not exported", "not asked", ""})
 def resolve_limit(
     name: str, server: Sequence[tuple[Num, str]], inventory: Limits, profile: Limits
 ) -> tuple[Num, str]:
-    """First available of the server-side values, then the inventory, then the profile."""
+    """First available of the server-side values, then the inventory, then the profile: the
+    one precedence rule for every limit (the plan asks it with no server values)."""
     for value, source in server:
         if is_num(value) and value > 0:
             return float(value), source

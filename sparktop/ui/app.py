@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import App, ComposeResult
@@ -20,19 +20,22 @@ from textual.css.query import NoMatches
 from textual.filter import LineFilter
 from textual.widgets import Input, Static
 
+from sparktop.alerts.engine import AlertEngine
+from sparktop.alerts.pipeline import AlertPipeline
 from sparktop.cluster import ClusterState
-from sparktop.inventory import Inventory
-from sparktop.model import GpuSample, NodeSample, NodeState, Sample, Source
+from sparktop.model import EngineSample, GpuSample, NodeSample, NodeState, Sample, Source
+from sparktop.plan import Plan
 from sparktop.poller import MAX_INTERVAL_S, MIN_INTERVAL_S, Poller
-from sparktop.sweep.profile import Profile
 from sparktop.ui import themes
 from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
+from sparktop.ui.expected import estimator
 from sparktop.ui.messages import EventRecorded, LayoutChanged, NodeChosen, SampleArrived
 from sparktop.ui.notices import no_driver_text, no_engine_text
 from sparktop.ui.safe_text import ControlCharacters
-from sparktop.ui.setup import Setup, build_alert_engine, build_setup
-from sparktop.ui.views import ROW_SEP, Cell, node_rows, node_states
+from sparktop.ui.screens.help import HelpScreen, all_bindings, keys_markdown
+from sparktop.ui.screens.node_detail import NodeDetail, NodeDetailScreen
+from sparktop.ui.views import ROW_SEP, Cell, ViewConfig, node_rows, node_states
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.engine_panel import EnginePanel
@@ -41,11 +44,16 @@ from sparktop.ui.widgets.footer import KeyFooter
 from sparktop.ui.widgets.header import AlertBar, HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
 
+if TYPE_CHECKING:
+    from sparktop.exporter.server import MetricsEndpoint
+
 INTERVAL = Binding.Group("interval", compact=True)
 
 
 class SparktopApp(App[int]):
-    """The monitor. Built from injected sources (tests and the demo pass their own)."""
+    """The monitor of one :class:`~sparktop.plan.Plan`, polling ``sources`` (usually
+    ``plan.sources()``; tests pass their own) and judging with ``alerts`` (the plan's alert
+    engine, or the pipeline around it that delivers and records)."""
 
     # Absolute, so subclasses in other packages (the replay app, tests) find it too.
     CSS_PATH = Path(__file__).with_name("app.tcss")
@@ -83,41 +91,33 @@ class SparktopApp(App[int]):
 
     def __init__(
         self,
-        sources: Sequence[Source],
+        plan: Plan,
+        sources: Sequence[Source] = (),
+        alerts: AlertEngine | AlertPipeline | None = None,
         *,
-        inventory: Inventory | None = None,
-        profile: Profile | str | None = None,
         theme: str | None = None,
-        interval_s: float | None = None,
-        cluster: str | None = None,
-        tp_groups: Mapping[str, Sequence[str]] | None = None,
         clock: Callable[[], float] = time.time,
         autostart: bool = True,
-        alert_engine: Any = None,
-        recording: bool = False,
         sample_hooks: Iterable[Callable[[Sample], None]] = (),
     ) -> None:
         super().__init__()
-        self.setup: Setup = build_setup(
-            inventory, profile=profile, interval_s=interval_s, cluster=cluster, tp_groups=tp_groups
-        )
-        self.inventory = inventory
-        self.view_config = self.setup.config
+        self.plan = plan
+        self.view_config = ViewConfig.from_plan(plan)
         self.sources = tuple(sources)
+        self.alert_engine = alerts
+        self.recording = isinstance(alerts, AlertPipeline) and alerts.recorder is not None
         self.state = ClusterState()
         self.clock = clock
         self.autostart = autostart
-        self.recording = recording
-        self.alert_engine = alert_engine
         self.own_events: bool | None = None
         self.sample_hooks = tuple(sample_hooks)
-        self.metrics: Any = None
-        """A :class:`~sparktop.exporter.server.MetricsEndpoint` served while the app runs."""
-        self.estimate = self.setup.estimator()
-        for source in self.sources:
-            url = getattr(source, "url", None)
-            if getattr(source, "kind", "") == "engine" and isinstance(url, str):
-                self.setup.engine_urls.setdefault(source.name, url)
+        self.metrics: MetricsEndpoint | None = None
+        """Serves the monitor's judgements while the app runs (``--serve-metrics``)."""
+        self.estimate = estimator(plan.profile)
+        self.engine_order = {e.name: i for i, e in enumerate(plan.engines)}
+        self.max_num_seqs = plan.max_num_seqs()
+        self.keymap: dict[str, str] = {}
+        """The key remapping applied (the inventory's ``keys:`` that were valid)."""
         self.known_gpus: dict[str, tuple[GpuSample, ...]] = {}
         self.node_states: dict[str, Cell] = {}
         """Each node's state as its rows show it (worst GPU), as of the last tick."""
@@ -135,11 +135,12 @@ class SparktopApp(App[int]):
         yield AlertBar(id="alerts")
         with Body(id="body"):
             with Vertical(id="main"):
-                yield Static(no_driver_text(self.inventory, self.view_config.cluster), id="notice")
+                yield Static(no_driver_text(self.plan), id="notice")
                 yield NodeTable(id="nodes")
-                yield EnginePanel(no_engine_text(self.inventory, self.sources), id="engines")
+                yield EnginePanel(no_engine_text(self.plan, self.sources), id="engines")
                 yield EventLog(id="events")
-            yield BudgetPane(self, id="budget")
+            urls = {e.name: e.url for e in self.plan.engines if e.url}
+            yield BudgetPane(self.plan.profile, urls, id="budget")
         yield KeyFooter()
 
     _control_characters = ControlCharacters()
@@ -154,10 +155,10 @@ class SparktopApp(App[int]):
 
     def on_mount(self) -> None:
         self._register_themes()
-        if self.setup.keys:
-            self._apply_keymap(self.setup.keys)
-        for problem in self.setup.problems:
-            self.notify(problem, severity="warning", timeout=10)
+        if self.plan.keys:
+            self._apply_keymap(self.plan.keys)
+        if self.plan.profile_problem:
+            self.notify(self.plan.profile_problem, severity="warning", timeout=10)
         if self.autostart:
             self.poller.start()
         if self.metrics is not None:
@@ -184,11 +185,11 @@ class SparktopApp(App[int]):
         """Apply the inventory's ``keys:``; unknown ids and keys already in use are named in
         a notification (a clashing remap is not applied)."""
         from sparktop.ui.keymap import checked_keymap
-        from sparktop.ui.screens.help import all_bindings
 
         keymap, problems = checked_keymap(self._normalize_keymap(keys), all_bindings(type(self)))
         for problem in problems:
             self.notify(problem, severity="warning", timeout=15)
+        self.keymap = dict(keymap)
         self.set_keymap(keymap)
 
     # -- data in ---------------------------------------------------------------------------
@@ -263,22 +264,25 @@ class SparktopApp(App[int]):
         self.node_states = node_states(rows)
         cells = table.sync(rows)
         cells += self.query_one(EnginePanel).sync(
-            self.state, view_now, config, self.setup.engine_order, self.setup.max_num_seqs,
-            self.setup.profile_name, self.estimate,
+            self.state, view_now, config, self.engine_order, self.max_num_seqs,
+            self.plan.profile_name, self.estimate,
         )  # fmt: skip
         newest = self.state.newest_time_s()
         self.query_one(HeaderBar).show(
             config.cluster, config.profile, self.poller.interval_s,
             None if newest is None else now - newest,
             paused=self.poller.paused, recording=self.recording,
-            recording_failed=bool(getattr(self.alert_engine, "recording_failed", False)),
+            recording_failed=isinstance(alerts := self.alert_engine, AlertPipeline)
+            and alerts.recording_failed,
         )  # fmt: skip
         if self.alert_engine is not None:
             for event in self.alert_engine.update(self.state, now):
                 self.add_event(event)
             self.set_active_alerts(self.alert_engine.active())
         self.query_one(EventLog).flush()
-        self.query_one(BudgetPane).live_changed()
+        self.query_one(BudgetPane).live_changed(self.live_engine())
+        if isinstance(self.screen, NodeDetailScreen):
+            self.screen.show(self.node_detail(self.screen.node))
         nodes = self.state.nodes.values()
         no_driver = bool(nodes) and all(s.state is NodeState.NO_DRIVER for s in nodes)
         self.query_one("#notice").display = no_driver
@@ -348,9 +352,8 @@ class SparktopApp(App[int]):
         return None if saved is None else str(saved)
 
     def action_help(self) -> None:
-        from sparktop.ui.screens.help import HelpScreen
-
-        self.push_screen(HelpScreen())
+        keys = keys_markdown(self.keymap, self.get_key_display, type(self))
+        self.push_screen(HelpScreen(self.view_config.thresholds, keys))
 
     async def action_poll_now(self) -> None:
         await self.poll_now()
@@ -361,10 +364,26 @@ class SparktopApp(App[int]):
 
     def show_node_details(self, node: str, gpu_key: str | None = None) -> None:
         """Open the node's detail screen (Enter on a row, the palette)."""
-        from sparktop.ui.screens.node_detail import NodeDetailScreen
-
         if node in self.state.nodes:
-            self.push_screen(NodeDetailScreen(node, gpu_key))
+            self.push_screen(NodeDetailScreen(self.node_detail(node), gpu_key))
+
+    def node_detail(self, node: str) -> NodeDetail:
+        """What the detail screen shows of ``node``, as of now."""
+        events = self.query_one(EventLog).events
+        return NodeDetail(
+            node=node,
+            sample=self.state.nodes.get(node),
+            known_gpus=self.known_gpus.get(node, ()),
+            state=self.node_states.get(node, ("ok", "ok")),
+            history=self.state.history,
+            events=tuple(e for e in events if e.subject.split("/")[0] == node),
+        )
+
+    def live_engine(self) -> EngineSample | None:
+        """The engine the budget is about: the first in the plan's order that has a sample."""
+        engines = self.state.engines
+        names = sorted(engines, key=lambda n: (self.engine_order.get(n, 1_000_000), n))
+        return engines[names[0]] if names else None
 
     def jump_to_node(self, node: str) -> None:
         """Move the Nodes cursor to the node's first row (command palette)."""
@@ -395,7 +414,7 @@ class SparktopApp(App[int]):
             await self.metrics.close()
 
 
-def serve_metrics(app: SparktopApp, metrics: Any) -> None:
+def serve_metrics(app: SparktopApp, metrics: MetricsEndpoint) -> None:
     """Serve ``app``'s judgements on ``metrics`` (a bound ``MetricsEndpoint``) while it runs:
     the same series as ``sparktop exporter``, from the monitor's own state and alerts."""
     from sparktop.exporter.judgements import Judgements, SourceStats
@@ -407,37 +426,19 @@ def serve_metrics(app: SparktopApp, metrics: Any) -> None:
 
 
 def run_tui(
-    inventory: Inventory | None,
+    plan: Plan,
+    sources: Sequence[Source],
+    alerts: AlertEngine | AlertPipeline | None = None,
     *,
     theme: str | None = None,
-    sources: Sequence[Source] | None = None,
-    profile: Profile | str | None = None,
-    interval_s: float | None = None,
-    cluster: str | None = None,
-    tp_groups: Mapping[str, Sequence[str]] | None = None,
-    recording: bool = False,
-    sample_hooks: Iterable[Callable[[Sample], None]] = (),
-    alerts: Callable[[SparktopApp, Any], Any] | None = None,
-    metrics: Any = None,
+    metrics: MetricsEndpoint | None = None,
 ) -> int:
-    """Run the monitor until the operator quits; returns the exit code.
-
-    ``sources`` default: built from the inventory (SSH nodes, local node, engines), or this
-    machine (NVML + psutil, and ``http://127.0.0.1:8000`` if a server answers).
-    ``alerts(app, engine)`` may wrap the alert engine (``--on-alert``, ``--record``: see
-    :class:`sparktop.alerts.pipeline.AlertOutputs`). ``metrics`` (a bound
-    :class:`~sparktop.exporter.server.MetricsEndpoint`) serves the monitor's judgements.
-    """
-    if sources is None:
-        from sparktop.ui.sources import default_sources
-
-        sources = default_sources(inventory)
-    app = SparktopApp(
-        sources, inventory=inventory, profile=profile, theme=theme, interval_s=interval_s,
-        cluster=cluster, tp_groups=tp_groups, recording=recording, sample_hooks=sample_hooks,
-    )  # fmt: skip
-    engine = build_alert_engine(app.setup, inventory)
-    app.alert_engine = engine if alerts is None or engine is None else alerts(app, engine)
+    """Run the monitor until the operator quits; returns the exit code. A pipeline's bell
+    (``--bell``) rings the app's; ``metrics`` (a bound endpoint) serves the monitor's
+    judgements."""
+    app = SparktopApp(plan, sources, alerts, theme=theme)
+    if isinstance(alerts, AlertPipeline):
+        alerts.bell = app.bell
     if metrics is not None:
         serve_metrics(app, metrics)
     result = app.run()

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-if TYPE_CHECKING:
-    from sparktop.ui.app import SparktopApp
+from sparktop.cluster import ClusterState
+
+
+class Cluster(Protocol):
+    """What the palette offers and calls: the app (which Textual hands every provider)."""
+
+    state: ClusterState
+    node_states: Mapping[str, tuple[str, str]]
+
+    def jump_to_node(self, node: str) -> None: ...
+    def show_node_details(self, node: str, gpu_key: str | None = None) -> None: ...
+    def jump_to_engine(self, engine: str) -> None: ...
 
 
 class ClusterCommands(Provider):
     """``node spark-3`` jumps to its row, ``details spark-3`` opens it, ``engine dsv41`` scrolls."""
 
     def _commands(self) -> list[tuple[str, object, str]]:
-        app = cast("SparktopApp", self.app)
+        app = cast(Cluster, self.app)
         found: list[tuple[str, object, str]] = []
         for node, sample in app.state.nodes.items():
             # The state as the Nodes table shows it (``throttled``, ``low-power?``, ``down…``).

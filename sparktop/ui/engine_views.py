@@ -58,7 +58,8 @@ def engine_state(sample: EngineSample, now: float, config: ViewConfig) -> Cell:
 
 
 def limit_seqs(sample: EngineSample, fallback: float | None) -> float | None:
-    """``max_num_seqs``: the engine's (from inventory via the source) else the profile's."""
+    """``max_num_seqs``: the sample's (server, inventory or the profile that describes the
+    engine, see :mod:`sparktop.plan`), else the plan's (for a sample without limits)."""
     if is_num(sample.max_num_seqs):
         return float(sample.max_num_seqs)
     return fallback
@@ -81,7 +82,8 @@ def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None
     running, waiting = sample.running, sample.waiting
     full = max_seqs is not None and is_num(running) and running >= max_seqs
     queued = is_num(waiting) and waiting > 0
-    seqs = f"/{max_seqs:.0f}" if max_seqs is not None else ""
+    # An unknown limit reads "/?": another setup's max_num_seqs would be a wrong number.
+    seqs = f"/{max_seqs:.0f}" if max_seqs is not None else "/?" if is_num(running) else ""
     kv = sample.kv_usage
     kv_pct = float(kv) * 100 if is_num(kv) else None
     kv_style = "crit" if kv_pct is not None and kv_pct >= config.kv_usage_pct else "bar"

@@ -9,12 +9,15 @@ not flagged, whatever the %. Textual-free; the widget renders the lines.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sparktop.alerts.expected_rules import live_itl_s
 from sparktop.model import NA, EngineSample, is_num
+from sparktop.sweep.estimator import Estimate, estimate
+from sparktop.sweep.profile import Profile
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_views import Group, pack
 from sparktop.ui.views import Cell
@@ -29,8 +32,16 @@ class EstimatedLike(Protocol):
     def how(self) -> str: ...
 
 
-EstimateFn = Callable[[int, int], Any]
+EstimateFn = Callable[[int, int], Estimate]
 """``(prompt_tokens, concurrency) -> Estimate`` bound to one profile."""
+
+
+def estimator(profile: Profile | None) -> EstimateFn | None:
+    """The profile's estimator, memoised (the strip asks the same row every tick)."""
+    if profile is None:
+        return None
+    return functools.lru_cache(maxsize=256)(functools.partial(estimate, profile))
+
 
 AGGREGATE_KINDS = {
     "end_to_end": "end-to-end",

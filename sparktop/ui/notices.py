@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sparktop.inventory import Inventory
 from sparktop.model import Source
-from sparktop.ui.sources import LOCAL_ENGINE_URL
+from sparktop.plan import Plan
+from sparktop.sources.build import LOCAL_ENGINE_URL
 
 NO_DRIVER_TEXT = (
     "No NVIDIA driver on this machine (NVML / nvidia-smi not found), so there are no GPU "
@@ -19,22 +19,22 @@ NO_DRIVER_INVENTORY_TEXT = (
 )
 
 
-def no_driver_text(inventory: Inventory | None, cluster: str) -> str:
+def no_driver_text(plan: Plan) -> str:
     """The notice when no node has an NVIDIA driver (``--inventory`` advice only when the
     monitor runs without one)."""
-    if inventory is None:
+    if plan.inventory is None:
         return NO_DRIVER_TEXT
-    return NO_DRIVER_INVENTORY_TEXT.format(cluster=cluster)
+    return NO_DRIVER_INVENTORY_TEXT.format(cluster=plan.cluster)
 
 
-def no_engine_text(inventory: Inventory | None, sources: Sequence[Source]) -> str:
+def no_engine_text(plan: Plan, sources: Sequence[Source]) -> str:
     """What the engines panel says before any engine sample: what was tried."""
-    engines = [s.name for s in sources if getattr(s, "kind", "") == "engine"]
-    if inventory is not None:
-        engines += [e.name for e in inventory.engines if e.name not in engines]
+    engines = [s.name for s in sources if s.kind == "engine"]
+    if plan.inventory is not None:
+        engines += [e.name for e in plan.engines if e.name not in engines]
     if engines:
         return f"waiting for the first scrape of {', '.join(engines)}…"
-    if inventory is not None:
+    if plan.inventory is not None:
         return "no inference server in the inventory (add one under engines:)"
     return (
         f"no inference server answering at {LOCAL_ENGINE_URL} (tried at start); name "

@@ -16,6 +16,7 @@ from sparktop.alerts.gpu_rules import GpuView, clock_drop_pct, hidden_low_power,
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState, gpu_subject
 from sparktop.model import GpuSample, NodeSample, NodeState, is_num
+from sparktop.plan import Plan
 from sparktop.ui import format as fmt
 from sparktop.ui.events import failure_text as state_message
 
@@ -33,7 +34,7 @@ _NO_COUNTERS = CounterTracker(0.0)
 
 @dataclass(frozen=True, slots=True)
 class ViewConfig:
-    """Display settings taken from the inventory (or defaults for this machine).
+    """Display settings taken from the plan (:meth:`from_plan`; defaults for this machine).
 
     ``tp_groups`` maps a node to ``(engine, rank in the TP group)``, head = 0.
     ``thresholds`` are the alert rules' (the inventory's ``alerts:`` section), so the table
@@ -64,6 +65,26 @@ class ViewConfig:
     @property
     def expected_deficit_pct(self) -> float:
         return self.thresholds.expected_deficit_pct
+
+    @classmethod
+    def from_plan(cls, plan: Plan) -> ViewConfig:
+        """The display settings a plan implies (node order, TP membership, thresholds)."""
+        membership: dict[str, tuple[str, int]] = {}
+        for engine, nodes in plan.tp_groups.items():
+            for rank, node in enumerate(nodes):
+                membership.setdefault(node, (engine, rank))
+        profile = plan.profile
+        clocks = [float(c) for c in profile.baseline_sm_clock_mhz] if profile is not None else []
+        return cls(
+            cluster=plan.cluster,
+            profile=plan.profile_name,
+            interval_s=plan.interval_s,
+            node_order={name: i for i, name in enumerate(plan.nodes)},
+            tp_groups=membership,
+            engine_nodes=plan.tp_groups,
+            thresholds=plan.thresholds,
+            profile_baseline_mhz=min(clocks) if clocks else None,
+        )
 
     def stale_after_s(self) -> float:
         """A sample older than this (about three missed polls) is shown as stale."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from sparktop.inventory import Inventory
 from sparktop.model import (
     NA,
     EngineSample,
@@ -16,9 +18,27 @@ from sparktop.model import (
     Quantile,
     Sample,
 )
+from sparktop.plan import Plan
+from sparktop.sweep.profile import DEFAULT_PROFILE
 
 T0 = 1_767_225_600.0
 """2026-01-01 00:00:00 UTC: the frozen clock of the UI tests."""
+
+
+def plan(
+    cluster: str = "this machine",
+    tp_groups: Mapping[str, Sequence[str]] | None = None,
+    inventory: Inventory | None = None,
+    interval_s: float | None = None,
+    profile: str | None = None,
+) -> Plan:
+    """The plan a UI test runs: of an inventory, else of a name and engine → TP nodes (with
+    the default profile, as the monitor has without one)."""
+    if inventory is not None:
+        return Plan.from_inventory(inventory, interval_s=interval_s, profile=profile)
+    return Plan.from_layout(
+        cluster, tp_groups or {}, interval_s=interval_s or 1.0, profile=profile or DEFAULT_PROFILE
+    )
 
 
 class Clock:

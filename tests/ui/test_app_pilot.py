@@ -19,16 +19,15 @@ from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.header import AlertBar, HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
 from sparktop.ui.widgets.text_block import TextBlock
-from tests.ui.fakes import T0, Clock, Hung, Scripted, disabled_engine, down, engine, gpu, node
+from tests.ui.fakes import T0, Clock, Hung, Scripted, disabled_engine, down, engine, gpu, node, plan
 
 
 def make_app(*sources: Scripted, clock: Clock | None = None, **kwargs: object) -> SparktopApp:
     return SparktopApp(
+        plan(cluster="test", tp_groups={"dsv41": ["spark-1", "spark-2"]}),
         list(sources),
         clock=clock or Clock(),
         autostart=False,
-        cluster="test",
-        tp_groups={"dsv41": ["spark-1", "spark-2"]},
         **kwargs,  # type: ignore[arg-type]
     )
 
@@ -265,7 +264,7 @@ async def test_inventory_keys_remap_bindings() -> None:
     )
     inventory = parse_inventory(text, "k.yaml")
     app = SparktopApp(
-        [Scripted(node("spark-1"))], inventory=inventory, clock=Clock(), autostart=False
+        plan(inventory=inventory), [Scripted(node("spark-1"))], clock=Clock(), autostart=False
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("space")
@@ -319,9 +318,11 @@ async def test_control_characters_from_a_node_never_reach_the_terminal() -> None
 async def test_long_names_widen_their_columns_and_are_cut_with_a_mark_when_they_cannot() -> None:
     names = [f"dgx-spark-{i:02d}" for i in range(1, 5)]
     app = SparktopApp(
-        [Scripted(node(n, gpus=(gpu(uuid=f"GPU-{n}"),))) for n in names], clock=Clock(),
-        autostart=False, cluster="test", tp_groups={"deepseek-v41-flash": names},
-    )  # fmt: skip
+        plan(cluster="test", tp_groups={"deepseek-v41-flash": names}),
+        [Scripted(node(n, gpus=(gpu(uuid=f"GPU-{n}"),))) for n in names],
+        clock=Clock(),
+        autostart=False,
+    )
     async with app.run_test(size=(160, 40)) as pilot:
         await app.poll_now()
         await pilot.pause()
@@ -338,7 +339,7 @@ async def test_long_names_widen_their_columns_and_are_cut_with_a_mark_when_they_
 
 async def test_a_hung_node_does_not_block_the_others() -> None:
     hung, fine = Hung("spark-9"), Scripted(node("spark-1"))
-    app = SparktopApp([hung, fine], clock=Clock(), cluster="test")
+    app = SparktopApp(plan(cluster="test"), [hung, fine], clock=Clock())
     async with app.run_test(size=(120, 40)) as pilot:
         await hung.started.wait()
         await fine.polled.wait()

@@ -13,21 +13,18 @@ from textual.command import CommandPalette
 from sparktop.model import NodeSample
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.help import ENGINE_FIELD_HELP, NODE_COLUMN_HELP, all_bindings
-from sparktop.ui.setup import build_alert_engine
-from sparktop.ui.sources import default_sources
 from sparktop.ui.views import WIDE_COLUMNS
 from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.header import AlertBar
 from sparktop.ui.widgets.node_table import NodeTable
-from tests.ui.fakes import T0, Clock, Scripted, gpu, node
+from tests.ui.fakes import T0, Clock, Scripted, gpu, node, plan
 
 
 async def test_alert_engine_feeds_the_alert_bar_and_events() -> None:
     clock = Clock()
     hot = Scripted(node("spark-1"))
-    app = SparktopApp([hot], clock=clock, autostart=False, cluster="test")
-    app.alert_engine = build_alert_engine(app.setup, None)
-    assert app.alert_engine is not None
+    app = SparktopApp(plan(cluster="test"), [hot], clock=clock, autostart=False)
+    app.alert_engine = app.plan.alert_engine()
     async with app.run_test(size=(120, 40)):
         for _ in range(15):  # the thermal case held longer than hold_s (10 s)
             hot.next = node("spark-1", clock.now, gpus=(gpu(
@@ -46,7 +43,7 @@ async def test_alert_engine_feeds_the_alert_bar_and_events() -> None:
 def test_help_explains_every_column_and_every_binding_has_an_id() -> None:
     assert [key for key, _, _ in NODE_COLUMN_HELP] == [c.key for c in WIDE_COLUMNS]
     assert all(source for _, _, source in (*NODE_COLUMN_HELP, *ENGINE_FIELD_HELP))
-    ids = [b.id for b in all_bindings()]
+    ids = [b.id for b in all_bindings(SparktopApp)]
     assert len(ids) == len(set(ids))
     for wanted in (
         "app.pause",
@@ -70,7 +67,7 @@ async def test_unknown_key_ids_in_the_inventory_are_reported() -> None:
         "keys: {app.pause: space, app.explode: x}\n"
     )
     inventory = parse_inventory(text, "k.yaml")
-    app = SparktopApp([Scripted(node("spark-1"))], inventory=inventory, autostart=False)
+    app = SparktopApp(plan(inventory=inventory), [Scripted(node("spark-1"))], autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         messages = [str(n.message) for n in app._notifications]
         assert any("app.explode" in m for m in messages)
@@ -80,7 +77,7 @@ async def test_unknown_key_ids_in_the_inventory_are_reported() -> None:
 
 async def test_ctrl_c_and_q_quit_cleanly() -> None:
     for key in ("ctrl+c", "q"):
-        app = SparktopApp([Scripted(node("spark-1"))], autostart=False)
+        app = SparktopApp(plan(), [Scripted(node("spark-1"))], autostart=False)
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press(key)
             await pilot.pause()
@@ -88,7 +85,7 @@ async def test_ctrl_c_and_q_quit_cleanly() -> None:
 
 
 async def test_palette_theme_picker_lists_and_applies_sparktop_themes() -> None:
-    app = SparktopApp([Scripted(node("spark-1"))], autostart=False)
+    app = SparktopApp(plan(), [Scripted(node("spark-1"))], autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         app.action_change_theme()
         await pilot.pause()
@@ -126,11 +123,16 @@ def metrics_server() -> Iterator[str]:
 
 
 def test_without_inventory_this_machine_and_a_local_engine_if_it_answers() -> None:
+    from sparktop.plan import Plan
+    from sparktop.sources.build import local_engine_answers
+
     with metrics_server() as url:
-        sources = default_sources(None, local_url=url)
-        assert [getattr(s, "kind", "node") for s in sources] == ["node", "engine"]
+        assert local_engine_answers(url)
+        sources = Plan.from_inventory(None, local_engine_url=url).sources()
+        assert [s.kind for s in sources] == ["node", "engine"]
         assert getattr(sources[1], "url", None) == url
-    closed = default_sources(None, local_url=url)  # the server is gone now
+    assert not local_engine_answers(url)  # the server is gone now
+    closed = Plan.from_inventory(None).sources()
     assert len(closed) == 1
     assert closed[0].name
 
@@ -139,7 +141,7 @@ async def test_this_machine_without_a_driver_shows_the_notice() -> None:
     from sparktop.model import NodeState
 
     sample = NodeSample("here", T0, NodeState.NO_DRIVER, "no NVIDIA driver (NVML not found)")
-    app = SparktopApp([Scripted(sample)], autostart=False, clock=Clock())
+    app = SparktopApp(plan(), [Scripted(sample)], autostart=False, clock=Clock())
     async with app.run_test(size=(80, 24)) as pilot:
         await app.poll_now()
         await pilot.pause()
@@ -164,7 +166,7 @@ async def test_with_an_inventory_the_notice_does_not_ask_for_one() -> None:
 
     inventory = parse_inventory("cluster: lab\nnodes: [{name: here, local: true}]\n", "c.yaml")
     sample = NodeSample("here", T0, NodeState.NO_DRIVER, "no NVIDIA driver (NVML not found)")
-    app = SparktopApp([Scripted(sample)], inventory=inventory, autostart=False, clock=Clock())
+    app = SparktopApp(plan(inventory=inventory), [Scripted(sample)], autostart=False, clock=Clock())
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
         await pilot.pause()
@@ -196,6 +198,7 @@ class _Tokenize(BaseHTTPRequestHandler):
 async def test_pasted_text_is_counted_by_the_engines_tokenize_else_estimated() -> None:
     from textual import events
 
+    from sparktop.plan import Plan
     from sparktop.ui.widgets.budget import BudgetPane, PromptInput
     from tests.ui.fakes import engine
 
@@ -204,11 +207,11 @@ async def test_pasted_text_is_counted_by_the_engines_tokenize_else_estimated() -
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        live = Scripted(engine())
-        live.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
-        for source, method, tokens in ((live, "exact (/tokenize)", 4321),
-                                       (Scripted(engine()), "estimated", 270)):  # fmt: skip
-            app = SparktopApp([source], autostart=False, clock=Clock())
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        for urls, method, tokens in (({"dsv41": url}, "exact (/tokenize)", 4321),
+                                     ({}, "estimated", 270)):  # fmt: skip
+            run = Plan.from_layout("test", {}, urls=urls)
+            app = SparktopApp(run, [Scripted(engine())], autostart=False, clock=Clock())
             async with app.run_test(size=(120, 40)) as pilot:
                 await app.poll_now()
                 await pilot.press("b")
@@ -233,7 +236,7 @@ async def test_fed_samples_are_recorded_and_events_are_posted_as_messages() -> N
         def on_event_recorded(self, message: EventRecorded) -> None:
             self.seen.append(message)
 
-    app = Watching([], autostart=False, clock=Clock())
+    app = Watching(plan(), [], autostart=False, clock=Clock())
     app.seen = []
     async with app.run_test(size=(80, 24)) as pilot:
         app.feed(node("spark-7"))
@@ -252,8 +255,8 @@ async def test_with_an_alert_engine_each_failure_is_logged_once() -> None:
 
     clock = Clock()
     one, eng = Scripted(node("spark-1")), Scripted(engine())
-    app = SparktopApp([one, eng], clock=clock, autostart=False, cluster="test")
-    app.alert_engine = build_alert_engine(app.setup, None)
+    app = SparktopApp(plan(cluster="test"), [one, eng], clock=clock, autostart=False)
+    app.alert_engine = app.plan.alert_engine()
     assert app.derives_events is False
     async with app.run_test(size=(120, 40)):
         await app.poll_now()
@@ -279,7 +282,7 @@ async def test_help_shows_keys_as_typed_and_low_power_by_the_rule_thresholds() -
     from sparktop.alerts.thresholds import Thresholds
     from sparktop.ui.screens.help import HelpScreen
 
-    app = SparktopApp([Scripted(node("spark-1"))], autostart=False)
+    app = SparktopApp(plan(), [Scripted(node("spark-1"))], autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
@@ -309,7 +312,7 @@ async def test_a_keys_remap_onto_a_used_key_is_named_and_not_applied() -> None:
         "keys: {app.pause: ctrl+p, app.events: q, app.theme: space}\n"
     )
     inventory = parse_inventory(text, "k.yaml")
-    app = SparktopApp([Scripted(node("spark-1"))], inventory=inventory, autostart=False)
+    app = SparktopApp(plan(inventory=inventory), [Scripted(node("spark-1"))], autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         messages = [str(n.message) for n in app._notifications]
         assert any(
@@ -332,7 +335,7 @@ async def test_a_keys_remap_onto_a_used_key_is_named_and_not_applied() -> None:
 async def test_interval_keys_step_through_the_pollers_whole_range() -> None:
     from sparktop.poller import MAX_INTERVAL_S, MIN_INTERVAL_S
 
-    app = SparktopApp([Scripted(node("spark-1"))], autostart=False)
+    app = SparktopApp(plan(), [Scripted(node("spark-1"))], autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("minus", "minus", "minus")
         assert app.poller.interval_s == MIN_INTERVAL_S == 0.2

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
+from sparktop.plan import Plan
+from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.text_block import TextBlock
 from tests.http_stub import serve_threaded
-from tests.ui.fakes import Scripted, engine
+from tests.ui.fakes import Clock, Scripted, engine
 from tests.ui.test_app_pilot import make_app, static_text
 
 
@@ -126,8 +128,8 @@ async def test_a_typed_file_is_counted_exactly_when_tokenize_answers(
 ) -> None:
     path = tmp_path / "prompt.txt"
     path.write_text("word " * 1000, encoding="utf-8")  # 1,000 tokens; the estimate says 1,250
-    app = make_app(Scripted(engine()))
-    app.setup.engine_urls["dsv41"] = tokenize_url
+    plan = Plan.from_layout("test", {"dsv41": ["spark-1"]}, urls={"dsv41": tokenize_url})
+    app = SparktopApp(plan, [Scripted(engine())], clock=Clock(), autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
         await pilot.press("b")

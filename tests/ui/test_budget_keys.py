@@ -10,16 +10,15 @@ from sparktop.ui.screens.help import HelpScreen
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane, PromptInput
 from sparktop.ui.widgets.node_table import NodeTable
-from tests.ui.fakes import Clock, Scripted, engine, node
+from tests.ui.fakes import Clock, Scripted, engine, node, plan
 
 
 def make_app() -> SparktopApp:
     return SparktopApp(
+        plan(cluster="test", tp_groups={"dsv41": ["spark-1"]}),
         [Scripted(node("spark-1")), Scripted(engine())],
         clock=Clock(),
         autostart=False,
-        cluster="test",
-        tp_groups={"dsv41": ["spark-1"]},
     )
 
 
@@ -137,7 +136,7 @@ async def test_the_pane_takes_limits_from_the_live_engine_and_explains_its_tags(
         }
     )
     live = engine(max_num_seqs=32.0, limit_sources=limits)
-    app = SparktopApp([Scripted(live)], clock=Clock(), autostart=False, cluster="test")
+    app = SparktopApp(plan(cluster="test"), [Scripted(live)], clock=Clock(), autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
         await pilot.press("b")

@@ -6,7 +6,7 @@ import asyncio
 
 from sparktop.inventory import load_inventory
 from sparktop.model import is_num
-from sparktop.sources.build import build_sources
+from sparktop.plan import Plan
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.node_table import NodeTable
@@ -29,7 +29,8 @@ def _ready(app: SparktopApp, nodes: int) -> bool:
 async def test_app_shows_every_simulated_node_and_the_engine_numbers() -> None:
     async with running_sim(nodes=4, scenario="normal", speed=4.0) as sim:
         inventory = load_inventory(sim.inventory_path)
-        app = SparktopApp(build_sources(inventory), inventory=inventory, interval_s=0.5)
+        run = Plan.from_inventory(inventory, interval_s=0.5)
+        app = SparktopApp(run, run.sources())
         async with app.run_test(size=(120, 40)) as pilot:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + DEADLINE_S

@@ -12,8 +12,8 @@ import pytest
 
 from sparktop.exporter.server import MetricsEndpoint
 from sparktop.model import is_num
+from sparktop.plan import Plan
 from sparktop.sim.promrun import free_port
-from sparktop.sources.build import build_sources
 from sparktop.ui.app import SparktopApp, serve_metrics
 from sparktop.ui.widgets.node_table import NodeTable
 from sparktop.ui.widgets.text_block import TextBlock
@@ -25,7 +25,8 @@ pytestmark = pytest.mark.prometheus
 async def test_monitor_and_budget_on_prometheus_with_served_metrics(tmp_path: Path) -> None:
     async with prom_cluster(tmp_path, nodes=3) as (sim, prom):
         inventory, _ = prom_inventory(sim, prom, tmp_path)
-        app = SparktopApp(build_sources(inventory), inventory=inventory, interval_s=2.0)
+        plan = Plan.from_inventory(inventory, interval_s=2.0)
+        app = SparktopApp(plan, plan.sources())
         endpoint = MetricsEndpoint(f"127.0.0.1:{free_port()}")
         serve_metrics(app, endpoint)
         async with app.run_test(size=(140, 44)) as pilot:

@@ -17,7 +17,7 @@ from textual.widgets import Input
 from sparktop.model import Quantile
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.events import EventRecord
-from tests.ui.fakes import T0, Clock, Scripted, down, engine, gpu, node
+from tests.ui.fakes import T0, Clock, Scripted, down, engine, gpu, node, plan
 
 CLOCKS = (2509, 2514, 2522, 2518, 2511, 2507, 2516, 2520)
 
@@ -44,9 +44,12 @@ def cluster_app(theme: str | None = None) -> tuple[SparktopApp, object]:
     nodes = [Scripted(node(n)) for n in names]
     eng = Scripted(engine())
     app = SparktopApp(
-        [*nodes, eng], clock=clock, autostart=False, cluster="dspark-4x", theme=theme,
-        tp_groups={"dsv41": list(names)},
-    )  # fmt: skip
+        plan(cluster="dspark-4x", tp_groups={"dsv41": list(names)}),
+        [*nodes, eng],
+        clock=clock,
+        autostart=False,
+        theme=theme,
+    )
 
     async def feed(pilot: Pilot[object]) -> None:
         for step, mhz in enumerate(CLOCKS):

@@ -15,6 +15,9 @@ from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import LOADED_UTIL_PCT
 from sparktop.ui.expected import COLUMN_NOTES
 from sparktop.ui.views import WIDE_COLUMNS
+from sparktop.ui.widgets.body import Body
+from sparktop.ui.widgets.budget import BudgetInput, BudgetPane
+from sparktop.ui.widgets.node_table import NodeTable
 
 
 def node_column_help(t: Thresholds) -> tuple[tuple[str, str, str], ...]:
@@ -82,7 +85,8 @@ NODE_COLUMN_HELP = node_column_help(Thresholds())
 ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
     (
         "running",
-        "running requests / `max_num_seqs` (inventory, else profile)",
+        "running requests / `max_num_seqs` (server, inventory, else the profile the inventory "
+        "or --profile names; `?` when none says)",
         "`vllm:num_requests_running`",
     ),
     (
@@ -166,16 +170,14 @@ Every figure says where it comes from: {tags}; `default` is a built-in default.
 """
 
 
-def all_bindings(app_class: type[App[Any]] | None = None) -> list[Binding]:
+def all_bindings(app_class: type[App[Any]]) -> list[Binding]:
     """Every binding with an id in the UI (for the help screen and inventory ``keys:``):
-    the app's (``app_class``, default :class:`SparktopApp`, with its bases') and its widgets'."""
-    from sparktop.ui.app import SparktopApp
-    from sparktop.ui.widgets.body import Body
-    from sparktop.ui.widgets.budget import BudgetInput, BudgetPane
-    from sparktop.ui.widgets.node_table import NodeTable
-
-    app_class = app_class or SparktopApp
-    owners = [c for c in reversed(app_class.__mro__) if issubclass(c, SparktopApp)]
+    the app's (``app_class`` and its bases above Textual's ``App``) and its widgets'."""
+    owners = [
+        c
+        for c in reversed(app_class.__mro__)
+        if issubclass(c, App) and not c.__module__.startswith("textual.")
+    ]
     found: list[Binding] = []
     for owner in (*owners, NodeTable, Body, BudgetPane, BudgetInput):
         found += [b for b in owner.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id]
@@ -191,7 +193,7 @@ def key_text(keys: str, display: Callable[[Binding], str]) -> str:
 def keys_markdown(
     keymap: Mapping[str, str],
     display: Callable[[Binding], str],
-    app_class: type[App[Any]] | None = None,
+    app_class: type[App[Any]],
 ) -> str:
     """The keys table: key as typed, what it does, its binding id (for ``keys:``)."""
     lines = [
@@ -213,7 +215,10 @@ def keys_markdown(
 
 
 class HelpScreen(ModalScreen[None]):
-    """Explains the columns, their source metrics, and the keys. ``escape``/``?`` closes."""
+    """Explains the columns, their source metrics, and the keys. ``escape``/``?`` closes.
+
+    Given the alert thresholds the columns are marked by and the keys table (Markdown, from
+    :func:`keys_markdown`)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,q", "dismiss", "Close", id="help.close"),
@@ -230,11 +235,14 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
+    def __init__(self, thresholds: Thresholds, keys: str) -> None:
+        super().__init__()
+        self.thresholds = thresholds
+        self.keys = keys
+
     def compose(self) -> ComposeResult:
         notes = "\n".join(f"- {n}" for n in COLUMN_NOTES)
-        keymap = dict(getattr(self.app, "_keymap", {}) or {})
-        config = getattr(self.app, "view_config", None)
-        thresholds = config.thresholds if config is not None else Thresholds()
+        thresholds = self.thresholds
         text = "\n\n".join(
             [
                 "# sparktop help",
@@ -248,7 +256,7 @@ class HelpScreen(ModalScreen[None]):
                 EXPECTED,
                 notes,
                 budget_help(),
-                keys_markdown(keymap, self.app.get_key_display, type(self.app)),
+                self.keys,
             ]
         )
         with VerticalScroll():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,15 +14,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
 from sparktop.cluster import gpu_subject
+from sparktop.history import History
 from sparktop.model import NA, GpuSample, NodeSample, is_num
 from sparktop.ui import format as fmt
+from sparktop.ui.events import EventLike
 from sparktop.ui.styles import STYLE_VARIABLES
-from sparktop.ui.views import failure_text
+from sparktop.ui.views import Cell, failure_text
 from sparktop.ui.widgets.event_log import event_line
 from sparktop.ui.widgets.plot import Plot
-
-if TYPE_CHECKING:
-    from sparktop.ui.app import SparktopApp
 
 PLOTS = (
     ("sm_clock_mhz", "SM clock MHz"),
@@ -72,8 +71,22 @@ def gpu_field_rows(gpus: tuple[GpuSample, ...]) -> list[tuple[str, list[str]]]:
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class NodeDetail:
+    """What the detail screen shows of one node: its newest sample (None before any), the
+    last GPUs it reported, its state as the Nodes rows show it, the history and its events."""
+
+    node: str
+    sample: NodeSample | None
+    known_gpus: tuple[GpuSample, ...]
+    state: Cell
+    history: History
+    events: tuple[EventLike, ...]
+
+
 class NodeDetailScreen(Screen[None]):
-    """Everything known about one node; refreshes once a second. ``escape`` goes back."""
+    """Everything known about one node; the app hands it a fresh :class:`NodeDetail` every
+    tick (:meth:`show`). ``escape`` goes back."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back", id="detail.back"),
@@ -90,15 +103,12 @@ class NodeDetailScreen(Screen[None]):
     NodeDetailScreen #raw { background: $surface; padding: 0 1; }
     """
 
-    def __init__(self, node: str, gpu_key: str | None = None) -> None:
+    def __init__(self, detail: NodeDetail, gpu_key: str | None = None) -> None:
         super().__init__()
-        self.node = node
+        self.node = detail.node
         self.gpu_key = gpu_key
+        self.detail = detail
         self._shown: NodeSample | None = None
-
-    @property
-    def sparktop(self) -> SparktopApp:
-        return cast("SparktopApp", self.app)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -121,19 +131,20 @@ class NodeDetailScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.refresh_data()
-        self.set_interval(1.0, self.refresh_data)
+        self.show(self.detail)
 
     def _gpu(self, sample: NodeSample) -> GpuSample | None:
-        gpus = sample.gpus or self.sparktop.known_gpus.get(self.node, ())
+        gpus = sample.gpus or self.detail.known_gpus
         for gpu in gpus:
             if gpu.key == self.gpu_key:
                 return gpu
         return gpus[0] if gpus else None
 
-    def refresh_data(self) -> None:
-        sample = self.sparktop.state.nodes.get(self.node)
-        if sample is None or sample is self._shown:
+    def show(self, detail: NodeDetail) -> None:
+        """Show ``detail`` (a no-op until the node's sample changes)."""
+        self.detail = detail
+        sample = detail.sample
+        if sample is None or sample is self._shown or not self.is_mounted:
             return
         self._shown = sample
         self.query_one("#title", Static).update(Content.assemble(
@@ -144,7 +155,7 @@ class NodeDetailScreen(Screen[None]):
         ))  # fmt: skip
         if sample.ok:
             # As the Nodes row says it: ``throttled`` / ``low-power?`` are not a green ok.
-            shown, role = self.sparktop.node_states.get(self.node, ("ok", "ok"))
+            shown, role = detail.state
             status = (shown, STYLE_VARIABLES.get(role, ""))
         else:
             status = (failure_text(sample), "$spark-crit")
@@ -165,7 +176,7 @@ class NodeDetailScreen(Screen[None]):
             values: tuple[float, ...] = ()
             if gpu is not None:
                 subject = gpu_subject(self.node, gpu.key)
-                values = self.sparktop.state.history.get(subject, metric).values()
+                values = detail.history.get(subject, metric).values()
             plot = self.query_one(f"#plot-{metric}", Plot)
             if gpu is None or not values:
                 plot.show((), 0.0, 1.0, missing_reason(metric, gpu))
@@ -175,12 +186,8 @@ class NodeDetailScreen(Screen[None]):
             plot.show(values, low, high)
             span = f" {min(values):.0f}–{max(values):.0f}"
             self.query_one(f"#label-{metric}", Label).update(f"{label}{span}")
-        events = [
-            e
-            for e in self.sparktop.query_one("#events").events  # type: ignore[attr-defined]
-            if e.subject.split("/")[0] == self.node
-        ]
-        lines = [event_line(e) for e in sorted(events, key=lambda e: e.time_s, reverse=True)]
+        events = sorted(detail.events, key=lambda e: e.time_s, reverse=True)
+        lines = [event_line(e) for e in events]
         self.query_one("#node-events", Static).update(
             Content("\n").join(lines[:20]) if lines else Content("none")
         )
@@ -191,7 +198,7 @@ class NodeDetailScreen(Screen[None]):
 
     def _fill_fields(self, sample: NodeSample) -> None:
         table: DataTable[Any] = self.query_one("#fields", DataTable)
-        gpus = sample.gpus or self.sparktop.known_gpus.get(self.node, ())
+        gpus = sample.gpus or self.detail.known_gpus
         rows = gpu_field_rows(gpus)
         wanted = ["field"] + [f"GPU {g.index}" for g in gpus]
         if [str(c.label) for c in table.columns.values()] != wanted:

@@ -8,8 +8,9 @@ concurrency and output tokens. Outputs come from :mod:`sparktop.ui.budget_view`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -22,12 +23,10 @@ from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import EngineSample
 from sparktop.sweep import scan, tokens
 from sparktop.sweep.counts import MAX_COUNT, looks_like_number, parse_count
+from sparktop.sweep.profile import Profile
 from sparktop.ui import styles
 from sparktop.ui.budget_view import BudgetInputs, budget_lines, for_the_pane
 from sparktop.ui.widgets.text_block import TextBlock
-
-if TYPE_CHECKING:
-    from sparktop.ui.app import SparktopApp
 
 PASTE_AS_TEXT_CHARS = 200
 """A paste longer than this (or with a newline) is prompt text to count, not a number."""
@@ -71,7 +70,10 @@ class PromptInput(BudgetInput):
 
 
 class BudgetPane(VerticalScroll, can_focus=True):
-    """The context budget beside the live view (``b`` toggles it, the prompt field focused)."""
+    """The context budget beside the live view (``b`` toggles it, the prompt field focused).
+
+    Given the plan's ``profile`` and each engine's base URL (for ``/tokenize``); the app
+    hands it the live engine every tick (:meth:`live_changed`)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("i", "edit", "Edit", tooltip="budget: edit the prompt field", id="budget.edit"),
@@ -95,9 +97,13 @@ class BudgetPane(VerticalScroll, can_focus=True):
     BudgetPane #budget-out { margin: 1 0 0 0; }
     """
 
-    def __init__(self, app: SparktopApp, **kwargs: Any) -> None:
+    def __init__(
+        self, profile: Profile | None, engine_urls: Mapping[str, str], **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        self.owner = app
+        self.profile = profile
+        self.engine_urls = dict(engine_urls)
+        self.live: EngineSample | None = None
         self.inputs = BudgetInputs(
             prompt=tokens.TokenCount(8192, "default"), concurrency=1, output_tokens=None
         )
@@ -125,18 +131,12 @@ class BudgetPane(VerticalScroll, can_focus=True):
 
     # -- live engine -----------------------------------------------------------------------
 
-    def live_engine(self) -> EngineSample | None:
-        """The engine the budget is about: the first configured one that has a sample."""
-        engines = self.owner.state.engines
-        order = self.owner.setup.engine_order
-        names = sorted(engines, key=lambda n: (order.get(n, 1_000_000), n))
-        return engines[names[0]] if names else None
-
-    def live_changed(self) -> None:
-        """Called every UI tick: re-render only when the live pool's free part changed."""
+    def live_changed(self, live: EngineSample | None) -> None:
+        """Called every UI tick with the engine the budget is about: re-render only when
+        the live pool's free part changed."""
+        self.live = live
         if not self.display:
             return
-        live = self.live_engine()
         key = (live.kv_free_tokens, live.kv_pool_tokens, live.state) if live else None
         if key != self._live_key:
             self._live_key = key
@@ -152,8 +152,8 @@ class BudgetPane(VerticalScroll, can_focus=True):
         out = self.query_one("#budget-out", TextBlock)
         lines = budget_lines(
             self.inputs,
-            self.owner.setup.profile,
-            self.live_engine(),
+            self.profile,
+            self.live,
             self.counting,
             out.size.width or 42,
             error=self.error,
@@ -276,7 +276,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
             endpoint.close()
 
     def _tokenize_url(self) -> str | None:
-        live = self.live_engine()
+        live = self.live
         if live is None or not live.ok:
             return None
-        return self.owner.setup.engine_urls.get(live.engine)
+        return self.engine_urls.get(live.engine)

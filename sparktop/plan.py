@@ -1,0 +1,314 @@
+"""What one run monitors, resolved once: the composition root every command takes.
+
+A :class:`Plan` is built from an inventory and the command's options
+(:meth:`Plan.from_inventory`), or from a recording's header (:meth:`Plan.from_header`). It
+holds the cluster name, poll interval, the sweep profile (loaded here, once, or the reason it
+could not be), the nodes, the engines with their tensor-parallel nodes (head first) and the
+limits each engine declares outside its server, the alert thresholds and the key remapping.
+From it come the sources (:meth:`Plan.sources`), the alert engine (:meth:`Plan.alert_engine`)
+and a recording's header (:meth:`Plan.header`); the UI derives its view settings from it.
+
+Limits: one precedence rule, :func:`sparktop.sources.pool.resolve_limit` — the server, else
+the inventory, else the profile. A profile's limits apply only when the profile describes
+this run's engines: the inventory's ``profile:`` or ``--profile`` names it. The default
+profile (used for the expected row and the budget when nothing names one) gives no limits:
+its ``max_num_seqs`` is another setup's, so a limit the server does not export stays unknown.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from sparktop.alerts.engine import AlertEngine
+from sparktop.alerts.thresholds import Thresholds
+from sparktop.errors import UserError
+from sparktop.inventory import EngineConfig, Inventory
+from sparktop.model import Num, Source, is_num
+from sparktop.sources.pool import LIMIT_NAMES, Limits, resolve_limit
+from sparktop.sweep.profile import DEFAULT_PROFILE, Profile, load_profile
+
+THIS_MACHINE = "this machine"
+
+
+@dataclass(frozen=True, slots=True)
+class EnginePlan:
+    """One engine: its inventory entry, TP nodes (head first) and declared limits.
+
+    ``inventory_limits`` are the entry's own; ``profile_limits`` the profile's, empty unless
+    the profile describes this engine (see the module docstring).
+    """
+
+    config: EngineConfig
+    tp_nodes: tuple[str, ...] = ()
+    inventory_limits: Limits = field(default_factory=Limits)
+    profile_limits: Limits = field(default_factory=Limits)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def url(self) -> str:
+        return self.config.url
+
+    def limit(self, name: str) -> tuple[Num, str]:
+        """A limit as declared outside the server, and its origin (``inventory``,
+        ``profile`` or ``unknown``); a live sample's own values come first."""
+        return resolve_limit(name, (), self.inventory_limits, self.profile_limits)
+
+    def limits(self) -> dict[str, tuple[Num, str]]:
+        """Every limit (:data:`~sparktop.sources.pool.LIMIT_NAMES`) with its origin."""
+        return {name: self.limit(name) for name in LIMIT_NAMES}
+
+
+def _limits(profile: Profile | None) -> Limits:
+    if profile is None:
+        return Limits()
+    return Limits.from_mapping(
+        {k: v for k in LIMIT_NAMES if isinstance(v := getattr(profile, k), int)}
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What this run monitors (immutable; see the module docstring).
+
+    ``profile_problem`` says why ``profile`` is None. ``nodes`` are node names in inventory
+    order; ``inventory`` is kept for the sources (SSH settings) and the recording header.
+    """
+
+    cluster: str = THIS_MACHINE
+    interval_s: float = 1.0
+    profile: Profile | None = None
+    profile_problem: str = ""
+    nodes: tuple[str, ...] = ()
+    engines: tuple[EnginePlan, ...] = ()
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    inventory: Inventory | None = None
+
+    # -- building ------------------------------------------------------------------------
+
+    @classmethod
+    def from_inventory(
+        cls,
+        inventory: Inventory | None,
+        *,
+        profile: Profile | str | None = None,
+        interval_s: float | None = None,
+        local_engine_url: str | None = None,
+    ) -> Plan:
+        """The plan for an inventory (None: this machine, with the engine at
+        ``local_engine_url`` when one answered there).
+
+        ``profile`` (``--profile``) overrides the inventory's. Raises :class:`UserError` when
+        the profile named on the command line or by the inventory does not load (the latter
+        located at the inventory's ``profile:`` line); the default profile failing is only
+        ``profile_problem``.
+        """
+        named = profile if profile is not None else inventory.profile if inventory else None
+        loaded, problem = _load(named, inventory)
+        if inventory is None:
+            local = (EngineConfig(name="local", url=local_engine_url),) if local_engine_url else ()
+            plan = cls(
+                interval_s=interval_s or 1.0,
+                nodes=(socket.gethostname() or "localhost",),
+                engines=tuple(_engine(c) for c in local),
+            )
+        else:
+            plan = cls._of_inventory(inventory, interval_s)
+        return plan._with_profile(loaded, problem, describes=named is not None)
+
+    @classmethod
+    def _of_inventory(cls, inventory: Inventory, interval_s: float | None) -> Plan:
+        return cls(
+            cluster=inventory.cluster,
+            interval_s=interval_s or inventory.interval_s,
+            nodes=tuple(n.name for n in inventory.nodes),
+            engines=tuple(_engine(c) for c in inventory.engines),
+            thresholds=Thresholds.from_config(inventory.alerts),
+            keys=MappingProxyType(dict(inventory.keys)),
+            inventory=inventory,
+        )
+
+    @classmethod
+    def from_layout(
+        cls,
+        cluster: str,
+        tp_groups: Mapping[str, Sequence[str]],
+        *,
+        urls: Mapping[str, str] | None = None,
+        profile: Profile | str | None = DEFAULT_PROFILE,
+        interval_s: float = 1.0,
+        thresholds: Thresholds | None = None,
+    ) -> Plan:
+        """A plan without an inventory: a cluster name, engine → TP nodes and engine → URL
+        (a recording whose inventory no longer validates; tests and benchmarks that feed
+        their own sources). ``profile`` (default: the built-in default; None: none) gives no
+        limits."""
+        loaded, problem = (None, "") if profile is None else _load(profile, None)
+        urls = urls or {}
+        names = list(dict.fromkeys([*tp_groups, *urls]))
+        engines = tuple(
+            EnginePlan(
+                EngineConfig.model_construct(name=name, url=urls.get(name, "")),
+                tuple(tp_groups.get(name, ())),
+            )
+            for name in names
+        )
+        plan = cls(
+            cluster=cluster, interval_s=interval_s, engines=engines,
+            thresholds=thresholds or Thresholds(),
+        )  # fmt: skip
+        return plan._with_profile(loaded, problem, describes=False)
+
+    @classmethod
+    def from_header(cls, header: Mapping[str, Any]) -> Plan:
+        """The plan a recording was made with: its inventory (read leniently when it no
+        longer validates), the profile as recorded (else the default), the interval."""
+        from sparktop.record.tick import header_inventory, header_layout, header_profile
+
+        recorded = header_profile(header)
+        profile, problem = (recorded, "") if recorded is not None else _load(None, None)
+        interval = header.get("interval_s")
+        interval_s = float(interval) if isinstance(interval, int | float) and interval > 0 else 1.0
+        inventory = header_inventory(header)
+        if inventory is not None:
+            plan = cls._of_inventory(inventory, interval_s)
+            describes = inventory.profile is not None and recorded is not None
+        else:
+            name, groups = header_layout(header)
+            plan = cls.from_layout(name or "replay", groups, profile=None, interval_s=interval_s)
+            describes = False
+        return plan._with_profile(profile, problem, describes=describes)
+
+    def _with_profile(self, profile: Profile | None, problem: str, *, describes: bool) -> Plan:
+        """This plan with its profile; the engines get its limits when it ``describes`` them."""
+        engines = self.engines
+        if describes and profile is not None:
+            limits = _limits(profile)
+            engines = tuple(replace(e, profile_limits=limits) for e in engines)
+        return replace(self, profile=profile, profile_problem=problem, engines=engines)
+
+    # -- derived -------------------------------------------------------------------------
+
+    @property
+    def profile_name(self) -> str:
+        return self.profile.name if self.profile is not None else ""
+
+    @property
+    def tp_groups(self) -> dict[str, tuple[str, ...]]:
+        """Engine → its tensor-parallel nodes, head first (engines without nodes left out)."""
+        return {e.name: e.tp_nodes for e in self.engines if e.tp_nodes}
+
+    def engine(self, name: str) -> EnginePlan | None:
+        return next((e for e in self.engines if e.name == name), None)
+
+    def max_num_seqs(self) -> dict[str, float]:
+        """Engine → ``max_num_seqs`` declared outside the server (engines without one left out)."""
+        out: dict[str, float] = {}
+        for engine in self.engines:
+            value, _origin = engine.limit("max_num_seqs")
+            if is_num(value):
+                out[engine.name] = float(value)
+        return out
+
+    # -- what it builds ------------------------------------------------------------------
+
+    def sources(
+        self,
+        *,
+        engine_options: Mapping[str, Any] | None = None,
+        ssh_options: Mapping[str, Any] | None = None,
+    ) -> list[Source]:
+        """Every source: nodes in order (SSH, this machine, Prometheus), then engines; the
+        Prometheus nodes and engines share one query hub.
+
+        ``engine_options`` go to every HTTP :class:`~sparktop.sources.engine.EngineSource`
+        (``first_window_s`` for one-shot commands); ``ssh_options`` to every SSH source
+        (e.g. ``backoff_cap_s``).
+        """
+        nodes, engines = self._prometheus()
+        return [
+            *self.node_sources(nodes, **(ssh_options or {})),
+            *self.engine_sources(engines, **(engine_options or {})),
+        ]
+
+    def node_sources(
+        self, prometheus: Mapping[str, Source] | None = None, **ssh_options: Any
+    ) -> list[Source]:
+        """The nodes' sources, in order: SSH, Prometheus (``prometheus``: already built, to
+        share a hub), or this machine (``local: true``, no inventory)."""
+        from sparktop.sources.build import build_node_sources, local_source
+
+        if self.inventory is not None:
+            return build_node_sources(self.inventory, prometheus, **ssh_options)
+        return [local_source(name) for name in self.nodes]
+
+    def engine_sources(
+        self, prometheus: Mapping[str, Source] | None = None, **engine_options: Any
+    ) -> list[Source]:
+        """One source per engine, with the limits the plan declares for it: HTTP, or read from
+        Prometheus (``prometheus``: already built, to share a hub)."""
+        from sparktop.sources.engine import EngineSource
+
+        if prometheus is None:
+            prometheus = self._prometheus()[1]
+        return [
+            prometheus[e.name]
+            if e.config.source == "prometheus"
+            else EngineSource(
+                e.config,
+                inventory_limits=e.inventory_limits,
+                profile_limits=e.profile_limits,
+                **engine_options,
+            )
+            for e in self.engines
+        ]
+
+    def _prometheus(self) -> tuple[dict[str, Source], dict[str, Source]]:
+        if self.inventory is None:
+            return {}, {}
+        from sparktop.sources.build import prometheus_sources
+
+        limits = next((e.profile_limits for e in self.engines), Limits())
+        declared = {k: v for k in LIMIT_NAMES if (v := getattr(limits, k)) is not None}
+        return prometheus_sources(self.inventory, declared)
+
+    def alert_engine(self, *, hold_s: float | None = None) -> AlertEngine:
+        """The alert engine for this run; ``hold_s`` overrides the thresholds' (``snapshot``
+        judges one poll with 0)."""
+        thresholds = self.thresholds if hold_s is None else replace(self.thresholds, hold_s=hold_s)
+        return AlertEngine(
+            thresholds, self.profile, self.tp_groups, max_num_seqs=self.max_num_seqs()
+        )
+
+    def header(self) -> dict[str, Any]:
+        """A recording's first line (inventory without secrets, profile, interval)."""
+        from sparktop.record.tick import make_header
+
+        return make_header(self.inventory, self.profile, self.interval_s)
+
+
+def _engine(config: EngineConfig) -> EnginePlan:
+    return EnginePlan(config, tuple(config.nodes), Limits.from_config(config))
+
+
+def _load(named: Profile | str | None, inventory: Inventory | None) -> tuple[Profile | None, str]:
+    """The profile and, when it is None, why. A named profile that fails is a UserError."""
+    if isinstance(named, Profile):
+        return named, ""
+    if named is None:  # nothing names one: the default, for the expected row and the budget
+        try:
+            return load_profile(DEFAULT_PROFILE), ""
+        except UserError as exc:
+            return None, f"profile: {exc}"
+    try:
+        return load_profile(named), ""
+    except UserError as exc:
+        where = inventory.profile_at if inventory is not None and inventory.profile == named else ""
+        raise UserError(f"{where}: profile: {exc}" if where else str(exc)) from None
