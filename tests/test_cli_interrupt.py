@@ -38,11 +38,9 @@ def _interrupt_on_import(module: str, args: list[str], cwd: Path) -> tuple[int, 
         for line in proc.stderr:
             if not line.startswith("import time:"):
                 other.append(line)
-            elif not sent and line.rstrip().endswith(f"| {module}") and module in line:
-                name = line.rsplit("|", 1)[1].strip()
-                if name == module:
-                    proc.send_signal(signal.SIGINT)
-                    sent = True
+            elif not sent and line.rsplit("|", 1)[1].strip() == module:  # at any depth
+                proc.send_signal(signal.SIGINT)
+                sent = True
         status = proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
