@@ -14,19 +14,20 @@ from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.header import AlertBar, HeaderBar
 from tests.test_outputs_hostile import FillingFile
-from tests.ui.fakes import Clock, Scripted, node
+from tests.ui.fakes import Clock, Scripted, node, plan
 
 
 async def test_a_full_disk_stops_the_recording_and_says_so_at_once(tmp_path: Path) -> None:
     clock = Clock()
     source = Scripted(node("spark-1"))
-    app = SparktopApp([source], clock=clock, autostart=False, cluster="test", recording=True)
     disk = FillingFile(room=3000)
     path = tmp_path / "run.jsonl"
     recorder = Recorder(path, make_header(), flush_s=0.0, raw=disk)  # type: ignore[arg-type]
     outputs = AlertOutputs(AlertDelivery(), path)
     outputs.pipeline = AlertPipeline(AlertEngine(Thresholds()), outputs.delivery, recorder)
-    app.alert_engine = outputs.pipeline
+    app = SparktopApp(
+        plan(cluster="test"), [source], outputs.pipeline, clock=clock, autostart=False
+    )
     async with app.run_test(size=(140, 40)) as pilot:
         await app.poll_now()
         assert "● REC" in str(app.query_one(HeaderBar).render())
