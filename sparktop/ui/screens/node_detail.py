@@ -109,6 +109,7 @@ class NodeDetailScreen(Screen[None]):
         self.gpu_key = gpu_key
         self.detail = detail
         self._shown: NodeSample | None = None
+        self._mounted = False
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -131,6 +132,7 @@ class NodeDetailScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._mounted = True
         self.show(self.detail)
 
     def _gpu(self, sample: NodeSample) -> GpuSample | None:
@@ -144,8 +146,8 @@ class NodeDetailScreen(Screen[None]):
         """Show ``detail`` (a no-op until the node's sample changes)."""
         self.detail = detail
         sample = detail.sample
-        if sample is None or sample is self._shown or not self.is_mounted:
-            return
+        if sample is None or sample is self._shown or not self._mounted:
+            return  # before on_mount the widgets are not there yet: on_mount shows it
         self._shown = sample
         self.query_one("#title", Static).update(Content.assemble(
             ("node ", "$spark-dim"), (self.node, "bold"), ("  driver ", "$spark-dim"),
