@@ -209,7 +209,8 @@ async def test_help_and_palette_open() -> None:
         await pilot.press("ctrl+p")
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"node spark-2")
-        await pilot.pause(0.3)
+        await app.workers.wait_for_complete()  # the palette's search
+        await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
         assert app.query_one(NodeTable).cursor_key() == row_key("spark-2", "GPU-spark-2")
@@ -424,7 +425,8 @@ async def test_row_state_and_palette_say_throttled_and_low_power() -> None:
         assert cell_text(table, "spark-3", "state") == "low-power?"
 
         await pilot.press("ctrl+p", *"node spark-2")
-        await pilot.pause(0.3)
+        await app.workers.wait_for_complete()  # the palette's search
+        await pilot.pause()
         options = app.screen.query_one(CommandList)
         texts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         assert any("Jump to spark-2 in the Nodes table (throttled)" in t for t in texts), texts

@@ -91,7 +91,8 @@ async def test_palette_theme_picker_lists_and_applies_sparktop_themes() -> None:
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"high-contrast")
-        await pilot.pause(0.3)
+        await app.workers.wait_for_complete()  # the palette's search
+        await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
         assert app.theme == "sparktop-high-contrast"
