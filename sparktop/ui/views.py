@@ -36,7 +36,8 @@ _NO_COUNTERS = CounterTracker(0.0)
 class ViewConfig:
     """Display settings taken from the plan (:meth:`from_plan`; defaults for this machine).
 
-    ``tp_groups`` maps a node to ``(engine, rank in the TP group)``, head = 0.
+    ``tp_membership`` maps a node to ``(engine, rank in the TP group)``, head = 0;
+    ``engine_nodes`` an engine to its TP nodes, head first.
     ``thresholds`` are the alert rules' (the inventory's ``alerts:`` section), so the table
     marks what the alerts judge by.
     """
@@ -45,7 +46,7 @@ class ViewConfig:
     profile: str = ""
     interval_s: float = 1.0
     node_order: Mapping[str, int] = field(default_factory=dict)
-    tp_groups: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    tp_membership: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     engine_nodes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     thresholds: Thresholds = field(default_factory=Thresholds)
     profile_baseline_mhz: float | None = None
@@ -80,7 +81,7 @@ class ViewConfig:
             profile=plan.profile_name,
             interval_s=plan.interval_s,
             node_order={name: i for i, name in enumerate(plan.nodes)},
-            tp_groups=membership,
+            tp_membership=membership,
             engine_nodes=plan.tp_groups,
             thresholds=plan.thresholds,
             profile_baseline_mhz=min(clocks) if clocks else None,
@@ -232,7 +233,7 @@ def _order(config: ViewConfig, node: str, gpu_index: int) -> Order:
 
 
 def _tp_cell(config: ViewConfig, node: str) -> Cell:
-    group = config.tp_groups.get(node)
+    group = config.tp_membership.get(node)
     return (f"{group[0]}·{group[1]}", "accent" if group[1] == 0 else "") if group else ("", "")
 
 
