@@ -81,7 +81,8 @@ def test_snapshot_and_the_monitor_agree_on_every_limit_and_tp_group(
     routes = {"/metrics": lambda: Reply(body=page), "/v1/models": models_route()}
     with serving(routes) as url:
         path = _inventory(tmp_path, url, profile)
-        assert main(["snapshot", "--inventory", str(path), "--json", "--window", "0"]) == 1
+        # 1: the nodes are refused (3 if a rule also finds something critical in the engine)
+        assert main(["snapshot", "--inventory", str(path), "--json", "--window", "0"]) in (1, 3)
         snap: dict[str, Any] = {
             e["engine"]: e for e in json.loads(capsys.readouterr().out)["engines"]
         }
