@@ -201,8 +201,8 @@ async def test_tour_raises_every_alert_once_clears_them_and_delivers_them(tmp_pa
 async def test_a_recorded_scenario_replays_with_the_same_alerts_at_the_same_offsets(
     tmp_path: Path,
 ) -> None:
-    from sparktop.commands.replay_tui import ReplayApp
     from sparktop.inventory import load_inventory
+    from sparktop.ui.replay import ReplayApp
     from sparktop.ui.widgets.event_log import EventLog
     from sparktop.ui.widgets.header import AlertBar
 

@@ -6,13 +6,14 @@ import subprocess
 import sys
 
 CORE_PACKAGES = ("sparktop.sources", "sparktop.sweep", "sparktop.sim", "sparktop.inventory",
-                 "sparktop.alerts", "sparktop.record")  # fmt: skip
+                 "sparktop.alerts", "sparktop.record", "sparktop.commands")  # fmt: skip
 CORE_MODULES = ["sparktop.model", "sparktop.cluster", "sparktop.history", "sparktop.poller",
                 "sparktop.plan", "sparktop.snapshot", "sparktop.cli"]  # fmt: skip
 
 
 def test_core_does_not_import_textual() -> None:
-    """Every core module imports without Textual or the UI."""
+    """Every core module, and every command (which imports the UI only when it opens it),
+    imports without Textual or the UI."""
     code = (
         "import importlib, pkgutil, sys\n"
         f"mods = {CORE_MODULES!r}\n"

@@ -136,7 +136,7 @@ def test_parse_offset() -> None:
 
 
 async def test_replay_in_the_monitor_shows_the_recorded_alerts(recording: Path) -> None:
-    from sparktop.commands.replay_tui import ReplayApp
+    from sparktop.ui.replay import ReplayApp
     from sparktop.ui.widgets.event_log import EventLog
     from sparktop.ui.widgets.header import AlertBar
 

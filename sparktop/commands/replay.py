@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     if args.summary:
         print_summary(source, PrintableWriter(sys.stdout))
         return 0
-    from sparktop.commands.replay_tui import run_replay_tui
+    from sparktop.ui.replay import run_replay_tui
 
     return run_replay_tui(source, speed=args.speed, start_s=start, theme=args.theme)
 

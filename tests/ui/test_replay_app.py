@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.commands.replay_tui import ReplayApp
 from sparktop.inventory import parse_inventory
 from sparktop.record import Recording
 from sparktop.record.replay import ReplaySource
+from sparktop.ui.replay import ReplayApp
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.header import HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
