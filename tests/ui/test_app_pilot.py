@@ -7,6 +7,7 @@ from dataclasses import replace
 from textual.command import CommandPalette
 from textual.widgets import Input, Label, Static
 
+from sparktop.alerts.model import Alert, Severity
 from sparktop.model import EngineState
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.events import EventRecord
@@ -432,19 +433,27 @@ async def test_row_state_and_palette_say_throttled_and_low_power() -> None:
         assert any("Jump to spark-2 in the Nodes table (throttled)" in t for t in texts), texts
 
 
+def alert(
+    severity: str, subject: str, message: str, age_s: float = 30.0, recovering: bool = False
+) -> Alert:
+    """An active alert as the alert engine makes it, ``age_s`` old at ``T0``."""
+    started = T0 - age_s
+    return Alert(
+        id=f"test:{subject}#1", rule="test", subject=subject, severity=Severity(severity),
+        started_s=started, fired_s=started, message=message,
+        recovering_since_s=T0 if recovering else None,
+    )  # fmt: skip
+
+
 async def test_alert_bar_counts_and_puts_the_most_severe_first() -> None:
-    class Alert:
-        def __init__(self, severity: str, subject: str, message: str, age_s: float) -> None:
-            self.severity, self.subject, self.message = severity, subject, message
-            self.since_s = T0 - age_s
 
     app = make_app(Scripted(node("spark-1")))
     async with app.run_test(size=(80, 24)) as pilot:
         app.set_active_alerts(
             [
-                Alert("warning", "dsv41", "decode 27 % below expected", 5),
-                Alert("critical", "spark-3/gpu0", "throttling at 1,833 MHz", 40),
-                Alert("warning", "spark-2/gpu0", "temperature 86 °C", 2),
+                alert("warning", "dsv41", "decode 27 % below expected", 5),
+                alert("critical", "spark-3/gpu0", "throttling at 1,833 MHz", 40),
+                alert("warning", "spark-2/gpu0", "temperature 86 °C", 2),
             ]
         )
         await pilot.pause()
@@ -461,17 +470,12 @@ async def test_alert_bar_counts_and_puts_the_most_severe_first() -> None:
 async def test_alert_bar_marks_recovering_alerts_and_puts_them_last() -> None:
     """A recovering alert keeps its worst reading as message: it must say it is recovering."""
 
-    class Alert:
-        def __init__(self, subject: str, message: str, status: str) -> None:
-            self.severity, self.subject, self.message = "critical", subject, message
-            self.since_s, self.status = T0 - 30, status
-
     app = make_app(Scripted(node("spark-1")))
     async with app.run_test(size=(120, 40)) as pilot:
         app.set_active_alerts(
             [
-                Alert("dsv41", "KV cache 100.0 % full", "recovering"),
-                Alert("spark-3/gpu0", "throttling at 1,833 MHz", "firing"),
+                alert("critical", "dsv41", "KV cache 100.0 % full", recovering=True),
+                alert("critical", "spark-3/gpu0", "throttling at 1,833 MHz"),
             ]
         )
         await pilot.pause()

@@ -14,6 +14,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from sparktop.alerts.model import Alert, Severity
 from sparktop.model import Quantile
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.events import EventRecord
@@ -31,10 +32,11 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
-class Alert:
-    severity, subject = "critical", "spark-3/gpu0"
-    message = "throttling at 1,833 MHz, 91 °C: SW thermal slowdown"
-    since_s = T0 + 2
+THROTTLING = Alert(
+    id="gpu.throttle:spark-3/gpu0#1", rule="gpu.throttle", subject="spark-3/gpu0",
+    severity=Severity.CRITICAL, started_s=T0 + 2, fired_s=T0 + 2, node="spark-3", gpu="gpu0",
+    message="throttling at 1,833 MHz, 91 °C: SW thermal slowdown",
+)  # fmt: skip
 
 
 def cluster_app(theme: str | None = None) -> tuple[SparktopApp, object]:
@@ -74,7 +76,7 @@ def cluster_app(theme: str | None = None) -> tuple[SparktopApp, object]:
             clock.advance(1)
         clock.advance(-1)
         app.add_event(EventRecord(T0 + 5, "warning", "dsv41", "decode 27 % below expected"))
-        app.set_active_alerts([Alert()])
+        app.set_active_alerts([THROTTLING])
         for field in app.query(Input):
             field.cursor_blink = False
         await pilot.pause()
