@@ -7,17 +7,11 @@ Textual-free.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Protocol
 
+from sparktop.alerts.model import Severity
 from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, Sample
-
-
-class Severity(enum.StrEnum):
-    INFO = "info"
-    WARNING = "warning"
-    CRITICAL = "critical"
 
 
 @dataclass(frozen=True, slots=True)
