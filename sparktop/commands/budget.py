@@ -7,7 +7,6 @@ import dataclasses
 import io
 import os
 import sys
-import time
 from typing import Any
 
 from sparktop.errors import RuntimeFailure, UserError
@@ -191,12 +190,8 @@ LIVE_TIMEOUT_S = 5.0
 def _live(url: str, api_key: str | None) -> Any:
     import asyncio
 
-    from sparktop.model import EngineSample, EngineState
+    from sparktop.sources.engine import scrape_once
 
-    try:
-        from sparktop.sources.engine import scrape_once
-    except ImportError as exc:
-        return EngineSample(url, time.time(), EngineState.UNAVAILABLE, f"no scraper ({exc})")
     return asyncio.run(scrape_once(url, api_key=api_key, timeout_s=LIVE_TIMEOUT_S))
 
 
