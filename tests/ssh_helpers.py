@@ -196,10 +196,8 @@ class ClientFiles:
             "identity_file": self.identity_file,
             "known_hosts": self.known_hosts,
             "config": self.config,
-            # A real sshd probe (login, shell, fake nvidia-smi) takes 0.7-1.6 s on a loaded
-            # 2-core machine; tests that want a short deadline set it themselves.
-            "connect_timeout_s": 5.0,
-            "command_timeout_s": 4.0,
+            "connect_timeout_s": 3.0,
+            "command_timeout_s": 1.0,
             "user": login_user(),
         }
         values.update(overrides)

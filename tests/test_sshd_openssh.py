@@ -21,10 +21,12 @@ import pytest
 import yaml
 
 from sparktop.cli import main
+from sparktop.inventory import NodeConfig
 from sparktop.model import NodeSample, NodeState, Sample
 from sparktop.poller import Poller
 from sparktop.sim.sshserver import generate_key, public_key_line
 from sparktop.sources.probe import FIELD_SETS
+from sparktop.sources.ssh import SshSource
 from tests.ssh_helpers import (
     GB10_CSV,
     LOW_POWER_CSV,
@@ -43,6 +45,12 @@ from tests.ssh_helpers import (
 pytestmark = pytest.mark.sshd
 
 MakeSshd = Callable[..., Sshd]
+
+
+def sshd_source(files: ClientFiles, node_config: NodeConfig, **settings: object) -> SshSource:
+    """:func:`ssh_source` with a 4 s probe deadline: a real sshd probe (login, shell, the fake
+    nvidia-smi) takes 0.7-1.6 s on a loaded 2-core machine, where 1 s failed under -n 2."""
+    return ssh_source(files, node_config, **{"command_timeout_s": 4.0, **settings})
 
 
 @pytest.fixture
@@ -75,7 +83,7 @@ def _accepted(daemon: Sshd) -> int:
 
 async def test_normal_poll_of_several_sshd_nodes(files: ClientFiles, make_sshd: MakeSshd) -> None:
     daemons = [make_sshd(FakeNvidiaSmi(csv)) for csv in (GB10_CSV, THERMAL_CSV, LOW_POWER_CSV)]
-    sources = [ssh_source(files, node(f"spark-{i}", d.port)) for i, d in enumerate(daemons, 1)]
+    sources = [sshd_source(files, node(f"spark-{i}", d.port)) for i, d in enumerate(daemons, 1)]
     try:
         await asyncio.gather(*(s.sample() for s in sources))
         samples = await asyncio.gather(*(s.sample() for s in sources))
@@ -98,7 +106,7 @@ async def test_changed_host_key_is_refused_and_nothing_runs(
 ) -> None:
     daemon = make_sshd(trust=False)
     files.trust(f"[127.0.0.1]:{daemon.port} {public_key_line(generate_key())}")
-    source = ssh_source(files, node("spark-1", daemon.port))
+    source = sshd_source(files, node("spark-1", daemon.port))
     sample = await source.sample()
     await source.aclose()
 
@@ -112,7 +120,7 @@ async def test_hung_probe_on_one_sshd_node(files: ClientFiles, make_sshd: MakeSs
     daemons = [make_sshd() for _ in range(3)]
     daemons[1].hang()
     sources = [
-        ssh_source(files, node(f"spark-{i}", d.port), command_timeout_s=3.0)
+        sshd_source(files, node(f"spark-{i}", d.port), command_timeout_s=3.0)
         for i, d in enumerate(daemons, 1)
     ]
     arrived: list[NodeSample] = []
@@ -137,7 +145,7 @@ async def test_hung_probe_on_one_sshd_node(files: ClientFiles, make_sshd: MakeSs
 
 async def test_sshd_node_goes_away_and_comes_back(files: ClientFiles, make_sshd: MakeSshd) -> None:
     daemon = make_sshd()
-    source = ssh_source(files, node("spark-1", daemon.port))
+    source = sshd_source(files, node("spark-1", daemon.port))
     try:
         assert (await source.sample()).ok
         daemon.stop()
@@ -154,7 +162,7 @@ async def test_sshd_node_goes_away_and_comes_back(files: ClientFiles, make_sshd:
 
 async def test_old_driver_field_set_over_sshd(files: ClientFiles, make_sshd: MakeSshd) -> None:
     daemon = make_sshd(FakeNvidiaSmi(THERMAL_CSV, driver="old"))
-    source = ssh_source(files, node("spark-1", daemon.port))
+    source = sshd_source(files, node("spark-1", daemon.port))
     sample = await source.sample()
     await source.aclose()
 
@@ -170,8 +178,8 @@ async def test_driver_mismatch_over_sshd(files: ClientFiles, make_sshd: MakeSshd
     broken = make_sshd(FakeNvidiaSmi(driver="mismatch"))
     healthy = make_sshd()
     sources = [
-        ssh_source(files, node("spark-1", broken.port)),
-        ssh_source(files, node("spark-2", healthy.port)),
+        sshd_source(files, node("spark-1", broken.port)),
+        sshd_source(files, node("spark-2", healthy.port)),
     ]
     try:
         bad, good = await asyncio.gather(*(s.sample() for s in sources))
@@ -192,7 +200,7 @@ async def test_proxyjump_through_sshd(files: ClientFiles, make_sshd: MakeSshd) -
         f"  UserKnownHostsFile {files.known_hosts}\n"
     )
     behind = node("spark-1", 22).model_copy(update={"host": "spark-behind", "port": None})
-    source = ssh_source(files, behind, identity_file=None, known_hosts=None, user=None)
+    source = sshd_source(files, behind, identity_file=None, known_hosts=None, user=None)
     sample = await source.sample()
     await source.aclose()
     assert sample.ok, sample.message
@@ -272,7 +280,7 @@ async def test_monitor_streams_over_sshd_by_default(
     files: ClientFiles, make_sshd: MakeSshd
 ) -> None:
     daemon = make_sshd()
-    source = ssh_source(files, node("spark-1", daemon.port), command_timeout_s=5)
+    source = sshd_source(files, node("spark-1", daemon.port), command_timeout_s=5)
     arrived: list[NodeSample] = []
     enough = asyncio.Event()
 
@@ -305,7 +313,7 @@ async def test_sshd_stream_stall_goes_stale_and_restarts(
     files: ClientFiles, make_sshd: MakeSshd
 ) -> None:
     daemon = make_sshd()
-    source = ssh_source(files, node("spark-1", daemon.port), command_timeout_s=5)
+    source = sshd_source(files, node("spark-1", daemon.port), command_timeout_s=5)
     source.follow_interval(0.25)
     try:
         await source.sample()
@@ -334,7 +342,7 @@ async def test_sshd_node_without_a_working_lms_stays_one_shot(
 ) -> None:
     daemon = make_sshd()
     daemon.set_lms(lms)
-    source = ssh_source(files, node("spark-1", daemon.port), command_timeout_s=5)
+    source = sshd_source(files, node("spark-1", daemon.port), command_timeout_s=5)
     source.follow_interval(0.25)
     try:
         samples = [await source.sample() for _ in range(6)]
