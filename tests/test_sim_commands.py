@@ -21,6 +21,8 @@ from sparktop.commands.demo import startup_text
 from sparktop.inventory import load_inventory
 from sparktop.model import EngineSample
 from sparktop.plan import Plan
+from sparktop.record import read_ticks
+from sparktop.record.tick import Tick
 from sparktop.snapshot import take_snapshot
 from tests.sim_helpers import running_sim
 
@@ -70,6 +72,59 @@ def test_demo_without_tui_prints_tables_and_removes_its_directory() -> None:
     assert "spark-2" in result.stdout and "dsv41" in result.stdout
     assert "faults are played in turn" in result.stdout
     assert "thermal 0:02-0:06" in result.stdout  # 8-28 simulated seconds at speed 5
+
+
+def _replayable(path: Path) -> list[Tick]:
+    recording, ticks = read_ticks(path)
+    assert recording.header["inventory"]["cluster"]
+    replay = subprocess.run(
+        [*SPARKTOP, "replay", str(path), "--summary"],
+        capture_output=True, text=True, timeout=60, env=ENV,
+    )  # fmt: skip
+    assert replay.returncode == 0, replay.stderr
+    return ticks
+
+
+def test_demo_without_tui_records_every_table_and_the_recording_replays(tmp_path: Path) -> None:
+    target = tmp_path / "demo.jsonl.zst"
+    result = subprocess.run(
+        [*SPARKTOP, "demo", "--no-tui", "--rounds", "2", "--speed", "5", "--nodes", "2",
+         "--record", str(target)],
+        capture_output=True, text=True, timeout=120, env=ENV,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "recorded 2 ticks to" in result.stderr
+    ticks = _replayable(target)
+    assert len(ticks) == 2
+    assert [n.node for n in ticks[-1].nodes] == ["spark-1", "spark-2"]
+    assert ticks[-1].engines and ticks[-1].engines[0].kv_pool_tokens == 11_434_628
+
+
+def test_demo_without_tui_keeps_its_recording_on_ctrl_c(tmp_path: Path) -> None:
+    target = tmp_path / "demo.jsonl"
+    proc = subprocess.Popen(
+        [*SPARKTOP, "demo", "--no-tui", "--nodes", "2", "--speed", "5", "--record", str(target)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        # The third table starts after the first two were recorded.
+        while sum(line.startswith("engine  running") for line in lines) < 3:
+            line = proc.stdout.readline()
+            assert line, "sparktop demo ended before the third table"
+            lines.append(line)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "ticks to" in err
+    ticks = _replayable(target)
+    assert len(ticks) >= 2
+    assert {n.node for n in ticks[0].nodes} == {"spark-1", "spark-2"}
 
 
 class Terminal:

@@ -112,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
             print(handle.summary())
             print(startup_text(options.scenario, options.speed), flush=True)
             if args.no_tui:
-                return snapshot_loop(handle.inventory_path, rounds=args.rounds or 0)
+                return snapshot_loop(
+                    handle.inventory_path, rounds=args.rounds or 0, outputs=outputs
+                )
             return open_monitor(handle.inventory_path, theme=args.theme, outputs=outputs)
         except Terminated as exc:
             return exc.exit_code
@@ -149,9 +151,21 @@ def open_monitor(inventory_path: Path, *, theme: str | None, outputs: AlertOutpu
     return run_tui(plan, sources, alerts, theme=theme)
 
 
-def snapshot_loop(inventory_path: Path, *, rounds: int = 0, interval_s: float = 2.0) -> int:
+def snapshot_loop(
+    inventory_path: Path,
+    *,
+    rounds: int = 0,
+    interval_s: float = 2.0,
+    outputs: AlertOutputs | None = None,
+) -> int:
     """Print a snapshot table of the simulated cluster every ``interval_s`` until Ctrl-C
-    (then 130) or ``rounds`` tables (then 0)."""
+    (then 130) or ``rounds`` tables (then 0).
+
+    With ``outputs`` (:class:`~sparktop.alerts.pipeline.AlertOutputs`) every table's samples
+    also go through the inventory's alert engine and that pipeline: ``--record`` gets one
+    tick per table, ``--on-alert``/``--alert-log`` get the events; the caller closes it.
+    """
+    from sparktop.cluster import ClusterState
     from sparktop.inventory import load_inventory
     from sparktop.plan import Plan
     from sparktop.safe_text import PrintableConsole
@@ -160,6 +174,10 @@ def snapshot_loop(inventory_path: Path, *, rounds: int = 0, interval_s: float = 
 
     plan = Plan.from_inventory(load_inventory(inventory_path))
     console = PrintableConsole()
+    state = ClusterState()
+    pipeline = None
+    if outputs is not None:
+        pipeline = outputs.wrap(plan.alert_engine(), plan.header())
 
     async def loop() -> None:
         sources = plan.sources()
@@ -169,6 +187,12 @@ def snapshot_loop(inventory_path: Path, *, rounds: int = 0, interval_s: float = 
                 started = time.monotonic()
                 snap = await take_snapshot(sources, cluster=plan.cluster, close=False)
                 render_table(snap, console)
+                if pipeline is not None:
+                    for node in snap.nodes:
+                        state.apply(node)
+                    for engine_sample in snap.engines:
+                        state.apply(engine_sample)
+                    pipeline.update(state, time.time())
                 done += 1
                 if not rounds or done < rounds:
                     await asyncio.sleep(max(0.0, interval_s - (time.monotonic() - started)))
