@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 
 from sparktop.alerts.engine import AlertEngine
+from sparktop.alerts.model import EventKind
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, EngineState
@@ -118,8 +119,8 @@ async def test_a_trickling_server_is_given_up_on_within_the_deadline(
 
 async def test_a_server_that_turns_slow_raises_the_availability_alert() -> None:
     """Its row turns into an error within the deadline and engine.down fires (it stayed
-    'stale' forever before). The page's own alerts are kept while it is down: the alert
-    engine treats no data as unknown, not as recovered (alerts/engine.py ``_frozen``)."""
+    'stale' forever before). The page's own alerts clear, saying the engine is down:
+    engine.down is the one alert left for it."""
     alerts, state = AlertEngine(Thresholds(hold_s=0)), ClusterState()
     async with Trickle(full_page(kv=0.99, waiting=5)) as server:
         source = EngineSource(Cfg("dsv4", server.url), timeout_s=0.5)
@@ -135,6 +136,27 @@ async def test_a_server_that_turns_slow_raises_the_availability_alert() -> None:
     assert slow.state is EngineState.UNAVAILABLE
     down = [a for a in alerts.active() if a.rule == "engine.down"]
     assert len(down) == 1 and "answer not complete within 1 s" in down[0].message
+    assert [a.rule for a in alerts.active() if a.engine == "dsv4"] == ["engine.down"]
+
+
+async def test_a_stopped_server_clears_its_page_alerts_and_leaves_engine_down() -> None:
+    alerts, state = AlertEngine(Thresholds(hold_s=0)), ClusterState()
+    async with aiohttp_server({"/metrics": await serve_bytes(full_page(0.99, 5))}) as url:
+        source = EngineSource(Cfg("dsv4", url), timeout_s=0.5)
+        good = await source.sample()
+    state.apply(good)
+    alerts.update(state, good.time_s)
+    before = {a.rule for a in alerts.active()}
+    assert {"kv.usage", "queue.pool_bound"} <= before, before
+    gone = await source.sample()  # the server is stopped: connection refused
+    await source.aclose()
+    state.apply(gone)
+    events = alerts.update(state, gone.time_s + 1)
+    assert gone.state is not EngineState.OK
+    assert [a.rule for a in alerts.active()] == ["engine.down"]
+    cleared = {e.alert.rule: e.alert.message for e in events if e.kind is EventKind.CLEARED}
+    assert set(cleared) == before
+    assert all(m.startswith("cleared: engine down, no data") for m in cleared.values())
 
 
 # -- pages sparktop will not read whole --------------------------------------------------------

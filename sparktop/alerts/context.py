@@ -99,7 +99,8 @@ Rule = Callable[[RuleContext], Iterable[Finding]]
 def unknown_scopes(ctx: RuleContext) -> tuple[frozenset[str], frozenset[str]]:
     """Nodes and engines whose newest sample carries no readings (failed poll/scrape).
 
-    Alerts that depend on those readings neither fire nor clear while the subject is unknown.
+    A node's GPU alerts neither fire nor clear while it is unknown; an engine's page alerts
+    clear (engine.down stands for it).
     """
     nodes = frozenset(n for n, s in ctx.state.nodes.items() if not s.ok)
     engines = frozenset(e for e, s in ctx.state.engines.items() if not s.ok)

@@ -124,6 +124,16 @@ class AlertEngine:
             if track.alert is None:
                 del self._tracks[key]  # pending condition broke: start over next time
                 continue
+            if _engine_gone(track.finding, unknown_engines):
+                # Its page is gone: a value from the last good one is not current, and
+                # engine.down (present while it is) is the one alert left for the engine.
+                cleared = track.alert.updated(
+                    cleared_s=now_s,
+                    message=f"cleared: engine down, no data ({track.alert.message})",
+                )
+                events.append(Event(now_s, EventKind.CLEARED, cleared))
+                del self._tracks[key]
+                continue
             if _frozen(track.finding, unknown_nodes, unknown_engines):
                 track.absent_since_s = None
                 continue
@@ -188,6 +198,11 @@ class AlertEngine:
             if t.alert is None
         ]
         return tuple(sorted(pending, key=lambda p: (-p.severity.rank, p.started_s, p.key)))
+
+
+def _engine_gone(finding: Finding, engines: frozenset[str]) -> bool:
+    """An alert read from the page of an engine whose scrape now fails."""
+    return finding.rule in ENGINE_SCOPED and finding.engine in engines
 
 
 def _frozen(finding: Finding, nodes: frozenset[str], engines: frozenset[str]) -> bool:

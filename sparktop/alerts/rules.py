@@ -60,7 +60,7 @@ ENGINE_SCOPED = frozenset(
         "tp.straggler",
     }
 )
-"""Rules that read an engine's metrics (unknown while its scrape fails)."""
+"""Rules that read an engine's metrics (cleared while its scrape fails: see AlertEngine)."""
 
 
 def evaluate(ctx: RuleContext, rules: Iterable[Rule] | None = None) -> list[Finding]:
