@@ -66,9 +66,17 @@ async def _monitor(path: Path) -> tuple[SparktopApp, dict[str, str]]:
     running: dict[str, str] = {}
     async with app.run_test(size=(160, 50)) as pilot:
         await app.poll_now()
-        await pilot.pause()
-        for name, block in app.query_one(EnginePanel).blocks.items():
-            text = str(block.query_one(".engine-lines", TextBlock).render())
+        # The engine blocks refresh on the UI tick after the poll: wait (bounded) for each
+        # block to show its running cell.
+        for _ in range(100):
+            await pilot.pause()
+            texts = {
+                name: str(block.query_one(".engine-lines", TextBlock).render())
+                for name, block in app.query_one(EnginePanel).blocks.items()
+            }
+            if texts and all("running " in t for t in texts.values()):
+                break
+        for name, text in texts.items():
             running[name] = text.split("running ", 1)[1].split()[0]
     return app, running
 
