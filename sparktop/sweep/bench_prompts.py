@@ -22,9 +22,8 @@ from typing import Any
 
 import httpx
 
-from sparktop.errors import RuntimeFailure, UserError
-from sparktop.sweep.bench_client import clean
-from sparktop.sweep.exact_tokens import connect_reason
+from sparktop.errors import RuntimeFailure
+from sparktop.sweep.exact_tokens import connect_reason, open_tokenizer
 
 CHARS_PER_TOKEN = 4.0
 """Characters per token of the approximate prompts (the budget's default estimate)."""
@@ -141,21 +140,7 @@ async def endpoint_maker(client: httpx.AsyncClient) -> PromptMaker | str:
 
 async def tokenizer_maker(path: str | Path) -> PromptMaker:
     """A maker on a local ``tokenizer.json`` (HF ``tokenizers``). UserError when unusable."""
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise UserError(
-            "--tokenizer needs the 'tokenizers' library: pip install 'sparktop[tokenizers]'"
-        ) from None
-    file = Path(path).expanduser()
-    if file.is_dir():
-        file = file / "tokenizer.json"
-    if not file.is_file():
-        raise UserError(f"tokenizer file {file} not found")
-    try:
-        tokenizer = Tokenizer.from_file(str(file))
-    except Exception as exc:  # the library raises a bare Exception for bad JSON
-        raise UserError(f"cannot load tokenizer {file}: {clean(str(exc))}") from None
+    tokenizer = open_tokenizer(path)
 
     async def encode(text: str, special: bool) -> list[int]:
         return list(tokenizer.encode(text, add_special_tokens=special).ids)

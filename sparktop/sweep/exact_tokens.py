@@ -9,10 +9,12 @@ from __future__ import annotations
 import errno
 import socket
 from pathlib import Path
+from typing import Any
 
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.jsontext import loads
 from sparktop.model import NA
+from sparktop.safe_text import printable
 from sparktop.sweep.tokens import Counter_, TokenCount, count_chars
 
 _ERRNO_REASONS = {
@@ -157,11 +159,10 @@ def count_with_endpoint(url: str, text: str, api_key: str | None = None) -> Toke
     )
 
 
-def load_tokenizer(path: str | Path) -> Counter_:
-    """A counter backed by a local ``tokenizer.json`` (HF ``tokenizers``; no special tokens).
-
-    Raises :class:`UserError` when the library is missing or the file cannot be loaded.
-    """
+def open_tokenizer(path: str | Path) -> Any:
+    """The HF ``tokenizers.Tokenizer`` of a local ``tokenizer.json`` (a folder means its
+    ``tokenizer.json``). Raises :class:`UserError` when the library is missing or the file
+    cannot be loaded; the library's message is made printable."""
     try:
         from tokenizers import Tokenizer
     except ImportError:
@@ -174,9 +175,17 @@ def load_tokenizer(path: str | Path) -> Counter_:
     if not file.is_file():
         raise UserError(f"tokenizer file {file} not found")
     try:
-        tokenizer = Tokenizer.from_file(str(file))
+        return Tokenizer.from_file(str(file))
     except Exception as exc:  # the library raises a bare Exception for bad JSON
-        raise UserError(f"cannot load tokenizer {file}: {str(exc)[:160]}") from None
+        raise UserError(f"cannot load tokenizer {file}: {printable(str(exc)[:160])}") from None
+
+
+def load_tokenizer(path: str | Path) -> Counter_:
+    """A counter backed by a local ``tokenizer.json`` (HF ``tokenizers``; no special tokens).
+
+    Raises :class:`UserError` when the library is missing or the file cannot be loaded.
+    """
+    tokenizer = open_tokenizer(path)
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
