@@ -44,7 +44,7 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
           ]
         }
       ],
-      "engines": [ { "engine": "dsv41", "state": "ok", …, "missing": {…},   # engine_report.py
+      "engines": [ { "engine": "dsv41", "state": "ok", …, "missing": {…},   # report/engines.py
                      "tp_nodes": ["spark-1", "spark-2"] } ],  # the TP group, head first
       "alerts": [                            # conditions present now (one poll: no hold_s)
         {"id": "node.down:spark-2#1", "rule": "node.down", "subject": "spark-2",
@@ -93,7 +93,7 @@ from sparktop.model import (
     is_num,
 )
 from sparktop.poller import error_sample, failure_sample
-from sparktop.sources import engine_report
+from sparktop.report import engines as engine_report
 
 SCHEMA = "sparktop.snapshot/1"
 
@@ -245,7 +245,7 @@ def node_json(sample: NodeSample) -> dict[str, object]:
 
 
 def engine_json(sample: EngineSample, tp_nodes: tuple[str, ...] = ()) -> dict[str, object]:
-    """See :mod:`sparktop.sources.engine_report` for the engine object's keys; ``tp_nodes``
+    """See :mod:`sparktop.report.engines` for the engine object's keys; ``tp_nodes``
     is the engine's tensor-parallel group as the plan has it (head first; [] when none)."""
     return {**engine_report.engine_json(sample), "tp_nodes": list(tp_nodes)}
 

@@ -170,9 +170,10 @@ def test_one_shot_alerts_report_conditions_present_now_without_hold() -> None:
 
     from rich.console import Console
 
-    from sparktop.alerts.oneshot import alerts_now, any_critical, render_alerts
+    from sparktop.alerts.oneshot import alerts_now, any_critical
     from sparktop.inventory import parse_inventory
     from sparktop.plan import Plan
+    from sparktop.report.alerts import render_alerts
 
     samples = (node("spark-1", 0.0, **HOT), failed("spark-2", 0.0, NodeState.UNREACHABLE))
     found = alerts_now(samples, AlertEngine(Thresholds(hold_s=0)), now_s=0.0)

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from sparktop.model import NA, is_num
+from sparktop.report.budget_text import hms
 from sparktop.sweep.estimator import Basis, estimate, loglog, without
 from sparktop.sweep.profile import load_profile
-from sparktop.sweep.report import hms
 from sparktop.sweep.validate import column_loglog, leave_one_out, summarise
 
 TWO = "2x-spark-dsv4-flash-0731"

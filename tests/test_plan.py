@@ -15,7 +15,7 @@ from sparktop.cli import main
 from sparktop.errors import UserError
 from sparktop.inventory import load_inventory
 from sparktop.plan import Plan
-from sparktop.sources.engine_report import KEY_OF
+from sparktop.report.engines import KEY_OF
 from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.engine_panel import EnginePanel

@@ -23,9 +23,9 @@ from sparktop.cli import main
 from sparktop.inventory import parse_inventory
 from sparktop.model import NA, EngineSample, EngineState, GpuSample, NodeMemory, NodeSample
 from sparktop.plan import Plan
+from sparktop.report.snapshot_table import render_table
 from sparktop.sim.sshserver import SshServerHandle, start_ssh_server
 from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
-from sparktop.snapshot_table import render_table
 from sparktop.sources.ssh import SshSource
 from tests.ssh_helpers import (
     GB10_CSV,

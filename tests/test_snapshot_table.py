@@ -25,8 +25,8 @@ from sparktop.model import (
     Quantile,
     RankStats,
 )
+from sparktop.report.snapshot_table import NODE_PRIORITY, needed_width, render_table
 from sparktop.snapshot import Snapshot
-from sparktop.snapshot_table import NODE_PRIORITY, needed_width, render_table
 
 GB10 = "NVIDIA GB10"
 MEMORY = NodeMemory(total_mib=124_610.0, used_mib=107_213.0, gpu_held_mib=103_424.0, unified=True)

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rich.console import Console
-from rich.text import Text
-
 from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.model import Alert, Severity
 from sparktop.cluster import ClusterState
@@ -45,19 +42,3 @@ def any_critical(alerts: Iterable[Alert]) -> bool:
     requests waiting), so a cron job can tell "could not look" from "looked and it is bad".
     """
     return any(a.severity is Severity.CRITICAL and a.rule not in AVAILABILITY_RULES for a in alerts)
-
-
-def render_alerts(alerts: Iterable[Alert], console: Console) -> None:
-    """``Alerts`` heading and one line per alert (severity, subject, message) on a console."""
-    alerts = tuple(alerts)
-    if not alerts:
-        console.print("Alerts: none")
-        return
-    console.print(f"Alerts ({len(alerts)}):")
-    for alert in alerts:
-        style = "bold red" if alert.severity is Severity.CRITICAL else "yellow"
-        line = Text("  ")
-        line.append(f"{alert.severity.value.upper():<8}", style=style)
-        line.append(f" {alert.subject}  ", style="bold")
-        line.append(alert.message)
-        console.print(line)

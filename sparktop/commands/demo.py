@@ -168,9 +168,9 @@ def snapshot_loop(
     from sparktop.cluster import ClusterState
     from sparktop.inventory import load_inventory
     from sparktop.plan import Plan
+    from sparktop.report.snapshot_table import render_table
     from sparktop.safe_text import PrintableConsole
     from sparktop.snapshot import take_snapshot
-    from sparktop.snapshot_table import render_table
 
     plan = Plan.from_inventory(load_inventory(inventory_path))
     console = PrintableConsole()

@@ -9,13 +9,14 @@ import json
 import sys
 from pathlib import Path
 
-from sparktop.alerts.oneshot import CRITICAL_EXIT, alerts_now, any_critical, render_alerts
+from sparktop.alerts.oneshot import CRITICAL_EXIT, alerts_now, any_critical
 from sparktop.errors import UserError
 from sparktop.inventory import Inventory, load_inventory
 from sparktop.plan import Plan
+from sparktop.report.alerts import render_alerts
+from sparktop.report.snapshot_table import NODE_PRIORITY, needed_width, render_table
 from sparktop.safe_text import PrintableConsole
 from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
-from sparktop.snapshot_table import NODE_PRIORITY, needed_width, render_table
 from sparktop.sources.ssh import CONNECT_MARGIN_S, PROBE_MARGIN_S
 
 DESCRIPTION = f"""\

@@ -5,7 +5,7 @@ takes a token count, concurrency, output tokens, a profile, optional overrides a
 optional live :class:`~sparktop.model.EngineSample`, and returns a :class:`Budget` whose every
 figure says where it came from (:class:`Origin`). :func:`budget_json` is the stable
 ``--json`` shape (schema ``sparktop.budget/1``, documented in ``sparktop/sweep/README.md``);
-:mod:`sparktop.sweep.report` renders the human text.
+:mod:`sparktop.report.budget_text` renders the human text.
 """
 
 from __future__ import annotations
@@ -301,13 +301,13 @@ def compute_budget(
 
 def budget_json(budget: Budget) -> dict[str, Any]:
     """The stable ``--json`` shape of a budget (schema :data:`SCHEMA`; see the README)."""
-    from sparktop.sweep.report_json import to_json
+    from sparktop.report.budget_json import to_json
 
     return to_json(budget)
 
 
 def render_budget(budget: Budget) -> str:
     """The human-readable budget (plain text, thousands separators, h/m/s)."""
-    from sparktop.sweep.report import render_text
+    from sparktop.report.budget_text import render_text
 
     return render_text(budget)

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from rich.text import Text
 
 from sparktop.model import NA, EngineSample, EngineState, Num, Quantile, RankStats, fmt_num, is_num
-from sparktop.snapshot_fit import Col, Fitted, fit_table
+from sparktop.report.fit import Col, Fitted, fit_table
 
 # JSON key → sample attribute, for the values shared by an engine and its ranks.
 COMMON = (

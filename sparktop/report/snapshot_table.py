@@ -4,11 +4,11 @@ One row per GPU: node, GPU (index and name without the ``NVIDIA`` prefix), SM/ma
 (MHz), temperature (°C), power (W), utilisation (%), memory (``U used/totalG·GPU heldG`` on
 unified memory, GiB), decoded clock-event reasons and the node's state. A failed node gets
 one row with its state, and every failure is listed under the tables with its reason.
-Engines follow (see :func:`sparktop.sources.engine_report.engine_tables`).
+Engines follow (see :func:`sparktop.report.engines.engine_tables`).
 
 Tables are borderless and never clip a value: when the console is too narrow, whole columns
 are left out in :data:`NODE_PRIORITY` order and named in a note (see
-:mod:`sparktop.snapshot_fit`). :func:`needed_width` is the width that shows everything.
+:mod:`sparktop.report.fit`). :func:`needed_width` is the width that shows everything.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from rich.console import Console
 from rich.text import Text
 
 from sparktop.model import GpuSample, NodeMemory, NodeSample, Num, fmt_num, is_num
+from sparktop.report import engines as engine_report
+from sparktop.report.fit import Col, Fitted, fit_table, hidden_note
 from sparktop.safe_text import printable
 from sparktop.snapshot import Snapshot, iso_time
-from sparktop.snapshot_fit import Col, Fitted, fit_table, hidden_note
-from sparktop.sources import engine_report
 
 MIB_PER_GIB = 1024.0
 
