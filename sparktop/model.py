@@ -304,6 +304,19 @@ class EngineSample:
     ``inventory``, ``profile``). ``itl_mean_s`` is Δ``_sum`` / Δ``_count`` of the ITL histogram
     over the window: exact, where ``itl_p50`` is only as fine as the buckets (every decode
     rate from 40 to 100 tok/s reads ~18 ms with vLLM's default 10 / 25 ms edges).
+
+    The request breakdown (:mod:`sparktop.sources.breakdown`, same window): ``queue_time_*``,
+    ``prefill_time_*``, ``decode_time_*``, ``e2e_latency_*`` and ``tpot_*`` (per-request time
+    per output token) are p50 and mean seconds of the requests that *finished* in the window
+    (``vllm:request_queue_time_seconds`` …; TTFT ≈ queue + prefill);
+    ``prefill_computed_tps`` is the prompt tokens actually computed per second
+    (``prompt_tokens_by_source{source="local_compute"}``, cache hits excluded) and
+    ``prompt_tps_by_source`` every source's rate; ``waiting_capacity``/``waiting_deferred``
+    split ``waiting`` by reason; ``requests_{finished,aborted,errored}_per_s`` come from
+    ``request_success_total{finished_reason}``; ``admission_rejections_per_s`` from
+    ``admission_rejections_total``; ``spec_accept_by_position[k]`` is the share of drafts
+    whose token k was accepted (empty when not exported); ``retracted_reqs`` is SGLang's
+    ``num_retracted_reqs``. Each is NA naming the metric when the server does not export it.
     """
 
     engine: str
@@ -341,6 +354,26 @@ class EngineSample:
     since_start: tuple[str, ...] = ()
     limit_sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     itl_mean_s: Num = NA()
+    queue_time_p50: Quantile | NA = NA()
+    queue_time_mean_s: Num = NA()
+    prefill_time_p50: Quantile | NA = NA()
+    prefill_time_mean_s: Num = NA()
+    decode_time_p50: Quantile | NA = NA()
+    decode_time_mean_s: Num = NA()
+    e2e_latency_p50: Quantile | NA = NA()
+    e2e_latency_mean_s: Num = NA()
+    tpot_p50: Quantile | NA = NA()
+    tpot_mean_s: Num = NA()
+    prefill_computed_tps: Num = NA()
+    prompt_tps_by_source: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    waiting_capacity: Num = NA()
+    waiting_deferred: Num = NA()
+    requests_finished_per_s: Num = NA()
+    requests_aborted_per_s: Num = NA()
+    requests_errored_per_s: Num = NA()
+    admission_rejections_per_s: Num = NA()
+    spec_accept_by_position: tuple[float, ...] = ()
+    retracted_reqs: Num = NA()
 
     @property
     def ok(self) -> bool:

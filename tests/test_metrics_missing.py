@@ -53,7 +53,7 @@ def test_snapshot_names_the_missing_families(
     assert engine["state"] == "unavailable"
     assert engine["message"] == (
         "3 vllm metric families on the page (vllm:lora_requests_info_total, "
-        "vllm:request_params_n_total, vllm:request_success_total) but none sparktop reads: "
+        "vllm:request_params_n_total, vllm:request_success_total) but none sparktop needs: "
         "no vllm:num_requests_running, vllm:num_requests_waiting, "
         "vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc"
     )

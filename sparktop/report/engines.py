@@ -14,6 +14,17 @@ JSON (one object per engine, ``ranks`` holding the same keys per data-parallel r
      "bounds": {"itl_p50_s": "<"},         # "<" first bucket, ">" beyond the last edge
      "mean_prompt_tokens": 6656.0, "prefix_hit_rate": 0.25,
      "spec_acceptance_rate": null, "spec_mean_accept_len_tokens": null,
+     "spec_accept_by_position": null,       # [share of drafts accepted at position k, …]
+     "queue_time_p50_s": 0.3, "queue_time_mean_s": 0.02,   # requests finished in the window
+     "prefill_time_p50_s": …, "prefill_time_mean_s": …, "decode_time_p50_s": …,
+     "decode_time_mean_s": …, "e2e_latency_p50_s": …, "e2e_latency_mean_s": …,
+     "tpot_p50_s": …, "tpot_mean_s": …,     # per-request time per output token
+     "prefill_computed_tok_per_s": 4100.0,  # prompt tokens computed (cache hits excluded)
+     "prompt_tok_per_s_by_source": {"local_compute": 4100.0, "local_cache_hit": 900.0},
+     "waiting_capacity": 1, "waiting_deferred": 0,
+     "requests_finished_per_s": 0.9, "requests_aborted_per_s": 0.0,
+     "requests_errored_per_s": 0.0, "admission_rejections_per_s": null,
+     "retracted_reqs": null,                # SGLang only
      "max_model_len_tokens": 1048576, "max_num_batched_tokens": 8192,
      "limit_sources": {"max_model_len_tokens": "/v1/models", …},
      "restarted": false, "window_s": 1.0, "since_start": [],
@@ -62,6 +73,24 @@ ENGINE_ONLY = (
     ("max_model_len_tokens", "max_model_len"),
     ("spec_acceptance_rate", "spec_acceptance_rate"),
     ("spec_mean_accept_len_tokens", "spec_mean_accept_len"),
+    ("queue_time_p50_s", "queue_time_p50"),
+    ("queue_time_mean_s", "queue_time_mean_s"),
+    ("prefill_time_p50_s", "prefill_time_p50"),
+    ("prefill_time_mean_s", "prefill_time_mean_s"),
+    ("decode_time_p50_s", "decode_time_p50"),
+    ("decode_time_mean_s", "decode_time_mean_s"),
+    ("e2e_latency_p50_s", "e2e_latency_p50"),
+    ("e2e_latency_mean_s", "e2e_latency_mean_s"),
+    ("tpot_p50_s", "tpot_p50"),
+    ("tpot_mean_s", "tpot_mean_s"),
+    ("prefill_computed_tok_per_s", "prefill_computed_tps"),
+    ("waiting_capacity", "waiting_capacity"),
+    ("waiting_deferred", "waiting_deferred"),
+    ("requests_finished_per_s", "requests_finished_per_s"),
+    ("requests_aborted_per_s", "requests_aborted_per_s"),
+    ("requests_errored_per_s", "requests_errored_per_s"),
+    ("admission_rejections_per_s", "admission_rejections_per_s"),
+    ("retracted_reqs", "retracted_reqs"),
 )
 KEY_OF = {attr: key for key, attr in COMMON + ENGINE_ONLY}
 
@@ -114,9 +143,22 @@ def rank_json(rank: RankStats) -> dict[str, object]:
 
 def engine_json(sample: EngineSample) -> dict[str, object]:
     """One engine as a JSON-ready dict: units in key names, NA → null plus ``missing``."""
-    values = _values(
-        sample, COMMON + ENGINE_ONLY, {} if sample.model else {"model": "not reported"}
-    )
+    missing: dict[str, str] = {} if sample.model else {"model": "not reported"}
+    values = _values(sample, COMMON + ENGINE_ONLY, missing)
+    positions: list[float] | None = list(sample.spec_accept_by_position) or None
+    if positions is None:
+        spec = sample.spec_acceptance_rate
+        missing["spec_accept_by_position"] = (
+            spec.reason
+            if isinstance(spec, NA)
+            else "spec_decode_num_accepted_tokens_per_pos not exported by this server"
+        )
+    by_source: dict[str, float] | None = dict(sample.prompt_tps_by_source) or None
+    if by_source is None:
+        computed = sample.prefill_computed_tps
+        missing["prompt_tok_per_s_by_source"] = (
+            computed.reason if isinstance(computed, NA) else "no sources in the window"
+        )
     return {
         "engine": sample.engine,
         "kind": sample.kind,
@@ -135,6 +177,8 @@ def engine_json(sample: EngineSample) -> dict[str, object]:
         "window_s": sample.window_s,
         "since_start": [KEY_OF.get(k, k) for k in sample.since_start],
         "ranks": [rank_json(r) for r in sample.ranks],
+        "spec_accept_by_position": positions,
+        "prompt_tok_per_s_by_source": by_source,
     }
 
 

@@ -33,7 +33,17 @@ from dataclasses import dataclass, field
 
 from sparktop.sim.rates import ProfileRates, ServingLimits, blocks_for
 from sparktop.sim.requests import LoadSpec, Phase, SimRequest
-from sparktop.sim.stats import EngineStats
+from sparktop.sim.stats import SPEC_TOKENS, EngineStats
+
+SPEC_ACCEPT = 0.8
+"""Baseline MTP acceptance per position step: mean acceptance length 1 + Σ 0.8^k (k = 1…5)
+≈ 3.7 tokens per draft. The profile's decode rates were measured with it."""
+
+
+def spec_yield(accept: float) -> float:
+    """Tokens one MTP step yields on average at acceptance ``accept``."""
+    return 1.0 + sum(accept ** (k + 1) for k in range(SPEC_TOKENS))
+
 
 __all__ = ["EngineModel", "LoadSpec", "Phase", "SimRequest", "prefill_concurrency"]
 
@@ -56,6 +66,9 @@ class EngineModel:
     rng: random.Random
     load: LoadSpec = field(default_factory=LoadSpec)
     pace: float = 1.0
+    spec_accept: float = SPEC_ACCEPT
+    """MTP acceptance of a draft's first token (:meth:`EngineStats.draft`); a scenario lowers
+    it to make acceptance collapse, and decode slows by the tokens each step yields."""
     started_s: float = 0.0
     down_until_s: float = 0.0
     restarts: int = 0
@@ -89,11 +102,16 @@ class EngineModel:
     def live_tokens(self) -> int:
         return sum(r.live_tokens for r in self.running)
 
+    @property
+    def spec_pace(self) -> float:
+        """Decode speed relative to the profile's: tokens per MTP step now ÷ at baseline."""
+        return spec_yield(self.spec_accept) / spec_yield(SPEC_ACCEPT)
+
     def decode_tps(self) -> float:
         """Sum of the per-stream decode rates of decoding requests right now, tok/s."""
         conc = len(self.running)
         return sum(
-            self.rates.decode_tps(r.prompt_tokens, conc) * self.pace
+            self.rates.decode_tps(r.prompt_tokens, conc) * self.pace * self.spec_pace
             for r in self.running
             if r.phase is Phase.DECODE
         )
@@ -254,13 +272,15 @@ class EngineModel:
             req.generated = 1
             self.stats.generation_tokens += 1
             self.stats.prompt_tokens += req.prompt_tokens
+            self.stats.prompt_by_source["local_cache_hit"] += req.cached_tokens
+            self.stats.prompt_by_source["local_compute"] += req.prompt_tokens - req.cached_tokens
             self.stats.ttft.observe(now - req.arrival_s)
         req._notify()
         if req.generated >= req.max_tokens:
             self._finish(req, now)
 
     def _decode(self, req: SimRequest, now: float, dt: float, conc: int) -> None:
-        rate = self.rates.decode_tps(req.prompt_tokens, conc) * self.pace
+        rate = self.rates.decode_tps(req.prompt_tokens, conc) * self.pace * self.spec_pace
         req.gen_frac += rate * dt
         n = min(int(req.gen_frac), req.max_tokens - req.generated)
         if n <= 0:
@@ -271,6 +291,7 @@ class EngineModel:
         req.generated += n
         self.stats.generation_tokens += n
         self.stats.itl.observe(1.0 / rate, n)
+        self.stats.draft(n, self.spec_accept)
         req._notify()
         if req.generated >= req.max_tokens:
             self._finish(req, now)
@@ -287,6 +308,8 @@ class EngineModel:
         s.queue.observe(scheduled - req.arrival_s)
         s.prefill.observe(first - scheduled)
         s.decode.observe(now - first)
+        if req.generated > 1:
+            s.tpot.observe((now - first) / (req.generated - 1))
         s.inference.observe(now - scheduled)
         s.prompt_len.observe(req.prompt_tokens)
         s.generation_len.observe(req.generated)

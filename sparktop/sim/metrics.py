@@ -2,12 +2,13 @@
 
 A custom collector yields vLLM's families from the engine's current state (names, HELP
 texts, labels ``model_name``/``engine`` and default buckets as in vLLM's
-``vllm/v1/metrics/loggers.py``), so a restart that replaces the state resets every counter.
+``vllm/v1/metrics/loggers.py`` and ``vllm/v1/spec_decode/metrics.py``; MTP with 5 speculative
+tokens), so a restart that replaces the state resets every counter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
@@ -19,7 +20,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from sparktop.sim.engine import EngineModel
-from sparktop.sim.stats import Hist
+from sparktop.sim.stats import SPEC_TOKENS, Hist
 
 LABELS = ["engine", "model_name"]
 
@@ -69,6 +70,16 @@ class EngineCollector(Collector):
             "Number of requests waiting to be processed.",
             len(e.waiting),
         )
+        by_reason = GaugeMetricFamily(
+            "vllm:num_requests_waiting_by_reason",
+            "Number of requests waiting to be processed, by reason.",
+            labels=[*LABELS, "reason"],
+        )
+        # The simulated scheduler holds requests back only for room (sequence slots or KV
+        # blocks); it has none of the reasons vLLM defers for (grammar, remote KV, LoRA).
+        by_reason.add_metric([*values, "capacity"], len(e.waiting))
+        by_reason.add_metric([*values, "deferred"], 0)
+        yield by_reason
         yield gauge(
             "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", e.kv_usage
         )
@@ -90,6 +101,44 @@ class EngineCollector(Collector):
         yield counter("vllm:prompt_tokens", "Number of prefill tokens processed.", s.prompt_tokens)
         yield counter(
             "vllm:generation_tokens", "Number of generation tokens processed.", s.generation_tokens
+        )
+
+        def labelled(name: str, doc: str, label: str, counts: Mapping[str, float]) -> Metric:
+            c = CounterMetricFamily(name, doc, labels=[*LABELS, label])
+            for value, count in counts.items():
+                c.add_metric([*values, value], float(int(count)), created=created)
+            return c
+
+        yield labelled(
+            "vllm:prompt_tokens_by_source",
+            "Number of prompt tokens by source.",
+            "source",
+            s.prompt_by_source,
+        )
+        yield labelled(
+            "vllm:admission_rejections",
+            "Number of requests rejected at admission.",
+            "reason",
+            s.admission_rejections,
+        )
+        yield counter(
+            "vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", int(s.spec_drafts)
+        )
+        yield counter(
+            "vllm:spec_decode_num_draft_tokens",
+            "Number of draft tokens.",
+            int(s.spec_drafts) * SPEC_TOKENS,
+        )
+        yield counter(
+            "vllm:spec_decode_num_accepted_tokens",
+            "Number of accepted tokens.",
+            sum(int(a) for a in s.spec_accepted_pos),
+        )
+        yield labelled(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens per draft position.",
+            "position",
+            {str(k): a for k, a in enumerate(s.spec_accepted_pos)},
         )
         success = CounterMetricFamily(
             "vllm:request_success",
@@ -121,6 +170,11 @@ class EngineCollector(Collector):
             "vllm:inter_token_latency_seconds",
             "Histogram of inter-token latency in seconds.",
             s.itl,
+        )
+        yield hist(
+            "vllm:request_time_per_output_token_seconds",
+            "Histogram of time_per_output_token_seconds per request.",
+            s.tpot,
         )
         yield hist(
             "vllm:e2e_request_latency_seconds",

@@ -16,7 +16,8 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from sparktop.model import NA, EngineSample, EngineState, Num, is_num
-from sparktop.sources.pool import Limits, resolve_limit, resolve_pool
+from sparktop.sources.breakdown import breakdown
+from sparktop.sources.pool import Limits, label_int, resolve_limit, resolve_pool
 from sparktop.sources.prom import PromPage
 from sparktop.sources.vllm import FLAVOURS, PageReading, detect_kind, read_page
 from sparktop.sources.window import Snap, Window, combine
@@ -30,6 +31,16 @@ LIFETIME_FIELDS = (
     "prefix_hit_rate",
     "spec_acceptance_rate",
     "spec_mean_accept_len",
+    "queue_time_p50",
+    "queue_time_mean_s",
+    "prefill_time_p50",
+    "prefill_time_mean_s",
+    "decode_time_p50",
+    "decode_time_mean_s",
+    "e2e_latency_p50",
+    "e2e_latency_mean_s",
+    "tpot_p50",
+    "tpot_mean_s",
 )
 """Fields that cover the server's lifetime when there is no earlier scrape to diff against."""
 
@@ -131,9 +142,10 @@ class MetricsDeriver:
 
         running, waiting, kv = total("running"), total("waiting"), total("kv_usage", max)
         values = win.engine_values(ranks, stats)
+        more = breakdown(win, ranks)
         since_start: tuple[str, ...] = ()
         if base is None:
-            found: dict[str, object] = dict(values)
+            found: dict[str, object] = {**values, **more}
             since_start = tuple(k for k in LIFETIME_FIELDS if not isinstance(found[k], NA))
         state, stale = self._staleness(now_s, (running, waiting, kv), moved)
         limits = self._limits(reading, ranks, max_model_len)
@@ -168,6 +180,7 @@ class MetricsDeriver:
             prefix_hit_rate=values["prefix_hit_rate"],
             spec_acceptance_rate=values["spec_acceptance_rate"],
             spec_mean_accept_len=values["spec_mean_accept_len"],
+            **more,
         )
 
     def _limits(
@@ -181,8 +194,14 @@ class MetricsDeriver:
                 (from_models, "/v1/models"),
                 (gauges.get("max_model_len", missing), "server"),
             ],
-            "max_num_seqs": [(gauges.get("max_num_seqs", missing), "server")],
-            "max_num_batched_tokens": [],
+            "max_num_seqs": [
+                (gauges.get("max_num_seqs", missing), "server"),
+                (_info_limit(reading, ranks, "max_num_seqs"), "cache_config_info"),
+            ],
+            "max_num_batched_tokens": [
+                (gauges.get("max_num_batched_tokens", missing), "server"),
+                (_info_limit(reading, ranks, "max_num_batched_tokens"), "cache_config_info"),
+            ],
         }
         return {k: resolve_limit(k, v, self.inventory, self.profile) for k, v in server.items()}
 
@@ -230,6 +249,17 @@ def fill_from_lifetime(first: EngineSample, second: EngineSample) -> EngineSampl
     return replace(second, **filled, ranks=tuple(ranks), since_start=since)
 
 
+def _info_limit(reading: PageReading, ranks: list[str], name: str) -> Num:
+    """A limit carried as a label of the server's info gauge (``vllm:cache_config_info``).
+
+    No vLLM release in the fixtures puts ``max_num_seqs`` or ``max_num_batched_tokens``
+    there (0.11.0's labels are the CacheConfig's: block size, blocks, dtype…), so this reads
+    them only when a server does; otherwise the inventory and then the profile answer."""
+    info = (reading.ranks[ranks[0]].info if ranks else None) or reading.shared_info
+    value = label_int(info, name)
+    return NA("not exported") if value is None else float(value)
+
+
 def _empty_reason(page: PromPage, reading: PageReading) -> str:
     if reading.declared_empty:
         return "metric families declared but no samples: " + ", ".join(reading.declared_empty[:3])
@@ -241,6 +271,6 @@ def _empty_reason(page: PromPage, reading: PageReading) -> str:
         shown = ", ".join(engine_families[:3]) + (", …" if len(engine_families) > 3 else "")
         return (
             f"{len(engine_families)} {flavour.kind} metric families on the page ({shown}) but "
-            f"none sparktop reads: no {', '.join(needed)}"
+            f"none sparktop needs: no {', '.join(needed)}"
         )
     return f"no vLLM or SGLang metrics on the page ({page.sample_count} other samples)"

@@ -6,6 +6,14 @@ new-name-first and the first one with samples wins (``kv_cache_usage_perc`` |
 ``prefix_cache_*`` | ``gpu_prefix_cache_*``). Series are grouped by data-parallel rank (vLLM's
 ``engine`` label, SGLang's ``dp_rank``); other labels (``model_name``, ``finished_reason``,
 ``tp_rank``…) are summed over within a rank, except KV usage, which takes the max.
+
+A few families are read *per label value* (``labelled``): ``num_requests_waiting_by_reason``
+by ``reason`` (``capacity``, ``deferred``), ``prompt_tokens_by_source`` by ``source``
+(``local_compute``, ``local_cache_hit``, ``external_kv_transfer``), ``request_success`` by
+``finished_reason``, ``admission_rejections`` by ``reason`` and
+``spec_decode_num_accepted_tokens_per_pos`` by ``position``; each value is stored under
+``key/value`` (e.g. ``prompt_by_source/local_compute``) in the rank's gauges or counters, so
+the window diffs them like any other counter.
 """
 
 from __future__ import annotations
@@ -28,11 +36,14 @@ class Flavour:
     counters: Mapping[str, tuple[str, ...]]
     histograms: Mapping[str, tuple[str, ...]]
     info: str = ""
+    labelled: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
+    """key → (slot ``gauges``|``counters``, sample name, label read per value)."""
 
     def wanted(self) -> frozenset[str]:
         """Every normalised sample name this flavour reads (for :func:`parse_page`)."""
         names = {n for aliases in self.gauges.values() for n in aliases}
         names |= {n for aliases in self.counters.values() for n in aliases}
+        names |= {name for _slot, name, _label in self.labelled.values()}
         for key, aliases in self.histograms.items():
             suffixes = (
                 ("_sum", "_count") if key in SUM_COUNT_ONLY else ("_bucket", "_sum", "_count")
@@ -72,8 +83,25 @@ VLLM = Flavour(
         "prompt_len": ("vllm:request_prompt_tokens",),
         # one observation per engine step: proof of life for stale-gauge detection
         "iteration_tokens": ("vllm:iteration_tokens_total",),
+        # per finished request (vLLM observes them when the request ends)
+        "queue": ("vllm:request_queue_time_seconds",),
+        "prefill_time": ("vllm:request_prefill_time_seconds",),
+        "decode_time": ("vllm:request_decode_time_seconds",),
+        "e2e": ("vllm:e2e_request_latency_seconds",),
+        "tpot": ("vllm:request_time_per_output_token_seconds",),
     },
     info="vllm:cache_config_info",
+    labelled={
+        "waiting_by_reason": ("gauges", "vllm:num_requests_waiting_by_reason", "reason"),
+        "prompt_by_source": ("counters", "vllm:prompt_tokens_by_source_total", "source"),
+        "finished": ("counters", "vllm:request_success_total", "finished_reason"),
+        "admission_rejections": ("counters", "vllm:admission_rejections_total", "reason"),
+        "spec_accepted_pos": (
+            "counters",
+            "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+            "position",
+        ),
+    },
 )
 
 SGLANG = Flavour(
@@ -87,14 +115,25 @@ SGLANG = Flavour(
         "hit_rate": ("sglang:cache_hit_rate",),
         "max_model_len": ("sglang:context_len",),
         "max_num_seqs": ("sglang:max_running_requests",),
+        # SGLang's --max-prefill-tokens: the token budget of one prefill batch
+        "max_num_batched_tokens": ("sglang:max_prefill_tokens",),
+        "free_tokens": ("sglang:kv_available_tokens",),
+        # requests retracted (SGLang's preemption) in the most recent batch
+        "retracted": ("sglang:num_retracted_reqs",),
+        # SGLang exports acceptance as gauges over its own recent steps, not counters
+        "spec_accept_rate": ("sglang:spec_accept_rate",),
+        "spec_accept_length": ("sglang:spec_accept_length",),
     },
     counters={
         "prompt_tokens": ("sglang:prompt_tokens_total",),
         "generation_tokens": ("sglang:generation_tokens_total",),
+        "preemptions": ("sglang:num_retracted_requests_total",),
     },
     histograms={
         "ttft": ("sglang:time_to_first_token_seconds",),
         "itl": ("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
+        "queue": ("sglang:queue_time_seconds",),
+        "e2e": ("sglang:e2e_request_latency_seconds",),
     },
 )
 
@@ -132,7 +171,18 @@ def parse_engine_page(text: str, *, openmetrics: bool = False) -> PromPage:
 
 
 RANK_LABELS = ("engine", "dp_rank")
-MAX_GAUGES = frozenset({"kv_usage", "hit_rate", "pool_tokens", "max_model_len", "max_num_seqs"})
+MAX_GAUGES = frozenset(
+    {
+        "kv_usage",
+        "hit_rate",
+        "pool_tokens",
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "spec_accept_rate",
+        "spec_accept_length",
+    }
+)
 """Gauges that are per-rank properties: the max over a rank's series, not the sum."""
 
 
@@ -217,6 +267,28 @@ def _read_scalar(
             store[key] = s.value
         else:
             store[key] = max(old, s.value) if use_max else old + s.value
+
+
+def _read_labelled(
+    readings: dict[str, RankReading],
+    slot: str,
+    key: str,
+    samples: tuple[PromSample, ...],
+    label: str,
+) -> None:
+    """One value per (rank, label value), summed over the other labels, under ``key/value``.
+    A sample without the label is kept under ``key/`` (never dropped into another value)."""
+    for s in samples:
+        rank = readings.setdefault(rank_of(s.labels), RankReading())
+        store: dict[str, Num] = getattr(rank, slot)
+        sub = f"{key}/{s.labels.get(label, '')}"
+        old = store.get(sub)
+        if isinstance(old, NA):
+            continue
+        if not s.finite:
+            store[sub] = _nan(key, s.value)
+        else:
+            store[sub] = s.value if old is None else old + s.value
 
 
 def _bucket_order_fault(base: str, series: list[tuple[float, float]]) -> str:
@@ -311,6 +383,15 @@ def read_page(page: PromPage, kind: str) -> PageReading:
                 or samples[0].labels.get("name", "")
             )
             _read_scalar(readings, slot, key, name, samples, slot == "gauges" and key in MAX_GAUGES)
+    for key, (slot, name, label) in flavour.labelled.items():
+        samples = page.get(name)
+        if not samples:
+            if name in page.declared or name.removesuffix("_total") in page.declared:
+                empty.append(name)
+            continue
+        # not counted in ``samples``: a page with only these (vLLM 0.10.0's request_success)
+        # has none of the families an engine row needs
+        _read_labelled(readings, slot, key, samples, label)
     for key, aliases in flavour.histograms.items():
         only = key in SUM_COUNT_ONLY
         name, samples = _pick(page, aliases, "_count")

@@ -226,6 +226,9 @@ class Window:
             if is_num(pool) and is_num(used)
             else (pool if isinstance(pool, NA) else used)
         )
+        available = r.gauges.get("free_tokens")  # SGLang says it itself
+        if is_num(available):
+            free = available
         if "prefix_queries" in r.counters or "hit_rate" not in r.gauges:
             hit = ratio(
                 self.delta(rank, "prefix_hits"),
@@ -253,6 +256,13 @@ class Window:
             prefix_hit_rate=hit,
         )
 
+    def _gauge_mean(self, ranks: list[str], key: str, default: Num) -> Num:
+        """The mean over ranks of a per-rank gauge; ``default`` when no rank exports it."""
+        gauges = {r: self.reading.ranks[r].gauges for r in ranks}
+        if not any(key in g for g in gauges.values()):
+            return default
+        return combine({r: g.get(key, NA(NOT_EXPORTED)) for r, g in gauges.items()}, _mean_of)
+
     def engine_values(self, ranks: list[str], stats: list[RankStats]) -> EngineValues:
         """Latency quantiles, mean prompt and ratios over all ranks together."""
         merged = {k: merge(self.hist(r, k) for r in ranks) for k in ("ttft", "itl", "prompt_len")}
@@ -270,6 +280,11 @@ class Window:
             hit = combine({s.rank: s.prefix_hit_rate for s in stats}, _mean_of)
         else:
             hit = ratio(d["prefix_hits"], d["prefix_queries"], "no prefix-cache queries")
+        rate = _spec(d["spec_accepted"], d["spec_draft_tokens"], 0.0, d["spec_drafts"])
+        length = _spec(d["spec_accepted"], d["spec_drafts"], 1.0, d["spec_drafts"])
+        if self.reading.kind == "sglang":  # gauges over SGLang's own recent steps
+            rate = self._gauge_mean(ranks, "spec_accept_rate", rate)
+            length = self._gauge_mean(ranks, "spec_accept_length", length)
         return EngineValues(
             ttft_p50=quantile(0.5, merged["ttft"], self.empty),
             ttft_p95=quantile(0.95, merged["ttft"], self.empty),
@@ -277,13 +292,15 @@ class Window:
             itl_mean_s=mean(merged["itl"], self.empty),
             mean_prompt_tokens=mean(merged["prompt_len"], self.empty),
             prefix_hit_rate=hit,
-            spec_acceptance_rate=_spec(d["spec_accepted"], d["spec_draft_tokens"], 0.0),
-            spec_mean_accept_len=_spec(d["spec_accepted"], d["spec_drafts"], 1.0),
+            spec_acceptance_rate=rate,
+            spec_mean_accept_len=length,
         )
 
 
-def _spec(accepted: Num, den: Num, offset: float) -> Num:
+def _spec(accepted: Num, den: Num, offset: float, drafts: Num) -> Num:
     if isinstance(accepted, NA) and accepted.reason == NOT_EXPORTED:
-        return NA("no speculative decoding")
+        if isinstance(drafts, NA) and drafts.reason == NOT_EXPORTED:
+            return NA("no speculative decoding")
+        return NA("vllm:spec_decode_num_accepted_tokens_total not exported by this server")
     value = ratio(accepted, den, "no drafts in the window")
     return value + offset if is_num(value) else value
