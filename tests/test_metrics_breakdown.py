@@ -14,10 +14,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from sparktop.model import NA, EngineSample, Quantile, is_num
+from sparktop.report.engines import engine_json
 from sparktop.sim.engine import SPEC_ACCEPT, LoadSpec
 from sparktop.sim.httpserver import SIM_TIME_HEADER
 from sparktop.sim.stats import ITL_BUCKETS_S, REQUEST_LATENCY_BUCKETS_S, SPEC_TOKENS
-from sparktop.sources.engine_report import engine_json
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.vllm import parse_engine_page, read_page
 from tests.conftest import SHARED
