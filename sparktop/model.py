@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -398,3 +399,20 @@ class Source(Protocol):
     async def sample(self) -> Sample: ...
 
     async def aclose(self) -> None: ...
+
+
+def failure_text(state: str, message: str, since_s: float | None = None) -> str:
+    """One line for a source that did not answer: ``unreachable since 14:01:58: connection
+    refused`` (``since_s``: Unix seconds, shown as local ``HH:MM:SS``), ``stale: …`` without
+    it, the message alone when it already starts with the state, the state alone without a
+    message. A sample's ``message`` holds the cause only; this is where "since" is added."""
+    head = (
+        state
+        if since_s is None
+        else f"{state} since {time.strftime('%H:%M:%S', time.localtime(since_s))}"
+    )
+    if not message or message == state:
+        return head
+    if message.lower().startswith(state.lower()):
+        return message
+    return f"{head}: {message}"

@@ -16,7 +16,7 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
           "node": "spark-1",
           "state": "ok",                     # NodeState value: "ok", "unreachable", …
           "ok": true,
-          "message": null,                   # the failure, with its reason, when not ok
+          "message": null,                   # the cause when not ok ("connection refused")
           "since": null, "since_s": null,    # when the current failure began
           "latency_s": 0.041,                # how long the probe took
           "driver_version": null,            # "580.95.05" when the source reads it
@@ -48,7 +48,7 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
                      "tp_nodes": ["spark-1", "spark-2"] } ],  # the TP group, head first
       "alerts": [                            # conditions present now (one poll: no hold_s)
         {"id": "node.down:spark-2#1", "rule": "node.down", "subject": "spark-2",
-         "severity": "critical", "message": "unreachable since 14:01:58 (…)",
+         "severity": "critical", "message": "unreachable since 14:01:58: …",
          "node": "spark-2", "gpu": null, "engine": null, "values": {…},
          "started_s": …, "fired_s": …, "cleared_s": null}
       ],

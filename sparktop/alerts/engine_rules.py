@@ -13,11 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from sparktop.alerts.context import Finding, RuleContext
-from sparktop.alerts.gpu_rules import (
-    failure_text,
-)
 from sparktop.alerts.model import Severity
-from sparktop.model import EngineSample, EngineState, is_num
+from sparktop.model import EngineSample, EngineState, failure_text, is_num
 
 MIN_SLOPE_POINTS = 8
 MIN_SPAN_SHARE = 0.9
@@ -86,7 +83,7 @@ def availability_rule(ctx: RuleContext) -> Iterator[Finding]:
                 s,
                 "engine.down",
                 Severity.WARNING,
-                failure_text(s.state.value, since, s.message),
+                failure_text(s.state.value, s.message, since),
                 {"since_s": since},
             )
 

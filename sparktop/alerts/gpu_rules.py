@@ -14,7 +14,7 @@ from sparktop.alerts.context import Finding, RuleContext
 from sparktop.alerts.counters import REASON_COUNTERS, describe_counter
 from sparktop.alerts.model import Severity
 from sparktop.cluster import LOADED_UTIL_PCT
-from sparktop.model import GpuSample, NodeSample, NodeState, is_num
+from sparktop.model import GpuSample, NodeSample, NodeState, failure_text, is_num
 
 REASON_LABELS = {
     "sw_power_cap": "SW power cap",
@@ -267,15 +267,6 @@ def node_down_rule(ctx: RuleContext) -> Iterator[Finding]:
         yield node_down_finding(sample)
 
 
-def failure_text(state: str, since_s: float, message: str) -> str:
-    """``unreachable since 12:03:04 (connection refused)``, without repeating what the
-    source's message already says (SSH messages carry their own "since")."""
-    if message.lower().startswith(state.lower()) or " since " in message:
-        return message
-    detail = f" ({message})" if message else ""
-    return f"{state} since {hhmmss(since_s)}{detail}"
-
-
 def node_down_finding(sample: NodeSample) -> Finding:
     since = sample.since_s if sample.since_s is not None else sample.time_s
     critical = sample.state in CRITICAL_NODE_STATES
@@ -283,7 +274,7 @@ def node_down_finding(sample: NodeSample) -> Finding:
         rule="node.down",
         subject=sample.node,
         severity=Severity.CRITICAL if critical else Severity.WARNING,
-        message=failure_text(sample.state.value, since, sample.message),
+        message=failure_text(sample.state.value, sample.message, since),
         node=sample.node,
         values={"since_s": since},
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from sparktop.model import GpuSample, NodeMemory, NodeSample, Num, fmt_num, is_num
+from sparktop.model import GpuSample, NodeMemory, NodeSample, Num, failure_text, fmt_num, is_num
 from sparktop.report import engines as engine_report
 from sparktop.report.fit import Col, Fitted, fit_table, hidden_note
 from sparktop.safe_text import printable
@@ -118,7 +118,8 @@ def failure_lines(snap: Snapshot) -> list[str]:
     lines = []
     for n in snap.nodes:
         if not n.ok:
-            lines.append(printable(f"{n.node}: {n.message or n.state.value}"))
+            text = failure_text(n.state.value, n.message, n.since_s)
+            lines.append(printable(f"{n.node}: {text}"))
     for e in snap.engines:
         if not e.ok:
             lines.append(printable(f"{e.engine}: {e.message or e.state.value}"))

@@ -59,7 +59,7 @@ from sparktop.sources.nvsmi import parse_probe_output, unsupported_field
 from sparktop.sources.nvsmi.node import RAW_MAX, oversized_message
 from sparktop.sources.probe import FIELD_SETS, field_check_command, probe_command
 from sparktop.sources.remote import OutputTooLarge, Progress, run_bounded
-from sparktop.sources.sshutil import clock_text, expand_path, failure_reason, gcm_first
+from sparktop.sources.sshutil import expand_path, failure_reason, gcm_first
 from sparktop.sources.stream import StreamProbe
 
 if TYPE_CHECKING:
@@ -296,10 +296,7 @@ class SshSource:
         self._failures += 1
         delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (self._failures - 1))
         self._retry_at = self._clock() + delay * self._rng.uniform(0.5, 1.0)
-        if state is NodeState.UNREACHABLE:
-            message = f"unreachable since {clock_text(self._since)}: {reason}"
-        else:
-            message = reason
+        message = reason  # the cause only: since_s says since when
         sample = NodeSample(
             node=self.name,
             time_s=now,

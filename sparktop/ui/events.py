@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sparktop.alerts.model import Severity
-from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, Sample
+from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, Sample, failure_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +48,6 @@ class AlertLike(_Described, Protocol):
 
 
 _NODE_CRITICAL = {NodeState.UNREACHABLE, NodeState.HOST_KEY, NodeState.AUTH}
-
-
-def failure_text(state: str, message: str) -> str:
-    """``state: message``, or just the message when it already says the state."""
-    if not message or message == state:
-        return state
-    return message if message.lower().startswith(state.lower()) else f"{state}: {message}"
 
 
 def transition_events(previous: Sample | None, sample: Sample) -> list[EventRecord]:

@@ -16,9 +16,9 @@ from sparktop.alerts.gpu_rules import GpuView, clock_drop_pct, hidden_low_power,
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState, gpu_subject
 from sparktop.model import GpuSample, NodeSample, NodeState, is_num
+from sparktop.model import failure_text as state_message
 from sparktop.plan import Plan
 from sparktop.ui import format as fmt
-from sparktop.ui.events import failure_text as state_message
 
 Cell = tuple[str, str]
 """(text, style name); the style name is '' for the default colour."""
@@ -203,19 +203,14 @@ def node_states(rows: Iterable[RowView]) -> dict[str, Cell]:
     return worst
 
 
-_SINCE = re.compile(r"^[\w ]+ since \d{1,2}:\d{2}(:\d{2})?:\s*")
-
-
 def _cause(sample: NodeSample) -> str:
-    """What went wrong, for a failed row: the message without a leading ``unreachable since
-    HH:MM:SS:`` (the state column says ``down HH:MM:SS``), so the cause fits the cells."""
-    message = sample.message or str(sample.state)
-    return _SINCE.sub("", message) or message
+    """What went wrong, for a failed row (the state column says ``down HH:MM:SS``)."""
+    return sample.message or str(sample.state)
 
 
 def failure_text(sample: NodeSample) -> str:
-    """The failure for the detail screen: state and message (once when the message says it)."""
-    return state_message(str(sample.state), sample.message)
+    """The failure for the detail screen: state since when, and the cause."""
+    return state_message(str(sample.state), sample.message, sample.since_s)
 
 
 def natural(name: str) -> tuple[tuple[int, str], ...]:

@@ -17,6 +17,7 @@ from sparktop.ui.views import (
     Cell,
     ViewConfig,
     columns_for,
+    failure_text,
     node_rows,
 )
 from tests.conftest import CASES
@@ -48,15 +49,18 @@ def test_a_failure_message_reads_across_the_empty_cells() -> None:
     assert message(narrow).startswith("no NVIDIA driver")
 
 
-def test_a_down_row_shows_the_cause_not_the_time_again() -> None:
-    # The SSH source's message says since when; the state cell already does.
+def test_a_down_row_shows_the_cause_and_the_state_cell_the_time() -> None:
+    # A source's message is the cause only; since when is since_s, formatted by the UI.
     sample = NodeSample(
-        "spark-4", T0, NodeState.UNREACHABLE,
-        "unreachable since 14:02:11: connection refused [errno 111]", since_s=T0,
+        "spark-4", T0, NodeState.UNREACHABLE, "connection refused [errno 111]", since_s=T0,
     )  # fmt: skip
     cells = rows_for(sample)
     assert message(cells) == "connection refused [errno 111]"
-    assert cells["state"][0].startswith("down ")
+    assert cells["state"][0] == f"down {fmt.clock_time(T0)}"
+    assert (
+        failure_text(sample)
+        == f"unreachable since {fmt.clock_time(T0)}: connection refused [errno 111]"
+    )
 
 
 def case_node(name: str) -> NodeSample:
