@@ -3,7 +3,9 @@
 Metric names, labels (``model_name``, ``engine``) and default buckets are vLLM's
 (``vllm/v1/metrics/loggers.py``: TTFT 22 edges up to 2560 s, inter-token latency 19 edges up
 to 80 s, request latency 21 edges, KV-block residency 21 edges, 1-2-5 token buckets up to
-``max_model_len``).
+``max_model_len``): the TTFT, inter-token and request-latency edges and the 1-2-5 token
+buckets are the simulator's own table (:mod:`sparktop.sim.stats`), so tests and simulator
+cannot drift apart; the families only tests export keep their edges here.
 ``full=True`` adds the families sparktop ignores, so a page is as long as a real one.
 """
 
@@ -25,18 +27,11 @@ from prometheus_client import (
 )
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
-TTFT_BUCKETS = (
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
-    10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
-)  # fmt: skip
-ITL_BUCKETS = (
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-    20.0, 40.0, 80.0,
-)  # fmt: skip
-LATENCY_BUCKETS = (
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
-    240.0, 480.0, 960.0, 1920.0, 7680.0,
-)  # fmt: skip
+from sparktop.sim.stats import ITL_BUCKETS_S as ITL_BUCKETS
+from sparktop.sim.stats import REQUEST_LATENCY_BUCKETS_S as LATENCY_BUCKETS
+from sparktop.sim.stats import TTFT_BUCKETS_S as TTFT_BUCKETS
+from sparktop.sim.stats import buckets_1_2_5
+
 ITERATION_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 RESIDENCY_BUCKETS = (
     0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300,
@@ -51,17 +46,6 @@ NIXL_TIME_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5,
 NIXL_DESCRIPTOR_BUCKETS = (10, 20, 30, 50, 75, 100, 200, 400, 1000, 2000, 4000, 10000, 20000, 50000)
 SPEC_POSITIONS = 5
 LABELS = ("model_name", "engine")
-
-
-def buckets_1_2_5(max_value: int) -> list[float]:
-    out: list[float] = []
-    scale = 1
-    while True:
-        for m in (1, 2, 5):
-            if m * scale > max_value:
-                return out
-            out.append(float(m * scale))
-        scale *= 10
 
 
 def spread(low: float, high: float, n: int) -> list[float]:
