@@ -38,6 +38,7 @@ ENGINE_METRICS = (
     "decode_tps",
     "prefill_tps",
     "preemptions_per_s",
+    "spec_acceptance_rate",
 )
 
 

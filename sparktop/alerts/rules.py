@@ -22,7 +22,8 @@ Rule ids (``Finding.rule``) and default severities:
   (preemptions in the sample's rate window; clears when that rate is 0), ``kv.exhaustion``
   (time to a full pool within ``exhaustion_horizon_s``, only at usage ≥ half of
   ``kv_usage_pct`` after a rise sustained over ``slope_window_s``; clears when usage falls),
-  ``expected.ttft`` and
+  ``spec.acceptance`` (speculative-decoding acceptance ``spec_drop_pct`` below the engine's
+  own recent baseline), ``expected.ttft`` and
   ``expected.decode`` (live TTFT p50, or per-stream decode from mean ITL, worse than the
   profile's row), ``tp.straggler`` (the member of the tensor-parallel group that holds it
   back; critical when the engine's decode deficit is past ``expected_deficit_pct``).
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sparktop.alerts import engine_rules, expected_rules, gpu_rules
+from sparktop.alerts import engine_rules, expected_rules, gpu_rules, spec_rules
 from sparktop.alerts.context import (
     Expected,
     ExpectedFn,
@@ -42,7 +43,9 @@ from sparktop.alerts.context import (
     unknown_scopes,
 )
 
-RULES: tuple[Rule, ...] = gpu_rules.RULES + engine_rules.RULES + expected_rules.RULES
+RULES: tuple[Rule, ...] = (
+    gpu_rules.RULES + engine_rules.RULES + spec_rules.RULES + expected_rules.RULES
+)
 """Every rule, in evaluation order."""
 
 NODE_SCOPED = frozenset({"gpu.throttle", "gpu.temperature", "gpu.hidden_low_power"})
@@ -55,6 +58,7 @@ ENGINE_SCOPED = frozenset(
         "queue.scheduler_bound",
         "kv.preemptions",
         "kv.exhaustion",
+        "spec.acceptance",
         "expected.ttft",
         "expected.decode",
         "tp.straggler",

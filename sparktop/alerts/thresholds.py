@@ -18,6 +18,7 @@ Defaults (DESIGN.md §9; the inventory may override the first five):
 ``exhaustion_fall_pct``     2       … the warning goes once usage falls this many points
                                     below its recent peak (the last quarter of the window)
 ``counter_window_s``        60      window for slowdown-counter growth (s)
+``spec_drop_pct``           40      speculative acceptance this far below its own baseline
 =========================== ======= ===================================================
 """
 
@@ -48,6 +49,7 @@ class Thresholds:
     slope_window_s: float = 60.0
     exhaustion_fall_pct: float = 2.0
     counter_window_s: float = 60.0
+    spec_drop_pct: float = 40.0
 
     @classmethod
     def from_config(cls, config: AlertThresholds | None) -> Thresholds:

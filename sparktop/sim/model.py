@@ -13,7 +13,7 @@ import random
 import uuid
 from dataclasses import dataclass
 
-from sparktop.sim.engine import EngineModel, LoadSpec, SimRequest
+from sparktop.sim.engine import SPEC_ACCEPT, EngineModel, LoadSpec, SimRequest
 from sparktop.sim.gpu import Fault, GpuModel
 from sparktop.sim.rates import ProfileRates
 from sparktop.sim.scenarios import LONG_PROMPT_TOKENS
@@ -179,6 +179,11 @@ class SimCluster:
         out = model.limits.output_tokens
         prompt = min(prompt_tokens, model.limits.max_model_len - out)
         return model.new_request(self.now, prompt, out, tag="long-context")
+
+    def set_spec_accept(self, engine: str, accept: float | None = None) -> None:
+        """Set the engine's MTP acceptance per draft position (None: back to the baseline,
+        :data:`~sparktop.sim.engine.SPEC_ACCEPT`); decode slows with the tokens per step."""
+        self.engines[engine].spec_accept = SPEC_ACCEPT if accept is None else accept
 
     def restart(self, engine: str, downtime_s: float = 3.0) -> None:
         self.engines[engine].restart(self.now, downtime_s)

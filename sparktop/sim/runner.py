@@ -41,7 +41,7 @@ from sparktop.sim.gpu import Fault
 from sparktop.sim.httpserver import EngineServer
 from sparktop.sim.model import SimCluster
 from sparktop.sim.rates import ProfileRates
-from sparktop.sim.scenarios import LONG_PROMPT_TOKENS, SCENARIOS, Act, Player
+from sparktop.sim.scenarios import LONG_PROMPT_TOKENS, SCENARIOS, SPEC_COLLAPSED, Act, Player
 from sparktop.sim.sshserver import SshServerHandle, generate_key, start_ssh_server
 from sparktop.sweep.profile import DEFAULT_PROFILE, builtin_profile_names
 
@@ -235,6 +235,7 @@ class SimHandle:
             cluster.clear_faults()
             if engine:
                 cluster.end_flood(engine)
+                cluster.set_spec_accept(engine)
             for server in self.ssh.values():
                 await server.come_back()
             for page in self._exporter_servers():
@@ -261,6 +262,8 @@ class SimHandle:
             cluster.end_flood(engine)
         elif act is Act.RESTART:
             cluster.restart(engine)
+        elif act is Act.SPEC_COLLAPSE:
+            cluster.set_spec_accept(engine, SPEC_COLLAPSED)
         elif act is Act.LONG_CONTEXT:
             scenario = SCENARIOS.get(self.scenario)
             tokens = scenario.long_prompt_tokens if scenario else LONG_PROMPT_TOKENS

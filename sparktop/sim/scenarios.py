@@ -29,6 +29,7 @@ class Act(enum.StrEnum):
     NODE_UP = "node-up"
     RESTART = "server-restart"
     LONG_CONTEXT = "long-context"
+    SPEC_COLLAPSE = "spec-collapse"
 
 
 LONG_PROMPT_TOKENS = 501_869
@@ -51,6 +52,13 @@ class Scenario:
 
 
 LEAD_S = 5.0
+
+SPEC_COLLAPSED = 0.2
+"""MTP acceptance per position in the ``spec-collapse`` scenario (baseline 0.8): a draft
+yields ~1.25 tokens instead of ~3.7, acceptance rate ~5 % instead of ~54 %."""
+
+SPEC_LEAD_S = 45.0
+"""``spec-collapse`` waits this long so the acceptance has a baseline of its own first."""
 
 _TOUR = (
     (0.0, Act.RECOVER),
@@ -104,6 +112,12 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
                 "a 501,869-token request (the sweep's 512K prompt) prefills for ~3 min next "
                 "to the load: running +1, KV climbing, then its prompt tokens land at once",
                 ((LEAD_S, Act.LONG_CONTEXT),),
+            ),
+            Scenario(
+                "spec-collapse",
+                "speculative decoding stops paying: MTP acceptance falls from ~54 % to ~5 % "
+                "of draft tokens (mean acceptance length 3.7 → 1.25) and decode slows with it",
+                ((SPEC_LEAD_S, Act.SPEC_COLLAPSE),),
             ),
             Scenario(
                 "tour",
