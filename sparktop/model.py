@@ -14,7 +14,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol, TypeAlias, TypeGuard, runtime_checkable
+from typing import Annotated, Any, Protocol, TypeAlias, TypeGuard, runtime_checkable
+
+from pydantic import AfterValidator, PlainSerializer
+from pydantic_core import core_schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,41 @@ class NA:
 
     def __format__(self, spec: str) -> str:
         return "n/a"
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        """Recordings write NA as ``{"na": reason}`` (:mod:`sparktop.record.codec`)."""
+        return core_schema.no_info_plain_validator_function(
+            _na_from_json,
+            serialization=core_schema.plain_serializer_function_ser_schema(_na_to_json),
+        )
+
+
+def _na_from_json(value: object) -> NA:
+    if isinstance(value, NA):
+        return value
+    if isinstance(value, dict) and set(value) == {"na"} and isinstance(value["na"], str):
+        return NA(value["na"])
+    raise ValueError("expected {'na': reason}")
+
+
+def _na_to_json(value: NA) -> dict[str, str]:
+    return {"na": value.reason}
+
+
+def _frozen(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value))
+
+
+FloatMap: TypeAlias = Annotated[
+    Mapping[str, float], AfterValidator(_frozen), PlainSerializer(dict, return_type=dict)
+]
+"""A read-only ``name → float`` field (a record decodes it read-only again, and writes it
+as a JSON object)."""
+TextMap: TypeAlias = Annotated[
+    Mapping[str, str], AfterValidator(_frozen), PlainSerializer(dict, return_type=dict)
+]
+"""A read-only ``name → str`` field, like :data:`FloatMap`."""
 
 
 Num: TypeAlias = float | NA
@@ -350,10 +388,10 @@ class EngineSample:
     restarted: bool = False
     ranks: tuple[RankStats, ...] = ()
     latency_s: float | None = None
-    extra: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    extra: FloatMap = field(default_factory=lambda: MappingProxyType({}))
     window_s: float | None = None
     since_start: tuple[str, ...] = ()
-    limit_sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    limit_sources: TextMap = field(default_factory=lambda: MappingProxyType({}))
     itl_mean_s: Num = NA()
     queue_time_p50: Quantile | NA = NA()
     queue_time_mean_s: Num = NA()
@@ -366,7 +404,7 @@ class EngineSample:
     tpot_p50: Quantile | NA = NA()
     tpot_mean_s: Num = NA()
     prefill_computed_tps: Num = NA()
-    prompt_tps_by_source: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    prompt_tps_by_source: FloatMap = field(default_factory=lambda: MappingProxyType({}))
     waiting_capacity: Num = NA()
     waiting_deferred: Num = NA()
     requests_finished_per_s: Num = NA()
