@@ -14,8 +14,9 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
       "nodes": [
         {
           "node": "spark-1",
-          "state": "ok",                     # NodeState value: "ok", "unreachable", …
-          "ok": true,
+          "state": "ok",                     # the monitor's state: "ok", "throttled",
+                                             # "low-power", or the failure ("unreachable", …)
+          "ok": true,                        # state is "ok" (answered, nothing slowing it)
           "message": null,                   # the cause when not ok ("connection refused")
           "since": null, "since_s": null,    # when the current failure began
           "latency_s": 0.041,                # how long the probe took
@@ -35,6 +36,7 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
               "memory_used_mib": null, "memory_total_mib": null,
               "process_memory_mib": 19135.0,
               "pstate": "P0",
+              "state": "ok",                 # "ok", "throttled" or "low-power"
               "clock_event_mask": "0x0",     # hex string, null when unknown
               "clock_events": [],            # decoded reason names
               "slowdowns": [],               # the reasons that are real slowdowns
@@ -52,8 +54,13 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
          "node": "spark-2", "gpu": null, "engine": null, "values": {…},
          "started_s": …, "fired_s": …, "cleared_s": null}
       ],
-      "critical": false                      # critical condition in data that answered (exit 3)
+      "critical": false                      # some alert above is critical (exit 3 only
+                                             # when it is about data that answered)
     }
+
+A node's ``state`` is the monitor's (:mod:`sparktop.alerts.gpu_state`): a node that answered
+reads its worst GPU's state, so ``jq '.nodes[] | select(.ok|not)'`` lists the nodes that
+failed *and* those throttled or in the hidden low-power state.
 
 Alerts are the rules of :mod:`sparktop.alerts.rules` evaluated once over this poll's samples
 with the inventory's thresholds (see :mod:`sparktop.alerts.oneshot`).
@@ -78,8 +85,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sparktop.alerts.model import Alert
-from sparktop.alerts.oneshot import any_critical
+from sparktop.alerts.gpu_state import GpuState, worst
+from sparktop.alerts.model import Alert, Severity
 from sparktop.model import (
     NA,
     EngineSample,
@@ -107,6 +114,8 @@ class Snapshot:
     nodes: tuple[NodeSample, ...]
     engines: tuple[EngineSample, ...] = ()
     alerts: tuple[Alert, ...] = ()
+    gpu_states: Mapping[str, Mapping[str, GpuState]] = dataclasses.field(default_factory=dict)
+    """Node → GPU key → the monitor's state of that GPU (answering nodes; see ``judge_now``)."""
 
     @property
     def complete(self) -> bool:
@@ -207,7 +216,7 @@ def _fields(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, object]:
     return out
 
 
-def gpu_json(gpu: GpuSample) -> dict[str, object]:
+def gpu_json(gpu: GpuSample, state: GpuState = GpuState.OK) -> dict[str, object]:
     out, missing = _split(gpu, skip=("counters", "clock_event_mask"))
     mask = gpu.clock_event_mask
     if isinstance(mask, NA):
@@ -219,6 +228,7 @@ def gpu_json(gpu: GpuSample) -> dict[str, object]:
     for key, reason in counters_missing.items():
         missing[f"slowdown_counters_us.{key}"] = reason
     out["slowdown_counters_us"] = counters
+    out["state"] = state.value
     out["missing"] = missing
     return out
 
@@ -227,11 +237,21 @@ def memory_json(memory: NodeMemory) -> dict[str, object]:
     return _fields(memory)
 
 
-def node_json(sample: NodeSample) -> dict[str, object]:
+def node_state(sample: NodeSample, gpus: Mapping[str, GpuState]) -> str:
+    """The node's state as the monitor names it: its failure, else its worst GPU's state."""
+    return sample.state.value if not sample.ok else worst(gpus).value
+
+
+def node_json(
+    sample: NodeSample, gpu_states: Mapping[str, GpuState] | None = None
+) -> dict[str, object]:
+    """One node (see the module docstring); ``gpu_states`` GPU key → state (default ok)."""
+    states = gpu_states or {}
+    state = node_state(sample, states)
     return {
         "node": sample.node,
-        "state": sample.state.value,
-        "ok": sample.ok,
+        "state": state,
+        "ok": state == GpuState.OK.value,
         "message": sample.message or None,
         "since": iso_time(sample.since_s),
         "since_s": sample.since_s,
@@ -240,7 +260,7 @@ def node_json(sample: NodeSample) -> dict[str, object]:
         "driver_version": sample.driver_version or None,
         "missing": {} if sample.driver_version else {"driver_version": NOT_REPORTED},
         "memory": memory_json(sample.memory),
-        "gpus": [gpu_json(g) for g in sample.gpus],
+        "gpus": [gpu_json(g, states.get(g.key, GpuState.OK)) for g in sample.gpus],
     }
 
 
@@ -262,8 +282,8 @@ def snapshot_json(
         "time": iso_time(snap.time_s),
         "time_s": snap.time_s,
         "complete": snap.complete,
-        "nodes": [node_json(n) for n in snap.nodes],
+        "nodes": [node_json(n, snap.gpu_states.get(n.node)) for n in snap.nodes],
         "engines": [engine_json(e, groups.get(e.engine, ())) for e in snap.engines],
         "alerts": [a.to_json() for a in snap.alerts],
-        "critical": any_critical(snap.alerts),
+        "critical": any(a.severity is Severity.CRITICAL for a in snap.alerts),
     }

@@ -8,8 +8,10 @@ driver-mismatch.txt).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
+import subprocess
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from pathlib import Path
@@ -19,7 +21,9 @@ import pytest
 import yaml
 from rich.console import Console
 
+from sparktop.alerts.oneshot import judge_now
 from sparktop.cli import main
+from sparktop.cluster import ClusterState
 from sparktop.inventory import parse_inventory
 from sparktop.model import NA, EngineSample, EngineState, GpuSample, NodeMemory, NodeSample
 from sparktop.plan import Plan
@@ -27,6 +31,7 @@ from sparktop.report.snapshot_table import render_table
 from sparktop.sim.sshserver import SshServerHandle, start_ssh_server
 from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
 from sparktop.sources.ssh import SshSource
+from sparktop.ui import views
 from tests.ssh_helpers import (
     GB10_CSV,
     LOW_POWER_CSV,
@@ -312,7 +317,8 @@ def test_cli_exit_1_and_reasons_when_a_node_is_down(
     assert status == 1  # did not answer: exit 1 (issue 2); 3 is for conditions seen in data
     assert [n["state"] for n in doc["nodes"]] == ["ok", "unreachable"]
     assert doc["nodes"][1]["message"] == "connection refused"  # since when: its own field
-    assert doc["critical"] is False  # the critical alert is about availability
+    # "critical" says what the alerts say; the exit status keeps 3 for data that answered.
+    assert doc["critical"] is True
     down_alerts = [a for a in doc["alerts"] if a["rule"] == "node.down"]
     assert [(a["node"], a["severity"]) for a in down_alerts] == [
         (doc["nodes"][1]["node"], "critical")
@@ -330,3 +336,70 @@ def test_cli_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     err = capsys.readouterr().err
     assert "missing.yaml" in err and "--timeout must be a positive number" in err
     assert "Traceback" not in err
+
+
+README_JQ_NOT_OK = ".nodes[] | select(.ok|not) | .node"
+"""The README's filter for the nodes to look at (``… | .node`` to compare names)."""
+
+
+def test_snapshot_states_are_the_monitors(
+    tmp_path: Path, files: ClientFiles, background: _Loop, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A throttled (91 °C, SW thermal slowdown) or hidden-low-power node is not ``ok`` in the
+    JSON, as it is not in the monitor's state column, and the README's jq example finds it."""
+    csvs = (GB10_CSV, THERMAL_CSV, LOW_POWER_CSV)
+    servers = [background.run(_start(files, FakeNvidiaSmi(csv))) for csv in csvs]
+    try:
+        path = _inventory(tmp_path, files, [s.port for s in servers])
+        status = main(["snapshot", "-i", str(path), "--json"])
+        out = capsys.readouterr().out
+        table_status = main(["snapshot", "-i", str(path)])
+        table = capsys.readouterr().out
+    finally:
+        for server in servers:
+            background.run(server.close())
+    doc = json.loads(out)
+    states = {n["node"]: (n["state"], n["ok"]) for n in doc["nodes"]}
+    assert states == {
+        "spark-1": ("ok", True),
+        "spark-2": ("throttled", False),
+        "spark-3": ("low-power", False),
+    }
+    assert [g["state"] for g in doc["nodes"][1]["gpus"]] == ["throttled"]
+    assert status == table_status  # warnings only: answered, nothing critical
+    assert "throttled" in table and "low-power" in table
+
+    # The README's jq example over this document names exactly the two.
+    assert f"jq '{README_JQ_NOT_OK.removesuffix(' | .node')}'" in Path("README.md").read_text()
+    jq = subprocess.run(
+        ["jq", "-r", README_JQ_NOT_OK], input=out, capture_output=True, text=True, check=True
+    )
+    assert jq.stdout.split() == ["spark-2", "spark-3"]
+
+    # "critical" agrees with the alerts' severities.
+    severities = {a["severity"] for a in doc["alerts"]}
+    assert doc["critical"] is ("critical" in severities)
+
+
+async def test_snapshot_and_monitor_name_one_state(files: ClientFiles) -> None:
+    """The monitor's state column and ``snapshot``'s JSON, over the same samples and plan."""
+    servers = [
+        await _start(files, FakeNvidiaSmi(c)) for c in (GB10_CSV, THERMAL_CSV, LOW_POWER_CSV)
+    ]
+    try:
+        snap = await _snapshot(files, servers)
+    finally:
+        for server in servers:
+            await server.close()
+    plan = Plan.from_layout("loopback", {})
+    alerts, gpu_states = judge_now(snap.nodes, plan.alert_engine(hold_s=0.0), snap.time_s)
+    doc = snapshot_json(dataclasses.replace(snap, alerts=alerts, gpu_states=gpu_states))
+    state = ClusterState()
+    for sample in snap.nodes:
+        state.apply(sample)
+    rows = views.node_rows(state, {}, snap.time_s, views.ViewConfig.from_plan(plan))
+    monitor = {node: cell[0] for node, cell in views.node_states(rows).items()}
+    assert monitor == {"spark-1": "ok", "spark-2": "throttled", "spark-3": "low-power?"}
+    assert {n["node"]: n["state"] for n in doc["nodes"]} == {
+        node: text.removesuffix("?") for node, text in monitor.items()
+    }

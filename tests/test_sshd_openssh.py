@@ -238,15 +238,19 @@ def test_snapshot_json_four_sshd_nodes_one_hung(
     doc = json.loads(capsys.readouterr().out)
 
     # Exit 1 when a node did not answer (3 is kept for critical conditions in the data).
-    assert status == 1 and doc["complete"] is False and doc["critical"] is False
+    assert status == 1 and doc["complete"] is False
+    assert doc["critical"] is any(a["severity"] == "critical" for a in doc["alerts"])
     nodes = {n["node"]: n for n in doc["nodes"]}
     hung = nodes.pop("spark-4")
     assert hung["state"] == "nvidia-smi not answering" and hung["gpus"] == []
     assert hung["message"].endswith("(probe timed out after 3 s)")
     assert hung["since"] is not None
     expected_reasons = {"spark-1": [], "spark-2": ["sw_thermal_slowdown"], "spark-3": []}
+    # The nodes that answered carry the monitor's state: spark-2 slowed down, spark-3 in the
+    # hidden low-power pattern.
+    states = {"spark-1": "ok", "spark-2": "throttled", "spark-3": "low-power"}
     for name, entry in nodes.items():
-        assert entry["state"] == "ok", entry["message"]
+        assert entry["state"] == states[name], entry["message"]
         assert entry["memory"]["unified"] is True
         assert entry["memory"]["total_mib"] > 0 and entry["memory"]["used_mib"] > 0
         assert entry["memory"]["gpu_held_mib"] == 19135

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from sparktop.alerts import gpu_state
 from sparktop.alerts.engine import AlertEngine
+from sparktop.alerts.gpu_state import GpuState
 from sparktop.alerts.model import Alert, Severity
 from sparktop.cluster import ClusterState
 from sparktop.model import Sample
@@ -23,11 +25,20 @@ CRITICAL_EXIT = 3
 def alerts_now(samples: Iterable[Sample], engine: AlertEngine, now_s: float) -> tuple[Alert, ...]:
     """Every alert condition in ``samples`` (most severe first) as ``engine`` judges them;
     ``snapshot`` passes the plan's engine with hold time 0 (the monitor's rules, at once)."""
+    return judge_now(samples, engine, now_s)[0]
+
+
+def judge_now(
+    samples: Iterable[Sample], engine: AlertEngine, now_s: float
+) -> tuple[tuple[Alert, ...], dict[str, dict[str, GpuState]]]:
+    """:func:`alerts_now` and each answering node's GPU states (node → GPU key → state) as
+    the monitor's ``state`` column judges them, with ``engine``'s thresholds and baseline."""
     state = ClusterState()
     for sample in samples:
         state.apply(sample)
     engine.update(state, now_s)
-    return engine.active()
+    ctx = gpu_state.context(state, engine.thresholds, engine.profile_baseline_mhz)
+    return engine.active(), gpu_state.gpu_states(ctx, tuple(state.nodes.values()))
 
 
 AVAILABILITY_RULES = frozenset({"node.down", "engine.down", "engine.stale", "engine.restarted"})

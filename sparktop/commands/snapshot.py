@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from sparktop.alerts.oneshot import CRITICAL_EXIT, alerts_now, any_critical
+from sparktop.alerts.oneshot import CRITICAL_EXIT, any_critical, judge_now
 from sparktop.errors import UserError
 from sparktop.inventory import Inventory, load_inventory
 from sparktop.plan import Plan
@@ -131,8 +131,10 @@ def run(args: argparse.Namespace) -> int:
     timeout_s = args.timeout if args.timeout is not None else default_timeout_s(inventory)
     snap = asyncio.run(poll(plan, timeout_s + args.window, window_s=args.window))
     # The monitor's alert engine and rules, judging one poll: no hold time.
-    alerts = alerts_now((*snap.nodes, *snap.engines), plan.alert_engine(hold_s=0.0), snap.time_s)
-    snap = dataclasses.replace(snap, alerts=alerts)
+    alerts, gpu_states = judge_now(
+        (*snap.nodes, *snap.engines), plan.alert_engine(hold_s=0.0), snap.time_s
+    )
+    snap = dataclasses.replace(snap, alerts=alerts, gpu_states=gpu_states)
     if args.json:
         json.dump(snapshot_json(snap, plan.tp_groups), sys.stdout, indent=2)
         sys.stdout.write("\n")

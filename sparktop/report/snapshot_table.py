@@ -13,9 +13,12 @@ are left out in :data:`NODE_PRIORITY` order and named in a note (see
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.console import Console
 from rich.text import Text
 
+from sparktop.alerts.gpu_state import GpuState
 from sparktop.model import GpuSample, NodeMemory, NodeSample, Num, failure_text, fmt_num, is_num
 from sparktop.report import engines as engine_report
 from sparktop.report.fit import Col, Fitted, fit_table, hidden_note
@@ -84,10 +87,14 @@ def _clock(gpu: GpuSample) -> str:
     return f"{fmt_num(gpu.sm_clock_mhz, '.0f')}/{fmt_num(gpu.max_sm_clock_mhz, '.0f')}"
 
 
-def node_rows(nodes: tuple[NodeSample, ...]) -> list[list[Text]]:
-    """One row of cells per GPU (per failed node: its name and state), as :data:`NODE_COLUMNS`."""
+def node_rows(
+    nodes: tuple[NodeSample, ...], gpu_states: Mapping[str, Mapping[str, GpuState]] | None = None
+) -> list[list[Text]]:
+    """One row of cells per GPU (per failed node: its name and state), as :data:`NODE_COLUMNS`;
+    a GPU's state is the monitor's (``gpu_states``: node → GPU key → state)."""
     rows: list[list[Text]] = []
     for sample in nodes:
+        states = (gpu_states or {}).get(sample.node, {})
         state = Text(sample.state.value, style="" if sample.ok else "bold red")
         if not sample.gpus:
             rows.append([Text(sample.node), Text("-"), *(Text() for _ in range(6)), state])
@@ -104,13 +111,19 @@ def node_rows(nodes: tuple[NodeSample, ...]) -> list[list[Text]]:
                 reasons_text(gpu),
             )
             # Text(), not markup: names and reasons come from remote machines.
-            rows.append([*(Text(printable(c)) for c in cells), state])
+            judged = states.get(gpu.key, GpuState.OK)
+            shown = Text(judged.value, style="yellow") if judged is not GpuState.OK else state
+            rows.append([*(Text(printable(c)) for c in cells), shown])
     return rows
 
 
-def node_table(nodes: tuple[NodeSample, ...], width: int) -> Fitted:
+def node_table(
+    nodes: tuple[NodeSample, ...],
+    width: int,
+    gpu_states: Mapping[str, Mapping[str, GpuState]] | None = None,
+) -> Fitted:
     """The node table within ``width`` cells (columns left out by priority)."""
-    return fit_table(NODE_COLUMNS, node_rows(nodes), width, title="nodes")
+    return fit_table(NODE_COLUMNS, node_rows(nodes, gpu_states), width, title="nodes")
 
 
 def failure_lines(snap: Snapshot) -> list[str]:
@@ -128,7 +141,7 @@ def failure_lines(snap: Snapshot) -> list[str]:
 
 def needed_width(snap: Snapshot) -> int:
     """Cells the widest table needs to show every column (nodes; engines in one table)."""
-    width = node_table(snap.nodes, 0).needed
+    width = node_table(snap.nodes, 0, snap.gpu_states).needed
     if snap.engines:
         width = max(width, engine_report.wide_width(snap.engines))
     return width
@@ -138,7 +151,7 @@ def render_table(snap: Snapshot, console: Console) -> None:
     """Print the snapshot within ``console.width``: header line, nodes, engines, failures."""
     width = console.width
     console.print(Text(f"{snap.cluster}  {iso_time(snap.time_s)}"))
-    nodes = node_table(snap.nodes, width)
+    nodes = node_table(snap.nodes, width, snap.gpu_states)
     console.print(nodes.table)
     if "memory" not in nodes.hidden and any(n.memory.unified and n.gpus for n in snap.nodes):
         console.print(Text(MEMORY_LEGEND, style="dim"))

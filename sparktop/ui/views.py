@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sparktop.alerts.context import RuleContext
-from sparktop.alerts.counters import CounterTracker
-from sparktop.alerts.gpu_rules import GpuView, clock_drop_pct, hidden_low_power, reference_mhz
+from sparktop.alerts.gpu_state import GpuState, judge_gpu
+from sparktop.alerts.gpu_state import context as judge_context
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState, gpu_subject
 from sparktop.model import GpuSample, NodeSample, NodeState, is_num
@@ -27,9 +27,6 @@ ROW_SEP = "\x1f"
 
 Order = tuple[int, tuple[tuple[int, str], ...], int]
 """A row's sort key: inventory position, natural node name, GPU index."""
-
-_NO_COUNTERS = CounterTracker(0.0)
-"""The row marks read no slowdown counters (the alert engine tracks those)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,15 +174,16 @@ def state_cell(sample: NodeSample, now: float, config: ViewConfig, narrow: bool)
     return (_SHORT_STATE.get(sample.state, str(sample.state)), style)
 
 
-def gpu_state_cell(status: Cell, *, below: bool, low_power: bool) -> Cell:
-    """A healthy node's state for one GPU: ``low-power?`` (the hidden low-power pattern) or
-    ``throttled`` (a slowdown reason, or the clock past ``clock_drop_pct`` below baseline:
-    the tests behind the ``low-power?`` and ``▼`` marks), else the node's state."""
-    if low_power:
-        return ("low-power?", "warn")
-    if below:
-        return ("throttled", "warn")
-    return status
+GPU_STATE_CELLS: Mapping[GpuState, Cell] = {
+    GpuState.THROTTLED: ("throttled", "warn"),
+    GpuState.LOW_POWER: ("low-power?", "warn"),  # inferred from a pattern, not reported
+}
+
+
+def gpu_state_cell(status: Cell, state: GpuState) -> Cell:
+    """A healthy node's state for one GPU (:mod:`sparktop.alerts.gpu_state`, the judgement
+    ``snapshot`` reports too): ``low-power?`` or ``throttled``, else the node's state."""
+    return GPU_STATE_CELLS.get(state, status)
 
 
 STATE_RANK = {"crit": 4, "warn": 3, "stale": 2, "ok": 1}
@@ -248,14 +246,12 @@ def gpu_row(
     """
     status = state_cell(sample, now, config, narrow)
     stale = status[1] == "stale"
+    judged = judge_gpu(ctx, sample.node, gpu)
     own = ctx.state.baseline_mhz(sample.node, gpu.key)
-    reference = reference_mhz(own, ctx.profile_baseline_mhz, gpu)
-    view = GpuView(sample.node, gpu, reference, {})
-    below = clock_drop_pct(ctx, view) is not None
-    low_power = hidden_low_power(ctx, view)
+    reference, below, low_power = judged.reference_mhz, judged.below, judged.low_power
     slow = bool(gpu.slowdowns) or low_power
     if not stale:
-        status = gpu_state_cell(status, below=below or bool(gpu.slowdowns), low_power=low_power)
+        status = gpu_state_cell(status, judged.state)
     hot = is_num(gpu.temperature_c) and gpu.temperature_c >= config.temperature_c
     plain = "stale" if stale else ""
 
@@ -365,9 +361,7 @@ def node_rows(
     down keeps its GPU rows (marked down) instead of collapsing to one row. ``columns`` is
     the set the table shows (a failed row lays its message out over it).
     """
-    ctx = RuleContext(
-        state, config.thresholds, _NO_COUNTERS, profile_baseline_mhz=config.profile_baseline_mhz
-    )
+    ctx = judge_context(state, config.thresholds, config.profile_baseline_mhz)
     rows: list[RowView] = []
     for node, sample in state.nodes.items():
         if sample.ok and sample.gpus:
