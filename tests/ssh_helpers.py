@@ -95,6 +95,11 @@ class FakeNvidiaSmi:
         rows = [[c.strip() for c in ln.split(",")] for ln in lines[1:]]
         return header, rows
 
+    @property
+    def driver_version(self) -> str:
+        """What ``--query-gpu=driver_version`` prints for this driver."""
+        return "525.147.05" if self.driver == "old" else "580.95.05"
+
     def refused(self, fields: Sequence[str]) -> str | None:
         bad: set[str] = set()
         if self.driver in ("no-counters", "old"):
@@ -124,6 +129,9 @@ class FakeNvidiaSmi:
             elif f in COUNTER_FIELDS:
                 out_header.append(f"{f} [us]")
                 columns.append(self.counters_us.get(f, "0"))
+            elif f == "driver_version":
+                out_header.append(f)
+                columns.append(self.driver_version)
             elif f in by_name:
                 out_header.append(header[by_name[f]])
                 columns.append(by_name[f])

@@ -108,9 +108,11 @@ async def test_snapshot_json_document(files: ClientFiles, cluster: list[SshServe
     mismatch = nodes["spark-4"]
     assert mismatch["state"] == "driver/library mismatch"
     assert mismatch["message"] == "driver/library mismatch (reboot or reload the driver)"
-    # Unknown text is null with a reason, never "" (the SSH probe does not read the driver).
-    assert nodes["spark-1"]["message"] is None and nodes["spark-1"]["driver_version"] is None
-    assert nodes["spark-1"]["missing"] == {"driver_version": "not reported"}
+    # The SSH probe reads the driver; unknown text is null with a reason, never "".
+    assert nodes["spark-1"]["message"] is None and nodes["spark-1"]["driver_version"] == "580.95.05"
+    assert nodes["spark-1"]["missing"] == {}
+    assert mismatch["driver_version"] is None
+    assert mismatch["missing"] == {"driver_version": "not reported"}
     assert not list(_empty_strings(doc))
 
 

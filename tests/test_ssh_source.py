@@ -472,3 +472,41 @@ async def test_proxyjump_from_ssh_config(files: ClientFiles, start_node: StartNo
     assert sample.ok, sample.message
     assert jump.connections_accepted == 1 and jump.commands == []
     assert target.commands[-1] == probe_command(FIELD_SETS[0])
+
+
+@pytest.mark.parametrize("driver", ["current", "old"])
+async def test_driver_version_is_read_with_the_gpu_fields(
+    files: ClientFiles, start_node: StartNode, driver: str
+) -> None:
+    """``driver ·`` in the details is filled for SSH nodes: the fixed field set asks for
+    ``driver_version`` (in every fallback set, so old drivers report it too)."""
+    fake = FakeNvidiaSmi(THERMAL_CSV, driver=driver)
+    server = await start_node(fake)
+    source = ssh_source(files, node("spark-1", server.port))
+    try:
+        sample = await source.sample()
+    finally:
+        await source.aclose()
+    assert sample.ok, sample.message
+    assert sample.driver_version == fake.driver_version
+    assert source.fields is not None and "driver_version" in source.fields
+
+
+async def test_a_driver_changing_under_the_connection_never_reads_as_down(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    """The field set falls back within the poll that finds it refused: the node stays ok
+    (it was shown ``down`` while the older set was learnt on the following polls)."""
+    fake = FakeNvidiaSmi(THERMAL_CSV)
+    server = await start_node(fake)
+    source = ssh_source(files, node("spark-1", server.port))
+    try:
+        before = await source.sample()
+        fake.driver = "old"  # e.g. the driver was downgraded; the connection stays
+        after = [await source.sample() for _ in range(3)]
+    finally:
+        await source.aclose()
+    assert before.ok and source.fields == FIELD_SETS[2]
+    assert [(s.state, s.message) for s in after] == [(NodeState.OK, "")] * 3
+    assert after[0].gpus[0].slowdowns == ("sw_thermal_slowdown",)
+    assert source.connects == 1

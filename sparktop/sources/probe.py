@@ -19,8 +19,10 @@ GPU_FIELDS_BASE: tuple[str, ...] = (
     "memory.used",
     "memory.total",
     "pstate",
+    "driver_version",
 )
-"""Always queried. nvidia-smi may print another header name (``clocks.current.sm [MHz]``)."""
+"""Always queried (every driver knows these). nvidia-smi may print another header name
+(``clocks.current.sm [MHz]``); ``driver_version`` repeats on every row (the node's driver)."""
 
 REASONS_FIELD = "clocks_event_reasons.active"
 REASONS_FIELD_OLD = "clocks_throttle_reasons.active"

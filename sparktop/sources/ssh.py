@@ -226,20 +226,30 @@ class SshSource:
         """The next interval from the stream, or None when the one-shot probe must answer."""
         if self.stream is None or self._fields is None:
             return None  # the first poll of a connection learns the field set one-shot
-        return await self.stream.next_text(conn, self._fields, self.command_timeout_s)
+        streamed = await self.stream.next_text(conn, self._fields, self.command_timeout_s)
+        if self.stream.fields_refused:
+            # nvidia-smi refused a field the set had: the one-shot probe learns it again.
+            self.stream.fields_refused = False
+            self._fields = None
+        return streamed
 
     async def _probe(self, conn: asyncssh.SSHClientConnection) -> str:
         progress = Progress()
         try:
             async with asyncio.timeout(self.probe_deadline_s):
-                if self._fields is None:
-                    self._fields = await self._check_fields(conn, progress)
-                command = probe_command(self._fields or FIELD_SETS[0])
-                text, _ = await run_bounded(conn, command, progress)
+                for attempt in range(2):
+                    if self._fields is None:
+                        self._fields = await self._check_fields(conn, progress)
+                    command = probe_command(self._fields or FIELD_SETS[0])
+                    text, _ = await run_bounded(conn, command, progress)
+                    if unsupported_field(text) is None:
+                        break
+                    # The driver changed under the connection (an older one refuses a field
+                    # it accepted): learn the set again in this poll, which stays a reading.
+                    self._fields = None
+                    log.debug("%s: field set refused (attempt %d)", self.name, attempt + 1)
         except TimeoutError:
             raise _ProbeTimeout(progress.started) from None
-        if unsupported_field(text) is not None:
-            self._fields = None  # the driver changed under us: learn the set again
         return text
 
     async def _check_fields(

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import asyncssh
 
-from sparktop.sources.nvsmi import first_line
+from sparktop.sources.nvsmi import first_line, unsupported_field
 from sparktop.sources.nvsmi.stream_rows import RowGrouper, StreamGarbage, StreamInterval
 from sparktop.sources.probe import (
     MARK,
@@ -85,6 +85,9 @@ class StreamProbe:
         self.starts = 0
         """Streams started so far (a healthy node keeps one per connection)."""
         self.gpu_count: int | None = None
+        self.fields_refused = False
+        """Set when the last run ended because nvidia-smi refused a field of the set (the
+        driver changed): the caller learns the set again; the stream is tried again."""
         self._proc: asyncssh.SSHClientProcess[str] | None = None
         self._reader: asyncio.Task[None] | None = None
         self._ms = 0
@@ -201,6 +204,10 @@ class StreamProbe:
         first_run_failed = self._run_rows == 0 and self._ended is not None
         garbage = self._garbage
         self.detach()
+        if unsupported_field(reason) is not None:
+            # Not the stream's fault: the field set is stale. Retry with the new set.
+            self.problem, self.fields_refused = reason, True
+            return
         self._failures += 1
         self.problem = reason
         if garbage or first_run_failed:

@@ -119,6 +119,8 @@ class SparktopApp(App[int]):
         self.keymap: dict[str, str] = {}
         """The key remapping applied (the inventory's ``keys:`` that were valid)."""
         self.known_gpus: dict[str, tuple[GpuSample, ...]] = {}
+        self.known_time_s: dict[str, float] = {}
+        """When each node's :attr:`known_gpus` were read (its last healthy poll)."""
         self.node_states: dict[str, Cell] = {}
         """Each node's state as its rows show it (worst GPU), as of the last tick."""
         self.poller = Poller(self.sources, self.view_config.interval_s, self._record)
@@ -200,6 +202,7 @@ class SparktopApp(App[int]):
             previous: Sample | None = self.state.nodes.get(sample.node)
             if sample.ok and sample.gpus:
                 self.known_gpus[sample.node] = sample.gpus
+                self.known_time_s[sample.node] = sample.time_s
         else:
             previous = self.state.engines.get(sample.engine)
         self.state.apply(sample)
@@ -374,6 +377,7 @@ class SparktopApp(App[int]):
             node=node,
             sample=self.state.nodes.get(node),
             known_gpus=self.known_gpus.get(node, ()),
+            known_time_s=self.known_time_s.get(node),
             state=self.node_states.get(node, ("ok", "ok")),
             history=self.state.history,
             events=tuple(e for e in events if e.subject.split("/")[0] == node),

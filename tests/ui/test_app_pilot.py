@@ -526,3 +526,39 @@ async def test_detail_screen_says_throttled_and_offers_only_keys_that_work_there
         await pilot.press("escape")
         assert not app.query_one(Body).budget_open
         assert app.query_one(EventLog).display
+
+
+async def test_node_detail_shows_the_last_good_fields_with_their_own_time_dimmed() -> None:
+    """A node that went down keeps its last good GPU fields on the detail screen, dimmed and
+    headed with the time they were read (not stamped with the failed poll's time)."""
+    from textual.widgets import DataTable
+
+    from sparktop.ui import format as fmt
+
+    clock = Clock()
+    source = Scripted(node("spark-1", clock.now))
+    app = make_app(source, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("enter")
+        assert isinstance(app.screen, NodeDetailScreen)
+        await pilot.pause()
+        label = app.screen.query_one("#fields-label", Label)
+        assert str(label.render()) == "GPU fields"
+        assert "driver 580.95.05" in static_text(app.screen.query_one("#title", Static))
+        await pilot.press("escape")
+
+        clock.advance(42)
+        source.next = down("spark-1", clock.now)
+        await app.poll_now()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, NodeDetailScreen)
+        heading = str(screen.query_one("#fields-label", Label).render())
+        assert heading == f"GPU fields (last good reading at {fmt.clock_time(T0)}, 42 s before)"
+        table = screen.query_one("#fields", DataTable)
+        cell = table.get_cell("sm_clock_mhz", "1")
+        assert str(cell) == "2509.0" and cell.style == "dim"
+        title = static_text(screen.query_one("#title", Static))
+        assert f"polled {fmt.clock_time(clock.now)}" in title and "sampled" not in title

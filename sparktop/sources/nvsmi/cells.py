@@ -124,7 +124,7 @@ COUNTER_COLUMNS: Mapping[str, str] = MappingProxyType(
     }
 )
 KNOWN_GPU_COLUMNS = frozenset(
-    {"index", "uuid", "name", "pstate", "clocks_event_reasons.active"}
+    {"index", "uuid", "name", "pstate", "driver_version", "clocks_event_reasons.active"}
     | NUMERIC_COLUMNS.keys()
     | COUNTER_COLUMNS.keys()
 )

@@ -8,7 +8,13 @@ from dataclasses import replace
 
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, is_num
 from sparktop.sources.nvsmi.cells import ParseError, first_line, parse_cell
-from sparktop.sources.nvsmi.tables import add, looks_like_csv, parse_apps_csv, parse_gpu_csv
+from sparktop.sources.nvsmi.tables import (
+    add,
+    driver_version,
+    looks_like_csv,
+    parse_apps_csv,
+    parse_gpu_csv,
+)
 from sparktop.sources.probe import (
     MARK,
     REMOTE_TIMEOUT_S,
@@ -281,4 +287,5 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
         gpus=gpus,
         memory=memory,
         raw=raw,
+        driver_version=driver_version(gpu_text) if gpus else "",
     )

@@ -80,6 +80,24 @@ def parse_gpu_csv(text: str, fields: Sequence[str] | None = None) -> tuple[GpuSa
     )
 
 
+def driver_version(text: str) -> str:
+    """The ``driver_version`` column of nvidia-smi's GPU CSV (first GPU row), or "" when the
+    column is absent or not a version (``[N/A]``…)."""
+    rows = csv_rows(text)
+    start = find_header(rows, KNOWN_GPU_COLUMNS)
+    if start is None:
+        return ""
+    columns = [normalise_header(cell) for cell in rows[start]]
+    if "driver_version" not in columns:
+        return ""
+    at = columns.index("driver_version")
+    for row in rows[start + 1 :]:
+        if len(row) == len(columns):
+            value = text_cell(row[at])
+            return value if isinstance(value, str) else ""
+    return ""
+
+
 def _gpu(cells: Mapping[str, str], position: int) -> GpuSample:
     index = parse_cell(cells.get("index", ""))
     uuid = text_cell(cells.get("uuid", ""))

@@ -71,10 +71,20 @@ def gpu_field_rows(gpus: tuple[GpuSample, ...]) -> list[tuple[str, list[str]]]:
     return rows
 
 
+def fields_label(sample: NodeSample, known_time_s: float | None) -> str:
+    """The GPU fields' heading while the node fails: the readings are its last good ones,
+    from ``known_time_s`` (how long before this poll), not from now."""
+    if known_time_s is None:
+        return "GPU fields (last good reading; time unknown)"
+    ago = fmt.age(max(0.0, sample.time_s - known_time_s))
+    return f"GPU fields (last good reading at {fmt.clock_time(known_time_s)}, {ago} before)"
+
+
 @dataclass(frozen=True, slots=True)
 class NodeDetail:
     """What the detail screen shows of one node: its newest sample (None before any), the
-    last GPUs it reported, its state as the Nodes rows show it, the history and its events."""
+    last GPUs it reported and when, its state as the Nodes rows show it, the history and its
+    events."""
 
     node: str
     sample: NodeSample | None
@@ -82,6 +92,8 @@ class NodeDetail:
     state: Cell
     history: History
     events: tuple[EventLike, ...]
+    known_time_s: float | None = None
+    """When ``known_gpus`` were read (wall clock; None: never)."""
 
 
 class NodeDetailScreen(Screen[None]):
@@ -115,7 +127,7 @@ class NodeDetailScreen(Screen[None]):
         with VerticalScroll():
             yield Static("", id="title")
             yield Static("", id="status")
-            yield Label("GPU fields", classes="section")
+            yield Label("GPU fields", classes="section", id="fields-label")
             yield DataTable(id="fields", cursor_type="none", zebra_stripes=True)
             yield Label("memory", classes="section")
             yield Static("", id="memory")
@@ -153,7 +165,8 @@ class NodeDetailScreen(Screen[None]):
             ("node ", "$spark-dim"), (self.node, "bold"), ("  driver ", "$spark-dim"),
             sample.driver_version or fmt.DASH, ("  probe ", "$spark-dim"),
             f"{sample.latency_s * 1000:.0f} ms" if sample.latency_s is not None else fmt.DASH,
-            ("  sampled ", "$spark-dim"), fmt.clock_time(sample.time_s),
+            ("  sampled " if sample.ok else "  polled ", "$spark-dim"),
+            fmt.clock_time(sample.time_s),
         ))  # fmt: skip
         if sample.ok:
             # As the Nodes row says it: ``throttled`` / ``low-power?`` are not a green ok.
@@ -201,6 +214,12 @@ class NodeDetailScreen(Screen[None]):
     def _fill_fields(self, sample: NodeSample) -> None:
         table: DataTable[Any] = self.query_one("#fields", DataTable)
         gpus = sample.gpus or self.detail.known_gpus
+        # A failed poll has no readings: the last good ones are shown, dimmed, with their time.
+        old = not sample.gpus and bool(gpus)
+        self.query_one("#fields-label", Label).update(
+            fields_label(sample, self.detail.known_time_s) if old else "GPU fields"
+        )
+        style = "dim" if old else ""
         rows = gpu_field_rows(gpus)
         wanted = ["field"] + [f"GPU {g.index}" for g in gpus]
         if [str(c.label) for c in table.columns.values()] != wanted:
@@ -209,8 +228,8 @@ class NodeDetailScreen(Screen[None]):
                 table.add_column(label, key=str(i))
             for name, values in rows:
                 # rich Text: measurable for auto widths, and never parsed as markup.
-                table.add_row(Text(name), *(Text(v) for v in values), key=name)
+                table.add_row(Text(name), *(Text(v, style=style) for v in values), key=name)
             return
         for name, values in rows:
             for i, value in enumerate(values, start=1):
-                table.update_cell(name, str(i), Text(value), update_width=True)
+                table.update_cell(name, str(i), Text(value, style=style), update_width=True)
