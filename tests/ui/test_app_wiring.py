@@ -356,3 +356,45 @@ def test_a_cleared_alert_reads_ok_in_the_events_pane() -> None:
     cleared = event_line(Event(T0 + 20, EventKind.CLEARED, alert.updated(cleared_s=T0 + 20)))
     assert " CRIT spark-4  unreachable" in fired
     assert " ok   spark-4  cleared: unreachable" in cleared.plain
+
+
+async def test_a_paste_is_inserted_once_and_text_is_counted_not_taken_for_a_path() -> None:
+    """Pasting a number puts it in the field once (Textual also runs Input's own paste
+    handler); pasted words are prompt text to count, and an ESC in them or in a typed path
+    is shown as ␛, never sent raw."""
+    from textual import events
+
+    from sparktop.plan import Plan
+    from sparktop.ui.widgets.budget import BudgetPane, PromptInput
+    from sparktop.ui.widgets.text_block import TextBlock
+    from tests.ui.fakes import engine
+
+    app = SparktopApp(
+        Plan.from_layout("t", {}), [Scripted(engine())], autostart=False, clock=Clock()
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("b")
+        field = app.query_one(PromptInput)
+        pane = app.query_one(BudgetPane)
+        field.post_message(events.Paste("12345"))
+        await pilot.pause()
+        assert field.value == "12345"  # once, not "1234512345"
+
+        field.value = ""
+        field.post_message(events.Paste("hello \x1b[31mworld of prompts"))
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert field.value != "" and pane.error == ""
+        assert (
+            pane.inputs.prompt.method == "estimated" and pane.inputs.prompt.source == "pasted text"
+        )
+
+        field.value = "/nonexistent/\x1bdir"
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "\x1b" not in pane.error and "␛" in pane.error
+        shown = str(app.query_one("#budget-out", TextBlock).render())
+        assert "\x1b" not in shown

@@ -21,6 +21,7 @@ from textual.widgets import Input, Label, Static
 
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import EngineSample
+from sparktop.safe_text import printable
 from sparktop.sweep import scan, tokens
 from sparktop.sweep.counts import MAX_COUNT, looks_like_number, parse_count
 from sparktop.sweep.profile import Profile
@@ -58,15 +59,30 @@ class BudgetInput(Input):
             pane.focus()
 
 
+def is_field_value(text: str) -> bool:
+    """A paste that belongs in the prompt field: a token count, or the path of something
+    that exists (anything else pasted is prompt text, to be counted)."""
+    value = text.strip()
+    if not value or "\n" in value or len(value) > PASTE_AS_TEXT_CHARS:
+        return False
+    if looks_like_number(value):
+        return True
+    try:
+        return Path(value).expanduser().exists()
+    except (OSError, ValueError):  # a NUL byte, a name too long: not a path
+        return False
+
+
 class PromptInput(BudgetInput):
-    """The prompt field: a number or a path; a long or multi-line paste is counted as text."""
+    """The prompt field: a number or a path; any other paste is counted as prompt text."""
 
     def _on_paste(self, event: events.Paste) -> None:
-        if "\n" in event.text or len(event.text) > PASTE_AS_TEXT_CHARS:
+        # Textual calls each class's handler in turn (Input's inserts the text): stop here
+        # only when the paste is text to count, else let Input insert it once.
+        if not is_field_value(event.text):
             event.stop()
+            event.prevent_default()
             self.post_message(TextPasted(event.text))
-            return
-        super()._on_paste(event)
 
 
 class BudgetPane(VerticalScroll, can_focus=True):
@@ -214,7 +230,8 @@ class BudgetPane(VerticalScroll, can_focus=True):
     def _fail(self, message: str) -> None:
         """Show ``message`` in place of the figures (they would be for the previous input)."""
         self.counting = ""
-        self.error = for_the_pane(message)
+        # Paths and server replies are user and remote text: shown as visible symbols.
+        self.error = printable(for_the_pane(message))
         self.render_budget()
 
     @on(TextPasted)
@@ -226,7 +243,9 @@ class BudgetPane(VerticalScroll, can_focus=True):
         self._count(text=event.text)
 
     def _count(self, *, path: str | None = None, text: str | None = None) -> None:
-        self.counting = f"counting {path}…" if path else f"counting {len(text or ''):,} chars…"
+        self.counting = (
+            f"counting {printable(path)}…" if path else f"counting {len(text or ''):,} chars…"
+        )
         self.render_budget()
         self.run_worker(self._count_worker(path, text), group="budget-count", exclusive=True)
 
