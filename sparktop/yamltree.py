@@ -176,7 +176,7 @@ class _Builder:
         if not isinstance(node, yaml.ScalarNode) and node.tag not in _COLLECTION_TAGS:
             # Scalars with such tags fail in construct_object; collections must fail too.
             tag = node.tag.replace(_STANDARD_TAG, "!!")
-            self.problems.append(_at(node.start_mark, loc, f"unsupported YAML tag {tag!r}"))
+            self.problems.append(_at(node.start_mark, loc, f"unsupported YAML tag '{tag}'"))
             self.marks.reported.add(loc)
             return _REPORTED
         if isinstance(node, yaml.SequenceNode):
@@ -194,7 +194,7 @@ class _Builder:
             key = key_node.value
             if key in first_seen:
                 line = first_seen[key].line + 1
-                message = f"duplicate key {key!r} (first at line {line})"
+                message = f"duplicate key '{key}' (first at line {line})"
                 self.problems.append(_at(key_node.start_mark, loc, message))
             first_seen.setdefault(key, key_node.start_mark)
         self.loader.flatten_mapping(node)  # resolves '<<' merge keys; later keys win

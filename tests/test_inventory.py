@@ -203,7 +203,7 @@ def test_defaults_with_one_local_node() -> None:
         ("a: [1\n", "YAML error"),
         ("a: 1\n---\nb: 2\n", "YAML error"),
         ("source_path: /x\nnodes: [{name: a, local: true}]", "unknown key 'source_path'"),
-        ('nodes: [{name: a, host: "x\\ny"}]', "x\\ny"),
+        ('nodes: [{name: a, host: "x\\ny"}]', "x␊y"),  # the line break shown as a symbol
         ("alerts: {temperature_c: hot}\nnodes: [{name: a, local: true}]", "alerts.temperature_c"),
     ],
 )

@@ -200,3 +200,19 @@ def test_cli_one_line_exit_2_for_hostile_files(
     assert captured.out == ""
     lines = captured.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"sparktop: error: {path}:")
+
+
+def test_inventory_errors_show_control_characters_as_every_output_does() -> None:
+    """One escaping: ESC in a key or value reads ␛ in the error (as in the monitor, snapshot
+    and the CLI's other errors), never ``\\x1b``, and the message stays one line."""
+    cases = (
+        'nodes:\n  - {name: a, host: 127.0.0.1, "ho\\est": 1}\n',  # YAML \e is ESC
+        'nodes:\n  - {name: a, host: "spark\\e]0;pwned\\a"}\n',
+        'profile: "no\\esuch"\nnodes:\n  - {name: a, host: 127.0.0.1}\n',
+    )
+    for text in cases:
+        with pytest.raises(UserError) as exc:
+            parse_inventory(text, "c.yaml")
+        message = str(exc.value)
+        assert "␛" in message and "\\x1b" not in message and "\x1b" not in message, message
+        assert "\n" not in message

@@ -22,6 +22,7 @@ from sparktop.inputfile import read_limited
 from sparktop.inventory.models import Inventory
 from sparktop.inventory.names import clip
 from sparktop.inventory.profile_ref import resolve_profile
+from sparktop.safe_text import printable
 from sparktop.yamltree import (
     Loc,
     Marks,
@@ -151,10 +152,9 @@ def _format(source: str, problems: list[Problem]) -> str:
 
 
 def _one_line(text: str) -> str:
-    """Escape control characters so user-supplied text cannot break the line or the terminal."""
-    return "".join(
-        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
-    )
+    """User-supplied text as one line that cannot break the terminal: control, bidi and
+    zero-width characters shown as symbols (ESC → ``␛``, LF → ``␊``), as every output does."""
+    return printable(text)
 
 
 _EXPECTED = {
@@ -217,7 +217,9 @@ def _describe(value: object) -> str:
         return "nothing (null)"
     if isinstance(value, bool):
         return "true" if value else "false"
-    return clip(repr(value) if isinstance(value, str | int | float) else str(value))
+    if isinstance(value, str):
+        return f"'{clip(value)}'"  # quoted as written; control characters shown as symbols
+    return clip(repr(value) if isinstance(value, int | float) else str(value))
 
 
 def _unknown_key(
@@ -225,7 +227,7 @@ def _unknown_key(
 ) -> Problem:
     mark = marks.key.get((*parent, key)) or marks.nearest(parent)[1]
     line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-    message = f"unknown key {str(key)!r}"
+    message = f"unknown key '{key}'"
     if model is not None:
         allowed = [name for name in model.model_fields if name not in _LOADER_ONLY]
         close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)

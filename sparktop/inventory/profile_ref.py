@@ -49,7 +49,7 @@ def resolve_profile(name: str, base_dir: Path | None) -> str:
         try:
             path = Path(name).expanduser()
         except RuntimeError:  # "~nosuchuser/…"
-            raise UserError(f"cannot expand '~' in {name!r}") from None
+            raise UserError(f"cannot expand '~' in '{name}'") from None
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
         if not path.exists():
@@ -65,7 +65,7 @@ def resolve_profile(name: str, base_dir: Path | None) -> str:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         extra = f"; yours: {', '.join(users)}" if users else ""
         raise UserError(
-            f"unknown profile {name!r}{hint}; built-in: {', '.join(builtin)}{extra}; "
+            f"unknown profile '{name}'{hint}; built-in: {', '.join(builtin)}{extra}; "
             "or a profile file path, relative to this inventory"
         )
     return name
