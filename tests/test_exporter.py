@@ -135,3 +135,26 @@ def test_shipped_prometheus_files_pass_promtool(command: str, path: Path) -> Non
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)])
+def test_exporter_stops_cleanly_with_the_status_of_the_signal(
+    tmp_path: Path, sig: signal.Signals, status: int
+) -> None:
+    """Ctrl-C ends ``sparktop exporter`` with 130 like every other command; SIGTERM (a service
+    manager's stop) with 0; neither prints a traceback."""
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text("cluster: here\nnodes: [{name: here, local: true}]\n")
+    exporter = _exporter(inventory, f"127.0.0.1:{free_port()}")
+    try:
+        assert exporter.stderr is not None
+        line = exporter.stderr.readline().decode()  # written once it serves
+        assert "serving http://127.0.0.1:" in line
+        exporter.send_signal(sig)
+        _out, err = exporter.communicate(timeout=15)
+    finally:
+        if exporter.poll() is None:
+            exporter.kill()
+            exporter.wait()
+    assert exporter.returncode == status, err.decode()
+    assert "Traceback" not in err.decode()

@@ -8,6 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
+from sparktop.interrupt import EXIT_INTERRUPTED
+
 DESCRIPTION = """\
 Poll the inventory's nodes and engines like the monitor does (SSH, HTTP or Prometheus
 sources), run the alert rules with their hold times, and serve what sparktop concludes at
@@ -63,12 +65,16 @@ def run(args: argparse.Namespace) -> int:
     note = "" if endpoint.loopback else " (not loopback: no TLS or auth, see README)"
     print(f"sparktop exporter: serving {endpoint.url}{note}", file=sys.stderr, flush=True)
 
+    received: list[int] = []
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, lambda sig=sig: (received.append(sig), stop.set()))
         await Exporter(plan, endpoint).run(stop)
 
     asyncio.run(main())
-    return 0
+    # A clean stop either way; the status says why, as the shell would (Ctrl-C 130, like
+    # every other command; SIGTERM, a service manager's stop, 0).
+    return EXIT_INTERRUPTED if signal.SIGINT in received else 0
