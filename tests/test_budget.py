@@ -473,3 +473,24 @@ def test_profiles_import_command(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert code == 2 and "exists; not overwriting" in err
     code, _, err = _run(capsys, "profiles", "--import", str(tmp_path / "r.json"))
     assert code == 2 and "--import needs --name" in err
+
+
+def test_budget_counts_a_short_prompt_from_stdin() -> None:
+    """``echo hi | sparktop budget --file -`` counts 1 token (the estimate rounded down to
+    0 and was refused as "no text to count")."""
+    import json as _json
+    import subprocess as _subprocess
+    import sys as _sys
+
+    done = _subprocess.run(
+        [_sys.executable, "-m", "sparktop", "budget", "--file", "-", "--json"],
+        input=b"hi\n", capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    doc = _json.loads(done.stdout)
+    assert doc["tokens"]["prompt_tokens"] == 1 and doc["tokens"]["source"] == "-"
+    empty = _subprocess.run(
+        [_sys.executable, "-m", "sparktop", "budget", "--file", "-"],
+        input=b"", capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert empty.returncode == 2 and b"no text to count" in empty.stderr

@@ -95,7 +95,9 @@ def count_chars(text: str) -> tuple[int, int]:
 
 
 def _estimate(cjk: int, other: int, chars_per_token: float) -> int:
-    return int(cjk + other / chars_per_token)
+    """Whole tokens, at least 1 for any text (``hi`` is a token, not 0.5 of one)."""
+    estimate = int(cjk + other / chars_per_token)
+    return max(estimate, 1) if cjk + other else estimate
 
 
 def estimate_text_tokens(
