@@ -70,8 +70,13 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def stop_on(sig: int) -> None:
+            received.append(sig)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, lambda sig=sig: (received.append(sig), stop.set()))
+            loop.add_signal_handler(sig, stop_on, sig)
         await Exporter(plan, endpoint).run(stop)
 
     asyncio.run(main())
