@@ -112,6 +112,9 @@ def test_a_trickling_server_never_hangs_the_budget(
     assert code == 1 and "no complete answer from /tokenize within 1 s" in out + err
     assert "answer not complete within 1 s" in out  # the live scrape's own deadline
     assert token not in out + err
+    # Never "answered but not usefully (unreachable …)"; the advice names the option that
+    # stands in for the live pool.
+    assert "answered but not usefully" not in err and "--kv-pool T" in err
 
 
 def test_a_redirect_elsewhere_is_not_followed_and_said(

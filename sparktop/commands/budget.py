@@ -214,11 +214,14 @@ def _tcp_reason(url: str, timeout_s: float = 3.0) -> str | None:
     return None
 
 
-def endpoint_problem(url: str, count_failure: RuntimeFailure | None, live: Any) -> str | None:
+def endpoint_problem(
+    url: str, count_failure: RuntimeFailure | None, live: Any, *, kv_pool_given: bool = False
+) -> str | None:
     """One line on what ``--endpoint`` could not give, and why; None when it gave everything.
 
     ``live`` is the scraped :class:`~sparktop.model.EngineSample`; ``count_failure`` the
-    error of the exact count (None when it worked or was not asked for).
+    error of the exact count (None when it worked or was not asked for); without the live
+    pool, and ``--kv-pool`` not given (``kv_pool_given``), the line says to give it.
     """
     live_ok = live is None or live.ok
     if live_ok and count_failure is None:
@@ -229,17 +232,19 @@ def endpoint_problem(url: str, count_failure: RuntimeFailure | None, live: Any) 
     if count_failure is not None:
         missing.append("exact token count")
     lost = " and ".join(missing) + (" are" if len(missing) > 1 else " is") + " not available"
+    if not live_ok and not kv_pool_given:
+        lost += " (the KV check used the profile's pool: give yours with --kv-pool T)"
     if count_failure is not None and " unreachable (" in str(count_failure):
         return f"{count_failure}: {lost}"
     reason = None if live_ok else _tcp_reason(url)
     if reason is not None:
         return f"endpoint {url} unreachable ({reason}): {lost}"
     if live_ok:
-        because = str(count_failure)
-    else:
-        state, message = live.state.value, live.message
-        because = message if message.startswith(state) else f"{state}: {message}".rstrip(": ")
-    return f"endpoint {url} answered but not usefully ({because}): {lost}"
+        return f"endpoint {url}: {count_failure}: {lost}"
+    state, message = live.state.value, live.message
+    because = message if message.startswith(state) else f"{state}: {message}".rstrip(": ")
+    # It accepted a TCP connection (checked above), so it is not "unreachable" as a host.
+    return f"endpoint {url} accepts connections but gave no usable metrics ({because}): {lost}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -271,7 +276,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(dumps_printable(budget_json(budget), indent=2) + "\n")
     else:
         sys.stdout.write(printable_lines(render_budget(budget)))
-    problem = endpoint_problem(args.endpoint, count_failure, live) if args.endpoint else None
+    problem = None
+    if args.endpoint:
+        given = args.kv_pool is not None
+        problem = endpoint_problem(args.endpoint, count_failure, live, kv_pool_given=given)
     if problem is not None:
         # Live data was asked for and not obtained: the budget above is profile-only.
         sys.stdout.flush()
