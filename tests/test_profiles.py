@@ -148,7 +148,13 @@ BAD = [
     (
         "missing key",
         GOOD.replace("source: my own sweep\n", ""),
-        r"p\.yaml:1: source: missing required key 'source'",
+        r"p\.yaml:1: missing required key 'source'$",
+    ),
+    (
+        "only a name",  # every missing key named (they are few), not "(and 4 more)"
+        "name: x\n",
+        r"p\.yaml:1: missing required keys 'sparktop_profile', 'source', 'aggregate_kind', "
+        r"'columns', 'rows'$",
     ),
     (
         "short row",

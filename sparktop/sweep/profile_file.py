@@ -134,22 +134,47 @@ def _compose(text: str, where: str) -> tuple[Marks, dict[str, Any]]:
     return marks, data
 
 
+MAX_LISTED = 12
+"""Problems a profile error lists in full (a profile has few keys; past this, "and N more")."""
+
+
 def _validation_message(exc: ValidationError, marks: Marks, where: str) -> str:
+    """One line: the first problem's line, then every problem (a mapping's missing keys
+    named together), up to :data:`MAX_LISTED`."""
     errors = exc.errors()
-    first = errors[0]
-    loc = tuple(first["loc"])
-    line = _line(marks, loc)
-    msg = first["msg"]
-    if first["type"] == "extra_forbidden":
-        allowed = _allowed_keys(loc[:-1])
-        guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-        msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{guess[0]}'?)" if guess else "")
-        key_mark = marks.key.get(loc)
-        line = line if key_mark is None else key_mark.line + 1
-    elif first["type"] == "missing":
-        msg = f"missing required key '{loc[-1]}'"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}:{line}: {loc_to_path(loc)}: {msg}{more}"
+    first_line = _line(marks, tuple(errors[0]["loc"]))
+    missing: dict[str, list[str]] = {}
+    items: list[tuple[str, str]] = []  # ("missing", mapping path) or ("text", the problem)
+    for error in errors:
+        loc = tuple(error["loc"])
+        if error["type"] == "missing":
+            parent = loc_to_path(loc[:-1])
+            if parent not in missing:
+                missing[parent] = []
+                items.append(("missing", parent))
+            missing[parent].append(str(loc[-1]))
+            continue
+        msg = error["msg"]
+        at = _line(marks, loc)
+        if error["type"] == "extra_forbidden":
+            allowed = _allowed_keys(loc[:-1])
+            guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+            msg = f"unknown key '{loc[-1]}'" + (f" (did you mean '{guess[0]}'?)" if guess else "")
+            key_mark = marks.key.get(loc)
+            at = at if key_mark is None else key_mark.line + 1
+        prefix = "" if at == first_line else f"line {at}: "
+        items.append(("text", f"{prefix}{loc_to_path(loc)}: {msg}"))
+    shown = []
+    for kind, text in items:
+        if kind == "missing":
+            keys = missing[text]
+            noun = "key" if len(keys) == 1 else "keys"
+            named = ", ".join(f"'{k}'" for k in keys)
+            shown.append(f"{text + ': ' if text else ''}missing required {noun} {named}")
+        else:
+            shown.append(text)
+    more = f"; and {len(shown) - MAX_LISTED} more" if len(shown) > MAX_LISTED else ""
+    return f"{where}:{first_line}: " + "; ".join(shown[:MAX_LISTED]) + more
 
 
 _SUBMODELS: dict[str, type[BaseModel]] = {
