@@ -160,6 +160,7 @@ def test_json_shape_is_stable_and_plain() -> None:
         "basis": "exact",
         "how": "exact: the acceptance point (899,994 tokens × 1)",
         "reason": None,
+        "band_reason": None,
     }
     fitted = budget_json(compute_budget(500_000, 1, load_profile(TWO)))["time"]["ttft_s"]
     assert fitted["basis"] == "fitted" and fitted["low"] < fitted["value"] < fitted["high"]
@@ -501,3 +502,37 @@ def test_budget_counts_a_short_prompt_from_stdin() -> None:
         input=b"", capture_output=True, timeout=60,
     )  # fmt: skip
     assert empty.returncode == 2 and b"no text to count" in empty.stderr
+
+
+ONE_ROW = """\
+sparktop_profile: 1
+name: one
+source: one measured point
+aggregate_kind: end-to-end
+limits:
+  kv_pool_tokens: 1000000
+columns:
+  - {name: prompt_tokens, meaning: prompt tokens}
+  - {name: concurrency, meaning: requests}
+  - {name: ttft_s, meaning: s}
+  - {name: prefill_tps, meaning: tok/s}
+  - {name: decode_tps, meaning: tok/s}
+  - {name: aggregate_tps, meaning: tok/s}
+rows:
+  - [1000, 1, 0.5, 2000, 50, 45]
+"""
+
+
+def test_a_one_row_profile_says_why_it_has_no_band(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "one.yaml"
+    path.write_text(ONE_ROW)
+    argv = ("budget", "--prompt-tokens", "1500", "--profile", str(path))
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0
+    ttft = next(line for line in out.splitlines() if "TTFT" in line)
+    assert ttft.endswith("0.50 s · extrapolated; one cell gives no band: nothing to hold out")
+    code, out, _ = _run(capsys, *argv, "--json")
+    figure = json.loads(out)["time"]["ttft_s"]
+    assert figure["low"] is None and figure["band_reason"].startswith("one cell gives no band")

@@ -1,8 +1,8 @@
 """The stable ``--json`` document of a budget (schema ``sparktop.budget/1``).
 
 Every key is always present; a figure is ``{"value", "origin", "reason"}`` with ``value`` null
-and ``reason`` set when there is no data; estimated figures add the band ``low``/``high``,
-``basis`` and ``how``. The
+and ``reason`` set when there is no data; estimated figures add the band ``low``/``high``
+(``band_reason`` says why they are null beside a value), ``basis`` and ``how``. The
 shape is documented in ``sparktop/sweep/README.md``.
 """
 
@@ -44,6 +44,8 @@ def _jest(fig: Estimated) -> dict[str, Any]:
         "basis": fig.basis.value,
         "how": fig.how,
         "reason": None if value is not None else _why(fig.value),
+        # Why a figure with a value has no band (one cell, too few cells); null otherwise.
+        "band_reason": fig.low.reason if value is not None and isinstance(fig.low, NA) else None,
     }
 
 

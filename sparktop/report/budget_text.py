@@ -200,8 +200,10 @@ def _est_text(fig: Estimated, kind: str) -> str:
         return f"no data ({_why(fig.value)})"
     text = duration(fig.value) if kind == "s" else f"{_rate(fig.value)} tok/s"
     text = f"{text} · {fig.basis.value}"
-    if fig.basis is Basis.EXACT or not (is_num(fig.low) and is_num(fig.high)):
+    if fig.basis is Basis.EXACT:
         return text
+    if not (is_num(fig.low) and is_num(fig.high)):
+        return f"{text}; {fig.low.reason}" if isinstance(fig.low, NA) else text
     if kind == "s":
         return f"{text}, band {fig.low:,.2f}–{fig.high:,.2f} s"
     return f"{text}, band {_rate(fig.low)}–{_rate(fig.high)} tok/s"

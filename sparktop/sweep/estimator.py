@@ -301,7 +301,12 @@ def _no_data(reason: str) -> Estimated:
     return Estimated(NA(reason), f"no data: {reason}", Basis.NO_DATA, NA(reason), NA(reason))
 
 
-def _figure(fit: Fitted, metric: str, p: float, c: int) -> Estimated:
+ONE_CELL = "one cell gives no band: nothing to hold out"
+FEW_CELLS = "too few cells in the profile to measure a band"
+
+
+def _figure(fit: Fitted, metric: str, p: float, c: int, cells: int = 2) -> Estimated:
+    """One figure at (p, c); ``cells`` the profile's rows (to say why there is no band)."""
     part = fit.surface.estimate(metric, p, c)
     if isinstance(part, Missing):
         return _no_data(part.reason)
@@ -310,7 +315,7 @@ def _figure(fit: Fitted, metric: str, p: float, c: int) -> Estimated:
         return Estimated(value, part.note, Basis.EXACT, value, value)
     h = fit.band(metric, part, p, c)
     if h is None:
-        reason = NA("too few cells in the profile to measure a band")
+        reason = NA(ONE_CELL if cells <= 1 else FEW_CELLS)
         return Estimated(value, part.note, Basis(part.basis), reason, reason)
     low, high = math.exp(part.ln_value - h), math.exp(part.ln_value + h)
     return Estimated(value, part.note, Basis(part.basis), low, high)
@@ -336,7 +341,8 @@ def estimate(profile: Profile, prompt_tokens: float, concurrency: int) -> Estima
         )
     else:
         fit = fitted(profile)
-        figures = {m: _figure(fit, m, float(prompt_tokens), concurrency) for m in METRICS}
+        cells = len(profile.rows)
+        figures = {m: _figure(fit, m, float(prompt_tokens), concurrency, cells) for m in METRICS}
     return Estimate(
         profile=profile.name,
         prompt_tokens=prompt_tokens,

@@ -224,10 +224,12 @@ def _time(b: Budget) -> list[list[Group]]:
             return [[_label(label), ("no data", "dim")], [(_why(est.value), "dim")]]
         text = fmt.seconds(est.value) if unit == "s" else f"{est.value:,.1f} tok/s"
         band = fmt.band(est.low, est.high, unit)
+        why_none = isinstance(est.low, NA) and str(est.basis) != "exact"
         return [
             [_label(label), (text, "bold" if unit == "s" else ""), (after, "dim")],
             [(f"[{est.basis}]", "dim")],
             *([[(f"band {band}", "dim")]] if band else []),
+            *([[(est.low.reason, "dim")]] if not band and why_none else []),  # say why
         ]
 
     total = t.total_s.value
