@@ -317,3 +317,36 @@ async def test_an_openmetrics_body_is_read_by_the_openmetrics_parser() -> None:
     assert good.state is EngineState.OK and good.running == 3
     assert broken.state is EngineState.UNAVAILABLE
     assert broken.message.startswith("page is not valid OpenMetrics (prometheus_client: ")
+
+
+async def test_an_implausible_gauge_is_na_with_the_reason_not_a_309_digit_number() -> None:
+    """A gauge of -1e308 or a count of 1e300 is not a number to show (it printed as 309
+    digits): n/a with what was read, in the sample, the JSON and the table."""
+    from rich.console import Console
+
+    from sparktop.report import engines as engine_report
+
+    page = full_page(kv=0.2, waiting=0).decode()
+    lines = []
+    for line in page.splitlines():
+        if line.startswith("vllm:num_requests_running{"):
+            line = line.rsplit(" ", 1)[0] + " -1e308"
+        elif line.startswith("vllm:num_requests_waiting{"):
+            line = line.rsplit(" ", 1)[0] + " 1e300"
+        lines.append(line)
+    async with aiohttp_server(
+        {"/metrics": await serve_bytes(("\n".join(lines) + "\n").encode())}
+    ) as url:
+        source = EngineSource(Cfg("dsv4", url), timeout_s=2)
+        sample = await source.sample()
+        await source.aclose()
+    assert sample.ok, sample.message
+    assert not isinstance(sample.running, float) and not isinstance(sample.waiting, float)
+    assert "not a plausible value" in str(sample.running.reason)
+    doc = engine_report.engine_json(sample)
+    assert doc["running"] is None and "-1e+308" in doc["missing"]["running"]
+    console = Console(width=200, record=True)
+    for table in engine_report.engine_tables((sample,), 200):
+        console.print(table.table)
+    text = console.export_text()
+    assert "0" * 30 not in text and "n/a" in text

@@ -247,6 +247,17 @@ def _nan(name: str, value: float) -> NA:
     return NA(f"{name} is {value}")
 
 
+MAX_PLAUSIBLE = 1e15
+"""No gauge or counter these servers export comes near this (a year at 10M tok/s is 3e14);
+one past it, or below 0 (they are counts, totals and fractions), is a broken page."""
+
+
+def _implausible(name: str, value: float) -> NA | None:
+    if 0.0 <= value <= MAX_PLAUSIBLE:
+        return None
+    return NA(f"{name} is {value:.3g}: not a plausible value")
+
+
 def _read_scalar(
     readings: dict[str, RankReading],
     slot: str,
@@ -263,6 +274,8 @@ def _read_scalar(
             continue
         if not s.finite:
             store[key] = _nan(name, s.value)
+        elif (bad := _implausible(name, s.value)) is not None:
+            store[key] = bad
         elif old is None:
             store[key] = s.value
         else:
