@@ -536,3 +536,24 @@ def test_a_one_row_profile_says_why_it_has_no_band(
     code, out, _ = _run(capsys, *argv, "--json")
     figure = json.loads(out)["time"]["ttft_s"]
     assert figure["low"] is None and figure["band_reason"].startswith("one cell gives no band")
+
+
+@pytest.mark.parametrize(
+    ("profile", "cited"),
+    [
+        (TWO, "(this profile: 2,048 tokens × 4 → × 6: TTFT 1.38 s → 6.06 s)"),
+        (
+            "4x-spark-dsv41-flash-1017",
+            "(this profile: 3,806 tokens × 2 → × 4: TTFT 2.55 s → 4.42 s)",
+        ),
+    ],
+)
+def test_the_batching_warning_cites_its_own_profiles_rows(
+    capsys: pytest.CaptureFixture[str], profile: str, cited: str
+) -> None:
+    """The 4-Spark profile's warning cited the 2-Spark sweep's row; each cites its own."""
+    argv = ("budget", "--prompt-tokens", "3800", "--concurrency", "4", "--profile", profile)
+    code, out, _ = _run(capsys, *argv)
+    (line,) = [ln for ln in out.splitlines() if "over the limit" in ln]
+    assert code == 0 and line.endswith(f"TTFT steps up {cited}")
+    assert ("2-Spark" in line) is False

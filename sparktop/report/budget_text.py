@@ -8,6 +8,7 @@ Human text uses thousands separators and h/m/s, and tags every figure with its o
 from __future__ import annotations
 
 from sparktop.model import NA, is_num
+from sparktop.sweep.batch_step import batch_step
 from sparktop.sweep.budget import Budget, Figure, Origin
 from sparktop.sweep.estimator import Basis, Estimated
 
@@ -183,8 +184,7 @@ def _batched_section(b: Budget) -> list[str]:
                 Origin.COMPUTED,
                 "⚠ over the limit",
                 f"{_fig_text(x.batched_tokens)} > {tokens(limit.value)}: the {b.concurrency} "
-                "prefills do not fit one batch and TTFT steps up (the 2-Spark sweep's "
-                "2,048 × 6 row: 1.38 s → 6.06 s)",
+                f"prefills do not fit one batch and TTFT steps up{_step_cited(b, limit.value)}",
             )
         )
         out.append(_line("", "", f"keep concurrency ≤ {fit}, or raise max_num_batched_tokens"))
@@ -193,6 +193,13 @@ def _batched_section(b: Budget) -> list[str]:
             _line(Origin.COMPUTED, "fits one batch", f"the {b.concurrency} prefills fit one batch")
         )
     return out
+
+
+def _step_cited(b: Budget, limit: float) -> str:
+    """`` (this profile: 2,048 tokens × 4 → × 6: TTFT 1.38 s → 6.06 s)``: the step as the
+    budget's own profile measured it, or "" when its rows do not show one."""
+    step = batch_step(b.profile.rows, limit)
+    return f" (this profile: {step.text()})" if step is not None else ""
 
 
 def _est_text(fig: Estimated, kind: str) -> str:
