@@ -46,11 +46,16 @@ NODE_PRIORITY = tuple(c.header for c in sorted(NODE_COLUMNS, key=lambda c: c.pri
 MEMORY_LEGEND = "memory: U = unified, used/total GiB; GPU = GiB held by GPU processes"
 
 
-def _gib(value: Num) -> str:
-    if not is_num(value):
+def gib_text(mib: Num | None) -> str:
+    """MiB as GiB without the unit, as every output writes memory: ``1.4`` under 10 GiB,
+    ``92`` from 10 (``n/a`` when unknown). The monitor's cells and details use it too."""
+    if not is_num(mib):
         return "n/a"
-    gib = float(value) / MIB_PER_GIB
+    gib = float(mib) / MIB_PER_GIB
     return f"{gib:.0f}" if gib >= 10 else f"{gib:.1f}"
+
+
+_gib = gib_text
 
 
 def _pair(used: Num, total: Num) -> str:

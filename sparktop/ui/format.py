@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 
 from sparktop.model import GpuSample, NodeMemory, Num, Quantile, is_num
+from sparktop.report.snapshot_table import gib_text
 
 BARS = "▁▂▃▄▅▆▇█"
 DASH = "·"
@@ -143,8 +144,9 @@ def band(low: Num | None, high: Num | None, unit: str = "") -> str:
 
 
 def gib(mib: Num | None) -> str:
-    """MiB as whole GiB without the unit (``92``)."""
-    return f"{float(mib) / 1024:.0f}" if is_num(mib) else NA_TEXT
+    """MiB as GiB without the unit (``92``, ``1.4`` under 10 GiB): ``snapshot``'s formatter,
+    so the monitor and the CLI write one node's memory alike."""
+    return gib_text(mib)
 
 
 def memory(mem: NodeMemory, gpu: GpuSample, *, compact: bool = False) -> str:

@@ -259,3 +259,15 @@ def test_budget_pane_shows_the_band_of_an_estimated_figure_not_of_an_exact_one()
     assert "band" not in text(2048, 6)  # an exact row
     fitted = text(125_272, 1)
     assert "[interpolated]" in fitted and "band 1m" not in fitted and "band " in fitted
+
+
+def test_memory_reads_alike_in_the_monitor_and_snapshot() -> None:
+    """One formatter: 1.4 GiB used of 16 GiB is ``1.4/16G`` in the row and in ``snapshot``
+    (the row said ``1/16G``)."""
+    from sparktop.report.snapshot_table import memory_text
+
+    memory = NodeMemory(16_384.0, 1_434.0, 900.0, unified=True)
+    one = gpu(uuid="GPU-spark-1", process_memory_mib=900.0)
+    cell = rows_for(NodeSample("spark-1", T0, gpus=(one,), memory=memory))["mem"][0]
+    assert cell == "U 1.4/16G·GPU 0.9G"
+    assert memory_text(one, memory) == cell
