@@ -63,7 +63,6 @@ def run(args: argparse.Namespace) -> int:
     plan = Plan.from_inventory(load_inventory(args.inventory), interval_s=args.interval)
     endpoint = MetricsEndpoint(args.listen)
     note = "" if endpoint.loopback else " (not loopback: no TLS or auth, see README)"
-    print(f"sparktop exporter: serving {endpoint.url}{note}", file=sys.stderr, flush=True)
 
     received: list[int] = []
 
@@ -77,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop_on, sig)
+        # Said once a stop signal is handled, so a supervisor may stop it from then on.
+        print(f"sparktop exporter: serving {endpoint.url}{note}", file=sys.stderr, flush=True)
         await Exporter(plan, endpoint).run(stop)
 
     asyncio.run(main())
