@@ -143,6 +143,8 @@ JSON_KEYS = {
     "ceiling",
     "kv",
     "batched",
+    "send_now",
+    "lesson",
     "time",
     "warnings",
     "not_accounted_for",

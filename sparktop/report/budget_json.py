@@ -110,6 +110,40 @@ def to_json(b: Budget) -> dict[str, Any]:
             "aggregate_kind": b.timing.aggregate_kind,
             "total_s": _jfig(b.timing.total_s),
         },
+        "send_now": _send_now(b),
+        "lesson": _lesson(b),
         "warnings": list(b.warnings),
         "not_accounted_for": list(b.not_accounted_for),
+    }
+
+
+def _val(value: object) -> dict[str, Any]:
+    number = _jnum(value)
+    return {"value": number, "reason": None if number is not None else _why(value)}
+
+
+def _send_now(b: Budget) -> dict[str, Any]:
+    n = b.send_now
+    return {
+        "live": n.live,
+        "running": _val(n.running),
+        "waiting": _val(n.waiting),
+        "concurrency": _val(n.concurrency),
+        "queued_because": n.queued_because or None,
+        "queue_wait_s": {**_val(n.queue_wait_s), "origin": n.wait_origin or None},
+        "ttft_s": _jest(n.ttft_s) if n.ttft_s is not None else None,
+        "ttft_total_s": _val(n.ttft_total_s),
+        "idle_ttft_s": _jest(n.idle_ttft_s),
+    }
+
+
+def _lesson(b: Budget) -> dict[str, Any]:
+    x = b.lesson
+    return {
+        "prompt_tokens": x.prompt_tokens,
+        "shortest_prompt_tokens": x.shortest_prompt_tokens,
+        "concurrency": x.concurrency,
+        "decode_keep_pct": _val(x.decode_keep_pct),
+        "e2e_keep_pct": {**_val(x.e2e_keep_pct), "how": x.e2e_how},
+        "ttft_growth_x": _val(x.ttft_growth),
     }

@@ -246,6 +246,71 @@ def _time_section(b: Budget) -> list[str]:
     return out
 
 
+QUEUED = {
+    "max_num_seqs": "the scheduler is full (running = max_num_seqs)",
+    "waiting": "requests already wait (first come, first served)",
+    "pool": "the prompt does not fit the free KV tokens now",
+}
+
+
+def _send_now_section(b: Budget) -> list[str]:
+    n = b.send_now
+    out = ["If sent now (one more request on the live load)"]
+    out.append(_line(Origin.PROFILE, "TTFT idle", _est_text(n.idle_ttft_s, "s")))
+    if n.ttft_s is None:
+        out.append(_line(Origin.SERVER, "TTFT now", f"no data ({_why(n.running)})"))
+        return out
+    out.append(
+        _line(
+            Origin.SERVER,
+            "live load",
+            f"running {_num(n.running)}, waiting {_num(n.waiting)} → concurrency "
+            f"{_num(n.concurrency)} with this request",
+        )
+    )
+    out.append(_line(Origin.PROFILE, "TTFT at that load", _est_text(n.ttft_s, "s")))
+    if n.queued_because:
+        tag = {"server": Origin.SERVER, "profile": Origin.PROFILE}.get(n.wait_origin, "")
+        wait = duration(n.queue_wait_s) if is_num(n.queue_wait_s) else _fig_none(n.queue_wait_s)
+        out.append(_line(tag, "queues first", f"{QUEUED[n.queued_because]}: ≈ {wait}"))
+    total = n.ttft_total_s
+    out.append(
+        _line(
+            Origin.COMPUTED,
+            "TTFT now",
+            (duration(total) if is_num(total) else _fig_none(total))
+            + (" (queue + TTFT)" if n.queued_because else ""),
+        )
+    )
+    return out
+
+
+def _num(value: object) -> str:
+    return f"{value:,.0f}" if is_num(value) else "n/a"
+
+
+def _fig_none(value: object) -> str:
+    return f"no data ({_why(value)})"
+
+
+def _lesson_section(b: Budget) -> list[str]:
+    x = b.lesson
+
+    def pct(value: object) -> str:
+        if not is_num(value):
+            return _fig_none(value)
+        return f"{value:,.1f} %" if value < 10 else f"{value:,.0f} %"
+
+    growth = f"{x.ttft_growth:,.1f}×" if is_num(x.ttft_growth) else _fig_none(x.ttft_growth)
+    return [
+        f"The sweep's lesson at {tokens(x.prompt_tokens)} tokens vs its shortest prompt "
+        f"({tokens(x.shortest_prompt_tokens)}), concurrency {x.concurrency}",
+        _line(Origin.PROFILE, "decode keeps", pct(x.decode_keep_pct)),
+        _line(Origin.PROFILE, "end-to-end keeps", f"{pct(x.e2e_keep_pct)} ({x.e2e_how})"),
+        _line(Origin.PROFILE, "TTFT grows", growth),
+    ]
+
+
 def render_text(b: Budget) -> str:
     """The human budget report, one section per DESIGN.md §7 item."""
     p = b.profile
@@ -260,6 +325,8 @@ def render_text(b: Budget) -> str:
         _kv_section(b),
         _batched_section(b),
         _time_section(b),
+        _send_now_section(b),
+        _lesson_section(b),
     ]
     if b.warnings:
         sections.append(["Warnings", *(f"  ! {w}" for w in b.warnings)])

@@ -18,6 +18,7 @@ from typing import Any
 from sparktop.model import NA, EngineSample, EngineState, is_num
 from sparktop.sweep.estimator import Basis, Estimate, Estimated, estimate
 from sparktop.sweep.profile import Profile
+from sparktop.sweep.send_now import Lesson, SendNow, lesson, send_now
 from sparktop.sweep.tokens import TokenCount
 
 SCHEMA = "sparktop.budget/1"
@@ -114,6 +115,10 @@ class Budget:
     estimate: Estimate
     warnings: tuple[str, ...]
     not_accounted_for: tuple[str, ...]
+    send_now: SendNow
+    """One more request on the live load (:mod:`sparktop.sweep.send_now`)."""
+    lesson: Lesson
+    """The seed's lesson for this prompt against the profile's shortest."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -128,6 +133,17 @@ def _limit(given: int | None, server: float | NA | None, profile: int | NA, flag
     if isinstance(profile, int):
         return Figure(profile, Origin.PROFILE)
     return Figure(NA(f"not in the profile; pass {flag}"), Origin.PROFILE)
+
+
+SERVER_SOURCES = frozenset({"server", "cache_config_info", "/v1/models"})
+"""``EngineSample.limit_sources`` values that mean the server itself said it."""
+
+
+def _told(live: EngineSample | None, name: str) -> float | NA | None:
+    """A limit the live server itself exported (not one the scrape took from elsewhere)."""
+    if live is None or live.limit_sources.get(name) not in SERVER_SOURCES:
+        return None
+    return getattr(live, name)  # type: ignore[no-any-return]
 
 
 def _ceiling(prompt: int, output: int, mml: Figure) -> Ceiling:
@@ -250,7 +266,8 @@ def compute_budget(
     command line or the inventory) beat the live server, which beats the profile. ``live`` is
     a scraped sample: its ``kv_free_tokens``, ``max_model_len`` and ``kv_pool_tokens`` (the
     latter only when the server reported it); a failed one yields "no data" for the free
-    pool. ``max_num_seqs`` and ``max_num_batched_tokens`` are not exported by servers.
+    pool; its ``max_num_seqs`` and ``max_num_batched_tokens`` only when the server exported
+    them (``cache_config_info`` labels where a version has them, SGLang's gauges).
     Raises ``ValueError`` for a prompt, concurrency or output below the minimum (callers
     validate user input first).
     """
@@ -270,8 +287,13 @@ def compute_budget(
     )
     mml = _limit(max_model_len, server_mml, profile.max_model_len, "--max-model-len")
     pool = _limit(kv_pool_tokens, server_pool, profile.kv_pool_tokens, "--kv-pool")
-    batch = _limit(max_num_batched_tokens, None, profile.max_num_batched_tokens, "--max-batched")
-    seqs = _limit(max_num_seqs, None, profile.max_num_seqs, "the inventory")
+    batch = _limit(
+        max_num_batched_tokens,
+        _told(ok, "max_num_batched_tokens"),
+        profile.max_num_batched_tokens,
+        "--max-batched",
+    )
+    seqs = _limit(max_num_seqs, _told(ok, "max_num_seqs"), profile.max_num_seqs, "the inventory")
     ceiling = _ceiling(count.tokens, output, mml)
     kv = _kv(count.tokens + output, concurrency, pool, seqs, live)
     est = estimate(profile, count.tokens, concurrency)
@@ -296,6 +318,8 @@ def compute_budget(
         estimate=est,
         warnings=tuple(warnings),
         not_accounted_for=_caveats(profile, count),
+        send_now=send_now(profile, count.tokens, output, live, seqs.value),
+        lesson=lesson(profile, count.tokens, concurrency, output),
     )
 
 

@@ -1,0 +1,140 @@
+"""Budget "if I send it now": TTFT for one more request on the live load next to the idle
+figure, queueing when the scheduler or the pool cannot take it, and the seed's lesson; the
+command against the simulator over loopback HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from sparktop.cli import main
+from sparktop.model import EngineSample, is_num
+from sparktop.sim.engine import LoadSpec
+from sparktop.sources.engine import scrape_once
+from sparktop.sweep.budget import budget_json, compute_budget, render_budget
+from sparktop.sweep.estimator import estimate
+from sparktop.sweep.profile import load_profile
+from tests.sim_helpers import running_sim, until
+
+TWO = "2x-spark-dsv4-flash-0731"
+FOUR = "4x-spark-dsv41-flash-1017"
+
+
+def test_the_seed_lesson_at_128k_on_two_sparks() -> None:
+    # DESIGN.md §1: decode 75.4 → 65.2, end-to-end 69.1 → 5.9, TTFT 0.63 → 78.75 s (125×).
+    b = compute_budget(131_072, 1, load_profile(TWO))
+    x = b.lesson
+    assert x.shortest_prompt_tokens == 256
+    assert x.decode_keep_pct == pytest.approx(65.2 / 75.4 * 100)
+    assert x.e2e_keep_pct == pytest.approx(5.9 / 69.1 * 100)
+    assert x.ttft_growth == pytest.approx(78.75 / 0.63)
+    text = render_budget(b)
+    assert "decode keeps              86 %" in text
+    assert "end-to-end keeps          8.5 % (the profile's end-to-end aggregate)" in text
+    assert "TTFT grows                125.0×" in text
+    lesson = budget_json(b)["lesson"]
+    assert lesson["ttft_growth_x"] == {"value": 125, "reason": None}
+
+
+def test_the_lesson_on_a_decode_only_profile_computes_end_to_end_per_request() -> None:
+    x = compute_budget(124_759, 1, load_profile(FOUR)).lesson
+    here, base = estimate(load_profile(FOUR), 124_759, 1), estimate(load_profile(FOUR), 1002, 1)
+
+    def e2e(e: object) -> float:
+        ttft, decode = e.ttft_s.value, e.decode_tps.value  # type: ignore[attr-defined]
+        return 128 / (ttft + 128 / decode)
+
+    assert x.e2e_keep_pct == pytest.approx(e2e(here) / e2e(base) * 100)
+    assert "128 output tokens" in x.e2e_how
+
+
+def _live(**fields: object) -> EngineSample:
+    return EngineSample(engine="e", time_s=0.0, **fields)  # type: ignore[arg-type]
+
+
+def test_one_more_request_runs_at_running_plus_one() -> None:
+    p = load_profile(FOUR)
+    live = _live(running=3.0, waiting=0.0, kv_free_tokens=5e6, mean_prompt_tokens=8000.0)
+    n = compute_budget(30_000, 1, p, 128, live=live, max_num_seqs=8).send_now
+    assert n.concurrency == 4 and n.queued_because == "" and n.queue_wait_s == 0
+    assert n.ttft_s is not None and n.ttft_s.value == estimate(p, 30_000, 4).ttft_s.value
+    assert n.idle_ttft_s.value == estimate(p, 30_000, 1).ttft_s.value
+    assert n.ttft_total_s == n.ttft_s.value
+
+
+def test_a_full_scheduler_queues_at_the_measured_finish_rate() -> None:
+    p = load_profile(FOUR)
+    live = _live(
+        running=8.0, waiting=2.0, kv_free_tokens=5e6, mean_prompt_tokens=8000.0,
+        requests_finished_per_s=0.5,
+    )  # fmt: skip
+    b = compute_budget(30_000, 1, p, 128, live=live, max_num_seqs=8)
+    n = b.send_now
+    assert (n.queued_because, n.concurrency) == ("max_num_seqs", 8)
+    assert (n.queue_wait_s, n.wait_origin) == (6.0, "server")  # 3 must finish, 0.5/s
+    assert n.ttft_s is not None and is_num(n.ttft_s.value)
+    assert n.ttft_total_s == pytest.approx(n.ttft_s.value + 6.0)
+    assert "the scheduler is full (running = max_num_seqs): ≈ 6.00 s" in render_budget(b)
+
+
+def test_a_prompt_bigger_than_the_free_pool_waits_for_tokens() -> None:
+    p = load_profile(FOUR)
+    live = _live(running=2.0, waiting=0.0, kv_free_tokens=10_000.0, mean_prompt_tokens=8000.0)
+    n = compute_budget(30_000, 1, p, 128, live=live, max_num_seqs=8).send_now
+    assert n.queued_because == "pool" and n.wait_origin == "profile"
+    assert is_num(n.queue_wait_s) and n.queue_wait_s > 0
+
+
+def test_without_a_live_engine_only_the_idle_figure() -> None:
+    b = compute_budget(30_000, 1, load_profile(FOUR))
+    doc = budget_json(b)["send_now"]
+    assert doc["live"] is False and doc["ttft_s"] is None
+    assert doc["ttft_total_s"] == {"value": None, "reason": "no live server; pass --endpoint"}
+    idle = estimate(load_profile(FOUR), 30_000, 1).ttft_s.value
+    assert doc["idle_ttft_s"]["value"] == pytest.approx(idle, abs=1e-4)  # JSON keeps 4 places
+
+
+async def _scrape_when(url: str, ok: object) -> EngineSample:
+    return await until(lambda: scrape_once(url), ok, timeout_s=30)  # type: ignore[arg-type]
+
+
+def _budget(capsys: pytest.CaptureFixture[str], url: str, prompt: int) -> dict[str, object]:
+    argv = ["budget", "--prompt-tokens", str(prompt), "--output-tokens", "128"]
+    code = main([*argv, "--endpoint", url, "--json"])
+    out, _err = capsys.readouterr()
+    assert code == 0
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+async def test_budget_endpoint_on_the_simulator(capsys: pytest.CaptureFixture[str]) -> None:
+    # Four clients without think time on a server limited to 2 sequences: 2 run, 2 wait.
+    load = LoadSpec(clients=4, prompt_tokens=(1004,), output_tokens=300, think_s=0, jitter=0)
+    async with running_sim(speed=5, load=load, max_num_seqs=2) as sim:
+        url = sim.http["dsv41"].url
+        await _scrape_when(
+            url,
+            lambda s: s.ok and s.running == 2 and s.waiting == 2 and is_num(s.mean_prompt_tokens),
+        )
+        sim.clock.pause()
+        doc = await asyncio.to_thread(_budget, capsys, url, 30_000)
+    now = doc["send_now"]
+    assert now["live"] is True  # type: ignore[index]
+    assert now["running"] == {"value": 2, "reason": None}  # type: ignore[index]
+    assert now["waiting"] == {"value": 2, "reason": None}  # type: ignore[index]
+    # The server does not say max_num_seqs (no vLLM release exports it): the profile's 8
+    # stands, tagged, and the request queues behind the two already waiting.
+    assert doc["kv"]["max_num_seqs"]["origin"] == "from the profile"  # type: ignore[index]
+    assert now["queued_because"] == "waiting"  # type: ignore[index]
+    assert now["queue_wait_s"]["origin"] == "profile"  # type: ignore[index]
+    assert now["queue_wait_s"]["value"] > 0  # type: ignore[index]
+    profile = load_profile(FOUR)
+    assert now["ttft_s"]["value"] == pytest.approx(  # type: ignore[index]
+        estimate(profile, 30_000, 3).ttft_s.value, rel=1e-3
+    )
+    assert now["idle_ttft_s"]["value"] == pytest.approx(  # type: ignore[index]
+        estimate(profile, 30_000, 1).ttft_s.value, rel=1e-3
+    )
+    total = now["ttft_total_s"]["value"]  # type: ignore[index]
+    assert total == pytest.approx(now["ttft_s"]["value"] + now["queue_wait_s"]["value"], rel=1e-3)  # type: ignore[index]
