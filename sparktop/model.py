@@ -356,6 +356,15 @@ class EngineSample:
     ``admission_rejections_total``; ``spec_accept_by_position[k]`` is the share of drafts
     whose token k was accepted (empty when not exported); ``retracted_reqs`` is SGLang's
     ``num_retracted_reqs``. Each is NA naming the metric when the server does not export it.
+    The load the window's figures were measured under (what the expected row is computed
+    for, :mod:`sparktop.sweep.matched`): ``load_dist`` is ``(running, waiting, seconds)``,
+    the time each pair of ``num_requests_running`` / ``num_requests_waiting`` readings held
+    over the window (each interval between two scrapes split half to each end; empty before
+    a second scrape); ``prompt_tokens_dist`` is ``(low, high, requests)`` per non-empty
+    ``vllm:request_prompt_tokens`` bucket ``(low, high]`` over the window (requests that
+    finished); ``first_token_prompt_tokens`` the mean prompt of the requests whose first
+    token came in the window (Δ``prompt_tokens_total`` / Δ TTFT ``_count``: the population of
+    the TTFT quantiles).
     """
 
     engine: str
@@ -413,6 +422,9 @@ class EngineSample:
     admission_rejections_per_s: Num = NA()
     spec_accept_by_position: tuple[float, ...] = ()
     retracted_reqs: Num = NA()
+    load_dist: tuple[tuple[float, float, float], ...] = ()
+    prompt_tokens_dist: tuple[tuple[float, float, float], ...] = ()
+    first_token_prompt_tokens: Num = NA()
 
     @property
     def ok(self) -> bool:

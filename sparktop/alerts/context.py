@@ -21,17 +21,21 @@ class Expected:
     ``ttft_s`` seconds, ``decode_tps`` per-stream decode tok/s; None where the profile has
     no data (the estimator said "no data"). ``*_low`` / ``*_high``: the estimator's
     uncertainty band (same units; None: no band, the % threshold alone decides). A live value
-    inside the band is not a deficit.
+    inside the band is not a deficit. ``prompt_tokens`` / ``concurrency`` are the window's mean
+    load (:mod:`sparktop.sweep.matched`); ``load`` says it in words and ``window_s`` how long
+    the window is (None: the instant reading, no window yet).
     """
 
     prompt_tokens: float
-    concurrency: int
+    concurrency: float
     ttft_s: float | None = None
     decode_tps: float | None = None
     ttft_low_s: float | None = None
     ttft_high_s: float | None = None
     decode_low_tps: float | None = None
     decode_high_tps: float | None = None
+    window_s: float | None = None
+    load: str = ""
 
 
 ExpectedFn = Callable[[EngineSample], Expected | None]

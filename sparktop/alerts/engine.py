@@ -24,7 +24,8 @@ from sparktop.alerts.rules import ENGINE_SCOPED, NODE_SCOPED, RULES, Rule, evalu
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, is_num
-from sparktop.sweep.estimator import Estimated, estimate
+from sparktop.sweep.estimator import Estimated
+from sparktop.sweep.matched import cached_estimator, window_expected
 from sparktop.sweep.profile import Profile
 
 
@@ -220,29 +221,32 @@ def profile_baseline(profile: Profile | None) -> float | None:
 
 
 def profile_expected(profile: Profile | None) -> ExpectedFn | None:
-    """An :data:`ExpectedFn` that asks the sweep estimator for the live row.
+    """An :data:`ExpectedFn` that asks the sweep estimator for the live window's load.
 
-    Live prompt length = ``EngineSample.mean_prompt_tokens``; concurrency = ``running``.
+    The load is the window's (:func:`sparktop.sweep.matched.window_load`): the time-weighted
+    running counts and the prompt lengths that finished, each cell estimated and combined as
+    the live statistic combines its observations.
     """
     if profile is None:
         return None
+    estimator = cached_estimator(profile)
 
     def expected(sample: EngineSample) -> Expected | None:
-        if not is_num(sample.mean_prompt_tokens) or not is_num(sample.running):
+        got = window_expected(estimator, sample, profile.aggregate_kind)
+        if isinstance(got, str):
             return None
-        concurrency = int(sample.running)
-        if concurrency < 1:
-            return None
-        est = estimate(profile, float(sample.mean_prompt_tokens), concurrency)
+        load = got.load
         return Expected(
-            prompt_tokens=float(sample.mean_prompt_tokens),
-            concurrency=concurrency,
-            ttft_s=_value(est.ttft_s),
-            decode_tps=_value(est.decode_tps),
-            ttft_low_s=_num(est.ttft_s.low),
-            ttft_high_s=_num(est.ttft_s.high),
-            decode_low_tps=_num(est.decode_tps.low),
-            decode_high_tps=_num(est.decode_tps.high),
+            prompt_tokens=load.mean_prompt,
+            concurrency=load.mean_running,
+            ttft_s=_value(got.ttft_s),
+            decode_tps=_value(got.decode_tps),
+            ttft_low_s=_num(got.ttft_s.low),
+            ttft_high_s=_num(got.ttft_s.high),
+            decode_low_tps=_num(got.decode_tps.low),
+            decode_high_tps=_num(got.decode_tps.high),
+            window_s=load.window_s,
+            load=load.describe(),
         )
 
     return expected

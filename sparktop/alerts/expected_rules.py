@@ -1,7 +1,8 @@
 """Expected-row rules: live TTFT / decode against the sweep profile, and the TP straggler.
 
-Live prompt length is ``EngineSample.mean_prompt_tokens`` (Δ``request_prompt_tokens_sum`` /
-Δ``_count``), concurrency is ``running``. Live per-stream decode is 1 / mean ITL
+The expected figures are computed for the live window's own load and combined as the live
+statistic is (:mod:`sparktop.sweep.matched`): the time-weighted running counts and the prompt
+lengths that finished in the window. Live per-stream decode is 1 / mean ITL
 (``itl_mean_s``: Δ``_sum`` / Δ``_count`` of ``vllm:inter_token_latency_seconds`` over the
 window), compared with the profile's per-request decode column. Not ITL p50: with vLLM's
 default 10 / 25 ms bucket edges every rate from 40 to 100 tok/s reads the same ~18 ms (an
@@ -42,10 +43,10 @@ class Deficit:
     decode_live_tps: float | None = None
     decode_expected_tps: float | None = None
     decode_under_pct: float | None = None
-    prompt_tokens: float = 0.0
-    concurrency: int = 0
+    load: str = ""
     ttft_high_s: float | None = None
     decode_low_tps: float | None = None
+    window_s: float | None = None
 
     def ttft_past(self, limit_pct: float) -> bool:
         """TTFT at least ``limit_pct`` above expected and above the band's top."""
@@ -106,10 +107,10 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
         decode_live,
         exp.decode_tps,
         decode_under,
-        exp.prompt_tokens,
-        exp.concurrency,
+        exp.load or f"{exp.prompt_tokens:,.0f} prompt tokens × {exp.concurrency:g}",
         exp.ttft_high_s,
         exp.decode_low_tps,
+        exp.window_s,
     )
 
 
@@ -119,19 +120,21 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
         d = deficit(ctx, s)
         if d is None:
             continue
-        at = f"at {d.prompt_tokens:,.0f} prompt tokens × {d.concurrency}"
+        at = f"at {d.load}"
+        window = {"window_s": d.window_s} if d.window_s is not None else {}
         if d.ttft_past(limit) and d.ttft_over_pct is not None and d.ttft_live_s:
             yield engine_finding(
                 s,
                 "expected.ttft",
                 Severity.WARNING,
                 f"TTFT {d.ttft_over_pct:.0f} % above expected "
-                f"({d.ttft_live_s:.2f} s vs {d.ttft_expected_s:.2f} s {at}"
+                f"(p50 {d.ttft_live_s:.2f} s vs profile ttft_s {d.ttft_expected_s:.2f} s {at}"
                 f"{d.band_text('ttft')})",
                 {
                     "ttft_s": d.ttft_live_s,
                     "expected_ttft_s": d.ttft_expected_s or 0.0,
                     "deficit_pct": d.ttft_over_pct,
+                    **window,
                 },
                 score=round(d.ttft_over_pct),
             )
@@ -141,12 +144,13 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                 "expected.decode",
                 Severity.WARNING,
                 f"decode {d.decode_under_pct:.0f} % below expected "
-                f"({d.decode_live_tps:.1f} vs {d.decode_expected_tps:.1f} tok/s per "
-                f"stream from mean ITL, {at}{d.band_text('decode')})",
+                f"(1/mean ITL {d.decode_live_tps:.1f} vs profile decode_tps "
+                f"{d.decode_expected_tps:.1f} tok/s per stream {at}{d.band_text('decode')})",
                 {
                     "decode_tps": d.decode_live_tps or 0.0,
                     "expected_decode_tps": d.decode_expected_tps or 0.0,
                     "deficit_pct": d.decode_under_pct,
+                    **window,
                 },
                 score=round(d.decode_under_pct),
             )

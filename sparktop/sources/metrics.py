@@ -181,6 +181,9 @@ class MetricsDeriver:
             spec_acceptance_rate=values["spec_acceptance_rate"],
             spec_mean_accept_len=values["spec_mean_accept_len"],
             **more,
+            load_dist=win.load_dist(cur.running, cur.waiting) if base else (),
+            prompt_tokens_dist=values["prompt_tokens_dist"],
+            first_token_prompt_tokens=values["first_token_prompt_tokens"],
         )
 
     def _limits(

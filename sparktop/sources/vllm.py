@@ -54,8 +54,9 @@ class Flavour:
         return frozenset(names)
 
 
-SUM_COUNT_ONLY = frozenset({"prompt_len", "iteration_tokens"})
-"""Histograms read only for Δsum/Δcount (their buckets are never parsed)."""
+SUM_COUNT_ONLY = frozenset({"iteration_tokens"})
+"""Histograms read only for Δsum/Δcount (their buckets are never parsed). The prompt-length
+buckets are read: the expected row weighs the profile by the prompt lengths that finished."""
 
 VLLM = Flavour(
     kind="vllm",

@@ -12,6 +12,7 @@ increment); one seen before but unreadable on every kept scrape is NA until the 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ class EngineValues(TypedDict):
     prefix_hit_rate: Num
     spec_acceptance_rate: Num
     spec_mean_accept_len: Num
+    prompt_tokens_dist: tuple[tuple[float, float, float], ...]
+    first_token_prompt_tokens: Num
 
 
 @dataclass(slots=True)
@@ -51,6 +54,9 @@ class Snap:
     hists: dict[tuple[str, str], Hist] = field(default_factory=dict)
     present: frozenset[tuple[str, str]] = frozenset()
     """Every counter and histogram on the page, readable or not (NaN, invalid)."""
+    running: float | None = None
+    waiting: float | None = None
+    """The running / waiting gauges summed over ranks (None when a rank lacks one)."""
 
     @classmethod
     def of(cls, t: float, reading: PageReading) -> Snap:
@@ -61,6 +67,7 @@ class Snap:
             snap.hists.update({(rank, k): h for k, h in r.hists.items() if isinstance(h, Hist)})
             present.update((rank, k) for k in (*r.counters, *r.hists))
         snap.present = frozenset(present)
+        snap.running, snap.waiting = (_gauge_sum(reading, g) for g in ("running", "waiting"))
         return snap
 
     def fell_below(self, prev: Snap) -> bool:
@@ -76,6 +83,12 @@ class Snap:
         return any(
             k not in prev.hists or h.count != prev.hists[k].count for k, h in self.hists.items()
         )
+
+
+def _gauge_sum(reading: PageReading, name: str) -> float | None:
+    values = [r.gauges.get(name) for r in reading.ranks.values()]
+    nums = [float(v) for v in values if is_num(v)]
+    return sum(nums) if nums and len(nums) == len(values) else None
 
 
 def combine(values: Mapping[str, Num], how: Callable[[Iterable[float]], float] = sum) -> Num:
@@ -272,8 +285,10 @@ class Window:
             "spec_drafts",
             "spec_draft_tokens",
             "spec_accepted",
+            "prompt_tokens",
         )
         d = {k: combine({r: self.delta(r, k) for r in ranks}) for k in keys}
+        ttft = merged["ttft"]
         if self.reading.kind == "sglang" or not any(
             "prefix_queries" in self.reading.ranks[r].counters for r in ranks
         ):
@@ -294,7 +309,43 @@ class Window:
             prefix_hit_rate=hit,
             spec_acceptance_rate=rate,
             spec_mean_accept_len=length,
+            prompt_tokens_dist=bucket_counts(merged["prompt_len"]),
+            first_token_prompt_tokens=ratio(
+                d["prompt_tokens"],
+                ttft.count if isinstance(ttft, Hist) else (ttft or NA(NOT_EXPORTED)),
+                self.empty,
+            ),
         )
+
+    def load_dist(self, running: float | None, waiting: float | None) -> LoadDist:
+        """``(running, waiting, seconds)`` over the window: each interval between two kept
+        scrapes (and the last one to now) counts half for the readings at either end."""
+        points = [(s.t, s.running, s.waiting) for s in self.history]
+        points.append((self.now_s, running, waiting))
+        held: dict[tuple[float, float], float] = {}
+        for (t0, r0, w0), (t1, r1, w1) in itertools.pairwise(points):
+            half = (t1 - t0) / 2.0
+            for r, w in ((r0, w0), (r1, w1)):
+                if r is not None and half > 0:
+                    key = (r, w if w is not None else 0.0)
+                    held[key] = held.get(key, 0.0) + half
+        return tuple((r, w, t) for (r, w), t in sorted(held.items()))
+
+
+LoadDist = tuple[tuple[float, float, float], ...]
+
+
+def bucket_counts(hist: Hist | NA | None) -> tuple[tuple[float, float, float], ...]:
+    """``(low, high, count)`` of every non-empty bucket ``(low, high]`` (low 0 for the first)."""
+    if not isinstance(hist, Hist):
+        return ()
+    out: list[tuple[float, float, float]] = []
+    low, below = 0.0, 0.0
+    for edge, cum in zip(hist.edges, hist.cum, strict=True):
+        if cum - below > 0:
+            out.append((low, edge, cum - below))
+        low, below = edge, max(below, cum)
+    return tuple(out)
 
 
 def _spec(accepted: Num, den: Num, offset: float, drafts: Num) -> Num:

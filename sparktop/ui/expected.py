@@ -1,22 +1,21 @@
-"""The expected-row strip: the sweep profile's row for the live load, beside the live values.
+"""The expected-row strip: the sweep profile's figures for the live window, beside the live ones.
 
-Live concurrency = running requests; live prompt length = mean prompt tokens of recently
-finished requests (DESIGN.md §6). Expected values come from the shared estimator
-(``sparktop.sweep.estimator.estimate``), which says how each was obtained (exact,
-interpolated, fitted, extrapolated, no data) and gives a band: a live value inside it is
-not flagged, whatever the %. Textual-free; the widget renders the lines.
+The expected figures are computed over the same window and load as the live ones
+(:mod:`sparktop.sweep.matched`: time-weighted running counts, the prompt lengths that finished
+in the window) and each comparison names the profile column it reads and the live statistic
+it is compared with (DESIGN.md §6). The estimator says how each was obtained (exact,
+interpolated, fitted, extrapolated, no data) and gives a band: a live value inside it is not
+flagged, whatever the %. Textual-free; the widget renders the lines.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sparktop.alerts.expected_rules import live_itl_s
 from sparktop.model import NA, EngineSample, is_num
-from sparktop.sweep.estimator import Estimate, estimate
+from sparktop.sweep.matched import EstimateFn, cached_estimator, window_expected
 from sparktop.sweep.profile import Profile
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_views import Group, pack
@@ -32,15 +31,12 @@ class EstimatedLike(Protocol):
     def how(self) -> str: ...
 
 
-EstimateFn = Callable[[int, int], Estimate]
-"""``(prompt_tokens, concurrency) -> Estimate`` bound to one profile."""
+__all__ = ["COLUMN_NOTES", "DeficitClock", "EstimateFn", "estimator", "expected_lines"]
 
 
 def estimator(profile: Profile | None) -> EstimateFn | None:
-    """The profile's estimator, memoised (the strip asks the same row every tick)."""
-    if profile is None:
-        return None
-    return functools.lru_cache(maxsize=256)(functools.partial(estimate, profile))
+    """The profile's estimator, memoised (the strip asks the same cells every tick)."""
+    return cached_estimator(profile) if profile is not None else None
 
 
 AGGREGATE_KINDS = {
@@ -65,6 +61,10 @@ class Comparison:
     """What the live figure is (``p50`` for TTFT, ``1/ITL`` for decode, ``e2e`` rate)."""
     comparable: bool = True
     """False when the two figures are defined differently: shown, never flagged."""
+    column: str = ""
+    """The profile column the expected figure reads (``ttft_s``, ``decode_tps``, …)."""
+    why_not: str = ""
+    """Why the two are not compared (when ``comparable`` is False)."""
     low: Any = None
     high: Any = None
     """The estimator's band around ``expected`` (None: none)."""
@@ -136,26 +136,20 @@ def expected_lines(
     clock: DeficitClock,
     now: float,
     width: int = 116,
+    aggregate_kind: str = "",
 ) -> list[Line]:
-    """The row used (and how it was obtained), then each expected value beside the live one."""
+    """The window's load (and how the row was obtained), then each expected value beside the
+    live one: ``TTFT ttft_s 10.7 s (9.8–11.5 s) p50 6.25 s −41 %``."""
     head: Group = [("expected ", "dim")]
     if estimate is None:
         return [[*head, ("no sweep profile (set profile: in the inventory or --profile)", "dim")]]
-    running, prompt = sample.running, sample.mean_prompt_tokens
-    if not sample.ok:
-        return [[*head, ("no live values to compare", "dim")]]
-    if not is_num(running):  # the server does not report it: unknown, not idle
-        return [[*head, ("n/a: the server does not report running requests", "dim")]]
-    if running < 1:
-        return [[*head, ("idle: no running requests to compare", "dim")]]
-    if not is_num(prompt):
-        return [[*head, ("waiting for finished requests (mean prompt length unknown)", "dim")]]
-    concurrency, prompt_tokens = round(running), round(prompt)
     try:
-        est = estimate(prompt_tokens, concurrency)
+        got = window_expected(estimate, sample, aggregate_kind)
     except Exception as exc:  # a profile lookup bug must not take the panel down
         return [[*head, (f"estimator failed: {exc}", "warn")]]
-    kind = AGGREGATE_KINDS.get(str(getattr(est, "aggregate_kind", "")), "aggregate")
+    if isinstance(got, str):
+        return [[*head, (got, "dim")]]
+    kind = AGGREGATE_KINDS.get(got.aggregate_kind, "aggregate")
     itl_s = live_itl_s(sample)
     per_stream = 1.0 / itl_s if itl_s else NA("no inter-token latencies in the window")
     # Live per-stream decode is 1 / mean ITL, not the generation rate ÷ running: with long
@@ -163,41 +157,50 @@ def expected_lines(
     # per-stream rate on a healthy engine. The generation rate over a busy window is an
     # end-to-end aggregate (prefill time included): like-for-like only with an end-to-end
     # profile column; beside a decode-only one it is shown but never flagged.
+    decode_only = kind == "decode-only"
     comparisons = (
-        (Comparison("TTFT", _value(est.ttft_s), _ttft_live(sample), "higher", "s", "p50",
-                    **_band(est.ttft_s)), est.ttft_s),
-        (Comparison("decode/req", _value(est.decode_tps), per_stream, "lower", "", "1/ITL",
-                    **_band(est.decode_tps)), est.decode_tps),
-        (Comparison(f"agg {kind}", _value(est.aggregate_tps), sample.decode_tps, "lower", "",
-                    "live e2e" if kind == "decode-only" else "live",
-                    comparable=kind != "decode-only", **_band(est.aggregate_tps)),
-         est.aggregate_tps),
+        (Comparison("TTFT", _value(got.ttft_s), _ttft_live(sample), "higher", "s", "p50",
+                    column="ttft_s", **_band(got.ttft_s)), got.ttft_s),
+        (Comparison("decode/req", _value(got.decode_tps), per_stream, "lower", "", "1/ITL",
+                    column="decode_tps", **_band(got.decode_tps)), got.decode_tps),
+        (Comparison("agg", _value(got.aggregate_tps), sample.decode_tps, "lower", "",
+                    "live e2e", comparable=not decode_only,
+                    column="aggregate_tps",
+                    why_not="the profile's is decode-only, the live rate end-to-end"
+                    if decode_only else "",
+                    **_band(got.aggregate_tps)), got.aggregate_tps),
     )  # fmt: skip
-    row_how = _how(est.ttft_s)
+    row_how = _how(got.ttft_s)
     groups: list[Group] = [
         [*head, (profile_name, "accent")],
-        [(f"@ {prompt_tokens:,} prompt × {concurrency} running", "")],
-        [(_basis(est.ttft_s), "dim")],
+        [(f"@ {got.load.describe()}", "")],
+        [(_basis(got.ttft_s), "dim")],
     ]
     for comp, estimated in comparisons:
         past = comp.deficit(threshold_pct)
         since = clock.update(sample.engine, comp.label, past, now)
-        group: Group = [(f"{comp.label} ", "dim"), (_fmt(comp.expected, comp.unit), "")]
+        group: Group = [(f"{comp.label} ", "dim")]
+        if comp.column:
+            group.append((f"{comp.column} ", "dim"))
+        group.append((_fmt(comp.expected, comp.unit), ""))
         band = fmt.band(comp.low, comp.high, comp.unit)
         if band and is_num(comp.expected):
             group.append((f" ({band})", "dim"))
         if not is_num(comp.expected):
             if _how(estimated) != row_how:  # the row's own reason is already shown once
                 group.append((f" ({_how(estimated)})", "dim"))
+        elif not comp.comparable:
+            group += [
+                (f" {comp.live_label} ", "dim"),
+                (_fmt(comp.live, comp.unit), "bold"),
+                (f" (not compared: {comp.why_not})", "dim"),
+            ]
         else:
             dev = comp.deviation()
             group += [
                 (f" {comp.live_label} ", "dim"),
                 (_fmt(comp.live, comp.unit), "bold"),
-                (
-                    f" {fmt.signed_pct(dev)}",
-                    "crit" if past else "ok" if dev is not None and comp.comparable else "dim",
-                ),
+                (f" {fmt.signed_pct(dev)}", "crit" if past else "ok" if dev is not None else "dim"),
             ]
             if since is not None and now - since >= 1:
                 group.append((f" since {fmt.clock_time(since)}", "crit"))

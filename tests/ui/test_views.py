@@ -209,7 +209,7 @@ def test_expected_strip_says_how_in_a_word_and_no_data_with_its_reason_once() ->
     assert "interpolated" in between and "log-log" not in between
     beyond = text(engine(running=32.0))
     assert beyond.count("outside the measured columns") == 1
-    assert "TTFT no data" in beyond
+    assert "TTFT ttft_s no data" in beyond
     # A server that does not report running requests is not idle (cache-config-none case).
     unknown = text(engine(running=NA("not exported")))
     assert "n/a" in unknown and "idle" not in unknown

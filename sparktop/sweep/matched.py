@@ -1,0 +1,283 @@
+"""The expected row over the live figures' own window: same span, same load, same statistic.
+
+Live TTFT p50 and 1 / mean ITL are window figures (bucket and sum/count deltas over the last
+``window_s``); comparing them with the profile's row for the *instant* running count and mean
+prompt raises a deviation on every load change that lasts until the window has turned over.
+So the expected figure is built from the window's load, as the live statistic is built from
+its observations (method: ``sparktop/sweep/README.md``, "The expected row"):
+
+- the load: the time each running count held over the window (``EngineSample.load_dist``),
+  and the prompt lengths of the requests that finished in it (``prompt_tokens_dist``: the
+  ``request_prompt_tokens`` bucket deltas, each bucket at its geometric middle, all scaled
+  so their mean is the window's Δsum / Δcount);
+- every (running count, prompt length) cell is estimated (:func:`~sparktop.sweep.estimator.
+  estimate`) and weighted by seconds × requests;
+- TTFT p50 → the weighted median of the cells' TTFT (TTFT's own population: the prompts of
+  the requests whose first token came in the window, ``first_token_prompt_tokens``);
+  per-stream decode → the mean ITL's own weighting: each cell by the tokens it decodes
+  (seconds × running × its decode rate), i.e. the weighted mean of decode with weights
+  seconds × running × requests; aggregate → the time-weighted mean. Each band end is
+  combined the same way as the value.
+
+Pure; no Textual. Without a window (first scrape, a source without gauge history) the load
+is the instant one, and :attr:`Load.window_s` is None.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sparktop.model import NA, EngineSample, is_num
+from sparktop.sweep.estimator import Basis, Estimate, Estimated, estimate
+from sparktop.sweep.profile import Profile
+
+EstimateFn = Callable[[float, int], Estimate]
+"""``(prompt_tokens, concurrency) -> Estimate`` bound to one profile."""
+
+_RANK = {
+    Basis.EXACT: 0,
+    Basis.INTERPOLATED: 1,
+    Basis.FITTED: 2,
+    Basis.EXTRAPOLATED: 3,
+    Basis.NO_DATA: 4,
+}
+
+
+def cached_estimator(profile: Profile) -> EstimateFn:
+    """``estimate`` bound to ``profile``, memoised on the prompt rounded to 3 significant
+    digits (a window's cells repeat every tick; 0.5 % in prompt moves no figure visibly)."""
+
+    @functools.lru_cache(maxsize=1024)
+    def cell(prompt: float, concurrency: int) -> Estimate:
+        return estimate(profile, prompt, concurrency)
+
+    def call(prompt: float, concurrency: int) -> Estimate:
+        return cell(_round3(prompt), concurrency)
+
+    return call
+
+
+def _round3(x: float) -> float:
+    if x <= 0 or not math.isfinite(x):
+        return x
+    return round(x, 2 - math.floor(math.log10(x)))
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """The load a sample's window figures were measured under.
+
+    ``running``: ``(requests running, seconds)`` for every count ≥ 1 that held in the window;
+    ``prompts`` / ``ttft_prompts``: ``(prompt tokens, requests)`` of the requests that
+    finished / got their first token in it; ``waiting_peak`` the most requests waiting at
+    any scrape in it; ``window_s`` the span (None: an instant reading, no window yet).
+    """
+
+    running: tuple[tuple[int, float], ...]
+    prompts: tuple[tuple[float, float], ...]
+    ttft_prompts: tuple[tuple[float, float], ...]
+    window_s: float | None
+    waiting_peak: float = 0.0
+    finished: float = 0.0
+
+    @property
+    def mean_running(self) -> float:
+        return _wmean(self.running)
+
+    @property
+    def mean_prompt(self) -> float:
+        return _wmean(self.prompts)
+
+    @property
+    def window_text(self) -> str:
+        """``"last 30 s"``, or ``"load at this scrape"`` without a window's load history."""
+        if self.window_s is None:
+            return "load at this scrape"
+        return f"last {self.window_s:.0f} s"
+
+    def describe(self) -> str:
+        """``"4.6 running (4–6) × 6,784 prompt tokens (1,004–14,955), last 30 s"``."""
+        counts = [c for c, _ in self.running]
+        run = f"{self.mean_running:.1f}".removesuffix(".0")
+        if len(set(counts)) > 1:
+            run += f" ({min(counts)}–{max(counts)})"
+        sizes = [p for p, _ in self.prompts]
+        prompt = f"{self.mean_prompt:,.0f}"
+        if len(sizes) > 1:
+            prompt += f" ({min(sizes):,.0f}–{max(sizes):,.0f})"
+        return f"{run} running × {prompt} prompt tokens, {self.window_text}"
+
+
+def _wmean(pairs: Sequence[tuple[float, float]]) -> float:
+    total = sum(w for _, w in pairs)
+    return sum(v * w for v, w in pairs) / total if total > 0 else 0.0
+
+
+def _windowed(sample: EngineSample, name: str) -> bool:
+    return sample.window_s is not None and name not in sample.since_start
+
+
+def _shape(
+    buckets: Sequence[tuple[float, float, float]], mean: float
+) -> tuple[tuple[float, float], ...]:
+    """Each bucket ``(low, high]`` at its geometric middle, all scaled so the weighted mean is
+    ``mean`` (the exact Δsum / Δcount); one point at ``mean`` without buckets."""
+    mids: list[tuple[float, float]] = []
+    for low, high, n in buckets:
+        if math.isinf(high):
+            mid = max(low, 1.0) * 2.0
+        elif low <= 0:
+            mid = high / 2.0 if high > 1 else high
+        else:
+            mid = math.sqrt(low * high)
+        mids.append((mid, n))
+    base = _wmean(mids)
+    if not mids or base <= 0:
+        return ((mean, 1.0),)
+    k = mean / base
+    return tuple((max(1.0, m * k), n) for m, n in mids)
+
+
+def window_load(sample: EngineSample) -> Load | str:
+    """The load of ``sample``'s window, or why there is none to compare (one line)."""
+    if not sample.ok:
+        return "no live values to compare"
+    if not is_num(sample.running):  # the server does not report it: unknown, not idle
+        return "n/a: the server does not report running requests"
+    prompt = sample.mean_prompt_tokens
+    if not is_num(prompt):
+        if sample.running < 1:
+            return "idle: no running requests to compare"
+        return "waiting for finished requests (mean prompt length unknown)"
+    window = sample.window_s if _windowed(sample, "mean_prompt_tokens") else None
+    held = [(r, w, t) for r, w, t in sample.load_dist if t > 0]
+    if window is not None and held:
+        counts: dict[int, float] = {}
+        for r, _, t in held:
+            if round(r) >= 1:
+                counts[round(r)] = counts.get(round(r), 0.0) + t
+        running = tuple(sorted(counts.items()))
+        waiting_peak = max(w for _, w, _ in held)
+        buckets = sample.prompt_tokens_dist
+    else:
+        window = None
+        running = ((round(sample.running), 1.0),) if sample.running >= 1 else ()
+        waiting_peak = float(sample.waiting) if is_num(sample.waiting) else 0.0
+        buckets = ()
+    if not running:
+        return "idle: no running requests to compare"
+    prompts = _shape(buckets, float(prompt))
+    first = sample.first_token_prompt_tokens
+    ttft_prompts = (
+        _shape(buckets, float(first))
+        if window is not None and is_num(first) and first >= 1
+        else prompts
+    )
+    finished = sum(n for _, _, n in buckets)
+    return Load(running, prompts, ttft_prompts, window, waiting_peak, finished)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowExpected:
+    """The profile's figures for a window's load, combined as the live statistics are.
+
+    Same units and :class:`Estimated` shape as :class:`~sparktop.sweep.estimator.Estimate`;
+    ``how`` says how many cells were combined and how.
+    """
+
+    load: Load
+    ttft_s: Estimated
+    decode_tps: Estimated
+    aggregate_tps: Estimated
+    aggregate_kind: str
+
+
+Cell = tuple[Estimated, float]
+
+
+def _no_data(reason: str) -> Estimated:
+    return Estimated(NA(reason), f"no data: {reason}", Basis.NO_DATA, NA(reason), NA(reason))
+
+
+def _combine(cells: list[Cell], how: str, median: bool) -> Estimated:
+    """Weighted median (TTFT p50) or weighted mean of the cells' values and band ends."""
+    cells = [(fig, w) for fig, w in cells if w > 0]
+    if not cells:
+        return _no_data("no load in the window")
+    values: list[tuple[float, float]] = []
+    for fig, w in cells:
+        if not is_num(fig.value):
+            return fig
+        values.append((fig.value, w))
+    basis = max((fig.basis for fig, _ in cells), key=_RANK.__getitem__)
+    pick = _wmedian if median else _wmean
+
+    def end(attr: str) -> float | NA:
+        ends: list[tuple[float, float]] = []
+        for fig, w in cells:
+            v = getattr(fig, attr)
+            if not is_num(v):
+                return v if isinstance(v, NA) else NA("no band")
+            ends.append((v, w))
+        return pick(ends)
+
+    value = pick(values)
+    if len(cells) == 1:
+        return cells[0][0]
+    distinct = {fig.how for fig, _ in cells}
+    note = f"{how} of {len(cells)} cells" + (f" ({distinct.pop()})" if len(distinct) == 1 else "")
+    return Estimated(value, note, basis, end("low"), end("high"))
+
+
+def _wmedian(pairs: Sequence[tuple[float, float]]) -> float:
+    """The weighted median, interpolated between the cells' weight midpoints (a point-mass
+    median would jump between cells as the weights shift)."""
+    items = sorted(pairs)
+    total = sum(w for _, w in items)
+    at, below = [], 0.0
+    for v, w in items:
+        at.append(((below + w / 2.0) / total, v))
+        below += w
+    if at[0][0] >= 0.5:
+        return at[0][1]
+    for (q0, v0), (q1, v1) in itertools.pairwise(at):
+        if q0 <= 0.5 <= q1:
+            return v0 + (v1 - v0) * (0.5 - q0) / (q1 - q0) if q1 > q0 else v1
+    return at[-1][1]
+
+
+def expected_for(estimator: EstimateFn, load: Load, aggregate_kind: str) -> WindowExpected:
+    """Estimate every cell of ``load`` and combine them (see the module docstring)."""
+    ttft: list[Cell] = []
+    decode: list[Cell] = []
+    aggregate: list[Cell] = []
+    kinds = {aggregate_kind} if aggregate_kind else set()
+    for c, seconds in load.running:
+        for p, n in load.ttft_prompts:
+            ttft.append((estimator(p, c).ttft_s, seconds * n))
+        for p, n in load.prompts:
+            est = estimator(p, c)
+            kinds.add(est.aggregate_kind)
+            decode.append((est.decode_tps, seconds * c * n))
+            aggregate.append((est.aggregate_tps, seconds * n))
+    return WindowExpected(
+        load,
+        _combine(ttft, "weighted median", median=True),
+        _combine(decode, "token-weighted mean", median=False),
+        _combine(aggregate, "time-weighted mean", median=False),
+        aggregate_kind or next(iter(kinds), ""),
+    )
+
+
+def window_expected(
+    estimator: EstimateFn, sample: EngineSample, aggregate_kind: str = ""
+) -> WindowExpected | str:
+    """The expected figures for ``sample``'s window, or why there are none (one line)."""
+    load = window_load(sample)
+    if isinstance(load, str):
+        return load
+    return expected_for(estimator, load, aggregate_kind)

@@ -1,0 +1,97 @@
+"""The expected row over the live window's own load (sparktop.sweep.matched): the deriver keeps
+the running counts and the finished prompt lengths of the window, and the profile's cells are
+combined as the live statistics combine their observations."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from sparktop.model import EngineSample, is_num
+from sparktop.sources.metrics import MetricsDeriver
+from sparktop.sources.prom import parse_page
+from sparktop.sources.vllm import WANTED
+from sparktop.sweep.estimator import estimate
+from sparktop.sweep.matched import cached_estimator, window_expected, window_load
+from sparktop.sweep.profile import load_profile
+from tests.vllm_page import FakeVllm, Load
+
+PROFILE = load_profile("4x-spark-dsv41-flash-1017")
+
+
+def scrape(d: MetricsDeriver, fake: FakeVllm, now_s: float) -> EngineSample:
+    return d.derive(parse_page(fake.page().decode(), WANTED), now_s=now_s, wall_s=now_s)
+
+
+def test_the_deriver_keeps_the_windows_running_counts_and_finished_prompts() -> None:
+    fake = FakeVllm()
+    d = MetricsDeriver("dsv41", window_s=30)
+    fake.load["0"] = Load(decode_tps=300, requests_per_s=1, prompt_tokens=3800)
+    fake.set_gauges(running=8, waiting=0, kv_usage=0.3)
+    scrape(d, fake, 0.0)
+    for t in range(1, 21):  # 8 running for 10 s, then 4 (and a longer prompt) for 10 s
+        if t == 11:
+            fake.set_gauges(running=4, waiting=2, kv_usage=0.3)
+            fake.load["0"].prompt_tokens = 14955
+        fake.advance(1)
+        s = scrape(d, fake, float(t))
+    held = {(r, w): t for r, w, t in s.load_dist}
+    assert held == {(8.0, 0.0): pytest.approx(10.5), (4.0, 2.0): pytest.approx(9.5)}
+    # 10 prompts in (2,000, 5,000], 10 in (10,000, 20,000]: the buckets, not just the mean.
+    assert [(lo, hi, n) for lo, hi, n in s.prompt_tokens_dist] == [
+        (2000.0, 5000.0, 10.0),
+        (10000.0, 20000.0, 10.0),
+    ]
+    load = window_load(s)
+    assert not isinstance(load, str)
+    assert load.window_s == 20.0 and load.waiting_peak == 2.0
+    assert dict(load.running) == {8: pytest.approx(10.5), 4: pytest.approx(9.5)}
+    # The shape of the buckets, scaled to the exact mean (Δsum / Δcount).
+    assert load.mean_prompt == pytest.approx(s.mean_prompt_tokens)
+    assert "(4–8) running" in load.describe() and "last 20 s" in load.describe()
+
+
+def test_a_load_change_moves_the_expected_figure_between_the_two_rows() -> None:
+    """Half the window at 8 running, half at 4: per-stream decode is the token-weighted mean
+    of the two rows (a mean ITL counts tokens, and 8 streams decode more of them), TTFT p50
+    the median of the two; both lie between the rows, where the instant row would not."""
+    est = cached_estimator(PROFILE)
+    base = EngineSample(
+        engine="dsv41",
+        time_s=0.0,
+        running=4.0,
+        waiting=0.0,
+        mean_prompt_tokens=3800.0,
+        window_s=30.0,
+        load_dist=((4.0, 0.0, 15.0), (8.0, 0.0, 15.0)),
+        prompt_tokens_dist=((2000.0, 5000.0, 12.0),),
+    )
+    got = window_expected(est, base)
+    assert not isinstance(got, str)
+    at4, at8 = estimate(PROFILE, 3800, 4), estimate(PROFILE, 3800, 8)
+    d4, d8 = at4.decode_tps.value, at8.decode_tps.value
+    assert is_num(d4) and is_num(d8) and is_num(got.decode_tps.value)
+    assert got.decode_tps.value == pytest.approx((15 * 4 * d4 + 15 * 8 * d8) / (15 * 4 + 15 * 8))
+    t4, t8 = at4.ttft_s.value, at8.ttft_s.value
+    assert is_num(t4) and is_num(t8) and is_num(got.ttft_s.value)
+    assert min(t4, t8) < got.ttft_s.value < max(t4, t8)
+    # The band ends are combined like the value.
+    assert is_num(got.decode_tps.low) and got.decode_tps.low <= got.decode_tps.value
+    # A window at one load is that row itself.
+    steady = dataclasses.replace(base, load_dist=((8.0, 0.0, 30.0),), running=8.0)
+    one = window_expected(est, steady)
+    assert not isinstance(one, str)
+    assert one.ttft_s.value == pytest.approx(t8) and one.decode_tps.value == pytest.approx(d8)
+
+
+def test_without_load_history_the_scrape_is_the_load_and_says_so() -> None:
+    est = cached_estimator(PROFILE)
+    sample = EngineSample(engine="e", time_s=0.0, running=2.0, mean_prompt_tokens=501_871.0)
+    got = window_expected(est, sample)
+    assert not isinstance(got, str)
+    assert got.load.window_s is None and "load at this scrape" in got.load.describe()
+    # One token past the longest measured prompt is a bounded extrapolation, not "no data".
+    assert is_num(got.ttft_s.value) and is_num(got.decode_tps.value)
+    idle = dataclasses.replace(sample, running=0.0)
+    assert window_expected(est, idle) == "idle: no running requests to compare"
