@@ -364,7 +364,8 @@ class EngineSample:
     ``vllm:request_prompt_tokens`` bucket ``(low, high]`` over the window (requests that
     finished); ``first_token_prompt_tokens`` the mean prompt of the requests whose first
     token came in the window (Δ``prompt_tokens_total`` / Δ TTFT ``_count``: the population of
-    the TTFT quantiles).
+    the TTFT quantiles). ``window_start_s`` is the wall-clock time (``time_s``'s clock) of
+    the window's first scrape: what node histories are matched against.
     """
 
     engine: str
@@ -425,6 +426,7 @@ class EngineSample:
     load_dist: tuple[tuple[float, float, float], ...] = ()
     prompt_tokens_dist: tuple[tuple[float, float, float], ...] = ()
     first_token_prompt_tokens: Num = NA()
+    window_start_s: float | None = None
 
     @property
     def ok(self) -> bool:

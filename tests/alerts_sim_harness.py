@@ -36,11 +36,11 @@ class Harness:
     events: list[tuple[int, Event]] = field(default_factory=list)
 
     @classmethod
-    def start(cls, sim: SimHandle, hold_s: float = HOLD_S) -> Harness:
+    def start(cls, sim: SimHandle, hold_s: float = HOLD_S, window_s: float = 10.0) -> Harness:
         plan = Plan.from_inventory(load_inventory(sim.inventory_path))
         nodes = plan.node_sources(backoff_base_s=0.05, backoff_cap_s=0.2)
         # Rates in simulated seconds, so live decode compares with the profile's.
-        engines = plan.engine_sources(window_s=10.0, clock=sim.clock.now)
+        engines = plan.engine_sources(window_s=window_s, clock=sim.clock.now)
         alerts = plan.alert_engine(hold_s=hold_s)
         return cls(sim, [*nodes, *engines], alerts, t0=sim.clock.now())
 

@@ -88,9 +88,9 @@ def test_the_last_counter_tick_says_the_clock_is_back() -> None:
     assert messages["gpu.throttle"].startswith(
         "throttled recently: SW thermal slowdown +1 s in the last minute (now 2,523 MHz, 85 °C"
     )
-    assert messages["tp.straggler"] == (
-        "held back by spark-2: SW thermal slowdown +1 s in the last minute (clock now 2,523 MHz)"
-    )
+    # The node's own alert says it throttled; nothing holds the group back any more (a
+    # counter that ticked while the clock is back at baseline blames no one).
+    assert "tp.straggler" not in messages
 
 
 def test_a_condition_back_during_recovery_is_firing_again_without_an_event() -> None:

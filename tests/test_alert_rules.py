@@ -287,9 +287,75 @@ def test_straggler_names_the_node_and_ties_it_to_the_decode_deficit() -> None:
     straggler = found["tp.straggler:dsv41@spark-3"]
     assert straggler.node == "spark-3" and straggler.severity is Severity.CRITICAL
     assert straggler.message == (
-        "decode 38 % below expected; spark-3 at 1,833 MHz, "
-        "SW thermal slowdown +9 s in the last minute, 27 % below its 2,515 MHz baseline"
+        "decode 38 % below expected, 2,048 prompt tokens × 2; spark-3 at 1,833 MHz, "
+        "SW thermal slowdown +9 s in the last minute, 27 % below its 2,515 MHz baseline; "
+        "slow throughout the window (10 s)"
     )
+    # The deficit's own alert names the same cause.
+    assert "cause: spark-3 slow throughout the window" in found["expected.decode:dsv41"].message
+
+
+GROUP = ("spark-1", "spark-2", "spark-3")
+
+
+def _blip_then_back(state: ClusterState, tracker: CounterTracker, t: float) -> float:
+    """spark-3 throttles for 3 s (its counter grows 3 s), then its clock is back."""
+    for i in range(3):
+        state.apply(node("spark-3", t + i, sm_clock_mhz=1833.0, clock_event_mask=0x20,
+                         counters=counters(100.0 + i)))  # fmt: skip
+        tracker.observe(state)
+    for i in range(3, 6):
+        for name in GROUP:
+            state.apply(node(name, t + i, counters=counters(103.0)))
+        tracker.observe(state)
+    return t + 6
+
+
+def test_a_full_pool_explains_the_deficit_and_a_node_whose_clock_is_back_is_not_blamed() -> None:
+    state, tracker = ClusterState(), CounterTracker(60.0)
+    t = warm(state, GROUP, 0.0, 30)
+    t = _blip_then_back(state, tracker, t)
+    state.apply(engine(t=t, itl_mean_s=1 / 35.3, kv_usage=0.969, preemptions_per_s=1.5,
+                       window_start_s=t - 30))  # fmt: skip
+    found = run(state, tracker=tracker, expected=expected_row, tp_groups={"dsv41": GROUP})
+    decode = found["expected.decode:dsv41"]
+    assert decode.severity is Severity.WARNING
+    assert "cause: pool pressure: KV 96.9 %, 1.50 preemptions/s" in decode.message
+    assert not any(k.startswith("tp.straggler") for k in found), found
+    assert "spark-3" not in decode.message
+
+
+def test_a_node_slow_for_a_moment_of_the_window_explains_nothing() -> None:
+    """Slow now, but only for the last 3 s of a 30 s window: the deficit is unexplained (a
+    warning that says so); the node is only 'holding the group back', never critical."""
+    state, tracker = ClusterState(), CounterTracker(60.0)
+    t = warm(state, GROUP, 0.0, 30)
+    for i in range(3):
+        state.apply(node("spark-3", t + i, sm_clock_mhz=1833.0, clock_event_mask=0x20))
+    state.apply(engine(t=t + 2, itl_mean_s=1 / 35.3, window_start_s=t - 28))
+    found = run(state, tracker=tracker, expected=expected_row, tp_groups={"dsv41": GROUP})
+    decode = found["expected.decode:dsv41"]
+    assert decode.severity is Severity.WARNING and "no cause found" in decode.message
+    straggler = found["tp.straggler:dsv41@spark-3"]
+    assert straggler.severity is Severity.WARNING and "held back by spark-3" in straggler.message
+
+
+def test_an_unexplained_deficit_is_a_warning_that_says_it_found_no_cause() -> None:
+    state = cluster(*(node(n, 0.0) for n in GROUP), engine(itl_mean_s=1 / 35.3))
+    found = run(state, expected=expected_row, tp_groups={"dsv41": GROUP})
+    decode = found["expected.decode:dsv41"]
+    assert decode.severity is Severity.WARNING
+    assert decode.message.endswith(
+        "no cause found: no queueing, pool pressure, speculative acceptance drop or slow node "
+        "in the window"
+    )
+    assert not any(f.severity is Severity.CRITICAL for f in found.values())
+
+
+def test_queueing_explains_a_ttft_deficit_before_the_pool() -> None:
+    live = engine(ttft_p50=Quantile(1.60), waiting=3.0, running=2.0, kv_usage=0.95)
+    found = run(cluster(live), expected=expected_row)
+    assert "cause: queueing: up to 3 waiting for capacity" in found["expected.ttft:dsv41"].message
 
 
 def test_straggler_without_profile_is_a_warning_naming_the_slowest_member() -> None:

@@ -17,16 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from sparktop.alerts.causes import engine_cause, explain, node_cause, slowest
 from sparktop.alerts.context import Finding, RuleContext
 from sparktop.alerts.engine_rules import engine_finding, ok_engines, windowed
 from sparktop.alerts.gpu_rules import (
-    GpuView,
     drop_score,
-    gpu_views,
-    hidden_low_power,
-    slow_now,
-    slowdown_evidence,
-    throttle_evidence,
 )
 from sparktop.alerts.model import Severity
 from sparktop.model import EngineSample, Quantile, is_num
@@ -114,7 +109,26 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
     )
 
 
+NO_CAUSE = (
+    "no cause found: no queueing, pool pressure, speculative acceptance drop or slow node "
+    "in the window"
+)
+
+
+def _cause_text(ctx: RuleContext, s: EngineSample, figure: str) -> tuple[str, dict[str, float]]:
+    cause = explain(ctx, s, figure)
+    if cause is None:
+        return NO_CAUSE, {}
+    if cause.kind == "node" and cause.node is not None:
+        node = slowest(ctx, s)
+        evidence = f": {', '.join(node.phrases)}" if node is not None else ""
+        return f"cause: {cause.text}{evidence}", dict(cause.values)
+    return f"cause: {cause.text}", dict(cause.values)
+
+
 def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
+    """A deficit is a warning that names its cause, or says it found none (a critical is
+    the straggler's, when a node explains it)."""
     limit = ctx.thresholds.expected_deficit_pct
     for s in ok_engines(ctx):
         d = deficit(ctx, s)
@@ -123,88 +137,82 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
         at = f"at {d.load}"
         window = {"window_s": d.window_s} if d.window_s is not None else {}
         if d.ttft_past(limit) and d.ttft_over_pct is not None and d.ttft_live_s:
+            why, values = _cause_text(ctx, s, "ttft")
             yield engine_finding(
                 s,
                 "expected.ttft",
                 Severity.WARNING,
                 f"TTFT {d.ttft_over_pct:.0f} % above expected "
                 f"(p50 {d.ttft_live_s:.2f} s vs profile ttft_s {d.ttft_expected_s:.2f} s {at}"
-                f"{d.band_text('ttft')})",
+                f"{d.band_text('ttft')}); {why}",
                 {
                     "ttft_s": d.ttft_live_s,
                     "expected_ttft_s": d.ttft_expected_s or 0.0,
                     "deficit_pct": d.ttft_over_pct,
                     **window,
+                    **values,
                 },
                 score=round(d.ttft_over_pct),
             )
         if d.decode_past(limit) and d.decode_under_pct is not None:
+            why, values = _cause_text(ctx, s, "decode")
             yield engine_finding(
                 s,
                 "expected.decode",
                 Severity.WARNING,
                 f"decode {d.decode_under_pct:.0f} % below expected "
                 f"(1/mean ITL {d.decode_live_tps:.1f} vs profile decode_tps "
-                f"{d.decode_expected_tps:.1f} tok/s per stream {at}{d.band_text('decode')})",
+                f"{d.decode_expected_tps:.1f} tok/s per stream {at}{d.band_text('decode')}); "
+                f"{why}",
                 {
                     "decode_tps": d.decode_live_tps or 0.0,
                     "expected_decode_tps": d.decode_expected_tps or 0.0,
                     "deficit_pct": d.decode_under_pct,
                     **window,
+                    **values,
                 },
                 score=round(d.decode_under_pct),
             )
 
 
-def find_straggler(ctx: RuleContext, group: tuple[str, ...]) -> tuple[GpuView, list[str]] | None:
-    """The slowest GPU of ``group`` with evidence of a slowdown, and that evidence."""
-    worst: tuple[float, GpuView, list[str]] | None = None
-    for view in gpu_views(ctx):
-        if view.node not in group:
-            continue
-        if hidden_low_power(ctx, view):
-            evidence = [
-                *slowdown_evidence(ctx, view),
-                "possible hidden low-power state "
-                f"({view.gpu.power_w:.1f} W at {view.gpu.utilization_pct:.0f} %)",
-            ]
-        else:
-            evidence = throttle_evidence(ctx, view)
-        if not evidence:
-            continue
-        ratio = view.clock_ratio if view.clock_ratio is not None else 1.0
-        if worst is None or ratio < worst[0]:
-            worst = (ratio, view, evidence)
-    return None if worst is None else (worst[1], worst[2])
-
-
 def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
-    """Name the tensor-parallel member that holds a loaded engine back."""
+    """Name the tensor-parallel member that holds a loaded engine back: critical when it
+    explains a deficit (no queueing, pool or speculative cause first, and slow over enough
+    of the deficit window), a warning while it is slow without one. Never while the pool or
+    speculation explains the engine's state, and never from a counter alone."""
     limit = ctx.thresholds.expected_deficit_pct
     for s in ok_engines(ctx):
         group = ctx.tp_groups.get(s.engine, ())
         if not group or not is_num(s.running) or s.running < 1:
             continue
-        found = find_straggler(ctx, group)
-        if found is None:
+        node = slowest(ctx, s)
+        if node is None or engine_cause(ctx, s, "decode") is not None:
             continue
-        view, evidence = found
+        view = node.view
         clock = view.gpu.sm_clock_mhz
-        where, tail = view.node, ""
-        if is_num(clock) and slow_now(ctx, view):
-            where = f"{view.node} at {clock:,.0f} MHz"
-        elif is_num(clock):  # only a slowdown counter ticked: the clock itself is back
-            tail = f" (clock now {clock:,.0f} MHz)"
+        where = f"{view.node} at {clock:,.0f} MHz" if is_num(clock) else view.node
         d = deficit(ctx, s)
-        under = d.decode_under_pct if d is not None else None
-        values = {"deficit_pct": under} if under is not None else {}
+        values: dict[str, float] = {}
         if is_num(clock):
             values["sm_clock_mhz"] = float(clock)
-        if under is not None and d is not None and d.decode_past(limit):
-            message = f"decode {under:.0f} % below expected; {where}, {', '.join(evidence)}{tail}"
+        cause = node_cause(ctx, s, node)
+        past = []
+        if d is not None and d.decode_past(limit) and d.decode_under_pct is not None:
+            past.append(f"decode {d.decode_under_pct:.0f} % below expected")
+            values["deficit_pct"] = d.decode_under_pct
+        if d is not None and d.ttft_past(limit) and d.ttft_over_pct is not None:
+            past.append(f"TTFT {d.ttft_over_pct:.0f} % above expected")
+            values.setdefault("deficit_pct", d.ttft_over_pct)
+        if past and cause is not None and cause.overlap_s is not None:
+            values["overlap_s"] = cause.overlap_s
+            window = f", {d.load}" if d is not None else ""
+            message = (
+                f"{'; '.join(past)}{window}; {where}, {', '.join(node.phrases)}; "
+                f"{cause.text.removeprefix(view.node + ' ')}"
+            )
             severity = Severity.CRITICAL
         else:
-            message = f"held back by {where}: {', '.join(evidence)}{tail}"
+            message = f"held back by {where}: {', '.join(node.phrases)}"
             severity = Severity.WARNING
         yield engine_finding(
             s, "tp.straggler", severity, message, values, node=view.node, score=drop_score(view)

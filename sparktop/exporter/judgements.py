@@ -12,7 +12,8 @@ Only what sparktop derives, never the exporters' raw readings (Prometheus alread
   ``sparktop_engine_live_expected_ratio{figure}`` for ``figure`` = ``ttft_seconds`` and
   ``decode_tokens_per_second`` (per stream); ``sparktop_engine_deficit{cause,node}`` (1 while
   live is past the deficit threshold and outside the band; ``cause``: ``straggler`` naming the
-  node, ``pool_bound``, ``scheduler_bound`` or ``unexplained``);
+  node, ``pool_bound``, ``scheduler_bound``, ``queueing``, ``spec_acceptance`` or
+  ``unexplained``: the cause the alert rules name, in their order);
   ``sparktop_engine_kv_free_tokens``; ``sparktop_engine_kv_exhaustion_seconds`` (only while
   the KV cache grows steadily towards full); ``sparktop_engine_queue_bound{bound}`` (1 for
   ``pool``, ``scheduler`` or ``none``);
@@ -31,10 +32,11 @@ from dataclasses import dataclass, field
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from sparktop.alerts.causes import explain
 from sparktop.alerts.context import RuleContext
 from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.engine_rules import kv_growth
-from sparktop.alerts.expected_rules import deficit, find_straggler
+from sparktop.alerts.expected_rules import deficit
 from sparktop.alerts.gpu_rules import gpu_views, hidden_low_power, throttle_evidence
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, NodeSample, Sample, is_num
@@ -191,7 +193,7 @@ class Judgements(Collector):
                 ratio.add_metric([name, FIGURES[1]], d.decode_live_tps / d.decode_expected_tps)
             limit = ctx.thresholds.expected_deficit_pct
             if d.ttft_past(limit) or d.decode_past(limit):
-                why, node = _cause(ctx, s, held)
+                why, node = _cause(ctx, s, held, "decode" if d.decode_past(limit) else "ttft")
                 cause.add_metric([name, why, node], 1.0)
         yield from (up, expected, low, high, ratio, cause, free, eta, bound)
 
@@ -239,11 +241,13 @@ def _bound(ctx: RuleContext, s: EngineSample) -> str:
     return "none"
 
 
-def _cause(ctx: RuleContext, s: EngineSample, held: str) -> tuple[str, str]:
-    group = ctx.tp_groups.get(s.engine, ())
-    found = find_straggler(ctx, group) if group else None
-    if found is not None:
-        return "straggler", found[0].node
-    if held != "none":
-        return f"{held}_bound", ""
-    return "unexplained", ""
+def _cause(ctx: RuleContext, s: EngineSample, held: str, figure: str) -> tuple[str, str]:
+    """The deficit's cause as the alert rules find it (:func:`~sparktop.alerts.causes.explain`)."""
+    found = explain(ctx, s, figure)
+    if found is None:
+        return "unexplained", ""
+    if found.kind == "node":
+        return "straggler", found.node or ""
+    if found.kind == "queueing":
+        return (f"{held}_bound" if held != "none" else "queueing"), ""
+    return ("pool_bound" if found.kind == "pool" else "spec_acceptance"), ""

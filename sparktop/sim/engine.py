@@ -69,6 +69,10 @@ class EngineModel:
     spec_accept: float = SPEC_ACCEPT
     """MTP acceptance of a draft's first token (:meth:`EngineStats.draft`); a scenario lowers
     it to make acceptance collapse, and decode slows by the tokens each step yields."""
+    slowdown: float = 1.0
+    """The engine's own speed factor beside its nodes' pace (1 = as the profile says): a
+    slowdown no node shows (a software regression, a changed setting), for the tests of an
+    unexplained deficit."""
     started_s: float = 0.0
     down_until_s: float = 0.0
     restarts: int = 0

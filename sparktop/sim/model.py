@@ -122,7 +122,7 @@ class SimCluster:
         now = self.now
         for name, engine in self.engines.items():
             group = [self.gpus[n] for n in self.groups[name]]
-            engine.pace = min((g.pace for g in group), default=1.0)
+            engine.pace = min((g.pace for g in group), default=1.0) * engine.slowdown
             engine.step(now, dt)
             busy = engine.is_up(now) and bool(engine.running)
             for g in group:

@@ -119,7 +119,7 @@ class MetricsDeriver:
                 message="; ".join([_empty_reason(page, reading), *notes]),
             )
 
-        cur = Snap.of(now_s, reading)
+        cur = Snap.of(now_s, reading, wall_s)
         prev = self._history[-1] if self._history else None
         restarted = prev is not None and cur.fell_below(prev)
         if restarted:
@@ -171,6 +171,7 @@ class MetricsDeriver:
             restarted=restarted,
             ranks=tuple(stats),
             window_s=win.dt if base else None,
+            window_start_s=base.wall_s if base else None,
             since_start=since_start,
             ttft_p50=values["ttft_p50"],
             ttft_p95=values["ttft_p95"],

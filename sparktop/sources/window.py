@@ -50,6 +50,8 @@ class Snap:
     """The finite counters and histograms of one scrape, keyed by (rank, key); monotonic ``t``."""
 
     t: float
+    wall_s: float = 0.0
+    """Wall-clock time of the scrape (``time.time()``; ``t`` may run on another clock)."""
     counters: dict[tuple[str, str], float] = field(default_factory=dict)
     hists: dict[tuple[str, str], Hist] = field(default_factory=dict)
     present: frozenset[tuple[str, str]] = frozenset()
@@ -59,8 +61,8 @@ class Snap:
     """The running / waiting gauges summed over ranks (None when a rank lacks one)."""
 
     @classmethod
-    def of(cls, t: float, reading: PageReading) -> Snap:
-        snap = cls(t)
+    def of(cls, t: float, reading: PageReading, wall_s: float = 0.0) -> Snap:
+        snap = cls(t, wall_s)
         present: set[tuple[str, str]] = set()
         for rank, r in reading.ranks.items():
             snap.counters.update({(rank, k): v for k, v in r.counters.items() if is_num(v)})

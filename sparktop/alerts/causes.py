@@ -1,0 +1,227 @@
+"""Why an engine falls short of its expected row: causes ruled out before anyone is blamed.
+
+In this order (DESIGN.md §6), the first that holds explains the deficit:
+
+1. **queueing** (TTFT only): requests waited for capacity in the window (``waiting`` > 0 at
+   a scrape of it) — their TTFT includes the wait, the profile's does not;
+2. **pool pressure**: KV usage at or above ``kv_usage_pct``, or preemptions in the window
+   (a preempted request recomputes its prompt; its tokens stall meanwhile);
+3. **speculative acceptance drop**: the window's acceptance rate well below the engine's own
+   recent readings (fewer accepted draft tokens per step: slower decode at the same clock);
+4. **a node** of the tensor-parallel group, and only while its slow state overlaps the
+   deficit window: slow *now* (an active slowdown reason, a clock drop past
+   ``clock_drop_pct``, the hidden low-power pattern) and slow for at least
+   :data:`NODE_OVERLAP_SHARE` of the window, read from its clock history. A slowdown counter
+   that grew seconds ago while the clock is back at baseline blames no one.
+
+A node's evidence is generic (:class:`NodeEvidence`: phrases and since when), so other kinds
+of node evidence plug in beside throttling and low power.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from sparktop.alerts.context import RuleContext
+from sparktop.alerts.gpu_rules import (
+    GpuView,
+    gpu_views,
+    hidden_low_power,
+    slow_now,
+    slowdown_evidence,
+    throttle_evidence,
+)
+from sparktop.cluster import gpu_subject
+from sparktop.model import EngineSample, is_num
+from sparktop.sweep.matched import window_load
+
+NODE_OVERLAP_SHARE = 0.5
+"""A node explains a deficit when its slow state covers at least this share of the window."""
+SPEC_DROP_RATIO = 0.8
+"""Acceptance below this share of its own recent median is a drop …"""
+SPEC_DROP_ABS = 0.1
+"""… and at least this much lower in absolute terms (acceptance is a fraction 0–1)."""
+SPEC_BASELINE_S = 300.0
+"""How far back the acceptance's own recent readings go."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """What explains a deficit: ``kind`` (queueing, pool, spec, node) and the phrase the alert
+    text carries. A node cause names ``node`` and how long it overlapped the window."""
+
+    kind: str
+    text: str
+    node: str | None = None
+    overlap_s: float | None = None
+    values: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEvidence:
+    """Why one GPU of a node counts as slow now, since when (wall clock, s), and how slow
+    (clock ÷ its reference, 1 when unknown: the slowest is named first)."""
+
+    view: GpuView
+    phrases: tuple[str, ...]
+    since_s: float
+    ratio: float
+
+
+def queueing(ctx: RuleContext, s: EngineSample) -> Cause | None:
+    load = window_load(s)
+    peak = load.waiting_peak if not isinstance(load, str) else 0.0
+    now = float(s.waiting) if is_num(s.waiting) else 0.0
+    waiting = max(peak, now)
+    if waiting <= 0:
+        return None
+    seqs = s.max_num_seqs if is_num(s.max_num_seqs) else ctx.max_num_seqs.get(s.engine)
+    running = f"{s.running:.0f}" if is_num(s.running) else "n/a"
+    of = f"/{seqs:.0f}" if is_num(seqs) and seqs else ""
+    return Cause(
+        "queueing",
+        f"queueing: up to {waiting:.0f} waiting for capacity in the window ({running}{of} "
+        "running); their TTFT includes the wait, the profile's does not",
+        values={"waiting": waiting},
+    )
+
+
+def pool_pressure(ctx: RuleContext, s: EngineSample) -> Cause | None:
+    parts, values = [], {}
+    kv = s.kv_usage
+    if is_num(kv) and kv * 100.0 >= ctx.thresholds.kv_usage_pct:
+        parts.append(f"KV {kv * 100.0:.1f} %")
+        values["kv_usage_pct"] = kv * 100.0
+    rate = s.preemptions_per_s
+    if is_num(rate) and rate > 0 and "preemptions_per_s" not in s.since_start:
+        parts.append(f"{rate:.2f} preemptions/s")
+        values["preemptions_per_s"] = float(rate)
+    if not parts:
+        return None
+    return Cause("pool", f"pool pressure: {', '.join(parts)}", values=values)
+
+
+def spec_drop(ctx: RuleContext, s: EngineSample) -> Cause | None:
+    rate = s.spec_acceptance_rate
+    if not is_num(rate) or "spec_acceptance_rate" in s.since_start:
+        return None
+    start = s.window_start_s if s.window_start_s is not None else s.time_s
+    series = ctx.state.history.get(s.engine, "spec_acceptance_rate")
+    before = sorted(v for t, v in series.since(s.time_s - SPEC_BASELINE_S) if t < start)
+    if len(before) < 3:
+        return None
+    baseline = before[len(before) // 2]
+    if rate >= baseline * SPEC_DROP_RATIO or baseline - rate < SPEC_DROP_ABS:
+        return None
+    return Cause(
+        "spec",
+        f"speculative acceptance {rate:.0%} vs {baseline:.0%} before (its own recent median)",
+        values={"spec_acceptance_rate": float(rate), "spec_baseline": baseline},
+    )
+
+
+ENGINE_CAUSES: tuple[Callable[[RuleContext, EngineSample], Cause | None], ...] = (
+    queueing,
+    pool_pressure,
+    spec_drop,
+)
+
+
+def _slow_point(ctx: RuleContext, view: GpuView, clock: float, power: float | None) -> bool:
+    """A past reading that shows the slowdown by its clock (or the low-power pattern)."""
+    ref = view.reference
+    if ref is None or ref[0] <= 0:
+        return False
+    ratio = clock / ref[0]
+    if ratio < 1.0 - ctx.thresholds.clock_drop_pct / 100.0:
+        return True
+    t = ctx.thresholds
+    return power is not None and power < t.low_power_power_w and ratio < t.low_power_clock_ratio
+
+
+def slow_since(ctx: RuleContext, view: GpuView, now_s: float) -> float:
+    """When the GPU's current slow run began (wall clock): the oldest of the newest run of
+    clock readings that show it; ``now_s`` when the clock history does not show it."""
+    subject = gpu_subject(view.node, view.gpu.key)
+    clocks = list(ctx.state.history.get(subject, "sm_clock_mhz"))
+    powers = dict(ctx.state.history.get(subject, "power_w"))
+    since = now_s
+    for t, clock in reversed(clocks):
+        if not _slow_point(ctx, view, clock, powers.get(t)):
+            break
+        since = t
+    return since
+
+
+def evidence(ctx: RuleContext, view: GpuView, now_s: float) -> NodeEvidence | None:
+    """The GPU's evidence of a slowdown that holds now, or None (counter growth alone, with
+    the clock back, is not evidence of anything holding the group back now)."""
+    if not slow_now(ctx, view):
+        return None
+    if hidden_low_power(ctx, view):
+        g = view.gpu
+        phrases = [
+            *slowdown_evidence(ctx, view),
+            f"possible hidden low-power state ({g.power_w:.1f} W at {g.utilization_pct:.0f} %)",
+        ]
+    else:
+        phrases = throttle_evidence(ctx, view)
+    if not phrases:
+        return None
+    ratio = view.clock_ratio if view.clock_ratio is not None else 1.0
+    return NodeEvidence(view, tuple(phrases), slow_since(ctx, view, now_s), ratio)
+
+
+def group_evidence(
+    ctx: RuleContext, group: tuple[str, ...], now_s: float
+) -> Iterator[NodeEvidence]:
+    for view in gpu_views(ctx):
+        if view.node in group:
+            found = evidence(ctx, view, now_s)
+            if found is not None:
+                yield found
+
+
+def slowest(ctx: RuleContext, s: EngineSample) -> NodeEvidence | None:
+    """The slowest member of ``s``'s TP group that is slow now, with its evidence."""
+    group = ctx.tp_groups.get(s.engine, ())
+    found = list(group_evidence(ctx, group, s.time_s)) if group else []
+    return min(found, key=lambda e: e.ratio) if found else None
+
+
+def node_cause(ctx: RuleContext, s: EngineSample, node: NodeEvidence | None) -> Cause | None:
+    """``node`` as the cause when its slow run overlaps enough of the deficit window."""
+    if node is None:
+        return None
+    now = s.time_s
+    start = s.window_start_s if s.window_start_s is not None else now - ctx.thresholds.hold_s
+    span = max(now - start, 1e-9)
+    overlap = max(0.0, now - max(node.since_s, start))
+    if overlap < NODE_OVERLAP_SHARE * span:
+        return None
+    share = min(1.0, overlap / span)
+    how_long = "throughout the window" if share >= 0.99 else f"for {share:.0%} of the window"
+    return Cause(
+        "node",
+        f"{node.view.node} slow {how_long} ({overlap:.0f} s)",
+        node=node.view.node,
+        overlap_s=overlap,
+        values={"overlap_s": overlap},
+    )
+
+
+def engine_cause(ctx: RuleContext, s: EngineSample, figure: str) -> Cause | None:
+    """The first engine-side cause in order (queueing counts for TTFT only)."""
+    for find in ENGINE_CAUSES:
+        if find is queueing and figure != "ttft":
+            continue
+        cause = find(ctx, s)
+        if cause is not None:
+            return cause
+    return None
+
+
+def explain(ctx: RuleContext, s: EngineSample, figure: str) -> Cause | None:
+    """What explains a ``figure`` (``"ttft"`` or ``"decode"``) deficit, in the order above."""
+    return engine_cause(ctx, s, figure) or node_cause(ctx, s, slowest(ctx, s))
