@@ -6,8 +6,9 @@ In this order (DESIGN.md §6), the first that holds explains the deficit:
    a scrape of it) — their TTFT includes the wait, the profile's does not;
 2. **pool pressure**: KV usage at or above ``kv_usage_pct``, or preemptions in the window
    (a preempted request recomputes its prompt; its tokens stall meanwhile);
-3. **speculative acceptance drop**: the window's acceptance rate well below the engine's own
-   recent readings (fewer accepted draft tokens per step: slower decode at the same clock);
+3. **speculative acceptance drop**: the window's acceptance rate ``spec_drop_pct`` below the
+   engine's own recent baseline, as the ``spec.acceptance`` rule judges it (fewer accepted
+   draft tokens per step: slower decode at the same clock);
 4. **a node** of the tensor-parallel group, and only while its slow state overlaps the
    deficit window: slow *now* (an active slowdown reason, a clock drop past
    ``clock_drop_pct``, the hidden low-power pattern) and slow for at least
@@ -32,18 +33,13 @@ from sparktop.alerts.gpu_rules import (
     slowdown_evidence,
     throttle_evidence,
 )
+from sparktop.alerts.spec_rules import acceptance_baseline
 from sparktop.cluster import gpu_subject
 from sparktop.model import EngineSample, is_num
 from sparktop.sweep.matched import window_load
 
 NODE_OVERLAP_SHARE = 0.5
 """A node explains a deficit when its slow state covers at least this share of the window."""
-SPEC_DROP_RATIO = 0.8
-"""Acceptance below this share of its own recent median is a drop …"""
-SPEC_DROP_ABS = 0.1
-"""… and at least this much lower in absolute terms (acceptance is a fraction 0–1)."""
-SPEC_BASELINE_S = 300.0
-"""How far back the acceptance's own recent readings go."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,21 +99,18 @@ def pool_pressure(ctx: RuleContext, s: EngineSample) -> Cause | None:
 
 
 def spec_drop(ctx: RuleContext, s: EngineSample) -> Cause | None:
+    """The ``spec.acceptance`` rule's condition: acceptance ``spec_drop_pct`` below its own
+    recent baseline (:func:`~sparktop.alerts.spec_rules.acceptance_baseline`)."""
     rate = s.spec_acceptance_rate
     if not is_num(rate) or "spec_acceptance_rate" in s.since_start:
         return None
-    start = s.window_start_s if s.window_start_s is not None else s.time_s
-    series = ctx.state.history.get(s.engine, "spec_acceptance_rate")
-    before = sorted(v for t, v in series.since(s.time_s - SPEC_BASELINE_S) if t < start)
-    if len(before) < 3:
-        return None
-    baseline = before[len(before) // 2]
-    if rate >= baseline * SPEC_DROP_RATIO or baseline - rate < SPEC_DROP_ABS:
+    base = acceptance_baseline(ctx, s.engine)
+    if base is None or base <= 0 or (1.0 - rate / base) * 100.0 < ctx.thresholds.spec_drop_pct:
         return None
     return Cause(
         "spec",
-        f"speculative acceptance {rate:.0%} vs {baseline:.0%} before (its own recent median)",
-        values={"spec_acceptance_rate": float(rate), "spec_baseline": baseline},
+        f"speculative acceptance {rate:.0%} of draft tokens vs its recent {base:.0%}",
+        values={"acceptance_pct": rate * 100.0, "baseline_pct": base * 100.0},
     )
 
 
