@@ -239,13 +239,15 @@ def _bench(concurrency: int | None, prompt: int, **extra: object) -> dict[str, o
 
 
 def test_import_vllm_bench_results(tmp_path: Path) -> None:
-    from sparktop.sweep.importers import import_vllm_bench
+    """``vllm bench serve --save-result`` files (one per run, or one per line) through the one
+    importer ``profiles --import`` uses (:mod:`sparktop.sweep.import_formats`)."""
+    from sparktop.sweep.import_formats import import_results
 
     (tmp_path / "a.json").write_text(json.dumps(_bench(1, 1000)), encoding="utf-8")
     lines = [json.dumps(_bench(2, 1000)), json.dumps(_bench(2, 4000, mean_ttft_ms=2000.0))]
     (tmp_path / "b.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    text = import_vllm_bench(
-        [tmp_path / "a.json", tmp_path / "b.jsonl"], "mine", kv_pool_tokens=500_000
+    text = import_results(
+        [tmp_path / "a.json", tmp_path / "b.jsonl"], "mine", limits={"kv_pool_tokens": 500_000}
     )
     out = _write(tmp_path, text, "mine.yaml")
     profile = load_profile(str(out))
@@ -256,26 +258,9 @@ def test_import_vllm_bench_results(tmp_path: Path) -> None:
     assert (row.decode_tps, row.aggregate_tps, row.wall_s) == (50.0, 102.4, 20.0)
 
 
-@pytest.mark.parametrize(
-    ("doc", "message"),
-    [
-        (_bench(None, 1000), r"a\.json: no max_concurrency"),
-        (_bench(1, 1000, mean_tpot_ms=None), r"a\.json: 'mean_tpot_ms' missing"),
-        ([1, 2], r"a\.json: not a vllm bench serve result"),
-    ],
-)
-def test_import_rejects_incomplete_results(tmp_path: Path, doc: object, message: str) -> None:
-    from sparktop.sweep.importers import import_vllm_bench
+def test_import_rejects_incomplete_results(tmp_path: Path) -> None:
+    from sparktop.sweep.import_formats import import_results
 
-    (tmp_path / "a.json").write_text(json.dumps(doc), encoding="utf-8")
-    with pytest.raises(UserError, match=message):
-        import_vllm_bench([tmp_path / "a.json"], "x")
-
-
-def test_import_rejects_two_results_for_one_cell(tmp_path: Path) -> None:
-    from sparktop.sweep.importers import import_vllm_bench
-
-    lines = [json.dumps(_bench(1, 1000)), json.dumps(_bench(1, 1000))]
-    (tmp_path / "r.jsonl").write_text("\n".join(lines), encoding="utf-8")
-    with pytest.raises(UserError, match=r"r\.jsonl:2: a second result .* \(first: .*r\.jsonl:1\)"):
-        import_vllm_bench([tmp_path / "r.jsonl"], "x")
+    (tmp_path / "a.json").write_text(json.dumps(_bench(1, 1000, mean_tpot_ms=None)))
+    with pytest.raises(UserError, match=r"a\.json: .*mean_tpot_ms"):
+        import_results([tmp_path / "a.json"], "x", limits={})
