@@ -510,3 +510,40 @@ async def test_a_driver_changing_under_the_connection_never_reads_as_down(
     assert [(s.state, s.message) for s in after] == [(NodeState.OK, "")] * 3
     assert after[0].gpus[0].slowdowns == ("sw_thermal_slowdown",)
     assert source.connects == 1
+
+
+async def test_the_inventory_can_turn_the_stream_off_globally_or_per_node(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    """``probe: oneshot`` under ``ssh:`` or on a node: that node never starts ``-lms`` and
+    says why it is read one-shot; another value is refused with its line."""
+    from sparktop.errors import UserError
+    from sparktop.inventory import parse_inventory
+    from sparktop.sources.build import build_node_sources
+    from sparktop.sources.ssh import SshSource
+
+    server = await start_node(FakeNvidiaSmi(GB10_CSV))
+    text = (
+        f"ssh: {{user: {login_user()}, identity_file: {files.identity_file}, "
+        f"known_hosts: {files.known_hosts}, config: {files.config}, probe: oneshot}}\n"
+        "nodes:\n"
+        f"  - {{name: a, host: 127.0.0.1, port: {server.port}}}\n"
+        f"  - {{name: b, host: 127.0.0.1, port: {server.port}, probe: stream}}\n"
+    )
+    inventory = parse_inventory(text, "c.yaml")
+    a, b = build_node_sources(inventory)
+    assert isinstance(a, SshSource) and isinstance(b, SshSource)
+    assert a.stream is None and b.stream is not None
+    a.follow_interval(0.5)
+    try:
+        samples = [await a.sample() for _ in range(3)]
+    finally:
+        await a.aclose()
+        await b.aclose()
+    assert all(s.ok for s in samples)
+    assert samples[-1].probe == "one-shot (probe: oneshot in the inventory)"
+    assert not any("-lms" in c for c in server.commands)
+    with pytest.raises(
+        UserError, match=r"c\.yaml:4:52: nodes\[1\]\.probe: input should be 'stream' or 'oneshot'"
+    ):
+        parse_inventory(text.replace("probe: stream", "probe: sometimes"), "c.yaml")

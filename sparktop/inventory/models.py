@@ -61,6 +61,10 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
 
+Probe = Literal["stream", "oneshot"]
+"""The ``probe:`` values (per node, or for every node under ``ssh:``)."""
+
+
 class SshSettings(_Frozen):
     """SSH defaults for every node. ``None`` means "as OpenSSH would decide" (ssh config,
     agent, ``~/.ssh/known_hosts``). Paths have ``~`` expanded; timeouts are seconds."""
@@ -72,6 +76,9 @@ class SshSettings(_Frozen):
     identity_file: UserPath | None = None
     known_hosts: UserPath | None = None
     config: UserPath | None = None
+    probe: Probe = "stream"
+    """How GPUs are read: ``stream`` (one long-lived ``nvidia-smi -lms``, falling back to
+    one-shot where it does not work) or ``oneshot`` (a fresh probe every poll)."""
 
 
 def _check_label_value(value: str) -> str:
@@ -145,6 +152,7 @@ class NodeConfig(_PromTarget):
     config: UserPath | None = None
     connect_timeout_s: TimeoutS | None = None
     command_timeout_s: TimeoutS | None = None
+    probe: Probe | None = None
     strict_host_key_checking: bool = True
     instance: LabelValue | None = None
     match: LabelMatch | None = None

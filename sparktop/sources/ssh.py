@@ -97,7 +97,7 @@ class SshSource:
         backoff_cap_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
-        stream: bool = True,
+        stream: bool | None = None,
     ) -> None:
         self.name: str = node.name
         self.node = node
@@ -119,6 +119,9 @@ class SshSource:
         """When the host key was last verified (each connection checks it), wall clock."""
         self.stream: StreamProbe | None = None
         """The node's GPU stream (None: every poll runs the one-shot probe)."""
+        if stream is None:  # the inventory's ``probe:`` decides
+            stream = settings.probe != "oneshot"
+        self.oneshot_why = "" if stream else "one-shot (probe: oneshot in the inventory)"
         if stream:
             self.stream = StreamProbe(
                 self.name, backoff_base_s=backoff_base_s, backoff_cap_s=backoff_cap_s,
@@ -280,7 +283,7 @@ class SshSource:
             latency = max(0.0, now - arrived_s)
         else:
             latency = time.perf_counter() - started
-        probe = self.stream.mode if self.stream is not None else "one-shot"
+        probe = self.stream.mode if self.stream is not None else self.oneshot_why or "one-shot"
         self._failures = 0
         self._last_failure = None
         if sample.ok:
