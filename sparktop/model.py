@@ -234,6 +234,11 @@ class NodeMemory:
     used_mib: Num = NA()
     gpu_held_mib: Num = NA()
     unified: bool = False
+    read_s: float | None = None
+    """When these values were read (wall clock) if that is before the sample they came with:
+    the slow tier that refreshes them beside a GPU stream failed (``stale_reason`` says how).
+    None: read for this sample."""
+    stale_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,8 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
             "unified": true,                 # GB10: host memory is the GPU's memory
             "total_mib": 124610.1, "used_mib": 8826.9,   # /proc/meminfo
             "gpu_held_mib": 19135.0,         # sum of per-process GPU memory
+            "read_s": null,                  # set when older than the sample (the slow
+            "stale_reason": null,            # tier failed beside a stream), and why
             "missing": {}
           },
           "gpus": [

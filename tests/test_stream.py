@@ -235,3 +235,63 @@ async def test_the_monitor_streams_by_default_at_a_quarter_second(
     assert streamed[-1].memory.unified and streamed[-1].memory.gpu_held_mib == pytest.approx(
         responder.gpu.vllm_memory_mib()
     )
+
+
+class FailingSlowTier(Gb10Responder):
+    """A GB10 whose slow tier (``/proc/meminfo`` + compute apps beside the stream) can be
+    made to fail while the stream keeps printing rows."""
+
+    fail_slow = False
+
+    def run(self, command: str) -> tuple[str, int]:
+        if self.fail_slow and "@@sparktop:meminfo" in command and "@@sparktop:gpu" not in command:
+            return "cat: /proc/meminfo: Input/output error\n", 1
+        return super().run(command)
+
+
+async def test_a_failing_slow_tier_marks_the_memory_stale_with_its_age(
+    files: ClientFiles,
+) -> None:
+    """The stream's rows stay fresh while the memory read beside them fails: the memory is
+    kept but marked (when it was read, why it is old), in the row and the details, never
+    passed off as this sample's."""
+    from sparktop.ui import views
+
+    gpu = GpuModel("spark-1", 0, "GPU-1", 2509.0, 55.0, random.Random(1), vllm_pid=4242)
+    responder = FailingSlowTier(gpu)
+    server = await start_ssh_server(
+        responder, authorized_client_keys=[files.key], streamer=responder.stream
+    )
+    files.trust(server.known_hosts_line())
+    source = streaming_source(files, server.port)
+    assert source.stream is not None
+    source.stream.slow_every_s = 0.2  # the slow tier every 0.2 s instead of 10 s
+    try:
+        fresh = [await source.sample() for _ in range(4)]
+        responder.fail_slow = True
+        slow_runs = len([c for c in server.commands if "@@sparktop:meminfo" in c])
+        stale = fresh[-1]
+        for _ in range(40):
+            stale = await source.sample()
+            ran = len([c for c in server.commands if "@@sparktop:meminfo" in c])
+            if stale.memory.read_s is not None and ran > slow_runs:
+                break
+    finally:
+        await source.aclose()
+        await server.close()
+    assert all(s.ok and s.memory.read_s is None for s in fresh)
+    assert stale.ok and stale.probe.startswith("stream")
+    assert stale.memory.read_s is not None and stale.memory.read_s < stale.time_s
+    assert stale.memory.stale_reason == (
+        "not refreshed: the memory read printed cat: /proc/meminfo: Input/output error"
+    )
+    assert stale.memory.total_mib == fresh[-1].memory.total_mib  # kept, and said to be old
+    rows = views.node_rows(_state(stale), {}, stale.time_s, views.ViewConfig())
+    text, style = rows[0].cells["mem"]
+    assert style == "stale" and text.startswith("U ") and text.endswith(" s")
+
+
+def _state(sample: NodeSample) -> ClusterState:
+    state = ClusterState()
+    state.apply(sample)
+    return state

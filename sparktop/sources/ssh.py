@@ -274,6 +274,14 @@ class SshSource:
         sample = parse_probe_output(self.name, text, arrived_s or time.time())
         if self.stream is not None and arrived_s is None and sample.ok:
             self.stream.note_oneshot(text, len(sample.gpus))
+        elif self.stream is not None and self.stream.slow_problem:
+            # The stream's rows are new; its memory is the last good slow-tier read: say so.
+            memory = dataclasses.replace(
+                sample.memory,
+                read_s=self.stream.slow_read_s,
+                stale_reason=f"not refreshed: {self.stream.slow_problem}",
+            )
+            sample = dataclasses.replace(sample, memory=memory)
         return self._answered(sample, arrived_s, started)
 
     def _answered(self, sample: NodeSample, arrived_s: float | None, started: float) -> NodeSample:

@@ -103,6 +103,10 @@ class StreamProbe:
         self._started_at = self._starting_until = 0.0
         self._slow_text = ""
         self._slow_at = -math.inf
+        self.slow_read_s: float | None = None
+        """When the slow tier's text was last read (wall clock; None: never)."""
+        self.slow_problem = ""
+        """Why the slow tier's last refresh failed ("" when it worked): its text is older."""
         self._slow_task: asyncio.Task[None] | None = None
 
     # -- state -------------------------------------------------------------------------------
@@ -142,6 +146,7 @@ class StreamProbe:
         if cut >= 0:
             self._slow_text = text[cut : cut + SLOW_MAX_CHARS]
             self._slow_at = self._clock()
+            self.slow_read_s, self.slow_problem = time.time(), ""
         if gpu_count > 0:
             self.gpu_count = gpu_count
 
@@ -294,7 +299,13 @@ class StreamProbe:
                 text, _ = await run_bounded(conn, slow_command(), Progress())
             if text.startswith(f"{MARK}{SECTION_MEMINFO}"):
                 self._slow_text = text[:SLOW_MAX_CHARS]
-        except (TimeoutError, OSError, asyncssh.Error, OutputTooLarge) as exc:
+                self.slow_read_s, self.slow_problem = time.time(), ""
+            else:
+                self.slow_problem = f"the memory read printed {first_line(text) or 'nothing'}"
+        except TimeoutError:
+            self.slow_problem = f"the memory read did not finish in {REMOTE_TIMEOUT_S + 1:g} s"
+        except (OSError, asyncssh.Error, OutputTooLarge) as exc:
+            self.slow_problem = f"the memory read failed ({type(exc).__name__})"
             log.debug("%s: slow tier failed: %s", self.node, exc)
         finally:
             self._slow_at = self._clock()

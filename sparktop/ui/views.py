@@ -274,7 +274,7 @@ def gpu_row(
         "power": (fmt.num(gpu.power_w, ".0f" if num_or_zero(gpu.power_w) >= 100 else ".1f"),
                   plain),
         "util": (fmt.pct(gpu.utilization_pct), plain),
-        "mem": (fmt.memory(sample.memory, gpu, compact=narrow), plain),
+        "mem": memory_cell(sample, gpu, narrow, plain),
         "why": (fmt.reasons(gpu, low_power), mark(slow, "crit")),
         "trend": (fmt.spark(trend, 7, 0.0, top_mhz), "stale" if stale else "accent"),
         "state": status,
@@ -283,6 +283,16 @@ def gpu_row(
         row_key(sample.node, gpu.key), sample.node, gpu.key,
         _order(config, sample.node, gpu.index), cells,
     )  # fmt: skip
+
+
+def memory_cell(sample: NodeSample, gpu: GpuSample, narrow: bool, style: str) -> Cell:
+    """The memory cell; memory older than the row (its slow-tier refresh failed) is drawn
+    stale with its age: ``U 92/122G · 42 s``."""
+    mem = sample.memory
+    if mem.read_s is None:
+        return (fmt.memory(mem, gpu, compact=narrow), style)
+    age = fmt.age(max(0.0, sample.time_s - mem.read_s))
+    return (f"{fmt.memory(mem, gpu, compact=True)} · {age}", "stale")
 
 
 def num_or_zero(value: object) -> float:

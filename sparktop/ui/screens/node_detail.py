@@ -181,11 +181,20 @@ class NodeDetailScreen(Screen[None]):
         self.query_one("#status", Static).update(Content.assemble(status, since))
         self._fill_fields(sample)
         mem = sample.memory
-        self.query_one("#memory", Static).update(
+        text = (
             f"{'unified' if mem.unified else 'host'}: used {fmt.gib(mem.used_mib)} of "
             f"{fmt.gib(mem.total_mib)} GiB; GPU-held {fmt.gib(mem.gpu_held_mib)} GiB "
             "(MemTotal − MemAvailable; sum of per-process used_memory)"
         )
+        if mem.read_s is not None:  # older than the GPU readings: say how old and why
+            age = fmt.age(max(0.0, sample.time_s - mem.read_s))
+            stale = f"read at {fmt.clock_time(mem.read_s)}, {age} before this sample"
+            why = f"; {mem.stale_reason}" if mem.stale_reason else ""
+            self.query_one("#memory", Static).update(
+                Content.assemble((text, "$spark-dim"), ("\n" + stale + why, "$spark-warn"))
+            )
+        else:
+            self.query_one("#memory", Static).update(text)
         gpu = self._gpu(sample)
         for metric, label in PLOTS:
             values: tuple[float, ...] = ()
