@@ -23,6 +23,9 @@ from sparktop.ui import format as fmt
 Cell = tuple[str, str]
 """(text, style name); the style name is '' for the default colour."""
 
+CONTINUED: Cell = ("", "<continued>")
+"""A cell drawn as part of the one on its left (the Nodes table's spanning cell)."""
+
 ROW_SEP = "\x1f"
 
 Order = tuple[int, tuple[tuple[int, str], ...], int]
@@ -303,25 +306,6 @@ MESSAGE_COLUMNS = ("mem", "why", "trend")
 """The columns a failed row's message runs across (nothing else to show there)."""
 
 
-def spread(text: str, widths: Sequence[int]) -> list[str]:
-    """``text`` split at spaces over cells of ``widths`` (each takes the words that fit); the
-    last cell ends with ``…`` when the text runs on (the detail screen has all of it)."""
-    words = text.split()
-    cells: list[str] = []
-    for i, width in enumerate(widths):
-        last = i == len(widths) - 1
-        cell = ""
-        while words and len(f"{cell} {words[0]}".strip()) <= width:
-            cell = f"{cell} {words.pop(0)}".strip()
-        if words and (last or not cell):
-            # A word wider than a cell is cut (the last cell says the text goes on).
-            rest = f"{cell} {' '.join(words)}".strip()
-            cell = rest[: width - 1] + "…" if last else rest[:width]
-            words = [] if last else rest[width:].split()
-        cells.append(cell)
-    return cells
-
-
 def failed_row(
     sample: NodeSample,
     gpu: GpuSample | None,
@@ -333,13 +317,12 @@ def failed_row(
     """A row for a node whose last poll failed: identity, failure and since when; no values.
 
     The failure message runs across the memory, reasons and trend cells of ``columns``
-    (default: the wide or narrow set) so it reads at table width, not cut at one cell's.
+    (default: the wide or narrow set) as one text, so it reads at that width without gaps.
     """
     status = state_cell(sample, now, config, narrow)
     gap = (fmt.DASH, "dim")
     shown = columns or (NARROW_COLUMNS if narrow else WIDE_COLUMNS)
     spans = [c for c in shown if c.key in MESSAGE_COLUMNS]
-    message = spread(_cause(sample), [c.width for c in spans])
     cells: dict[str, Cell] = {
         "node": (sample.node, status[1]),
         "tp": _tp_cell(config, sample.node),
@@ -348,8 +331,10 @@ def failed_row(
         "mem": ("", ""), "why": ("", ""), "trend": ("", ""),
         "state": status,
     }  # fmt: skip
-    for column, text in zip(spans, message, strict=True):
-        cells[column.key] = (text, status[1])
+    # One text across the span (the table draws CONTINUED cells as part of the one on their
+    # left): split into cells, words broke at each cell's edge and left odd gaps.
+    for i, column in enumerate(spans):
+        cells[column.key] = (_cause(sample), status[1]) if i == 0 else CONTINUED
     key = gpu.key if gpu else None
     index = gpu.index if gpu else -1
     return RowView(

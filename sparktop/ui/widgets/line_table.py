@@ -34,6 +34,7 @@ from textual.strip import Strip
 from textual.style import Style as TextualStyle
 
 from sparktop.ui.safe_text import printable, without_control_filter
+from sparktop.ui.views import CONTINUED as VIEW_CONTINUED
 
 CELL_PADDING = 1
 """Blank cells each side of a column, as DataTable's default ``cell_padding``."""
@@ -54,6 +55,9 @@ def _fit(text: str, width: int) -> str:
 LineCell = tuple[str, str]
 """A cell: its text and its Textual style (``""`` for the table's own)."""
 EMPTY: LineCell = ("", "")
+CONTINUED: LineCell = VIEW_CONTINUED
+"""A cell the one on its left runs into: their text is drawn as one, across both widths and
+the padding between (a failed row's message over the memory, reasons and trend cells)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,10 +393,17 @@ class LineTable(ScrollView, can_focus=True):
             else:
                 runs.append(([text], style))
 
-        for column in self.columns:
-            text, role = cells(column)
+        columns = self.columns
+        at = 0
+        while at < len(columns):
+            text, role = cells(columns[at])
+            width = columns[at].width
+            at += 1
+            while at < len(columns) and cells(columns[at]) == CONTINUED:
+                width += 2 * CELL_PADDING + columns[at].width
+                at += 1
             add(pad, base)
-            add(_fit(text, column.width), self._style(role, base) if role else base)
+            add(_fit(text, width), self._style(role, base) if role else base)
             add(pad, base)
         # As wide as the widget too, so a repaint takes the line as it is (no crop or pad).
         columns_width = self.virtual_size.width

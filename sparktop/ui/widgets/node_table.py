@@ -12,11 +12,14 @@ from textual.events import Resize
 from sparktop.ui.messages import LayoutChanged, NodeChosen
 from sparktop.ui.styles import STYLE_VARIABLES
 from sparktop.ui.views import ROW_SEP, WIDE_COLUMNS, Cell, Column, Order, RowView, columns_for
-from sparktop.ui.widgets.line_table import LineCell, LineColumn, LineTable
+from sparktop.ui.widgets.line_table import CONTINUED, LineCell, LineColumn, LineTable
 
 
 def _styled(cell: Cell) -> LineCell:
-    """A view cell (text, role) as a table cell (text, theme style)."""
+    """A view cell (text, role) as a table cell (text, theme style); a continued cell stays
+    one (the table draws it as part of its left neighbour)."""
+    if cell == CONTINUED:
+        return CONTINUED
     text, role = cell
     return text, STYLE_VARIABLES.get(role, "")
 
