@@ -545,8 +545,8 @@ async def test_node_detail_shows_the_last_good_fields_with_their_own_time_dimmed
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
         await pilot.press("enter")
-        assert isinstance(app.screen, NodeDetailScreen)
         await pilot.pause()
+        assert isinstance(app.screen, NodeDetailScreen)
         label = app.screen.query_one("#fields-label", Label)
         assert str(label.render()) == "GPU fields"
         assert "driver 580.95.05" in static_text(app.screen.query_one("#title", Static))
