@@ -9,8 +9,8 @@ The fast reader is also compared on its own: it reads a page as the library does
 aside (:class:`NotUnderstood`) and never invents a reading.
 
 The official OpenMetrics parser suite (prometheus/OpenMetrics ``tests/testdata/parsers``) is
-run when ``SPARKTOP_OPENMETRICS_SUITE`` names a local copy of that directory (it is not
-vendored here).
+run from the shared fixtures (``../shared/fixtures/openmetrics/parsers``) when they hold it, or
+from the local copy ``SPARKTOP_OPENMETRICS_SUITE`` names (it is not vendored in this repo).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sparktop.sources.prom import parse_page
 from sparktop.sources.promtext import NotUnderstood, ParseBounds, scan_text
 from sparktop.sources.vllm import WANTED
+from tests.conftest import FIXTURES
 from tests.prom_reference import observed, reference
 
 NAMES = [
@@ -176,19 +177,29 @@ def test_the_fast_reader_agrees_or_steps_aside(text: str) -> None:
 # -- the official OpenMetrics parser suite, from a local copy -----------------------------------
 
 SUITE_ENV = "SPARKTOP_OPENMETRICS_SUITE"
+SHARED_SUITE = FIXTURES / "openmetrics" / "parsers"
+"""Where the shared fixtures keep the suite (prometheus/OpenMetrics ``tests/testdata/parsers``
+at commit 3bb328ab04d26b25ac548d851619f90d15090e5d: 211 cases), when they have it."""
+
+
+def suite_root() -> Path | None:
+    named = os.environ.get(SUITE_ENV)
+    if named:
+        return Path(named)
+    return SHARED_SUITE if SHARED_SUITE.is_dir() else None
 
 
 def suite_cases() -> list[Path]:
-    root = os.environ.get(SUITE_ENV)
-    if not root:
+    root = suite_root()
+    if root is None:
         return []
-    return sorted(p for p in Path(root).iterdir() if (p / "test.json").is_file())
+    return sorted(p for p in root.iterdir() if (p / "test.json").is_file())
 
 
 @pytest.mark.skipif(
-    not os.environ.get(SUITE_ENV),
-    reason=f"{SUITE_ENV} is unset: point it at a checkout's tests/testdata/parsers "
-    "(github.com/prometheus/OpenMetrics) to run the official parser suite",
+    suite_root() is None,
+    reason=f"the official OpenMetrics parser suite is not in {SHARED_SUITE} and {SUITE_ENV} is "
+    "unset: point it at a checkout's tests/testdata/parsers (github.com/prometheus/OpenMetrics)",
 )
 def test_official_openmetrics_parser_suite(capsys: pytest.CaptureFixture[str]) -> None:
     cases = suite_cases()
