@@ -9,101 +9,21 @@ from __future__ import annotations
 
 import enum
 import functools
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Annotated, Any, Protocol, TypeAlias, TypeGuard, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
-from pydantic import AfterValidator, PlainSerializer
-from pydantic_core import core_schema
-
-
-@dataclass(frozen=True, slots=True)
-class NA:
-    """A value that is not available, with the reason as the source gave it.
-
-    ``NA`` is falsy, formats as ``n/a`` and sorts before every number (see :func:`sort_key`).
-    """
-
-    reason: str = "not available"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __str__(self) -> str:
-        return "n/a"
-
-    def __format__(self, spec: str) -> str:
-        return "n/a"
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
-        """Recordings write NA as ``{"na": reason}`` (:mod:`sparktop.record.codec`)."""
-        return core_schema.no_info_plain_validator_function(
-            _na_from_json,
-            serialization=core_schema.plain_serializer_function_ser_schema(_na_to_json),
-        )
-
-
-def _na_from_json(value: object) -> NA:
-    if isinstance(value, NA):
-        return value
-    if isinstance(value, dict) and set(value) == {"na"} and isinstance(value["na"], str):
-        return NA(value["na"])
-    raise ValueError("expected {'na': reason}")
-
-
-def _na_to_json(value: NA) -> dict[str, str]:
-    return {"na": value.reason}
-
-
-def _frozen(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value))
-
-
-FloatMap: TypeAlias = Annotated[
-    Mapping[str, float], AfterValidator(_frozen), PlainSerializer(dict, return_type=dict)
-]
-"""A read-only ``name → float`` field (a record decodes it read-only again, and writes it
-as a JSON object)."""
-TextMap: TypeAlias = Annotated[
-    Mapping[str, str], AfterValidator(_frozen), PlainSerializer(dict, return_type=dict)
-]
-"""A read-only ``name → str`` field, like :data:`FloatMap`."""
-
-
-Num: TypeAlias = float | NA
-"""A float reading, or :class:`NA` with the reason it is missing."""
-
-
-def is_num(value: object) -> TypeGuard[float]:
-    """True for a finite ``int``/``float`` (``bool`` excluded); False for ``NA``, NaN, ±Inf."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
-
-
-def num_or(value: Num | None, default: float) -> float:
-    """The float inside ``value``, or ``default`` when it is missing."""
-    return float(value) if is_num(value) else default
-
-
-def sort_key(value: object) -> tuple[int, float]:
-    """A key that sorts missing values first and numbers by value."""
-    return (1, float(value)) if is_num(value) else (0, 0.0)
-
-
-def fmt_num(value: Num | None, spec: str = ",.0f", unit: str = "") -> str:
-    """Format a reading with a format spec and optional unit suffix; ``n/a`` when missing."""
-    if not is_num(value):
-        return "n/a"
-    text = format(value, spec)
-    return f"{text} {unit}" if unit else text
-
+from sparktop.hostmodel import FabricReading, GpuProcess, PowerTelemetry
+from sparktop.values import NA as NA
+from sparktop.values import FloatMap as FloatMap
+from sparktop.values import Num as Num
+from sparktop.values import TextMap as TextMap
+from sparktop.values import fmt_num as fmt_num
+from sparktop.values import is_num as is_num
+from sparktop.values import num_or as num_or
+from sparktop.values import sort_key as sort_key
 
 # -- clock-event (throttle) reasons ------------------------------------------------------------
 
@@ -228,6 +148,10 @@ class NodeMemory:
 
     Source: ``/proc/meminfo`` (``MemTotal − MemAvailable``) or psutil. ``gpu_held_mib`` is the
     sum of per-process GPU memory (``--query-compute-apps used_memory`` or NVML).
+    Pressure (the slow tier): ``available_mib`` is ``MemAvailable``, ``swap_used_mib``
+    ``SwapTotal − SwapFree`` (MiB); ``psi_some_pct`` / ``psi_full_pct`` the ``avg10`` share of
+    the last 10 s in which some / all tasks stalled on memory, % (``/proc/pressure/memory``;
+    NA with the reason on kernels without PSI).
     """
 
     total_mib: Num = NA()
@@ -239,6 +163,11 @@ class NodeMemory:
     the slow tier that refreshes them beside a GPU stream failed (``stale_reason`` says how).
     None: read for this sample."""
     stale_reason: str | None = None
+    available_mib: Num = NA("not read")
+    swap_total_mib: Num = NA("not read")
+    swap_used_mib: Num = NA("not read")
+    psi_some_pct: Num = NA("not read")
+    psi_full_pct: Num = NA("not read")
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +180,9 @@ class NodeSample:
     previous sample, % (psutil; only the local source reads it). ``probe`` says how an SSH
     node was read: ``stream (nvidia-smi -lms 1000)``, ``one-shot``, or ``one-shot: <why the
     stream is not used>`` (empty for other sources and for failures before any output).
+    ``fabric`` is the RDMA ports (``/sys/class/infiniband``), ``power`` the ``spark_hwmon``
+    (``spbm``) driver's channels, ``processes`` the GPU's compute processes, newest first
+    (all from the slow tier; see :mod:`sparktop.hostmodel`).
     """
 
     node: str
@@ -265,6 +197,9 @@ class NodeSample:
     driver_version: str = ""
     cpu_pct: Num = NA("not measured")
     probe: str = ""
+    fabric: FabricReading = FabricReading()
+    power: PowerTelemetry = PowerTelemetry()
+    processes: tuple[GpuProcess, ...] = ()
 
     @property
     def ok(self) -> bool:

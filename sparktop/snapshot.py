@@ -28,8 +28,26 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
             "gpu_held_mib": 19135.0,         # sum of per-process GPU memory
             "read_s": null,                  # set when older than the sample (the slow
             "stale_reason": null,            # tier failed beside a stream), and why
+            "available_mib": 115783.2,       # MemAvailable
+            "swap_total_mib": 16384.0, "swap_used_mib": 0.0,
+            "psi_some_pct": 0.0, "psi_full_pct": 0.0,   # /proc/pressure/memory avg10
             "missing": {}
           },
+          "fabric": {                        # /sys/class/infiniband (RDMA / RoCE)
+            "tx_gbps": null, "rx_gbps": null,  # Σ over ports; null on a first reading
+            "uptime_s": 86400.2,             # the node's clock for the rates
+            "missing": null,                 # why there are no ports ("no /sys/class/…")
+            "ports": [{"device": "rocep1s0f0", "port": 1, "netdev": "enp1s0f0np0",
+                       "state": "4: ACTIVE", "phys_state": "5: LinkUp",
+                       "rate": "200 Gb/sec (4X HDR)", "rate_gbps": 200.0,
+                       "xmit_bytes": …, "rcv_bytes": …,      # the counters × 4 (words)
+                       "tx_gbps": null, "rx_gbps": null,
+                       "errors": {"symbol_error": 0.0, …}, "errors_grown": {},
+                       "temperature_c": 62.0, "missing": {…}}]
+          },
+          "power": null,                     # spark_hwmon channels (W, J) when loaded
+          "processes": [{"pid": 41000, "name": "python3", "gpu_uuid": "GPU-…",
+                         "used_mib": 103426.0, "share_pct": 83.0, "missing": {}}],
           "gpus": [
             {
               "index": 0, "uuid": "GPU-…", "name": "NVIDIA GB10",
@@ -89,6 +107,7 @@ from typing import Any
 
 from sparktop.alerts.gpu_state import GpuState, worst
 from sparktop.alerts.model import Alert, Severity
+from sparktop.hostmodel import FabricReading, PowerTelemetry
 from sparktop.model import (
     NA,
     EngineSample,
@@ -263,7 +282,26 @@ def node_json(
         "missing": {} if sample.driver_version else {"driver_version": NOT_REPORTED},
         "memory": memory_json(sample.memory),
         "gpus": [gpu_json(g, states.get(g.key, GpuState.OK)) for g in sample.gpus],
+        "fabric": fabric_json(sample.fabric),
+        "power": power_json(sample.power),
+        "processes": [_fields(p) for p in sample.processes],
     }
+
+
+def fabric_json(fabric: FabricReading) -> dict[str, object]:
+    """RDMA ports (``/sys/class/infiniband``): ``missing`` says why there are none."""
+    return {
+        "tx_gbps": _value(fabric.tx_gbps),
+        "rx_gbps": _value(fabric.rx_gbps),
+        "uptime_s": _value(fabric.uptime_s),
+        "missing": fabric.missing or None,
+        "ports": [_fields(p) for p in fabric.ports],
+    }
+
+
+def power_json(power: PowerTelemetry) -> dict[str, object] | None:
+    """The ``spark_hwmon`` driver's channels; null when the driver is absent."""
+    return _fields(power) if power.present else None
 
 
 def engine_json(sample: EngineSample, tp_nodes: tuple[str, ...] = ()) -> dict[str, object]:

@@ -61,10 +61,10 @@ def test_probe_sections_and_exit_statuses() -> None:
     marks = [ln for ln in out.splitlines() if ln.startswith(probe.MARK)]
     assert marks == [
         "@@sparktop:gpu", "@@sparktop:rc 0", "@@sparktop:meminfo", "@@sparktop:apps",
-        "@@sparktop:rc 0",
+        "@@sparktop:rc 0", "@@sparktop:host", "@@sparktop:rc 0",
     ]  # fmt: skip
     assert "MemTotal:       127600748 kB" in out
-    assert "gpu_uuid, pid, used_gpu_memory [MiB]\nGPU-1, 4242, " in out
+    assert "gpu_uuid, pid, process_name, used_gpu_memory [MiB]\nGPU-1, 4242, python3, " in out
     assert "clocks_event_reasons_counters.sw_thermal_slowdown [us]" in out
 
 

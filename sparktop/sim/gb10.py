@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from types import MappingProxyType
 
 from sparktop.sim.gpu import MAX_SM_CLOCK_MHZ, GpuModel
+from sparktop.sim.hostfs import grep_files
 
 Refresh = Callable[[], object]
 
@@ -80,7 +81,7 @@ OLD_DRIVER = "525.147.05"
 def split_command(command: str) -> tuple[str, ...]:
     """Shell words and ``;``/``&``/``>`` punctuation of a command line (ValueError if it does
     not parse). Cached: the same few probe commands arrive every poll from every client."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&>")
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&>|")
     lexer.whitespace_split = True
     return tuple(lexer)
 
@@ -130,13 +131,18 @@ class Gb10Responder:
         out: list[str] = []
         status = 0
         segment: list[str] = []
+        piped: str | None = None
         for token in [*tokens, ";"]:
-            if token != ";":
+            if token not in (";", "|"):
                 segment.append(token)
                 continue
             if segment:
-                text, status = self._simple(segment, status)
-                out.append(text)
+                text, status = self._simple(segment, status, piped)
+                piped = None
+                if token == "|":
+                    piped = text
+                else:
+                    out.append(text)
             segment = []
         return "".join(out), status
 
@@ -179,7 +185,9 @@ class Gb10Responder:
                 return
             await asyncio.sleep(max(0.0, start + (n + 1) * period_s - loop.time()))
 
-    def _simple(self, words: list[str], last_status: int) -> tuple[str, int]:
+    def _simple(
+        self, words: list[str], last_status: int, stdin: str | None = None
+    ) -> tuple[str, int]:
         words = [w.replace("$?", str(last_status)) for w in words]
         # Redirections: only "2>&1" (tokens "2", ">&", "1") is used; output is merged anyway.
         while len(words) >= 3 and words[-3:] == ["2", ">&", "1"]:
@@ -196,7 +204,12 @@ class Gb10Responder:
         if prog == "echo":
             return " ".join(args) + "\n", 0
         if prog == "timeout" and args:
-            return self._simple(args[1:], last_status)
+            return self._simple(args[1:], last_status, stdin)
+        if prog == "head" and len(args) == 2 and args[0] == "-n" and args[1].isdigit():
+            lines = (stdin or "").splitlines(keepends=True)
+            return "".join(lines[: int(args[1])]), 0
+        if prog == "grep" and args[:2] == ["-sH", "."]:
+            return grep_files(self.gpu.host.files(), args[2:])
         if prog == "cat" and args == ["/proc/meminfo"]:
             return self.gpu.meminfo(), 0
         if prog == "cat":
@@ -279,4 +292,12 @@ class Gb10Responder:
                 "used_gpu_memory [MiB]": f"{g.vllm_memory_mib()}" + (" MiB" if units else ""),
             }
             lines.append(", ".join(values[APP_HEADERS[f]] for f in fields))
+            for pid, name, mib in g.side_processes():
+                side = {
+                    "gpu_uuid": g.uuid,
+                    "pid": str(pid),
+                    "process_name": name,
+                    "used_gpu_memory [MiB]": f"{mib}" + (" MiB" if units else ""),
+                }
+                lines.append(", ".join(side[APP_HEADERS[f]] for f in fields))
         return "".join(line + "\n" for line in lines), 0

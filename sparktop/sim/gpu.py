@@ -15,6 +15,8 @@ import enum
 import random
 from dataclasses import dataclass, field
 
+from sparktop.sim.hostfs import HostModel
+
 MAX_SM_CLOCK_MHZ = 3003.0
 IDLE_SM_CLOCK_MHZ = 850.0
 THERMAL_SM_CLOCK_MHZ = 1833.0
@@ -22,9 +24,15 @@ THERMAL_TEMP_C = 92.0
 THERMAL_ONSET_C = 87.0
 LOW_POWER_SM_CLOCK_MHZ = 513.0
 LOW_POWER_W = 14.9
+STEADY_SLOW_CLOCK_MHZ = 2400.0
+STEADY_SLOW_W = 17.0
+STEADY_SLOW_PACE = 63.0 / 94.0
+"""Decode 94 ms/step in the slow state against 63 ms healthy (the public report)."""
 IDLE_TEMP_C = 36.0
 IDLE_POWER_W = 11.2
 MEM_TOTAL_KB = 127_600_748
+SWAP_TOTAL_KB = 16_777_212
+"""Invented: a 16 GiB swap file."""
 OS_USED_KB = 3_900_000
 VLLM_MEMORY_FRACTION = 0.83
 """Share of memory the vLLM worker holds on each node (the 4-Spark seed's static fraction)."""
@@ -44,6 +52,9 @@ class Fault(enum.StrEnum):
     NONE = "none"
     THERMAL = "thermal"
     LOW_POWER = "hidden-low-power"
+    STEADY_SLOW = "steady-slow"
+    """The slow state at a steady clock: ~2,400 MHz, ~17 W, 100 % busy, no reason bit, the
+    firmware's PL1 cap lowered (the public report: 15–20 W vs 31–36 W, decode 63 vs 94 ms)."""
 
 
 @dataclass(slots=True)
@@ -65,6 +76,7 @@ class GpuModel:
     fault: Fault = Fault.NONE
     loaded: bool = False
     vllm_pid: int | None = None
+    host: HostModel = field(default_factory=lambda: HostModel(""))
     clock_mhz: float = IDLE_SM_CLOCK_MHZ
     temp_c: float = IDLE_TEMP_C
     power_w: float = IDLE_POWER_W
@@ -93,7 +105,13 @@ class GpuModel:
         tau = FAULT_TAU_S if self.fault is Fault.THERMAL else TEMP_TAU_S
         self.temp_c += (target_temp - self.temp_c) * min(1.0, dt / tau)
         thermal = self.fault is Fault.THERMAL and self.temp_c >= THERMAL_ONSET_C
-        if self.fault is Fault.LOW_POWER:
+        if self.fault is Fault.STEADY_SLOW and self.loaded:
+            # Steady clock, busy, but power at half its peers': nvidia-smi shows no reason.
+            self.clock_mhz = STEADY_SLOW_CLOCK_MHZ + j(-6, 6)
+            self.util_pct = 100.0
+            self.power_w = STEADY_SLOW_W + j(-0.8, 0.8)
+            self.mask = 0
+        elif self.fault is Fault.LOW_POWER:
             # The stuck state: busy, slow, cold and quiet, and no reason bit at all.
             self.clock_mhz = LOW_POWER_SM_CLOCK_MHZ + j(-2, 2)
             self.util_pct = 100.0 if self.loaded else j(0, 3)
@@ -116,12 +134,16 @@ class GpuModel:
             self.power_w = IDLE_POWER_W + j(-0.5, 0.5)
             self.mask = BIT_GPU_IDLE
         self.clock_mhz = min(self.clock_mhz, MAX_SM_CLOCK_MHZ)
+        self.host.slow_cap = self.fault is Fault.STEADY_SLOW
+        self.host.step(dt, self.loaded, self.power_w)
 
     @property
     def pace(self) -> float:
         """How fast this rank computes relative to its nominal clock (1.0 = full speed)."""
         if self.fault is Fault.NONE:
             return 1.0
+        if self.fault is Fault.STEADY_SLOW:
+            return STEADY_SLOW_PACE
         if self.fault is Fault.THERMAL and self.mask & BIT_SW_THERMAL == 0:
             return 1.0
         return min(1.0, self.clock_mhz / self.nominal_clock_mhz)
@@ -129,6 +151,13 @@ class GpuModel:
     @property
     def pstate(self) -> str:
         return "P0" if self.loaded or self.fault is not Fault.NONE else "P8"
+
+    def side_processes(self) -> tuple[tuple[int, str, int], ...]:
+        """Other compute processes beside the vLLM worker: (pid, name, MiB). Invented: during
+        memory pressure a notebook starts on the GPU and grows."""
+        if self.vllm_pid is None or self.host.pressure <= 0:
+            return ()
+        return ((self.vllm_pid + 9_000, "jupyter-lab", int(self.host.pressure * 18_000)),)
 
     def vllm_memory_mib(self) -> int:
         """GPU memory held by the vLLM worker (``--query-compute-apps used_memory``), MiB."""
@@ -138,7 +167,9 @@ class GpuModel:
         """``/proc/meminfo`` of a 128 GB unified-memory node holding this GPU's worker."""
         total = MEM_TOTAL_KB
         used = OS_USED_KB + self.vllm_memory_mib() * 1024
+        used += self.host.extra_used_kb(max(0, total - used))
         available = max(0, total - used)
+        swap_used = self.host.swap_used_kb()
         cached = min(available, 2_400_000)
         free = max(0, available - cached - 300_000)
         rows = (
@@ -152,8 +183,8 @@ class GpuModel:
             ("Inactive", cached),
             ("Unevictable", 30_720),
             ("Mlocked", 30_720),
-            ("SwapTotal", 0),
-            ("SwapFree", 0),
+            ("SwapTotal", SWAP_TOTAL_KB),
+            ("SwapFree", SWAP_TOTAL_KB - swap_used),
             ("Dirty", 96),
             ("Writeback", 0),
             ("AnonPages", used - OS_USED_KB // 2),

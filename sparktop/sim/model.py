@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sparktop.sim.engine import SPEC_ACCEPT, EngineModel, LoadSpec, SimRequest
 from sparktop.sim.gpu import Fault, GpuModel
+from sparktop.sim.hostfs import HostModel
 from sparktop.sim.rates import ProfileRates
 from sparktop.sim.scenarios import LONG_PROMPT_TOKENS
 
@@ -85,6 +86,7 @@ class SimCluster:
                 loaded_temp_c=LOADED_TEMPS_C[i % len(LOADED_TEMPS_C)],
                 rng=rng,
                 vllm_pid=41_000 + 17 * i if name in member else None,
+                host=HostModel(f"{seed}/{name}"),
             )
             if gpu.vllm_pid is not None:
                 gpu.temp_c = gpu.loaded_temp_c  # the cluster has been serving for a while
@@ -138,6 +140,7 @@ class SimCluster:
     def clear_faults(self) -> None:
         for gpu in self.gpus.values():
             gpu.fault = Fault.NONE
+            gpu.host.clear()
 
     def flood(self, engine: str, *, cached_fraction: float = 0.9) -> list[SimRequest]:
         """Long agent sessions return at once, mostly prefix-cache hits (``cached_fraction``).

@@ -86,6 +86,9 @@ class Targets:
     low_power: str
     down: str
     engine: str | None
+    slow: str = ""
+    pressure: str = ""
+    link: str = ""
 
 
 class SimHandle:
@@ -124,6 +127,9 @@ class SimHandle:
             low_power=group[2 % len(group)],
             down=group[-1],
             engine=next(iter(self.cluster.engines), None),
+            slow=group[3 % len(group)],
+            pressure=group[0],
+            link=group[1 % len(group)],
         )
         self._player: Player | None = None
         self.scenario = ""
@@ -244,6 +250,12 @@ class SimHandle:
             cluster.set_fault(t.thermal, Fault.THERMAL)
         elif act is Act.LOW_POWER:
             cluster.set_fault(t.low_power, Fault.LOW_POWER)
+        elif act is Act.STEADY_SLOW:
+            cluster.set_fault(t.slow, Fault.STEADY_SLOW)
+        elif act is Act.MEMORY_PRESSURE:
+            cluster.gpus[t.pressure].host.pressure_rising = True
+        elif act is Act.LINK_DOWN:
+            cluster.gpus[t.link].host.link_down = True
         elif act is Act.NODE_DOWN:
             await self.ssh[t.down].go_away()
             for pages in (self.dcgm, self.node_exporter):

@@ -30,6 +30,9 @@ class Act(enum.StrEnum):
     RESTART = "server-restart"
     LONG_CONTEXT = "long-context"
     SPEC_COLLAPSE = "spec-collapse"
+    STEADY_SLOW = "steady-slow"
+    MEMORY_PRESSURE = "memory-pressure"
+    LINK_DOWN = "link-down"
 
 
 LONG_PROMPT_TOKENS = 501_869
@@ -118,6 +121,23 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
                 "speculative decoding stops paying: MTP acceptance falls from ~54 % to ~5 % "
                 "of draft tokens (mean acceptance length 3.7 → 1.25) and decode slows with it",
                 ((SPEC_LEAD_S, Act.SPEC_COLLAPSE),),
+            ),
+            Scenario(
+                "steady-slow",
+                "one node drops to ~17 W at a steady ~2,400 MHz and 100 % busy, no reason "
+                "bit, its PL1 cap lowered: decode 94 vs 63 ms/step",
+                ((LEAD_S, Act.STEADY_SLOW),),
+            ),
+            Scenario(
+                "memory-pressure",
+                "one node's free memory drains to ~1.5 GiB in 15 s: swap fills, PSI climbs",
+                ((LEAD_S, Act.MEMORY_PRESSURE),),
+            ),
+            Scenario(
+                "link-down",
+                "one node's first RoCE link goes down: link_downed ticks, errors grow, "
+                "its fabric traffic collapses",
+                ((LEAD_S, Act.LINK_DOWN),),
             ),
             Scenario(
                 "tour",

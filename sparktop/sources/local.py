@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
 import time
 from dataclasses import replace
@@ -20,7 +21,11 @@ from typing import Any
 import psutil
 
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, is_num
+from sparktop.sources.fabric_rates import FabricRates
+from sparktop.sources.hostfiles import HostRead, parse_host
+from sparktop.sources.hostread import read_host_files
 from sparktop.sources.nvsmi import is_unified, sum_num
+from sparktop.sources.stream import SLOW_TIER_S
 
 MIB = 1024 * 1024
 PSTATE_UNKNOWN = 32
@@ -62,8 +67,13 @@ class LocalSource:
 
     kind = "node"
 
-    def __init__(self, name: str = "localhost", nvml: Any = None) -> None:
+    def __init__(self, name: str = "localhost", nvml: Any = None, host_root: str = "") -> None:
         self.name = name
+        self.host_root = host_root
+        """Prefix of the host files' paths (tests point it at a ``/sys``-shaped directory)."""
+        self._host_text = ""
+        self._host_at = -math.inf
+        self._fabric_rates = FabricRates()
         self._nvml: Any = nvml if nvml is not None else _load_pynvml()
         self._lock = threading.Lock()  # one NVML conversation at a time
         self._initialised = False
@@ -133,6 +143,8 @@ class LocalSource:
                 gpus, failure = self._gpus()
         held = sum_num(g.process_memory_mib for g in gpus) if gpus else NA("no GPU")
         memory = replace(memory, gpu_held_mib=held, unified=is_unified(gpus, memory.total_mib))
+        host = self._host_files()
+        memory = replace(memory, psi_some_pct=host.psi_some_pct, psi_full_pct=host.psi_full_pct)
         if failure is None:
             self._since = None
         elif self._since is None:
@@ -149,7 +161,16 @@ class LocalSource:
             latency_s=time.perf_counter() - started,
             driver_version=self._driver_version,
             cpu_pct=_cpu_pct(),
+            fabric=self._fabric_rates.update(host.fabric),
+            power=host.power,
         )
+
+    def _host_files(self) -> HostRead:
+        """The host files, re-read every :data:`SLOW_TIER_S` (the SSH nodes' slow tier)."""
+        if time.monotonic() - self._host_at >= SLOW_TIER_S:
+            self._host_text = read_host_files(self.host_root)
+            self._host_at = time.monotonic()
+        return parse_host(self._host_text)
 
     def _gpus(self) -> tuple[tuple[GpuSample, ...], tuple[NodeState, str] | None]:
         try:
@@ -290,8 +311,15 @@ def _pstate(value: Any) -> str | NA:
 
 def _host_memory() -> NodeMemory:
     vm = psutil.virtual_memory()
+    swap = psutil.swap_memory()
     # total − available, like /proc/meminfo's MemTotal − MemAvailable on remote nodes.
-    return NodeMemory(total_mib=vm.total / MIB, used_mib=(vm.total - vm.available) / MIB)
+    return NodeMemory(
+        total_mib=vm.total / MIB,
+        used_mib=(vm.total - vm.available) / MIB,
+        available_mib=vm.available / MIB,
+        swap_total_mib=swap.total / MIB,
+        swap_used_mib=swap.used / MIB,
+    )
 
 
 def _cpu_pct() -> Num:

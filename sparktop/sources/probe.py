@@ -36,7 +36,7 @@ COUNTER_FIELDS: tuple[str, ...] = (
 )
 """Cumulative µs per slowdown; refused by older drivers (then dropped from the query)."""
 
-APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "used_memory")
+APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
 
 REMOTE_TIMEOUT_S = 5
 """Remote ``timeout`` for each nvidia-smi call (the client has its own deadline too)."""
@@ -47,6 +47,36 @@ MARK = "@@sparktop:"
 SECTION_GPU = "gpu"
 SECTION_MEMINFO = "meminfo"
 SECTION_APPS = "apps"
+SECTION_HOST = "host"
+
+HOST_FILES: tuple[str, ...] = (
+    "/proc/uptime",
+    "/proc/pressure/memory",
+    "/sys/class/infiniband/*/ports/*/state",
+    "/sys/class/infiniband/*/ports/*/phys_state",
+    "/sys/class/infiniband/*/ports/*/rate",
+    "/sys/class/infiniband/*/ports/*/link_layer",
+    "/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/0",
+    "/sys/class/infiniband/*/ports/*/counters/*",
+    "/sys/class/infiniband/*/ports/*/hw_counters/*",
+    "/sys/class/infiniband/*/device/hwmon/hwmon*/temp*_input",
+    "/sys/class/hwmon/hwmon*/name",
+    "/sys/class/hwmon/hwmon*/power*_label",
+    "/sys/class/hwmon/hwmon*/power*_input",
+    "/sys/class/hwmon/hwmon*/power*_cap",
+    "/sys/class/hwmon/hwmon*/energy*_label",
+    "/sys/class/hwmon/hwmon*/energy*_input",
+    "/sys/class/hwmon/hwmon*/prochot",
+    "/sys/class/hwmon/hwmon*/pl_level",
+)
+"""Fixed paths (shell globs) the slow tier reads, each line printed as ``path:line`` by
+``grep -sH .``: the node's clock for rates, memory pressure (PSI), the RDMA ports and the
+adapters' temperatures, and every hwmon's power/energy channels (the parser keeps only the
+``spark_hwmon`` driver's). A glob that matches nothing is left as it is and ``-s`` keeps
+grep quiet about it: a node without ``/sys/class/infiniband`` prints no fabric lines."""
+
+HOST_MAX_LINES = 1500
+"""Lines of ``HOST_FILES`` output kept (``head -n``): a DGX Spark prints ~300."""
 
 
 def gpu_fields(reasons_field: str = REASONS_FIELD, counters: bool = True) -> tuple[str, ...]:
@@ -65,16 +95,29 @@ def gpu_section(fields: tuple[str, ...]) -> str:
 
 
 def slow_command() -> str:
-    """The slow tier, read every few seconds beside the stream: ``/proc/meminfo`` and the
-    per-process GPU memory, in the probe's sections::
+    """The slow tier, read every few seconds beside the stream: ``/proc/meminfo``, the
+    per-process GPU memory and the host files, in the probe's sections::
 
         @@sparktop:meminfo
         <contents of /proc/meminfo>
         @@sparktop:apps
         <csv with header>
         @@sparktop:rc <status>
+        @@sparktop:host
+        <path:line for each line of HOST_FILES>
+        @@sparktop:rc <status>
     """
     return f"export LC_ALL=C; {_slow_part()}"
+
+
+def host_part() -> str:
+    """The ``host`` section: every line of :data:`HOST_FILES` as ``path:line``, bounded."""
+    return (
+        f"echo '{MARK}{SECTION_HOST}'; "
+        f"timeout {REMOTE_TIMEOUT_S} grep -sH . {' '.join(HOST_FILES)} "
+        f"| head -n {HOST_MAX_LINES}; "
+        f'echo "{MARK}rc $?"'
+    )
 
 
 def _slow_part() -> str:
@@ -84,7 +127,8 @@ def _slow_part() -> str:
         f"echo '{MARK}{SECTION_APPS}'; "
         f"timeout {REMOTE_TIMEOUT_S} nvidia-smi --query-compute-apps={','.join(APPS_FIELDS)} "
         "--format=csv,nounits 2>&1; "
-        f'echo "{MARK}rc $?"'
+        f'echo "{MARK}rc $?"; '
+        f"{host_part()}"
     )
 
 
@@ -100,6 +144,9 @@ def probe_command(fields: tuple[str, ...]) -> str:
         <contents of /proc/meminfo>
         @@sparktop:apps
         <csv with header>
+        @@sparktop:rc <status>
+        @@sparktop:host
+        <path:line for each line of HOST_FILES>
         @@sparktop:rc <status>
     """
     return f"export LC_ALL=C; {gpu_section(fields)}; {_slow_part()}"

@@ -47,6 +47,7 @@ import asyncssh
 from asyncssh.encryption import get_default_encryption_algs
 
 from sparktop.model import NodeSample, NodeState
+from sparktop.sources.fabric_rates import FabricRates
 from sparktop.sources.hostkeys import (
     KnownHostsMatcher,
     cert_authority_problem,
@@ -113,6 +114,7 @@ class SshSource:
         self._retry_at = 0.0
         self._since: float | None = None
         self._last_failure: NodeSample | None = None
+        self._fabric_rates = FabricRates()
         self.connects = 0
         """Connections opened so far (a healthy node keeps one)."""
         self.host_key_verified_s: float | None = None
@@ -272,6 +274,8 @@ class SshSource:
         """A sample from probe text; ``arrived_s`` is when a streamed interval arrived (its
         time and the start of its latency), None for a one-shot probe."""
         sample = parse_probe_output(self.name, text, arrived_s or time.time())
+        if sample.fabric.ports:
+            sample = dataclasses.replace(sample, fabric=self._fabric_rates.update(sample.fabric))
         if self.stream is not None and arrived_s is None and sample.ok:
             self.stream.note_oneshot(text, len(sample.gpus))
         elif self.stream is not None and self.stream.slow_problem:

@@ -49,8 +49,8 @@ RESTART_LIMIT = 3
 HEALTHY_ROWS = 5
 """Intervals a run must deliver before its failures are forgotten."""
 SLOW_TIER_S = 10.0
-"""Period of the slow tier (/proc/meminfo, compute apps) beside the stream, seconds."""
-SLOW_MAX_CHARS = 64_000
+"""Period of the slow tier (/proc/meminfo, compute apps, host files) beside the stream, s."""
+SLOW_MAX_CHARS = 128_000
 READ_CHUNK = 65_536
 
 

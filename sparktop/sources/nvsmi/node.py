@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, is_num
+from sparktop.sources.hostfiles import parse_host
 from sparktop.sources.nvsmi.cells import ParseError, first_line, parse_cell
 from sparktop.sources.nvsmi.tables import (
     add,
@@ -14,17 +15,21 @@ from sparktop.sources.nvsmi.tables import (
     looks_like_csv,
     parse_apps_csv,
     parse_gpu_csv,
+    parse_processes,
 )
 from sparktop.sources.probe import (
     MARK,
     REMOTE_TIMEOUT_S,
     SECTION_APPS,
     SECTION_GPU,
+    SECTION_HOST,
     SECTION_MEMINFO,
 )
 
 MIB_PER_KIB = 1024.0
-MEMINFO_KEYS = frozenset({"MemTotal", "MemAvailable", "MemFree", "Buffers", "Cached"})
+MEMINFO_KEYS = frozenset(
+    {"MemTotal", "MemAvailable", "MemFree", "Buffers", "Cached", "SwapTotal", "SwapFree"}
+)
 """The /proc/meminfo lines read (the other ~50 are skipped unparsed)."""
 
 # -- /proc/meminfo -----------------------------------------------------------------------------
@@ -56,7 +61,23 @@ def parse_meminfo(text: str) -> NodeMemory:
     used: Num = NA("MemAvailable missing from /proc/meminfo")
     if available is not None:
         used = max(total - available, 0.0) / MIB_PER_KIB
-    return NodeMemory(total_mib=total / MIB_PER_KIB, used_mib=used)
+    swap_total: Num = NA("SwapTotal missing from /proc/meminfo")
+    swap_used: Num = swap_total
+    if "SwapTotal" in kib:
+        swap_total = kib["SwapTotal"] / MIB_PER_KIB
+        free = kib.get("SwapFree")
+        swap_used = (
+            max(kib["SwapTotal"] - free, 0.0) / MIB_PER_KIB
+            if free is not None
+            else NA("SwapFree missing from /proc/meminfo")
+        )
+    return NodeMemory(
+        total_mib=total / MIB_PER_KIB,
+        used_mib=used,
+        available_mib=available / MIB_PER_KIB if available is not None else used,
+        swap_total_mib=swap_total,
+        swap_used_mib=swap_used,
+    )
 
 
 # -- failures ----------------------------------------------------------------------------------
@@ -251,6 +272,9 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
     apps: dict[str, Num] | None = None
     if apps_rc == 0:
         apps = parse_apps_csv(apps_text)
+    host_text, host_rc = sections.get(SECTION_HOST, (None, None))
+    # Without its exit status the section was cut: its last line may be half a line.
+    host = parse_host(host_text if host_rc is not None or host_text is None else _whole(host_text))
     gpu_text, gpu_rc = sections[SECTION_GPU]
     failure = classify_failure(gpu_text, gpu_rc)
     if failure is None and gpu_rc is None:
@@ -276,7 +300,14 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
         gpus = with_process_memory(gpus, apps)
     else:
         gpus = tuple(replace(gpu, process_memory_mib=held) for gpu in gpus)
-    memory = replace(memory, gpu_held_mib=held, unified=is_unified(gpus, memory.total_mib))
+    memory = replace(
+        memory,
+        gpu_held_mib=held,
+        unified=is_unified(gpus, memory.total_mib),
+        psi_some_pct=host.psi_some_pct,
+        psi_full_pct=host.psi_full_pct,
+    )
+    processes = parse_processes(apps_text, memory.total_mib) if apps_rc == 0 else ()
     state, message = failure if failure is not None else (NodeState.OK, "")
     return NodeSample(
         node=node,
@@ -288,4 +319,13 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
         memory=memory,
         raw=raw,
         driver_version=driver_version(gpu_text) if gpus else "",
+        fabric=host.fabric,
+        power=host.power,
+        processes=processes,
     )
+
+
+def _whole(text: str) -> str:
+    """``text`` without its last line (it may have been cut mid-line)."""
+    head, _, _ = text.rpartition("\n")
+    return head

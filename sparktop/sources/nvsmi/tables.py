@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping, Sequence
 
+from sparktop.hostmodel import GpuProcess
 from sparktop.model import NA, GpuSample, Num, SlowdownCounters, is_num
 from sparktop.sources.nvsmi.cells import (
     COUNTER_COLUMNS,
@@ -155,6 +156,47 @@ def parse_apps_csv(text: str, fields: Sequence[str] | None = None) -> dict[str, 
         uuid = row[uuid_at]
         totals[uuid] = add(totals.get(uuid, 0.0), parse_cell(row[memory_at]))
     return totals
+
+
+MAX_PROCESSES = 256
+"""Processes listed per node (more is a broken or hostile nvidia-smi)."""
+
+
+def parse_processes(
+    text: str, total_mib: Num = NA("memory total unknown")
+) -> tuple[GpuProcess, ...]:
+    """Compute processes from ``--query-compute-apps=gpu_uuid,pid,process_name,used_memory``
+    (columns by header name), newest first: the highest pid first (Linux hands out pids in
+    increasing order until they wrap). ``share_pct`` is ``used_mib`` ÷ ``total_mib`` (on GB10
+    the host's MemTotal: the memory is unified). Rows without a numeric pid are skipped."""
+    rows = [row for row in csv_rows(text) if len(row) >= 2]
+    start = find_header(rows, KNOWN_APP_COLUMNS)
+    if start is None:
+        return ()
+    columns = [normalise_header(cell) for cell in rows[start]]
+    out: list[GpuProcess] = []
+    for row in rows[start + 1 :]:
+        if len(row) != len(columns) or len(out) >= MAX_PROCESSES:
+            continue
+        cells = dict(zip(columns, row, strict=True))
+        pid = parse_cell(cells.get("pid", ""))
+        if not is_num(pid):
+            continue
+        used = parse_cell(cells.get("used_memory", "")) if "used_memory" in cells else NA()
+        name = text_cell(cells.get("process_name", cells.get("name", "")))
+        share: Num = NA("memory total unknown")
+        if is_num(used) and is_num(total_mib) and total_mib > 0:
+            share = used / total_mib * 100.0
+        out.append(
+            GpuProcess(
+                pid=int(pid),
+                name=name if isinstance(name, str) else "",
+                gpu_uuid=cells.get("uuid", ""),
+                used_mib=used,
+                share_pct=share,
+            )
+        )
+    return tuple(sorted(out, key=lambda p: -p.pid))
 
 
 def add(a: Num, b: Num) -> Num:

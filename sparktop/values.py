@@ -1,0 +1,102 @@
+"""Readings that may be missing: :class:`NA` keeps the reason, never a silent 0; and the
+read-only maps samples carry.
+
+Shared by every sample type (:mod:`sparktop.model`, :mod:`sparktop.hostmodel`), which
+re-export these names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Annotated, Any, TypeAlias, TypeGuard
+
+from pydantic import AfterValidator, PlainSerializer
+from pydantic_core import core_schema
+
+
+@dataclass(frozen=True, slots=True)
+class NA:
+    """A value that is not available, with the reason as the source gave it.
+
+    ``NA`` is falsy, formats as ``n/a`` and sorts before every number (see :func:`sort_key`).
+    """
+
+    reason: str = "not available"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return "n/a"
+
+    def __format__(self, spec: str) -> str:
+        return "n/a"
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        """Recordings write NA as ``{"na": reason}`` (:mod:`sparktop.record.codec`)."""
+        return core_schema.no_info_plain_validator_function(
+            _na_from_json,
+            serialization=core_schema.plain_serializer_function_ser_schema(_na_to_json),
+        )
+
+
+def _na_from_json(value: object) -> NA:
+    if isinstance(value, NA):
+        return value
+    if isinstance(value, dict) and set(value) == {"na"} and isinstance(value["na"], str):
+        return NA(value["na"])
+    raise ValueError("expected {'na': reason}")
+
+
+def _na_to_json(value: NA) -> dict[str, str]:
+    return {"na": value.reason}
+
+
+def _frozen(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value))
+
+
+FloatMap: TypeAlias = Annotated[
+    Mapping[str, float], AfterValidator(_frozen), PlainSerializer(dict, return_type=dict)
+]
+"""A read-only ``name → float`` field (a record decodes it read-only again, and writes it
+as a JSON object)."""
+TextMap: TypeAlias = Annotated[
+    Mapping[str, str], AfterValidator(_frozen), PlainSerializer(dict, return_type=dict)
+]
+"""A read-only ``name → str`` field, like :data:`FloatMap`."""
+
+
+Num: TypeAlias = float | NA
+"""A float reading, or :class:`NA` with the reason it is missing."""
+
+
+def is_num(value: object) -> TypeGuard[float]:
+    """True for a finite ``int``/``float`` (``bool`` excluded); False for ``NA``, NaN, ±Inf."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def num_or(value: Num | None, default: float) -> float:
+    """The float inside ``value``, or ``default`` when it is missing."""
+    return float(value) if is_num(value) else default
+
+
+def sort_key(value: object) -> tuple[int, float]:
+    """A key that sorts missing values first and numbers by value."""
+    return (1, float(value)) if is_num(value) else (0, 0.0)
+
+
+def fmt_num(value: Num | None, spec: str = ",.0f", unit: str = "") -> str:
+    """Format a reading with a format spec and optional unit suffix; ``n/a`` when missing."""
+    if not is_num(value):
+        return "n/a"
+    text = format(value, spec)
+    return f"{text} {unit}" if unit else text
