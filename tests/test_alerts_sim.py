@@ -65,6 +65,28 @@ def _down(h: Harness, node: str) -> bool:
     return sample is not None and not sample.ok
 
 
+def _steady_slow(h: Harness, node: str) -> bool:
+    gpu = h.gpu(node)
+    return (
+        gpu is not None
+        and is_num(gpu.sm_clock_mhz)
+        and is_num(gpu.power_w)
+        and gpu.sm_clock_mhz > 2000
+        and gpu.power_w < 25
+    )
+
+
+def _pressed(h: Harness, node: str) -> bool:
+    sample = h.state.nodes.get(node)
+    available = sample.memory.available_mib if sample is not None else None
+    return is_num(available) and available < 8 * 1024
+
+
+def _link_lost(h: Harness, node: str) -> bool:
+    sample = h.state.nodes.get(node)
+    return sample is not None and any(not p.up for p in sample.fabric.ports)
+
+
 def _restarted(h: Harness, engine: str) -> bool:
     sample = h.engine(engine)
     return sample is not None and sample.restarted
@@ -92,11 +114,29 @@ CASES = {
     "server-restart": Case(
         Act.RESTART, None, _restarted, (("engine.restarted", "engine"),), "engine"
     ),
+    "steady-slow": Case(
+        Act.STEADY_SLOW,
+        Act.RECOVER,
+        _steady_slow,
+        (("gpu.low_power_vs_peers", "gpu"), ("tp.straggler", "engine")),
+        "slow",
+    ),
+    "memory-pressure": Case(
+        Act.MEMORY_PRESSURE, Act.RECOVER, _pressed, (("node.memory_pressure", "node"),), "pressure"
+    ),
+    "link-down": Case(
+        Act.LINK_DOWN,
+        Act.RECOVER,
+        _link_lost,
+        (("fabric.link_down", "port"), ("fabric.asymmetry", "node")),
+        "link",
+    ),
 }
 
 
 def _subject(kind: str, target: str) -> str:
-    return {"gpu": f"{target}/gpu0", "node": target, "engine": ENGINE}[kind]
+    kinds = {"gpu": f"{target}/gpu0", "node": target, "engine": ENGINE}
+    return kinds.get(kind, f"{target}/rocep1s0f0/1")
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -148,6 +188,9 @@ TOUR_ALERTS = (
     ("queue.pool_bound", "engine", "engine"),
     ("node.down", "down", "node"),
     ("engine.restarted", "engine", "engine"),
+    ("gpu.low_power_vs_peers", "slow", "gpu"),
+    ("node.memory_pressure", "pressure", "node"),
+    ("fabric.link_down", "link", "port"),
 )
 TOUR_ROUND_S = int(SCENARIOS["tour"].period_s or 0)
 
@@ -192,7 +235,8 @@ async def test_tour_raises_every_alert_once_clears_them_and_delivers_them(tmp_pa
         assert {e.subject for e in fired} == {_subject(kind, getattr(targets, target))}
         assert rule not in h.active_rules(), (rule, h.describe())
     stragglers = {e.alert.node for _, e in h.events if e.alert.rule == "tp.straggler"}
-    assert stragglers == {targets.thermal, targets.low_power}
+    # The link-down rank is named too: its fabric traffic collapsed against its peers'.
+    assert stragglers == {targets.thermal, targets.low_power, targets.slow, targets.link}
     expected = sorted((e.kind.value, e.alert.id) for _, e in h.events)
     for path in (received, log):
         lines = [json.loads(line) for line in path.read_text().splitlines()]

@@ -200,7 +200,7 @@ def test_max_num_seqs_is_raised_only_when_the_pool_could_never_fill() -> None:
 
 def test_tour_plays_every_fault_and_loops() -> None:
     tour = SCENARIOS["tour"]
-    assert tour.period_s is not None and tour.period_s <= 180
+    assert tour.period_s is not None and tour.period_s <= 300
     player = Player(tour, start_s=100.0)
     first = player.due(100.0 + tour.period_s - 0.1)
     assert set(first) == set(Act)
@@ -217,6 +217,7 @@ def test_tour_faults_last_long_enough_for_a_5_s_hold_to_fire_and_clear() -> None
     faults = [(at, act) for at, act in steps if act not in ends]
     assert [act for _, act in faults] == [
         Act.THERMAL, Act.LOW_POWER, Act.FLOOD, Act.NODE_DOWN, Act.RESTART, Act.LONG_CONTEXT,
+        Act.STEADY_SLOW, Act.MEMORY_PRESSURE, Act.LINK_DOWN,
     ]  # fmt: skip
     starts = [at for at, _ in faults]
     for (at, act), next_start in zip(faults, [*starts[1:], tour.period_s + 8.0], strict=True):
@@ -225,6 +226,9 @@ def test_tour_faults_last_long_enough_for_a_5_s_hold_to_fire_and_clear() -> None
             assert next_start - at >= 8.0, act  # instant faults: room for the alert to clear
             continue
         assert end is not None and end - at >= 15.0, act
+        if act in (Act.STEADY_SLOW, Act.MEMORY_PRESSURE, Act.LINK_DOWN):
+            # Read by the slow tier every 10 s: 25 s on screen, 15 s to clear.
+            assert end - at >= 25.0 and next_start - end >= 15.0, act
         assert next_start - end >= 10.0, act
     assert tour.long_prompt_tokens == 124_759
 

@@ -16,7 +16,9 @@ In this order (DESIGN.md §6), the first that holds explains the deficit:
    that grew seconds ago while the clock is back at baseline blames no one.
 
 A node's evidence is generic (:class:`NodeEvidence`: phrases and since when), so other kinds
-of node evidence plug in beside throttling and low power.
+of node evidence plug in beside throttling and low power: a rank with a steady clock and no
+reason bit whose power or fabric traffic sits far below its TP peers' (the facts of
+:mod:`sparktop.alerts.peers`, since the fact began holding) is slow too.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from sparktop.alerts.gpu_rules import (
     slowdown_evidence,
     throttle_evidence,
 )
+from sparktop.alerts.peers import peer_facts
 from sparktop.alerts.spec_rules import acceptance_baseline
 from sparktop.cluster import gpu_subject
 from sparktop.model import EngineSample, is_num
@@ -151,7 +154,13 @@ def evidence(ctx: RuleContext, view: GpuView, now_s: float) -> NodeEvidence | No
     """The GPU's evidence of a slowdown that holds now, or None (counter growth alone, with
     the clock back, is not evidence of anything holding the group back now)."""
     if not slow_now(ctx, view):
-        return None
+        # A steady clock and no reason bit: only its TP peers show the slow state.
+        facts = peer_facts(ctx, view)
+        if not facts:
+            return None
+        ratio = view.clock_ratio if view.clock_ratio is not None else 1.0
+        since = min(f.since_s for f in facts)
+        return NodeEvidence(view, tuple(f.evidence for f in facts), since, ratio)
     if hidden_low_power(ctx, view):
         g = view.gpu
         phrases = [

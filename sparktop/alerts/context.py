@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sparktop.alerts.counters import CounterTracker
+from sparktop.alerts.host_track import HostTracker
 from sparktop.alerts.model import Severity, alert_key
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
@@ -94,6 +95,11 @@ class RuleContext:
     gpu_views: list[Any] | None = None
     """Every GPU's view, built once per evaluation by :func:`sparktop.alerts.gpu_rules.gpu_views`
     (a context lives for one evaluation of one state)."""
+    host: HostTracker = field(default_factory=HostTracker)
+    """RDMA ports seen up and the onsets of peer facts (the alert engine keeps one)."""
+    peer_power: list[Any] | None = None
+    peer_fabric: list[Any] | None = None
+    """Peer facts, built once per evaluation by :mod:`sparktop.alerts.peers`."""
 
 
 Rule = Callable[[RuleContext], Iterable[Finding]]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from sparktop.alerts.context import Expected, ExpectedFn, Finding, RuleContext
 from sparktop.alerts.counters import CounterTracker
+from sparktop.alerts.host_track import HostTracker
 from sparktop.alerts.model import Alert, Event, EventKind, Pending
 from sparktop.alerts.rules import ENGINE_SCOPED, NODE_SCOPED, RULES, Rule, evaluate, unknown_scopes
 from sparktop.alerts.thresholds import Thresholds
@@ -65,6 +66,7 @@ class AlertEngine:
         self.thresholds = thresholds or Thresholds()
         self.rules = rules
         self.counters = CounterTracker(self.thresholds.counter_window_s)
+        self.host = HostTracker()
         self.tp_groups = dict(tp_groups or {})
         self.max_num_seqs = dict(max_num_seqs or {})
         self.expected = expected if expected is not None else profile_expected(profile)
@@ -81,18 +83,24 @@ class AlertEngine:
             max_num_seqs=self.max_num_seqs,
             profile_baseline_mhz=self.profile_baseline_mhz,
             expected=self.expected,
+            host=self.host,
         )
 
     def findings(self, state: ClusterState) -> list[Finding]:
         """The conditions present now, without hysteresis (what ``snapshot`` reports)."""
         self.counters.observe(state)
-        return evaluate(self.context(state), self.rules)
+        self.host.observe(state)
+        found = evaluate(self.context(state), self.rules)
+        self.host.end_round()
+        return found
 
     def update(self, state: ClusterState, now_s: float) -> list[Event]:
         """Evaluate every rule on ``state`` at ``now_s`` (wall clock, s); return new events."""
         ctx = self.context(state)
         self.counters.observe(state)
+        self.host.observe(state)
         present = {f.key: f for f in evaluate(ctx, self.rules)}
+        self.host.end_round()
         unknown_nodes, unknown_engines = unknown_scopes(ctx)
         hold = self.thresholds.hold_s
         events: list[Event] = []

@@ -151,10 +151,11 @@ def _opt_float(value: Any) -> float | None:
 
 
 def alert_key(rule: str, subject: str, node: str | None, gpu: str | None) -> str:
-    """``rule:subject``, plus ``@node`` when an engine alert blames a node (not for GPU
-    alerts, whose subject already names the node)."""
+    """``rule:subject``, plus ``@node`` when an engine alert blames a node (not for GPU or
+    port alerts, whose subject already names the node: ``spark-3/gpu0``, ``spark-3/mlx5_0/1``)."""
     base = f"{rule}:{subject}"
-    if node is not None and node != subject and gpu is None:
+    names_node = node is not None and subject.startswith(f"{node}/")
+    if node is not None and node != subject and gpu is None and not names_node:
         return f"{base}@{node}"
     return base
 

@@ -14,6 +14,9 @@ Rule ids (``Finding.rule``) and default severities:
   ``gpu.temperature`` (above ``temperature_c``), ``gpu.hidden_low_power`` (GB10 stuck in a
   low-power state with no reason bit);
 * node: ``node.down`` — critical when unreachable or SSH fails, warning for driver states;
+* host (DESIGN.md §13, :mod:`sparktop.alerts.host_rules`): ``node.memory_pressure``
+  (MemAvailable, swap, PSI), ``fabric.link_down``, ``fabric.errors``, ``fabric.asymmetry``
+  (RoCE), ``gpu.low_power_vs_peers`` (a busy TP rank far below its peers' power);
 * engine (warning unless noted): ``engine.down`` (unreachable, metrics disabled or
   unavailable), ``engine.restarted`` (fires at once, clears after ``hold_s``),
   ``engine.stale`` (frozen gauges), ``kv.usage`` (critical at ``kv_critical_pct`` with
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sparktop.alerts import engine_rules, expected_rules, gpu_rules, spec_rules
+from sparktop.alerts import engine_rules, expected_rules, gpu_rules, host_rules, spec_rules
 from sparktop.alerts.context import (
     Expected,
     ExpectedFn,
@@ -44,11 +47,17 @@ from sparktop.alerts.context import (
 )
 
 RULES: tuple[Rule, ...] = (
-    gpu_rules.RULES + engine_rules.RULES + spec_rules.RULES + expected_rules.RULES
+    gpu_rules.RULES
+    + host_rules.RULES
+    + engine_rules.RULES
+    + spec_rules.RULES
+    + expected_rules.RULES
 )
 """Every rule, in evaluation order."""
 
-NODE_SCOPED = frozenset({"gpu.throttle", "gpu.temperature", "gpu.hidden_low_power"})
+NODE_SCOPED = (
+    frozenset({"gpu.throttle", "gpu.temperature", "gpu.hidden_low_power"}) | host_rules.NODE_SCOPED
+)
 """Rules that read a node's GPU readings (unknown while the node's poll fails)."""
 
 ENGINE_SCOPED = frozenset(

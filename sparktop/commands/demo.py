@@ -28,9 +28,10 @@ code as a real cluster. The generated inventory, keys and known_hosts live in a 
 directory (printed) that is removed on exit, also when the terminal closes (SIGHUP) or the
 process is killed with SIGTERM.
 
-The default scenario, 'tour', plays the faults in turn, 20 s each with 10 s of recovery
-between, three minutes per round, looping: thermal, hidden-low-power, pool-exhaustion,
-node-down, server-restart, long-context. Background load runs throughout.
+The default scenario, 'tour', plays the faults in turn, 20 s each (25 s for the host
+faults) with 10 s or more of recovery between, five minutes per round, looping: thermal,
+hidden-low-power, pool-exhaustion, node-down, server-restart, long-context, steady-slow,
+memory-pressure, link-down. Background load runs throughout.
 
 The generated inventory differs from a real cluster's in two ways:
   alerts: {hold_s: 5}   a condition must hold 5 s (not the default 10 s) to raise an alert

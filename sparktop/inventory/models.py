@@ -218,6 +218,13 @@ class AlertThresholds(_Frozen):
     kv_usage_pct: Percent = 90.0
     expected_deficit_pct: Percent = 25.0
     hold_s: Annotated[float, _NUMBER, Field(ge=0, le=3600)] = 10.0
+    mem_available_warn_gib: Annotated[float, _NUMBER, Field(ge=0, le=100_000)] = 8.0
+    mem_available_critical_gib: Annotated[float, _NUMBER, Field(ge=0, le=100_000)] = 2.0
+    swap_used_warn_gib: Annotated[float, _NUMBER, Field(ge=0, le=100_000)] = 2.0
+    psi_some_warn_pct: Percent = 10.0
+    psi_full_critical_pct: Percent = 5.0
+    peer_power_ratio: Annotated[float, _NUMBER, Field(gt=0, le=1)] = 0.7
+    fabric_asymmetry_ratio: Annotated[float, _NUMBER, Field(gt=0, le=1)] = 0.5
 
 
 def _located(kind: str, message: str, key: str, given: Any = None) -> ValidationError:

@@ -12,6 +12,7 @@ state's lowered PL1 cap (30 W), the swap size (16 GiB) and the pressure figures.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import random
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ IDLE_GBPS = 0.002
 PL1_CAP_W = 140.0
 SLOW_PL1_CAP_W = 30.0
 SYSPL1_CAP_W = 240.0
+PRESSURE_RAMP_S = 8.0
 
 _COUNTERS = (
     "excessive_buffer_overrun_errors",
@@ -73,7 +75,7 @@ class HostModel:
 
     Faults: ``link_down`` (the first port goes ``1: DOWN`` / ``3: Disabled``, ``link_downed``
     and ``link_error_recovery`` tick once, ``symbol_error`` grows, traffic collapses: the ring's
-    collectives stall), ``pressure_rising`` (``pressure`` climbs 0→1 in 15 s: MemAvailable
+    collectives stall), ``pressure_rising`` (``pressure`` climbs 0→1 in 8 s: MemAvailable
     falls towards 1.5 GiB, swap fills, PSI climbs), ``slow_cap`` (the firmware PL1 cap
     lowered: the slow state at a steady clock)."""
 
@@ -89,6 +91,7 @@ class HostModel:
     psi_some: float = 0.0
     psi_full: float = 0.0
     rng: random.Random = field(default_factory=random.Random)
+    _down_counted: bool = False
 
     def __post_init__(self) -> None:
         self.rng = random.Random(f"host/{self.seed}")
@@ -101,28 +104,31 @@ class HostModel:
     def step(self, dt: float, loaded: bool, gpu_power_w: float) -> None:
         self.uptime_s += dt
         self.gpu_power_w = gpu_power_w
-        if self.pressure_rising:  # a leak: the page cache and then swap are eaten in ~15 s
-            self.pressure = min(1.0, self.pressure + dt / 15.0)
+        if self.pressure_rising:  # a leak: the page cache and then swap are eaten in ~8 s
+            self.pressure = min(1.0, self.pressure + dt / PRESSURE_RAMP_S)
         self.energy_j += gpu_power_w * dt
         gbps = LOADED_GBPS if loaded else IDLE_GBPS
         if self.link_down:
             gbps *= 0.05
         for i, port in enumerate(self.ports):
             if self.link_down and i == 0:
-                if port.counters["link_downed"] == 0 or self.rng.random() < 0.02:
-                    port.counters["link_downed"] += port.counters["link_downed"] == 0
-                port.counters["link_error_recovery"] = max(1, port.counters["link_error_recovery"])
+                if not self._down_counted:  # one transition to down per episode
+                    port.counters["link_downed"] += 1
+                    port.counters["link_error_recovery"] += 1
+                    self._down_counted = True
                 port.counters["symbol_error"] += self.rng.randint(0, 40)
                 continue
             words = gbps / len(self.ports) * 1e9 / 8 / 4 * dt * self.rng.uniform(0.97, 1.03)
             port.tx_words += words
             port.rx_words += words * self.rng.uniform(0.98, 1.02)
         target_some = 38.0 * self.pressure**2
-        self.psi_some += (target_some - self.psi_some) * min(1.0, dt / 5.0)
-        self.psi_full += (target_some * 0.35 - self.psi_full) * min(1.0, dt / 5.0)
+        tau = 3.0 if self.pressure_rising else 1.0  # avg10 decays fast once the leak is gone
+        self.psi_some += (target_some - self.psi_some) * min(1.0, dt / tau)
+        self.psi_full += (target_some * 0.35 - self.psi_full) * min(1.0, dt / tau)
 
     def clear(self) -> None:
         self.link_down = False
+        self._down_counted = False
         self.pressure = 0.0
         self.pressure_rising = False
         self.slow_cap = False  # the error counters stay: they are cumulative
@@ -206,11 +212,18 @@ def glob_match(pattern: str, path: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _matching(pattern: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths a glob expands to, sorted (cached: a node's file set rarely changes)."""
+    return tuple(sorted(p for p in paths if glob_match(pattern, p)))
+
+
 def grep_files(files: dict[str, str], patterns: list[str]) -> tuple[str, int]:
     """``grep -sH . PATTERN…``: ``path:line`` for every non-empty line of every matching file,
     patterns in order, matches sorted like the shell sorts them; status 0 if any line."""
     out: list[str] = []
+    paths = tuple(files)
     for pattern in patterns:
-        for path in sorted(p for p in files if glob_match(pattern, p)):
+        for path in _matching(pattern, paths):
             out.extend(f"{path}:{line}" for line in files[path].splitlines() if line)
     return "".join(line + "\n" for line in out), 0 if out else 1

@@ -3,10 +3,12 @@
 A :class:`Scenario` is a list of ``(at_s, action)`` steps in simulated seconds from the
 moment it is selected; ``period_s`` makes it loop. Single scenarios inject their fault
 after ``LEAD_S`` seconds of normal load (so baselines exist) and hold it; ``node-down``
-comes back after 30 s. ``tour`` plays every fault in turn, three minutes per round at
-speed 1: each fault lasts 20 s (15 s for node-down), so an alert holding 5 s fires well
-inside it, with at least 10 s of recovery after it, so the alert clears before the next
-fault starts. Background load runs throughout, so decode and finished requests never stop.
+comes back after 30 s. ``tour`` plays every fault in turn, five minutes per round at
+speed 1: each fault lasts 20 s (15 s for node-down; 25 s for the steady-clock slow state,
+memory pressure and a link going down, which the slow tier reads every 10 s), so an alert
+holding 5 s fires well inside it, with at least 10 s of recovery after it, so the alert
+clears before the next fault starts. Background load runs throughout, so decode and finished
+requests never stop.
 """
 
 from __future__ import annotations
@@ -77,8 +79,15 @@ _TOUR = (
     (128.0, Act.RESTART),
     # Prefill ~33 s, then ~128 tokens of decode: done before the round ends.
     (136.0, Act.LONG_CONTEXT),
+    # The host faults are read by the slow tier (every 10 s beside the stream): 25 s each.
+    (180.0, Act.STEADY_SLOW),
+    (205.0, Act.RECOVER),
+    (220.0, Act.MEMORY_PRESSURE),
+    (245.0, Act.RECOVER),
+    (260.0, Act.LINK_DOWN),
+    (285.0, Act.RECOVER),
 )
-TOUR_PERIOD_S = 180.0
+TOUR_PERIOD_S = 300.0
 
 SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
     {
@@ -141,8 +150,9 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
             ),
             Scenario(
                 "tour",
-                "every fault in turn for 20 s, 10 s of recovery between, 3 minutes per round "
-                "(its long-context step sends the sweep's 128K prompt)",
+                "every fault in turn for 20 s (the host faults 25 s), 10 s or more of recovery "
+                "between, 5 minutes per round (its long-context step sends the sweep's 128K "
+                "prompt)",
                 _TOUR,
                 period_s=TOUR_PERIOD_S,
                 long_prompt_tokens=TOUR_LONG_PROMPT_TOKENS,

@@ -21,6 +21,7 @@ from textual.filter import LineFilter
 from textual.widgets import Input, Static
 
 from sparktop.alerts.engine import AlertEngine
+from sparktop.alerts.peers import node_facts
 from sparktop.alerts.pipeline import AlertPipeline
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, GpuSample, NodeSample, NodeState, Sample, Source
@@ -381,6 +382,11 @@ class SparktopApp(App[int]):
             state=self.node_states.get(node, ("ok", "ok")),
             history=self.state.history,
             events=tuple(e for e in events if e.subject.split("/")[0] == node),
+            peers=tuple(
+                node_facts(
+                    self.state, self.view_config.thresholds, self.view_config.engine_nodes, node
+                )
+            ),
         )
 
     def live_engine(self) -> EngineSample | None:

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from sparktop.alerts.context import RuleContext
 from sparktop.alerts.gpu_state import GpuState, judge_gpu
 from sparktop.alerts.gpu_state import context as judge_context
+from sparktop.alerts.host_rules import memory_pressure
+from sparktop.alerts.model import Severity
+from sparktop.alerts.peers import low_power_facts
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState, gpu_subject
 from sparktop.model import GpuSample, NodeSample, NodeState, is_num
@@ -255,6 +258,15 @@ def gpu_row(
     slow = bool(gpu.slowdowns) or low_power
     if not stale:
         status = gpu_state_cell(status, judged.state)
+    pressure = memory_pressure(ctx, sample.memory)
+    peer_low = any(
+        f.node == sample.node and f.gpu == gpu.key and not f.explained for f in low_power_facts(ctx)
+    )
+    if status == ("ok", "ok"):
+        if peer_low:
+            status = ("pwr<peers", "warn")
+        elif pressure is not None:
+            status = ("mem pressure" if not narrow else "mem press", _severity_style(pressure[0]))
     hot = is_num(gpu.temperature_c) and gpu.temperature_c >= config.temperature_c
     plain = "stale" if stale else ""
 
@@ -275,9 +287,12 @@ def gpu_row(
         "max": (fmt.num(gpu.max_sm_clock_mhz, ".0f"), "dim"),
         "temp": (fmt.num(gpu.temperature_c, ".0f"), mark(hot, "crit")),
         "power": (fmt.num(gpu.power_w, ".0f" if num_or_zero(gpu.power_w) >= 100 else ".1f"),
-                  plain),
+                  mark(peer_low)),
         "util": (fmt.pct(gpu.utilization_pct), plain),
-        "mem": memory_cell(sample, gpu, narrow, plain),
+        "mem": memory_cell(
+            sample, gpu, narrow,
+            mark(pressure is not None, _severity_style(pressure[0]) if pressure else ""),
+        ),
         "why": (fmt.reasons(gpu, low_power), mark(slow, "crit")),
         "trend": (fmt.spark(trend, 7, 0.0, top_mhz), "stale" if stale else "accent"),
         "state": status,
@@ -296,6 +311,10 @@ def memory_cell(sample: NodeSample, gpu: GpuSample, narrow: bool, style: str) ->
         return (fmt.memory(mem, gpu, compact=narrow), style)
     age = fmt.age(max(0.0, sample.time_s - mem.read_s))
     return (f"{fmt.memory(mem, gpu, compact=True)} · {age}", "stale")
+
+
+def _severity_style(severity: Severity) -> str:
+    return "crit" if severity is Severity.CRITICAL else "warn"
 
 
 def num_or_zero(value: object) -> float:
@@ -357,6 +376,7 @@ def node_rows(
     the set the table shows (a failed row lays its message out over it).
     """
     ctx = judge_context(state, config.thresholds, config.profile_baseline_mhz)
+    ctx.tp_groups = config.engine_nodes  # the peer marks compare TP ranks
     rows: list[RowView] = []
     for node, sample in state.nodes.items():
         if sample.ok and sample.gpus:

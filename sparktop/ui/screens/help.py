@@ -71,8 +71,10 @@ def node_column_help(t: Thresholds) -> tuple[tuple[str, str, str], ...]:
         (
             "state",
             "`ok`; `throttled` (a slowdown reason, or the clock marked `▼`) and `low-power?` "
-            "(the pattern in **reasons**) in the warning colour; `stale N s` (no sample for ~3 "
-            "polls), `down HH:MM:SS` (unreachable since), `no driver`, `drv mismatch`, "
+            "(the pattern in **reasons**) in the warning colour; `pwr<peers` (power far below "
+            "its TP peers' at the same load) and `mem pressure` (see the node details); "
+            "`stale N s` (no sample for ~3 polls), `down HH:MM:SS` (unreachable since), "
+            "`no driver`, `drv mismatch`, "
             "`host key!`, `auth failed`…",
             "the node's last poll",
         ),
@@ -120,6 +122,47 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
     ("hit", "prefix-cache hit rate", "`prefix_cache_hits_total` / `prefix_cache_queries_total`"),
     ("sparklines", "decode tok/s and KV % history", "history"),
 )
+
+
+HOST_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
+    (
+        "memory pressure",
+        "MemAvailable, swap in use, PSI some/full avg10; the row's `mem pressure` and the "
+        "alert from `alerts.mem_available_warn_gib` / `_critical_gib`, `swap_used_warn_gib`, "
+        "`psi_some_warn_pct`, `psi_full_critical_pct`",
+        "`/proc/meminfo` MemAvailable, SwapTotal − SwapFree; `/proc/pressure/memory`",
+    ),
+    (
+        "against its TP peers",
+        "a busy rank whose power sits below `alerts.peer_power_ratio` of its peers' median "
+        "(row: `pwr<peers`, the W cell marked), or whose RoCE traffic is below "
+        "`alerts.fabric_asymmetry_ratio` of theirs; named by the straggler alert",
+        "`power.draw`, `clocks.sm`, `utilization.gpu` of the group; the fabric below",
+    ),
+    (
+        "GPU processes",
+        "pid, used memory and its share of the unified memory, name; newest (highest pid) first",
+        "`--query-compute-apps=gpu_uuid,pid,process_name,used_memory`",
+    ),
+    (
+        "RoCE fabric",
+        "per port: interface, state, physical state, rate, tx/rx Gb/s between two readings "
+        "(the node's own clock), error counters and their growth, NIC temperature; `n/a` "
+        "with the reason on a node without RDMA",
+        "`/sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}`, "
+        "`counters/*` (`port_xmit_data`/`port_rcv_data` in 4-byte words), `hw_counters/*`, "
+        "`gid_attrs/ndevs/0`, `device/hwmon/hwmon*/temp*_input`; `/proc/uptime`",
+    ),
+    (
+        "spark_hwmon",
+        "power channels with their caps (pl1, pl2, syspl1…), energy, PROCHOT, PL level; "
+        "shown only where the optional driver is loaded, and quoted when a cap explains a "
+        "slow rank",
+        "`/sys/class/hwmon/hwmon*/{name,power*_label,power*_input,power*_cap,energy*_*,"
+        "prochot,pl_level}` (hwmon name `spbm`)",
+    ),
+)
+"""The node details' host sections: read every 10 s by the probe's slow tier."""
 
 
 def table(title: str, rows: tuple[tuple[str, str, str], ...]) -> str:
@@ -249,6 +292,7 @@ class HelpScreen(ModalScreen[None]):
                 table(
                     "Nodes (one row per GPU, keyed by node + GPU UUID)", node_columns(thresholds)
                 ),
+                table("Node details beyond the SM clock (read every 10 s)", HOST_FIELD_HELP),
                 table(
                     "Engines (one block per server; DP ranks listed when more than one)",
                     ENGINE_FIELD_HELP,

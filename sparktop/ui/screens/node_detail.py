@@ -1,4 +1,5 @@
-"""NodeDetailScreen: all GPU fields, memory, history plots, last probe output and errors."""
+"""NodeDetailScreen: all GPU fields, memory and its pressure, the node against its TP peers,
+GPU processes, the RoCE fabric, spark_hwmon, history plots, last probe output and errors."""
 
 from __future__ import annotations
 
@@ -13,11 +14,19 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
+from sparktop.alerts.peers import PeerFact
 from sparktop.cluster import gpu_subject
 from sparktop.history import History
 from sparktop.model import NA, GpuSample, NodeSample, is_num
 from sparktop.ui import format as fmt
 from sparktop.ui.events import EventLike
+from sparktop.ui.host_view import (
+    fabric_text,
+    peers_text,
+    power_text,
+    pressure_text,
+    processes_text,
+)
 from sparktop.ui.styles import STYLE_VARIABLES
 from sparktop.ui.views import Cell, failure_text
 from sparktop.ui.widgets.event_log import event_line
@@ -94,6 +103,8 @@ class NodeDetail:
     events: tuple[EventLike, ...]
     known_time_s: float | None = None
     """When ``known_gpus`` were read (wall clock; None: never)."""
+    peers: tuple[PeerFact, ...] = ()
+    """What sets the node apart from its TP peers (low power, low fabric traffic)."""
 
 
 class NodeDetailScreen(Screen[None]):
@@ -131,6 +142,15 @@ class NodeDetailScreen(Screen[None]):
             yield DataTable(id="fields", cursor_type="none", zebra_stripes=True)
             yield Label("memory", classes="section")
             yield Static("", id="memory")
+            yield Static("", id="pressure")
+            yield Label("against its TP peers", classes="section", id="peers-label")
+            yield Static("", id="peers")
+            yield Label("GPU processes (newest first)", classes="section")
+            yield Static("", id="processes")
+            yield Label("RoCE fabric (/sys/class/infiniband)", classes="section")
+            yield Static("", id="fabric")
+            yield Label("spark_hwmon", classes="section", id="power-label")
+            yield Static("", id="power")
             yield Label("history (oldest → newest, each from 0)", classes="section")
             with Vertical(id="plots"):
                 for metric, label in PLOTS:
@@ -195,6 +215,8 @@ class NodeDetailScreen(Screen[None]):
             )
         else:
             self.query_one("#memory", Static).update(text)
+        self.query_one("#pressure", Static).update(Content(pressure_text(mem)))
+        self._fill_host(sample, detail)
         gpu = self._gpu(sample)
         for metric, label in PLOTS:
             values: tuple[float, ...] = ()
@@ -219,6 +241,17 @@ class NodeDetailScreen(Screen[None]):
         # How the node was read: the stream, or one-shot and why (a node's -lms may not work).
         how = f"last probe output · read by {sample.probe}" if sample.probe else "last probe output"
         self.query_one("#raw-label", Label).update(Content(how))
+
+    def _fill_host(self, sample: NodeSample, detail: NodeDetail) -> None:
+        """Peers, processes, fabric and the spark_hwmon driver (hidden when absent)."""
+        peers = peers_text(list(detail.peers))
+        for name, text in (("peers", peers), ("power", power_text(sample.power))):
+            self.query_one(f"#{name}-label", Label).display = bool(text)
+            widget = self.query_one(f"#{name}", Static)
+            widget.display = bool(text)
+            widget.update(Content(text))
+        self.query_one("#processes", Static).update(Content(processes_text(sample.processes)))
+        self.query_one("#fabric", Static).update(Content(fabric_text(sample.fabric)))
 
     def _fill_fields(self, sample: NodeSample) -> None:
         table: DataTable[Any] = self.query_one("#fields", DataTable)
