@@ -198,7 +198,7 @@ class NodeSample:
     cpu_pct: Num = NA("not measured")
     probe: str = ""
     fabric: FabricReading = FabricReading()
-    power: PowerTelemetry = PowerTelemetry()
+    power: PowerTelemetry = field(default_factory=PowerTelemetry)
     processes: tuple[GpuProcess, ...] = ()
 
     @property

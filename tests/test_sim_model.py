@@ -203,7 +203,8 @@ def test_tour_plays_every_fault_and_loops() -> None:
     assert tour.period_s is not None and tour.period_s <= 300
     player = Player(tour, start_s=100.0)
     first = player.due(100.0 + tour.period_s - 0.1)
-    assert set(first) == set(Act)
+    # spec-collapse waits 45 s for an acceptance baseline of its own: a scenario by itself.
+    assert set(first) == set(Act) - {Act.SPEC_COLLAPSE}
     assert player.due(100.0 + tour.period_s + 8.0) == [Act.RECOVER, Act.THERMAL]
 
 
