@@ -9,10 +9,16 @@ Sources (fixed paths, read with ``grep -sH .`` so a missing file is simply absen
   and ``port_rcv_data`` count 4-byte words), ``hw_counters/*`` (driver counters, mlx5),
   ``gid_attrs/ndevs/0`` (the network interface behind a RoCE port) and the adapter's hwmon
   ``device/hwmon/hwmon*/temp*_input`` (m°C). ``/proc/net/dev`` does not see RoCE traffic.
-* ``spark_hwmon`` (the out-of-tree DGX Spark driver, hwmon name ``spbm``):
-  ``power*_{label,input,cap}`` (µW), ``energy*_{label,input}`` (µJ), ``prochot``,
-  ``pl_level``.
+* ``spark_hwmon`` (the out-of-tree DGX Spark driver, github.com/antheas/spark_hwmon; its
+  hwmon name is ``spbm``, from ``DRIVER_NAME`` in ``spbm.c``): ``power*_{label,input,cap}``
+  (µW; labels ``sys_total``, ``soc_pkg``, ``gpu``, ``pl1``, ``pl2``, ``syspl1``…),
+  ``energy*_{label,input}`` (µJ), ``prochot``, ``pl_level``.
 * Processes: ``nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory``.
+
+The slow state these explain is the public report ``tonyd2wild/DeepSeek-V4.1-Flash-vLLM-DGX-
+Spark#1`` (decode 63 vs 94 ms/step, 15–20 W vs 31–36 W at a steady clock); the memory
+wedge ``NVIDIA/open-gpu-kernel-modules#1358``; the adapter overheating ``MiaAI-Lab/DeepSeek-
+v4-Flash-DSpark-2x-DGX-Spark#146``.
 """
 
 from __future__ import annotations
