@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -62,6 +63,21 @@ def test_one_more_request_runs_at_running_plus_one() -> None:
     assert n.ttft_s is not None and n.ttft_s.value == estimate(p, 30_000, 4).ttft_s.value
     assert n.idle_ttft_s.value == estimate(p, 30_000, 1).ttft_s.value
     assert n.ttft_total_s == n.ttft_s.value
+
+
+def test_running_requests_count_by_their_prefill_share_and_prompt() -> None:
+    p = load_profile(FOUR)
+    live = _live(
+        running=7.0, waiting=0.0, kv_free_tokens=5e6, mean_prompt_tokens=30_000.0,
+        prefill_time_mean_s=1.0, decode_time_mean_s=3.0,
+    )  # fmt: skip
+    n = compute_budget(30_000, 1, p, 128, live=live, max_num_seqs=32).send_now
+    assert n.concurrency == 8 and n.prefill_concurrency == 3  # 1 + 7 × 0.25 × 1
+    assert n.prefill_how == "7 running, 25% of their time prefilling, prompts 100% of this one's"
+    assert n.ttft_s is not None and n.ttft_s.value == estimate(p, 30_000, 3).ttft_s.value
+    short = replace(live, mean_prompt_tokens=7_500.0)
+    m = compute_budget(30_000, 1, p, 128, live=short, max_num_seqs=32).send_now
+    assert m.prefill_concurrency == 1  # 1 + 7 × 0.25 × 0.25 rounds to 1
 
 
 def test_a_full_scheduler_queues_at_the_measured_finish_rate() -> None:
@@ -130,8 +146,11 @@ async def test_budget_endpoint_on_the_simulator(capsys: pytest.CaptureFixture[st
     assert now["queue_wait_s"]["origin"] == "profile"  # type: ignore[index]
     assert now["queue_wait_s"]["value"] > 0  # type: ignore[index]
     profile = load_profile(FOUR)
+    # 2 running with short prompts, mostly decoding: the new prompt prefills nearly alone
+    prefill = now["prefill_concurrency"]  # type: ignore[index]
+    assert 1 <= prefill["value"] <= 3 and prefill["how"].startswith("2 running")
     assert now["ttft_s"]["value"] == pytest.approx(  # type: ignore[index]
-        estimate(profile, 30_000, 3).ttft_s.value, rel=1e-3
+        estimate(profile, 30_000, prefill["value"]).ttft_s.value, rel=1e-3
     )
     assert now["idle_ttft_s"]["value"] == pytest.approx(  # type: ignore[index]
         estimate(profile, 30_000, 1).ttft_s.value, rel=1e-3

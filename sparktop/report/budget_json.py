@@ -129,6 +129,7 @@ def _send_now(b: Budget) -> dict[str, Any]:
         "running": _val(n.running),
         "waiting": _val(n.waiting),
         "concurrency": _val(n.concurrency),
+        "prefill_concurrency": {**_val(n.prefill_concurrency), "how": n.prefill_how or None},
         "queued_because": n.queued_because or None,
         "queue_wait_s": {**_val(n.queue_wait_s), "origin": n.wait_origin or None},
         "ttft_s": _jest(n.ttft_s) if n.ttft_s is not None else None,

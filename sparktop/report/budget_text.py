@@ -268,6 +268,13 @@ def _send_now_section(b: Budget) -> list[str]:
             f"{_num(n.concurrency)} with this request",
         )
     )
+    out.append(
+        _line(
+            Origin.COMPUTED,
+            "prefill concurrency",
+            f"{_num(n.prefill_concurrency)} ({n.prefill_how})",
+        )
+    )
     out.append(_line(Origin.PROFILE, "TTFT at that load", _est_text(n.ttft_s, "s")))
     if n.queued_because:
         tag = {"server": Origin.SERVER, "profile": Origin.PROFILE}.get(n.wait_origin, "")

@@ -2,9 +2,14 @@
 lesson for the chosen prompt (issue 13 item 5).
 
 **Send now** (:class:`SendNow`). With ``running`` requests on the engine, one more request
-makes ``running + 1``: its TTFT is the profile's at (prompt, running + 1) from the estimator
-— the sweep's concurrency *c* is *c* prompts prefilling together, so this is the cautious
-figure when the running requests are already decoding. It queues first when the scheduler
+makes ``running + 1``. The sweep's concurrency *c* is *c* equal prompts prefilling together,
+so its TTFT is looked up at the *prefill concurrency* it meets, as the simulator models it:
+``1 + running × share × min(1, mean prompt ÷ prompt)``, where ``share`` is the part of a
+request's life spent prefilling (mean prefill time ÷ (prefill + decode time) over the window,
+``vllm:request_prefill_time_seconds`` / ``request_decode_time_seconds``) — a decoding request
+takes one token of a step's budget, a shorter prompt less than a whole share. Without those
+figures every running request counts as prefilling (``running + 1``: the cautious figure).
+It queues first when the scheduler
 is full (``running ≥ max_num_seqs``), when requests already wait (vLLM admits first come,
 first served), or when the prompt does not fit the pool's free tokens now. The wait is the
 time for enough requests to finish: ``(waiting + 1)`` of them for a slot, or as many as free
@@ -53,6 +58,8 @@ class SendNow:
     running: float | NA
     waiting: float | NA
     concurrency: int | NA
+    prefill_concurrency: int | NA
+    prefill_how: str
     queued_because: str
     queue_wait_s: float | NA
     wait_origin: str
@@ -115,6 +122,24 @@ def _finish_rate(profile: Profile, live: EngineSample, running: float) -> tuple[
     return running / (ttft + out / decode), "profile"
 
 
+def _prefill_concurrency(live: EngineSample, prompt_tokens: int, conc: int) -> tuple[int, str]:
+    """The sweep concurrency whose TTFT applies (module doc), and how it was found."""
+    others = conc - 1
+    prefill, decode = live.prefill_time_mean_s, live.decode_time_mean_s
+    if others <= 0:
+        return 1, "alone on the engine"
+    if not (is_num(prefill) and is_num(decode)) or prefill + decode <= 0:
+        return conc, "every running request counted as prefilling (no prefill/decode times)"
+    share = prefill / (prefill + decode)
+    mean = live.mean_prompt_tokens
+    weight = min(1.0, float(mean) / prompt_tokens) if is_num(mean) and mean > 0 else 1.0
+    value = max(1, round(1 + others * share * weight))
+    return value, (
+        f"{others} running, {share * 100:.0f}% of their time prefilling, prompts "
+        f"{weight * 100:.0f}% of this one's"
+    )
+
+
 def send_now(
     profile: Profile,
     prompt_tokens: int,
@@ -130,14 +155,15 @@ def send_now(
             if live is None
             else f"endpoint {live.engine} {live.state.value}: {live.message or 'no data'}"
         )
-        return SendNow(why, why, why, "", why, "", None, why, idle)
+        return SendNow(why, why, why, why, "", "", why, "", None, why, idle)
     running, waiting = live.running, live.waiting
     if isinstance(running, NA):
         why = NA(f"running unknown ({running.reason})")
-        return SendNow(running, waiting, why, "", why, "", None, why, idle)
+        return SendNow(running, waiting, why, why, "", "", why, "", None, why, idle)
     seqs = float(max_num_seqs) if is_num(max_num_seqs) else None
     conc = int(running) + 1 if seqs is None else int(min(running + 1, seqs))
-    ttft = estimate(profile, prompt_tokens, conc).ttft_s
+    prefill_conc, how = _prefill_concurrency(live, prompt_tokens, conc)
+    ttft = estimate(profile, prompt_tokens, prefill_conc).ttft_s
     queued = ""
     needed = 0
     free = live.kv_free_tokens
@@ -161,4 +187,6 @@ def send_now(
         total = ttft.value + wait
     else:
         total = ttft.value if isinstance(ttft.value, NA) else wait
-    return SendNow(running, waiting, conc, queued, wait, origin, ttft, total, idle)
+    return SendNow(
+        running, waiting, conc, prefill_conc, how, queued, wait, origin, ttft, total, idle
+    )

@@ -34,6 +34,7 @@ from sparktop.ui.expected import estimator
 from sparktop.ui.messages import EventRecorded, LayoutChanged, NodeChosen, SampleArrived
 from sparktop.ui.notices import no_driver_text, no_engine_text
 from sparktop.ui.safe_text import ControlCharacters
+from sparktop.ui.screens.engine_detail import EngineDetail, EngineDetailScreen
 from sparktop.ui.screens.help import HelpScreen, all_bindings, keys_markdown
 from sparktop.ui.screens.node_detail import NodeDetail, NodeDetailScreen
 from sparktop.ui.views import ROW_SEP, Cell, ViewConfig, node_rows, node_states
@@ -287,6 +288,8 @@ class SparktopApp(App[int]):
         self.query_one(BudgetPane).live_changed(self.live_engine())
         if isinstance(self.screen, NodeDetailScreen):
             self.screen.show(self.node_detail(self.screen.node))
+        elif isinstance(self.screen, EngineDetailScreen):
+            self.screen.show(self.engine_detail(self.screen.engine))
         nodes = self.state.nodes.values()
         no_driver = bool(nodes) and all(s.state is NodeState.NO_DRIVER for s in nodes)
         self.query_one("#notice").display = no_driver
@@ -387,6 +390,20 @@ class SparktopApp(App[int]):
                     self.state, self.view_config.thresholds, self.view_config.engine_nodes, node
                 )
             ),
+        )
+
+    def show_engine_details(self, engine: str) -> None:
+        """Open the engine's detail screen (the palette)."""
+        if engine in self.state.engines:
+            self.push_screen(EngineDetailScreen(self.engine_detail(engine), self.view_config))
+
+    def engine_detail(self, engine: str) -> EngineDetail:
+        """What the engine detail screen shows of ``engine``, as of now."""
+        events = self.query_one(EventLog).events
+        return EngineDetail(
+            engine=engine,
+            sample=self.state.engines.get(engine),
+            events=tuple(e for e in events if e.subject == engine),
         )
 
     def live_engine(self) -> EngineSample | None:

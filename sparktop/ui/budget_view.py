@@ -242,6 +242,55 @@ def _time(b: Budget) -> list[list[Group]]:
     ]  # fmt: skip
 
 
+QUEUE_WHY = {
+    "max_num_seqs": "scheduler full",
+    "waiting": "behind the waiting",
+    "pool": "free pool too small",
+}
+
+
+def _send_now(b: Budget) -> list[list[Group]]:
+    """One more request on the live load, next to the idle figure (sweep/send_now.py)."""
+    n = b.send_now
+    idle = n.idle_ttft_s.value
+    out: list[list[Group]] = []
+    if n.ttft_s is None:
+        out.append([[_label("now"), ("no data", "dim")], [(_why(n.ttft_total_s), "dim")]])
+    else:
+        total = n.ttft_total_s
+        out.append([
+            [_label("now"), (f"TTFT {fmt.seconds(total)}" if is_num(total) else "no data",
+                             "bold" if is_num(total) else "dim")],
+            [(f" at {fmt.num(n.concurrency)} running", "dim")],
+            [(f"~{fmt.num(n.prefill_concurrency)} prefilling", "dim"), (" [server]", "dim")],
+        ])  # fmt: skip
+        if n.queued_because:
+            wait = n.queue_wait_s
+            text = f"≈ {fmt.seconds(wait)}" if is_num(wait) else _why(wait)
+            out.append([
+                [_label(" queue"), (text, "warn")],
+                [(QUEUE_WHY[n.queued_because], "dim"), (f" [{n.wait_origin or 'here'}]", "dim")],
+            ])  # fmt: skip
+    out.append([[_label("idle"), (f"TTFT {fmt.seconds(idle)}" if is_num(idle) else "no data",
+                                  ""), (" [profile]", "dim")]])  # fmt: skip
+    return out
+
+
+def _lesson(b: Budget) -> list[Group]:
+    x = b.lesson
+
+    def pct(value: object) -> str:
+        return f"{value:.0f}%" if is_num(value) else "?"
+
+    growth = f"×{x.ttft_growth:,.0f}" if is_num(x.ttft_growth) else "?"
+    return [
+        [_label("lesson"), (f"vs {x.shortest_prompt_tokens:,} tok:", "dim")],
+        [("decode keeps ", "dim"), (pct(x.decode_keep_pct), "")],
+        [("e2e keeps ", "dim"), (pct(x.e2e_keep_pct), "")],
+        [("TTFT ", "dim"), (growth, ""), (" [profile]", "dim")],
+    ]
+
+
 def budget_lines(
     inputs: BudgetInputs,
     profile: Profile | None,
@@ -288,6 +337,9 @@ def budget_lines(
         *_batched(b, tags),
         [],
         *_time(b),
+        [],
+        *_send_now(b),
+        _lesson(b),
         *([[("! ", "warn"), (w, "warn")]] for w in b.warnings),
         [],
         legend(),

@@ -1,4 +1,4 @@
-"""Command palette provider: jump to a node or engine, or open a node's detail screen."""
+"""Command palette provider: jump to a node or engine, or open its detail screen."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ class Cluster(Protocol):
     def jump_to_node(self, node: str) -> None: ...
     def show_node_details(self, node: str, gpu_key: str | None = None) -> None: ...
     def jump_to_engine(self, engine: str) -> None: ...
+    def show_engine_details(self, engine: str) -> None: ...
 
 
 class ClusterCommands(Provider):
@@ -52,6 +53,14 @@ class ClusterCommands(Provider):
                     f"engine {engine}",
                     partial(app.jump_to_engine, engine),
                     f"Scroll to {engine} in the Engines panel",
+                )
+            )
+            found.append(
+                (
+                    f"details {engine}",
+                    partial(app.show_engine_details, engine),
+                    f"Open {engine}'s detail screen: TTFT = queue + prefill, spec decode, "
+                    "every figure with its reason",
                 )
             )
         return found

@@ -113,9 +113,41 @@ def rate_groups(sample: EngineSample) -> list[Group]:
         [("prompt ", "dim"), (fmt.num(sample.mean_prompt_tokens), "")],
         [("hit ", "dim"), (f"{float(hit) * 100:.0f}%" if is_num(hit) else fmt.NA_TEXT, "")],
     ]  # fmt: skip
-    if is_num(sample.spec_acceptance_rate):
-        groups.append([("spec acc ", "dim"), (f"{sample.spec_acceptance_rate * 100:.0f}%", "")])
+    split = ttft_split(sample)
+    if split:
+        groups.insert(3, split)
+    spec = spec_group(sample)
+    if spec:
+        groups.append(spec)
     return groups
+
+
+def ttft_split(sample: EngineSample) -> Group:
+    """``= queue 20 ms + prefill 1.30 s``: mean times of the requests finished in the window
+    (``vllm:request_queue_time_seconds``, ``request_prefill_time_seconds``); empty when the
+    server exports neither."""
+    queue, prefill = sample.queue_time_mean_s, sample.prefill_time_mean_s
+    if not (is_num(queue) or is_num(prefill)):
+        return []
+    waiting_style = "warn" if is_num(queue) and is_num(prefill) and queue > prefill else ""
+    return [
+        ("= queue ", "dim"),
+        (fmt.seconds(queue), waiting_style),
+        (" + prefill ", "dim"),
+        (fmt.seconds(prefill), ""),
+    ]
+
+
+def spec_group(sample: EngineSample) -> Group:
+    """``spec 54% ×3.69``: accepted ÷ draft tokens and mean tokens per step; empty without
+    speculative decoding."""
+    rate, length = sample.spec_acceptance_rate, sample.spec_mean_accept_len
+    if not is_num(rate):
+        return []
+    group: Group = [("spec ", "dim"), (f"{rate * 100:.0f}%", "")]
+    if is_num(length):
+        group.append((f" ×{length:.2f}", ""))
+    return group
 
 
 def rank_groups(rank: object) -> list[Group]:

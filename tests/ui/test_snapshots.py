@@ -71,6 +71,11 @@ def cluster_app(theme: str | None = None) -> tuple[SparktopApp, object]:
                 kv_usage=0.40 + 0.03 * step,
                 ttft_p50=Quantile(9.1),
                 kv_free_tokens=5_200_000.0 - 1e5 * step,
+                queue_time_mean_s=0.42,
+                prefill_time_mean_s=8.61,
+                spec_acceptance_rate=0.54,
+                spec_mean_accept_len=3.69,
+                spec_accept_by_position=(0.8, 0.64, 0.51, 0.41, 0.33),
             )
             await app.poll_now()
             clock.advance(1)
@@ -109,3 +114,14 @@ def test_node_detail(snap_compare: object) -> None:
     assert snap_compare(  # type: ignore[operator]
         app, terminal_size=(120, 40), run_before=feed, press=["down", "down", "enter"]
     )
+
+
+def test_engine_detail(snap_compare: object) -> None:
+    app, feed = cluster_app()
+
+    async def open_details(pilot: Pilot[object]) -> None:
+        await feed(pilot)  # type: ignore[operator]
+        app.show_engine_details("dsv41")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=open_details)  # type: ignore[operator]

@@ -113,6 +113,11 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
         "time to first token; `< x` / `> x` when every observation is in the first / `+Inf` bucket",
         "`vllm:time_to_first_token_seconds` bucket deltas",
     ),
+    (
+        "= queue + prefill",
+        "mean queue and prefill time of the requests finished in the window (TTFT ≈ their sum)",
+        "Δ`_sum`/Δ`_count` of `vllm:request_queue_time_seconds`, `request_prefill_time_seconds`",
+    ),
     ("ITL p50", "inter-token latency", "`vllm:inter_token_latency_seconds` bucket deltas"),
     (
         "prompt",
@@ -120,6 +125,12 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
         "Δ`request_prompt_tokens_sum` / Δ`_count`",
     ),
     ("hit", "prefix-cache hit rate", "`prefix_cache_hits_total` / `prefix_cache_queries_total`"),
+    (
+        "spec",
+        "speculative acceptance (accepted ÷ draft tokens) and ×mean tokens per step",
+        "Δ`vllm:spec_decode_num_accepted_tokens_total` ÷ Δ`…num_draft_tokens_total`, "
+        "÷ Δ`…num_drafts_total` (+1); SGLang `spec_accept_rate`, `spec_accept_length`",
+    ),
     ("sparklines", "decode tok/s and KV % history", "history"),
 )
 

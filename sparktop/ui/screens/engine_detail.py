@@ -1,0 +1,179 @@
+"""EngineDetailScreen: every figure of one engine's newest sample with its source or reason,
+the request breakdown (TTFT = queue + prefill, decode, end to end, per-request TPOT),
+speculative decoding per draft position, the data-parallel ranks and the engine's events."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label, Static
+
+from sparktop.model import NA, EngineSample, Quantile, is_num
+from sparktop.ui import format as fmt
+from sparktop.ui.engine_views import engine_state
+from sparktop.ui.events import EventLike
+from sparktop.ui.views import ViewConfig
+from sparktop.ui.widgets.event_log import event_line
+
+SKIPPED = frozenset({"engine", "ranks", "extra"})
+"""Fields shown elsewhere on the screen (the title, the ranks table) or not at all."""
+
+
+def field_text(value: object) -> str:
+    """One field's value as the table shows it; NA keeps its reason."""
+    if isinstance(value, NA):
+        return f"n/a ({value.reason})"
+    if isinstance(value, Quantile):
+        return str(value)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_short(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, tuple):
+        return ", ".join(_short(v) for v in value) or "none"
+    return _short(value)
+
+
+def _short(value: object) -> str:
+    if isinstance(value, float) and is_num(value):
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return str(value)
+
+
+def engine_field_rows(sample: EngineSample) -> list[tuple[str, str]]:
+    """(field name, value) for every EngineSample field but the skipped ones."""
+    return [
+        (f.name, field_text(getattr(sample, f.name)))
+        for f in fields(EngineSample)
+        if f.name not in SKIPPED
+    ]
+
+
+def breakdown_lines(sample: EngineSample) -> list[str]:
+    """Where a request's time went and what speculative decoding yields, as plain lines."""
+
+    def mean_p50(stem: str) -> str:
+        mean, p50 = getattr(sample, f"{stem}_mean_s"), getattr(sample, f"{stem}_p50")
+        if not (is_num(mean) or isinstance(p50, Quantile)):
+            return f"n/a ({getattr(mean, 'reason', 'not available')})"
+        return f"mean {fmt.seconds(mean)}, p50 {fmt.quantile(p50)}"
+
+    window = f"in the last {sample.window_s:.0f} s" if sample.window_s else "since server start"
+    lines = [
+        f"requests finished {window}",
+        f"TTFT p50 {fmt.quantile(sample.ttft_p50)} = queue ({mean_p50('queue_time')}) "
+        f"+ prefill ({mean_p50('prefill_time')})",
+        f"decode {mean_p50('decode_time')}; end to end {mean_p50('e2e_latency')}",
+        f"per-request TPOT {mean_p50('tpot')} (ITL p50 {fmt.quantile(sample.itl_p50)})",
+        f"prompt tokens computed {fmt.num(sample.prefill_computed_tps)} tok/s of "
+        f"{fmt.num(sample.prefill_tps)} (cache hits excluded)",
+        f"waiting {fmt.num(sample.waiting)}: capacity {fmt.num(sample.waiting_capacity)}, "
+        f"deferred {fmt.num(sample.waiting_deferred)}",
+        f"finished {fmt.num(sample.requests_finished_per_s, '.2f')}/s, aborted "
+        f"{fmt.num(sample.requests_aborted_per_s, '.2f')}/s, errored "
+        f"{fmt.num(sample.requests_errored_per_s, '.2f')}/s, refused at admission "
+        f"{fmt.num(sample.admission_rejections_per_s, '.2f')}/s",
+    ]
+    rate, length = sample.spec_acceptance_rate, sample.spec_mean_accept_len
+    if is_num(rate):
+        spec = f"speculative acceptance {rate * 100:.0f}% of draft tokens"
+        if is_num(length):
+            spec += f", {length:.2f} tokens per step"
+        positions = sample.spec_accept_by_position
+        if positions:
+            spec += "; by position " + " ".join(f"{p * 100:.0f}%" for p in positions)
+        lines.append(spec)
+    else:
+        lines.append(f"speculative decoding: n/a ({getattr(rate, 'reason', '')})")
+    return lines
+
+
+@dataclass(frozen=True, slots=True)
+class EngineDetail:
+    """What the screen shows of one engine: its newest sample and its events."""
+
+    engine: str
+    sample: EngineSample | None
+    events: tuple[EventLike, ...]
+
+
+class EngineDetailScreen(Screen[None]):
+    """Everything known about one engine; the app hands it a fresh :class:`EngineDetail`
+    every tick (:meth:`show`). ``escape`` goes back."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "app.pop_screen", "Back", id="engine_detail.back"),
+    ]
+
+    DEFAULT_CSS = """
+    EngineDetailScreen > VerticalScroll { padding: 0 1; }
+    EngineDetailScreen .section { margin: 1 0 0 0; text-style: bold; color: $spark-accent; }
+    EngineDetailScreen DataTable { height: auto; }
+    """
+
+    def __init__(self, detail: EngineDetail, config: ViewConfig) -> None:
+        super().__init__()
+        self.engine = detail.engine
+        self.detail = detail
+        self.config = config
+        self._shown: EngineSample | None = None
+        self._mounted = False
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static("", id="title")
+            yield Label("request breakdown", classes="section")
+            yield Static("", id="breakdown")
+            yield Label("fields", classes="section")
+            yield DataTable(id="fields", cursor_type="none", zebra_stripes=True)
+            yield Label("events", classes="section")
+            yield Static("", id="engine-events")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._mounted = True
+        self.show(self.detail)
+
+    def show(self, detail: EngineDetail) -> None:
+        """Show ``detail`` (a no-op until the engine's sample changes)."""
+        self.detail = detail
+        sample = detail.sample
+        if sample is None or sample is self._shown or not self._mounted:
+            return
+        self._shown = sample
+        state, _role = engine_state(sample, sample.time_s, self.config)
+        self.query_one("#title", Static).update(Content.assemble(
+            ("engine ", "$spark-dim"), (self.engine, "bold"), ("  ", ""), state,
+            ("  ", ""), (f"{sample.kind} {sample.model}".strip(), "$spark-dim"),
+            ("  sampled ", "$spark-dim"), fmt.clock_time(sample.time_s),
+        ))  # fmt: skip
+        # Content (not markup): messages and reasons come from the server.
+        self.query_one("#breakdown", Static).update(
+            Content("\n").join(Content(line) for line in breakdown_lines(sample))
+        )
+        self._fill(sample)
+        events = sorted(detail.events, key=lambda e: e.time_s, reverse=True)
+        lines = [event_line(e) for e in events]
+        self.query_one("#engine-events", Static).update(
+            Content("\n").join(lines[:20]) if lines else Content("none")
+        )
+
+    def _fill(self, sample: EngineSample) -> None:
+        table: DataTable[Any] = self.query_one("#fields", DataTable)
+        rows = engine_field_rows(sample)
+        if not table.columns:
+            table.add_column("field", key="field")
+            table.add_column("value", key="value")
+        if table.row_count != len(rows):
+            table.clear()
+            for name, value in rows:
+                table.add_row(Text(name), Text(value), key=name)
+            return
+        for name, value in rows:
+            table.update_cell(name, "value", Text(value), update_width=True)

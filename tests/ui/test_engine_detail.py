@@ -1,0 +1,88 @@
+"""The engine block's TTFT split and spec figure, the engine detail screen (opened from the
+palette) and the budget pane's "if sent now" lines, driven with Pilot."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable, Static
+
+from sparktop.model import NA, Quantile
+from sparktop.ui.screens.engine_detail import EngineDetailScreen
+from sparktop.ui.widgets.budget import BudgetPane
+from sparktop.ui.widgets.engine_panel import EnginePanel
+from sparktop.ui.widgets.text_block import TextBlock
+from tests.ui.fakes import Scripted, engine
+from tests.ui.test_app_pilot import make_app, static_text
+
+BREAKDOWN = {
+    "queue_time_mean_s": 0.42,
+    "queue_time_p50": Quantile(0.3, "<"),
+    "prefill_time_mean_s": 8.61,
+    "prefill_time_p50": Quantile(8.2),
+    "decode_time_mean_s": 2.9,
+    "e2e_latency_mean_s": 11.93,
+    "tpot_mean_s": 0.023,
+    "spec_acceptance_rate": 0.54,
+    "spec_mean_accept_len": 3.69,
+    "spec_accept_by_position": (0.8, 0.64, 0.51, 0.41, 0.33),
+    "window_s": 30.0,
+}
+
+
+async def test_engine_block_splits_ttft_and_shows_spec() -> None:
+    app = make_app(Scripted(engine(**BREAKDOWN)))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.poll_now()
+        await pilot.pause()  # the engine block mounts, then renders on the next tick
+        app.tick()
+        block = app.query_one(EnginePanel).blocks["dsv41"]
+        text = static_text(block.query_one(".engine-lines", TextBlock))
+        assert "TTFT p50 8.43 s p95 9.90 s" in text
+        assert "= queue 420 ms + prefill 8.61 s" in text
+        assert "spec 54% ×3.69" in text
+
+
+async def test_engine_block_without_the_breakdown_shows_neither() -> None:
+    app = make_app(Scripted(engine()))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.poll_now()
+        await pilot.pause()  # the engine block mounts, then renders on the next tick
+        app.tick()
+        block = app.query_one(EnginePanel).blocks["dsv41"]
+        text = static_text(block.query_one(".engine-lines", TextBlock))
+        assert "= queue" not in text and "spec " not in text
+
+
+async def test_engine_detail_screen_from_the_palette() -> None:
+    reason = "vllm:request_time_per_output_token_seconds not exported by this server"
+    app = make_app(Scripted(engine(**{**BREAKDOWN, "tpot_mean_s": NA(reason)})))
+    async with app.run_test(size=(140, 50)) as pilot:
+        await app.poll_now()
+        await pilot.press("ctrl+p", *"details dsv41")
+        await app.workers.wait_for_complete()  # the palette's search
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, EngineDetailScreen)
+        lines = static_text(app.screen.query_one("#breakdown", Static))
+        assert "requests finished in the last 30 s" in lines
+        assert "TTFT p50 8.43 s = queue (mean 420 ms, p50 < 300 ms) + prefill (mean 8.61 s" in lines
+        assert "by position 80% 64% 51% 41% 33%" in lines
+        assert f"per-request TPOT n/a ({reason})" in lines
+        table = app.screen.query_one("#fields", DataTable)
+        assert str(table.get_cell("tpot_mean_s", "value")) == f"n/a ({reason})"
+        assert str(table.get_cell("running", "value")) == "8"
+        await pilot.press("escape")
+        assert not isinstance(app.screen, EngineDetailScreen)
+
+
+async def test_budget_pane_says_what_sending_now_costs() -> None:
+    live = engine(waiting=1.0, requests_finished_per_s=0.5, **BREAKDOWN)  # 8 of 8 running
+    app = make_app(Scripted(live))
+    async with app.run_test(size=(120, 60)) as pilot:
+        await app.poll_now()
+        await pilot.press("b", "escape")
+        out = static_text(app.query_one(BudgetPane).query_one("#budget-out", TextBlock))
+        assert "now     TTFT" in out and "at 8 running" in out
+        assert " queue  ≈ 4.00 s  scheduler full [server]" in out  # 2 must finish at 0.5/s
+        assert "idle    TTFT" in out
+        assert "lesson  vs 1,002 tok:" in out and "decode keeps" in out
