@@ -393,6 +393,21 @@ class Source(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class PacedSource(Source, Protocol):
+    """A source that reads at the poller's period itself (an SSH node's GPU stream).
+
+    ``follow_interval`` is called when polling starts and whenever the period changes;
+    while ``self_paced`` is true, ``sample()`` waits for the next reading, so the poller
+    polls again at once instead of waiting on top of it.
+    """
+
+    def follow_interval(self, interval_s: float) -> None: ...
+
+    @property
+    def self_paced(self) -> bool: ...
+
+
 def failure_text(state: str, message: str, since_s: float | None = None) -> str:
     """One line for a source that did not answer: ``unreachable since 14:01:58: connection
     refused`` (``since_s``: Unix seconds, shown as local ``HH:MM:SS``), ``stale: …`` without

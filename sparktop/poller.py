@@ -4,9 +4,10 @@ A source's ``sample()`` should never raise; if it does, the poller turns the exc
 an error sample so one bad source never stops the others. A source is never polled again
 while its previous poll is running (each task awaits its own poll before scheduling the next).
 
-A source with ``follow_interval(interval_s)`` is told the period when the loops start and
-whenever it changes (an SSH node then streams at that period); while its ``self_paced`` is
-true its ``sample()`` itself waits for the next reading, so its loop polls again at once.
+A :class:`~sparktop.model.PacedSource` (``follow_interval`` and ``self_paced``) is told the
+period when the loops start and whenever it changes (an SSH node then streams at that
+period); while its ``self_paced`` is true its ``sample()`` itself waits for the next reading,
+so its loop polls again at once.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, Sample, Source
+from sparktop.model import (
+    EngineSample,
+    EngineState,
+    NodeSample,
+    NodeState,
+    PacedSource,
+    Sample,
+    Source,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +92,8 @@ class Poller:
 
     def _follow(self) -> None:
         for source in self.sources:
-            follow = getattr(source, "follow_interval", None)
-            if follow is not None:
-                follow(self.interval_s)
+            if isinstance(source, PacedSource):
+                source.follow_interval(self.interval_s)
 
     def start(self) -> None:
         self._follow()
@@ -114,13 +122,16 @@ class Poller:
             await self._running.wait()
             started = loop.time()
             await self._poll(source)
-            if getattr(source, "self_paced", False):
+            if isinstance(source, PacedSource) and source.self_paced:
                 continue  # sample() waited for the reading: waiting again would lag behind it
             delay = self.interval_s - (loop.time() - started)
             if delay > 0:
                 self._wake.clear()
+                # asyncio.timeout, not wait_for: wait_for on Python 3.11 drops a cancel that
+                # lands as the wake-up completes (set_interval then aclose hung forever).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), delay)
+                    async with asyncio.timeout(delay):
+                        await self._wake.wait()
 
     async def aclose(self) -> None:
         """Stop every task and close every source."""

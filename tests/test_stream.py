@@ -295,3 +295,34 @@ def _state(sample: NodeSample) -> ClusterState:
     state = ClusterState()
     state.apply(sample)
     return state
+
+
+async def test_the_poller_paces_sources_by_their_declared_protocol(files: ClientFiles) -> None:
+    """``follow_interval``/``self_paced`` are the :class:`PacedSource` protocol (not looked
+    up by name): an SSH source is one, a source without them is polled on the timer."""
+    from sparktop.model import PacedSource
+    from tests.ui.fakes import Scripted
+    from tests.ui.fakes import node as sample_node
+
+    class Paced(Scripted):
+        def __init__(self) -> None:
+            super().__init__(sample_node("p"))
+            self.periods: list[float] = []
+
+        def follow_interval(self, interval_s: float) -> None:
+            self.periods.append(interval_s)
+
+        @property
+        def self_paced(self) -> bool:
+            return False
+
+    paced, plain = Paced(), Scripted(sample_node("q"))
+    assert isinstance(ssh_source(files, node("spark-1", 22)), PacedSource)
+    assert isinstance(paced, PacedSource) and not isinstance(plain, PacedSource)
+    poller = Poller([paced, plain], 0.5, lambda s: None)
+    poller.start()
+    await paced.polled.wait()
+    await plain.polled.wait()
+    poller.set_interval(0.25)
+    await poller.aclose()
+    assert paced.periods == [0.5, 0.25]
