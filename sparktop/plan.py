@@ -298,17 +298,25 @@ def _engine(config: EngineConfig) -> EnginePlan:
     return EnginePlan(config, tuple(config.nodes), Limits.from_config(config))
 
 
+def load_named(name: str) -> Profile:
+    """The one profile loader: a built-in name, a user profile's name, or a profile file
+    (:func:`sparktop.sweep.profile.load_profile`, with the inventory's guards). Every command
+    that takes a profile name (the plan, ``demo``, ``sim``, ``sweep``, the simulator) loads
+    it here; ``UserError`` for a bad name or file."""
+    return load_profile(name)
+
+
 def _load(named: Profile | str | None, inventory: Inventory | None) -> tuple[Profile | None, str]:
     """The profile and, when it is None, why. A named profile that fails is a UserError."""
     if isinstance(named, Profile):
         return named, ""
     if named is None:  # nothing names one: the default, for the expected row and the budget
         try:
-            return load_profile(DEFAULT_PROFILE), ""
+            return load_named(DEFAULT_PROFILE), ""
         except UserError as exc:
             return None, f"profile: {exc}"
     try:
-        return load_profile(named), ""
+        return load_named(named), ""
     except UserError as exc:
         where = inventory.profile_at if inventory is not None and inventory.profile == named else ""
         raise UserError(f"{where}: profile: {exc}" if where else str(exc)) from None

@@ -147,3 +147,20 @@ def test_a_recording_header_gives_back_the_plan_it_was_made_with(tmp_path: Path)
     again = Plan.from_header(json.loads(json.dumps(plan.header())))
     assert (again.cluster, again.interval_s, again.profile_name) == ("agree", 2.0, DEFAULT_PROFILE)
     assert again.tp_groups == plan.tp_groups and again.max_num_seqs() == plan.max_num_seqs()
+
+
+def test_profiles_are_loaded_through_the_plans_one_loader() -> None:
+    """Issue 12's done-when: ``load_profile(`` is called by the plan (``load_named``) and the
+    ``profiles``/``budget`` commands only; the simulator, demo, sim and sweep go through it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "sparktop"
+    callers = {
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if any(
+            "load_profile(" in line and "def load_profile(" not in line
+            for line in path.read_text(encoding="utf-8").splitlines()
+        )
+    }
+    assert callers == {"plan.py", "commands/profiles.py", "commands/budget.py"}

@@ -95,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
 
         check_theme(args.theme)  # before the simulator starts
     options = dataclasses.replace(options, alert_hold_s=round(DEMO_HOLD_S / options.speed, 3))
-    from sparktop.sweep.profile import load_profile
+    from sparktop.plan import load_named
 
-    load_profile(options.profile)  # a bad name is a UserError before anything starts
+    load_named(options.profile)  # a bad name is a UserError before anything starts
     from sparktop.alerts.pipeline import AlertOutputs
 
     outputs = AlertOutputs.from_args(args)  # a bad --on-alert/--record fails before the start

@@ -160,9 +160,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(options: SimOptions, target: Path) -> None:
-    from sparktop.sweep.profile import load_profile
+    from sparktop.plan import load_named
 
-    load_profile(options.profile)  # a bad name is a UserError before anything starts
+    load_named(options.profile)  # a bad name is a UserError before anything starts
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     # Closing the terminal (SIGHUP) or kill (SIGTERM) stops like Ctrl-C: the key goes too.

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from sparktop.model import is_num
 from sparktop.sweep.estimator import estimate
-from sparktop.sweep.profile import Profile, load_profile
+from sparktop.sweep.profile import Profile
 
 BLOCK_SIZE = 256
 """KV block size of the simulated server (the 2-Spark seed's boot log: block size 256)."""
@@ -105,7 +105,9 @@ class ProfileRates:
     def load(
         cls, name: str, max_num_seqs: int | None = None, kv_pool_tokens: int | None = None
     ) -> ProfileRates:
-        return cls(load_profile(name), max_num_seqs, kv_pool_tokens)
+        from sparktop.plan import load_named  # the one loader (the plan's; lazily: it is big)
+
+        return cls(load_named(name), max_num_seqs, kv_pool_tokens)
 
     def ttft_s(self, prompt_tokens: int, concurrency: int) -> float:
         """Time to first token for a prompt at this many running requests, s (> 0)."""

@@ -29,7 +29,6 @@ from sparktop.sweep.profile import (
     DEFAULT_PROFILE,
     Profile,
     builtin_profile_names,
-    load_profile,
     user_profile_paths,
 )
 from sparktop.sweep.sweep_cells import CellRuns
@@ -121,17 +120,19 @@ def nearest_profile(model: str) -> Profile:
     """The existing profile of the same model (by name in its ``model`` field, user profiles
     first), else the default profile."""
     key = model.rsplit("/", 1)[-1].lower()
+    from sparktop.plan import load_named  # the commands' one loader (the plan imports sweep)
+
     candidates: list[Profile] = []
     for path in user_profile_paths():
         try:
-            candidates.append(load_profile(str(path)))
+            candidates.append(load_named(str(path)))
         except Exception:  # a broken user profile only loses its vote
             continue
-    candidates += [load_profile(n) for n in builtin_profile_names()]
+    candidates += [load_named(n) for n in builtin_profile_names()]
     for profile in candidates:
         if key and key in profile.model.lower().replace(" ", "-"):
             return profile
-    return load_profile(DEFAULT_PROFILE)
+    return load_named(DEFAULT_PROFILE)
 
 
 def estimate_cells(
