@@ -36,6 +36,20 @@ from sparktop.sources.window import combine
 
 NO_PREFIX = "no prefix-cache queries"
 
+_NOT_QUERIED = NA("not read through Prometheus yet (the engine's own /metrics source reads it)")
+BREAKDOWN_NA = {
+    name: _NOT_QUERIED
+    for name in (
+        "queue_time_mean_s", "prefill_time_mean_s", "decode_time_mean_s", "e2e_latency_mean_s",
+        "tpot_mean_s", "queue_time_p50", "prefill_time_p50", "decode_time_p50",
+        "e2e_latency_p50", "tpot_p50", "prefill_computed_tps", "waiting_capacity",
+        "waiting_deferred", "requests_finished_per_s", "requests_aborted_per_s",
+        "requests_errored_per_s", "admission_rejections_per_s", "retracted_reqs",
+    )
+}  # fmt: skip
+"""The request breakdown (:mod:`sparktop.sources.breakdown`) has no PromQL here: each
+figure says so instead of a bare n/a."""
+
 
 class PromEngineSource:
     """One inventory engine with ``source: prometheus``; ``sample()`` never raises."""
@@ -191,6 +205,7 @@ class PromEngineSource:
             max_num_batched_tokens=limits["max_num_batched_tokens"][0],
             limit_sources=MappingProxyType({k: v[1] for k, v in limits.items()}),
             restarted=restarted, ranks=tuple(stats), window_s=self.hub.window_s,
+            **BREAKDOWN_NA,  # type: ignore[arg-type]
         )  # fmt: skip
 
     def _limits(self, reading: PageReading, ranks: list[str]) -> dict[str, tuple[Num, str]]:
