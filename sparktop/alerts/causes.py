@@ -35,11 +35,11 @@ from sparktop.alerts.gpu_rules import (
     slowdown_evidence,
     throttle_evidence,
 )
+from sparktop.alerts.live import live_ttft, waited
 from sparktop.alerts.peers import peer_facts
 from sparktop.alerts.spec_rules import acceptance_baseline
 from sparktop.cluster import gpu_subject
-from sparktop.model import EngineSample, is_num
-from sparktop.sweep.matched import window_load
+from sparktop.model import EngineSample, Quantile, is_num
 
 NODE_OVERLAP_SHARE = 0.5
 """A node explains a deficit when its slow state covers at least this share of the window."""
@@ -69,19 +69,23 @@ class NodeEvidence:
 
 
 def queueing(ctx: RuleContext, s: EngineSample) -> Cause | None:
-    load = window_load(s)
-    peak = load.waiting_peak if not isinstance(load, str) else 0.0
-    now = float(s.waiting) if is_num(s.waiting) else 0.0
-    waiting = max(peak, now)
-    if waiting <= 0:
+    """Requests waited in the window and the compared TTFT includes the wait (the server
+    does not export prefill time to take the queue out)."""
+    waiting = waited(s)
+    if waiting <= 0 or live_ttft(s).label != "p50":
         return None
+    queue, ttft = s.queue_time_mean_s, s.ttft_p50
+    if is_num(queue) and isinstance(ttft, Quantile) and ttft.value_s > 0:
+        share = f", queue time {queue:.2f} s ({queue / ttft.value_s:.0%} of the TTFT p50)"
+    else:
+        share = ""
     seqs = s.max_num_seqs if is_num(s.max_num_seqs) else ctx.max_num_seqs.get(s.engine)
     running = f"{s.running:.0f}" if is_num(s.running) else "n/a"
     of = f"/{seqs:.0f}" if is_num(seqs) and seqs else ""
     return Cause(
         "queueing",
         f"queueing: up to {waiting:.0f} waiting for capacity in the window ({running}{of} "
-        "running); their TTFT includes the wait, the profile's does not",
+        f"running{share}); their TTFT includes the wait, the profile's does not",
         values={"waiting": waiting},
     )
 

@@ -2,9 +2,10 @@
 
 The expected figures are computed for the live window's own load and combined as the live
 statistic is (:mod:`sparktop.sweep.matched`): the time-weighted running counts and the prompt
-lengths that finished in the window. Live per-stream decode is 1 / mean ITL
-(``itl_mean_s``: Δ``_sum`` / Δ``_count`` of ``vllm:inter_token_latency_seconds`` over the
-window), compared with the profile's per-request decode column. Not ITL p50: with vLLM's
+lengths that finished in the window; each live figure is defined like the profile column it
+is compared with (:mod:`sparktop.alerts.live`: TTFT without the queue, per-request decode).
+Live per-stream decode is 1 / mean TPOT or ITL (Δ``_sum`` / Δ``_count`` over the window),
+compared with the profile's per-request decode column. Not ITL p50: with vLLM's
 default 10 / 25 ms bucket edges every rate from 40 to 100 tok/s reads the same ~18 ms (an
 ITL p50 known only as "above the last edge" still proves a deficit). Not the generation rate
 ÷ running either: with long prompts most running requests are in prefill, so that quotient
@@ -19,12 +20,13 @@ from dataclasses import dataclass
 
 from sparktop.alerts.causes import engine_cause, explain, node_cause, slowest
 from sparktop.alerts.context import Finding, RuleContext
-from sparktop.alerts.engine_rules import engine_finding, ok_engines, windowed
+from sparktop.alerts.engine_rules import engine_finding, ok_engines
 from sparktop.alerts.gpu_rules import (
     drop_score,
 )
+from sparktop.alerts.live import live_decode, live_ttft
 from sparktop.alerts.model import Severity
-from sparktop.model import EngineSample, Quantile, is_num
+from sparktop.model import EngineSample, is_num
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,9 @@ class Deficit:
     ttft_high_s: float | None = None
     decode_low_tps: float | None = None
     window_s: float | None = None
+    ttft_label: str = "p50"
+    decode_label: str = "1/mean ITL"
+    ttft_note: str = ""
 
     def ttft_past(self, limit_pct: float) -> bool:
         """TTFT at least ``limit_pct`` above expected and above the band's top."""
@@ -66,17 +71,6 @@ class Deficit:
         return ""
 
 
-def live_itl_s(s: EngineSample) -> float | None:
-    """Per-token decode latency over the window (s): the mean, else a p50 beyond the last
-    bucket edge (a lower bound); None when unknown or only lifetime figures exist."""
-    if is_num(s.itl_mean_s) and s.itl_mean_s > 0 and windowed(s, "itl_mean_s"):
-        return float(s.itl_mean_s)
-    q = s.itl_p50
-    if isinstance(q, Quantile) and q.bound == ">" and q.value_s > 0 and windowed(s, "itl_p50"):
-        return q.value_s
-    return None
-
-
 def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
     """Compare live TTFT p50 and per-stream decode with the profile's expected row."""
     if ctx.expected is None or not s.ok or not is_num(s.running) or s.running < 1:
@@ -84,16 +78,14 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
     exp = ctx.expected(s)
     if exp is None:
         return None
+    ttft, decode = live_ttft(s), live_decode(s)
     ttft_live = ttft_over = None
-    q = s.ttft_p50
-    # "<x" only bounds TTFT from above: it can never show a deficit.
-    if isinstance(q, Quantile) and q.bound != "<" and exp.ttft_s and windowed(s, "ttft_p50"):
-        ttft_live = q.value_s
+    if ttft.value is not None and exp.ttft_s:
+        ttft_live = ttft.value
         ttft_over = (ttft_live / exp.ttft_s - 1.0) * 100.0
     decode_live = decode_under = None
-    itl_s = live_itl_s(s)
-    if itl_s is not None and exp.decode_tps:
-        decode_live = 1.0 / itl_s
+    if decode.value is not None and exp.decode_tps:
+        decode_live = decode.value
         decode_under = (1.0 - decode_live / exp.decode_tps) * 100.0
     return Deficit(
         ttft_live,
@@ -106,6 +98,9 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
         exp.ttft_high_s,
         exp.decode_low_tps,
         exp.window_s,
+        ttft.label,
+        decode.label,
+        ttft.note,
     )
 
 
@@ -138,13 +133,14 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
         window = {"window_s": d.window_s} if d.window_s is not None else {}
         if d.ttft_past(limit) and d.ttft_over_pct is not None and d.ttft_live_s:
             why, values = _cause_text(ctx, s, "ttft")
+            note = f"; {d.ttft_note}" if d.ttft_note else ""
             yield engine_finding(
                 s,
                 "expected.ttft",
                 Severity.WARNING,
                 f"TTFT {d.ttft_over_pct:.0f} % above expected "
-                f"(p50 {d.ttft_live_s:.2f} s vs profile ttft_s {d.ttft_expected_s:.2f} s {at}"
-                f"{d.band_text('ttft')}); {why}",
+                f"({d.ttft_label} {d.ttft_live_s:.2f} s vs profile ttft_s "
+                f"{d.ttft_expected_s:.2f} s {at}{d.band_text('ttft')}{note}); {why}",
                 {
                     "ttft_s": d.ttft_live_s,
                     "expected_ttft_s": d.ttft_expected_s or 0.0,
@@ -161,7 +157,7 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                 "expected.decode",
                 Severity.WARNING,
                 f"decode {d.decode_under_pct:.0f} % below expected "
-                f"(1/mean ITL {d.decode_live_tps:.1f} vs profile decode_tps "
+                f"({d.decode_label} {d.decode_live_tps:.1f} vs profile decode_tps "
                 f"{d.decode_expected_tps:.1f} tok/s per stream {at}{d.band_text('decode')}); "
                 f"{why}",
                 {

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sparktop.alerts.expected_rules import live_itl_s
+from sparktop.alerts.live import live_decode, live_ttft
 from sparktop.model import NA, EngineSample, is_num
 from sparktop.sweep.matched import EstimateFn, cached_estimator, window_expected
 from sparktop.sweep.profile import Profile
@@ -65,6 +65,8 @@ class Comparison:
     """The profile column the expected figure reads (``ttft_s``, ``decode_tps``, …)."""
     why_not: str = ""
     """Why the two are not compared (when ``comparable`` is False)."""
+    note: str = ""
+    """What the live figure includes that the profile's does not (shown beside it)."""
     low: Any = None
     high: Any = None
     """The estimator's band around ``expected`` (None: none)."""
@@ -150,8 +152,11 @@ def expected_lines(
     if isinstance(got, str):
         return [[*head, (got, "dim")]]
     kind = AGGREGATE_KINDS.get(got.aggregate_kind, "aggregate")
-    itl_s = live_itl_s(sample)
-    per_stream = 1.0 / itl_s if itl_s else NA("no inter-token latencies in the window")
+    ttft, decode = live_ttft(sample), live_decode(sample)
+    ttft_live = ttft.value if ttft.value is not None else _ttft_live(sample)
+    per_stream = (
+        decode.value if decode.value is not None else NA("no decode latencies in the window")
+    )
     # Live per-stream decode is 1 / mean ITL, not the generation rate ÷ running: with long
     # prompts most running requests are in prefill, so that quotient reads far below the
     # per-stream rate on a healthy engine. The generation rate over a busy window is an
@@ -159,10 +164,11 @@ def expected_lines(
     # profile column; beside a decode-only one it is shown but never flagged.
     decode_only = kind == "decode-only"
     comparisons = (
-        (Comparison("TTFT", _value(got.ttft_s), _ttft_live(sample), "higher", "s", "p50",
-                    column="ttft_s", **_band(got.ttft_s)), got.ttft_s),
-        (Comparison("decode/req", _value(got.decode_tps), per_stream, "lower", "", "1/ITL",
-                    column="decode_tps", **_band(got.decode_tps)), got.decode_tps),
+        (Comparison("TTFT", _value(got.ttft_s), ttft_live, "higher", "s", ttft.label,
+                    column="ttft_s", note=ttft.note, **_band(got.ttft_s)), got.ttft_s),
+        (Comparison("decode/req", _value(got.decode_tps), per_stream, "lower", "",
+                    decode.label.replace("mean ", ""), column="decode_tps",
+                    **_band(got.decode_tps)), got.decode_tps),
         (Comparison("agg", _value(got.aggregate_tps), sample.decode_tps, "lower", "",
                     "live e2e", comparable=not decode_only,
                     column="aggregate_tps",
@@ -202,6 +208,8 @@ def expected_lines(
                 (_fmt(comp.live, comp.unit), "bold"),
                 (f" {fmt.signed_pct(dev)}", "crit" if past else "ok" if dev is not None else "dim"),
             ]
+            if comp.note:
+                group.append((f" ({comp.note})", "dim"))
             if since is not None and now - since >= 1:
                 group.append((f" since {fmt.clock_time(since)}", "crit"))
         groups.append(group)
@@ -214,9 +222,14 @@ def _ttft_live(sample: EngineSample) -> Any:
 
 
 COLUMN_NOTES = (
-    "TTFT: profile ttft_s vs live TTFT p50 (vllm:time_to_first_token_seconds bucket deltas)",
+    "each comparison is over the window shown after @ (its running counts and the prompt "
+    "lengths that finished in it: the expected figure is the profile's for that load)",
+    "TTFT: profile ttft_s vs live TTFT p50 (vllm:time_to_first_token_seconds bucket deltas); "
+    "once requests queued in the window, 'p50 w/o queue' is vllm:request_prefill_time_seconds "
+    "(the profile's TTFT has no queue), or the TTFT p50 is marked as including queueing",
     "decode/req: profile per-request decode tok/s vs live 1 / mean ITL "
-    "(vllm:inter_token_latency_seconds Δsum/Δcount over the window)",
+    "(vllm:inter_token_latency_seconds Δsum/Δcount over the window; the same expectation as "
+    "per-request decode for equal outputs), else 1 / mean per-request TPOT",
     "agg: profile aggregate tok/s (its own definition: end-to-end or decode-only) vs live "
     "rate(vllm:generation_tokens_total), which over a busy window is end-to-end ('live e2e' "
     "beside a decode-only profile: shown, not flagged, since the two are defined differently)",

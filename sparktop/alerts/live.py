@@ -1,0 +1,83 @@
+"""The live figure defined like each profile column it is compared with.
+
+- ``ttft_s`` (the sweep's TTFT: ``concurrency`` prompts sent together, none waiting for a
+  sequence slot) ↔ live TTFT p50 (``vllm:time_to_first_token_seconds`` bucket deltas) while
+  nothing waited in the window; once requests queued, the TTFT they saw includes the wait,
+  so the like figure is the p50 of ``vllm:request_prefill_time_seconds`` (scheduled → first
+  token, TTFT without the queue) when the server exports it, else the TTFT p50 is compared
+  with a note that it includes queueing (and the deficit's cause is the queue);
+- ``decode_tps`` (a per-request mean) ↔ 1 / mean ITL (``inter_token_latency_seconds`` Δsum /
+  Δcount, exact per token), else 1 / mean per-request TPOT
+  (``request_time_per_output_token_seconds``). Both have the same expectation when requests
+  have equal outputs (a request's tokens are counted once either way: Σ weights / Σ weights ×
+  rate), and the expected row weighs its cells so (:mod:`sparktop.sweep.matched`). ITL first:
+  it is observed per token as it is generated, so it follows the window's load, where TPOT is
+  observed at the finish and spans the request's whole decode (on the simulator it reads 3–5 %
+  below 1 / ITL at a steady load, its scheduling steps counted in).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sparktop.alerts.engine_rules import windowed
+from sparktop.model import EngineSample, Quantile, is_num
+from sparktop.sweep.matched import window_load
+
+
+@dataclass(frozen=True, slots=True)
+class LiveFigure:
+    """A live value (None: none comparable), the statistic it is (``p50``, ``p50 w/o queue``,
+    ``1/mean TPOT``, ``1/mean ITL``) and a note on what it includes ("" when like)."""
+
+    value: float | None
+    label: str
+    note: str = ""
+
+
+def live_itl_s(s: EngineSample) -> float | None:
+    """Per-token decode latency over the window (s): the mean, else a p50 beyond the last
+    bucket edge (a lower bound); None when unknown or only lifetime figures exist."""
+    if is_num(s.itl_mean_s) and s.itl_mean_s > 0 and windowed(s, "itl_mean_s"):
+        return float(s.itl_mean_s)
+    q = s.itl_p50
+    if isinstance(q, Quantile) and q.bound == ">" and q.value_s > 0 and windowed(s, "itl_p50"):
+        return q.value_s
+    return None
+
+
+def waited(s: EngineSample) -> float:
+    """The most requests waiting at any scrape of the window (or now, without a window)."""
+    load = window_load(s)
+    peak = load.waiting_peak if not isinstance(load, str) else 0.0
+    return max(peak, float(s.waiting) if is_num(s.waiting) else 0.0)
+
+
+def _p50(q: object, s: EngineSample, name: str) -> float | None:
+    # "<x" only bounds a latency from above: it can never show a deficit.
+    if isinstance(q, Quantile) and q.bound != "<" and windowed(s, name):
+        return q.value_s
+    return None
+
+
+def live_ttft(s: EngineSample) -> LiveFigure:
+    """Live TTFT like the profile's ``ttft_s`` (see the module docstring)."""
+    queued = waited(s)
+    if queued > 0:
+        prefill = _p50(s.prefill_time_p50, s, "prefill_time_p50")
+        if prefill is not None:
+            return LiveFigure(prefill, "p50 w/o queue")
+        note = f"includes queueing (up to {queued:.0f} waiting in the window)"
+        return LiveFigure(_p50(s.ttft_p50, s, "ttft_p50"), "p50", note)
+    return LiveFigure(_p50(s.ttft_p50, s, "ttft_p50"), "p50")
+
+
+def live_decode(s: EngineSample) -> LiveFigure:
+    """Live per-stream decode like the profile's per-request ``decode_tps``."""
+    itl = live_itl_s(s)
+    if itl:
+        return LiveFigure(1.0 / itl, "1/mean ITL")
+    tpot = s.tpot_mean_s
+    if is_num(tpot) and tpot > 0 and windowed(s, "tpot_mean_s"):
+        return LiveFigure(1.0 / tpot, "1/mean TPOT")
+    return LiveFigure(None, "1/mean ITL")
