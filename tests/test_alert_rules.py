@@ -522,3 +522,18 @@ def test_the_profiles_expected_row_carries_the_estimators_band() -> None:
     assert row.ttft_low_s < row.ttft_s < row.ttft_high_s
     assert row.decode_low_tps is not None and row.decode_high_tps is not None
     assert row.decode_low_tps < row.decode_tps < row.decode_high_tps
+
+
+def test_with_a_queue_ttft_is_compared_without_it_when_the_server_exports_prefill_time() -> None:
+    """Like for like: the profile's TTFT has no queue. Requests waited, and the server says
+    how long prefill took (scheduled → first token): that is what is compared."""
+    queued = engine(ttft_p50=Quantile(3.0), waiting=3.0, prefill_time_p50=Quantile(1.15))
+    assert "expected.ttft:dsv41" not in run(cluster(queued), expected=expected_row)
+    slow = engine(ttft_p50=Quantile(3.0), waiting=3.0, prefill_time_p50=Quantile(1.8))
+    ttft = run(cluster(slow), expected=expected_row)["expected.ttft:dsv41"]
+    assert "(p50 w/o queue 1.80 s vs profile ttft_s 1.11 s" in ttft.message
+    assert "cause: queueing" not in ttft.message  # the queue is not in the figure compared
+    # Without prefill time the TTFT p50 is compared, said to include the queue.
+    bare = engine(ttft_p50=Quantile(3.0), waiting=3.0)
+    msg = run(cluster(bare), expected=expected_row)["expected.ttft:dsv41"].message
+    assert "includes queueing (up to 3 waiting in the window)" in msg and "cause: queueing" in msg
