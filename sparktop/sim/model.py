@@ -166,6 +166,14 @@ class SimCluster:
             )
         return reqs
 
+    def set_load(self, engine: str, load: LoadSpec) -> None:
+        """Change an engine's background load now (clients and prompt lengths); clients
+        already waiting on a request keep it."""
+        model = self.engines[engine]
+        if model.load != load:
+            model.load = load
+            model.set_clients(load.clients, self.now)
+
     def end_flood(self, engine: str) -> int:
         """The flood's sessions go away (aborted); how many were still in flight."""
         return self.engines[engine].abort_tagged("flood", self.now)

@@ -22,7 +22,7 @@ import logging
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -41,7 +41,14 @@ from sparktop.sim.gpu import Fault
 from sparktop.sim.httpserver import EngineServer
 from sparktop.sim.model import SimCluster
 from sparktop.sim.rates import ProfileRates
-from sparktop.sim.scenarios import LONG_PROMPT_TOKENS, SCENARIOS, SPEC_COLLAPSED, Act, Player
+from sparktop.sim.scenarios import (
+    LOAD_SHIFT,
+    LONG_PROMPT_TOKENS,
+    SCENARIOS,
+    SPEC_COLLAPSED,
+    Act,
+    Player,
+)
 from sparktop.sim.sshserver import SshServerHandle, generate_key, start_ssh_server
 from sparktop.sweep.profile import DEFAULT_PROFILE, builtin_profile_names
 
@@ -131,6 +138,7 @@ class SimHandle:
             pressure=group[0],
             link=group[1 % len(group)],
         )
+        self._load = options.load or LoadSpec()
         self._player: Player | None = None
         self.scenario = ""
         self._task: asyncio.Task[None] | None = None
@@ -240,6 +248,7 @@ class SimHandle:
         if act is Act.RECOVER:
             cluster.clear_faults()
             if engine:
+                cluster.set_load(engine, self._load)
                 cluster.end_flood(engine)
                 cluster.set_spec_accept(engine)
             for server in self.ssh.values():
@@ -248,6 +257,10 @@ class SimHandle:
                 await page.come_back()
         elif act is Act.THERMAL:
             cluster.set_fault(t.thermal, Fault.THERMAL)
+        elif act is Act.BLIP:  # on another node than the thermal step's: never a straggler
+            cluster.set_fault(t.down, Fault.THERMAL)
+        elif act is Act.BLIP_END:
+            cluster.set_fault(t.down, Fault.NONE)
         elif act is Act.LOW_POWER:
             cluster.set_fault(t.low_power, Fault.LOW_POWER)
         elif act is Act.STEADY_SLOW:
@@ -274,6 +287,11 @@ class SimHandle:
             cluster.end_flood(engine)
         elif act is Act.RESTART:
             cluster.restart(engine)
+        elif act is Act.LOAD_SHIFT:
+            clients, prompts = LOAD_SHIFT
+            cluster.set_load(engine, replace(self._load, clients=clients, prompt_tokens=prompts))
+        elif act is Act.LOAD_BACK:
+            cluster.set_load(engine, self._load)
         elif act is Act.SPEC_COLLAPSE:
             cluster.set_spec_accept(engine, SPEC_COLLAPSED)
         elif act is Act.LONG_CONTEXT:

@@ -3,12 +3,16 @@
 A :class:`Scenario` is a list of ``(at_s, action)`` steps in simulated seconds from the
 moment it is selected; ``period_s`` makes it loop. Single scenarios inject their fault
 after ``LEAD_S`` seconds of normal load (so baselines exist) and hold it; ``node-down``
-comes back after 30 s. ``tour`` plays every fault in turn, five minutes per round at
-speed 1: each fault lasts 20 s (15 s for node-down; 25 s for the steady-clock slow state,
-memory pressure and a link going down, which the slow tier reads every 10 s), so an alert
-holding 5 s fires well inside it, with at least 10 s of recovery after it, so the alert
-clears before the next fault starts. Background load runs throughout, so decode and finished
-requests never stop.
+comes back after 30 s. ``tour`` plays every fault in turn, 6⅓ minutes per round at speed
+1: each fault lasts 20 s (15 s for node-down; 25 s for the steady-clock slow state, memory
+pressure and a link going down, which the slow tier reads every 10 s; 40 s for the thermal
+step, so the throttled node holds the group back over the monitor's whole 30 s window and is
+named, critical), so an alert holding 5 s fires well inside it, with at least 10 s of
+recovery after it, so the alert clears before the next fault starts. Two steps show what is
+*not* blamed: during the pool exhaustion one node throttles for a few seconds (the pool is
+named, the node is not), and at the end the load changes on a healthy engine (half the
+clients, one prompt length: the expected row follows the window's load, no alert).
+Background load runs throughout, so decode and finished requests never stop.
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ class Act(enum.StrEnum):
     STEADY_SLOW = "steady-slow"
     MEMORY_PRESSURE = "memory-pressure"
     LINK_DOWN = "link-down"
+    BLIP = "thermal-blip"
+    BLIP_END = "blip-end"
+    LOAD_SHIFT = "load-change"
+    LOAD_BACK = "load-back"
 
 
 LONG_PROMPT_TOKENS = 501_869
@@ -65,29 +73,44 @@ yields ~1.25 tokens instead of ~3.7, acceptance rate ~5 % instead of ~54 %."""
 SPEC_LEAD_S = 45.0
 """``spec-collapse`` waits this long so the acceptance has a baseline of its own first."""
 
+BLIP_S = 7.0
+"""How long the tour's blip heats its node: ~4 s to pass the thermal onset, then ~3 s of SW
+thermal slowdown."""
+
+LOAD_SHIFT = (3, (7513,))
+"""The tour's load change: 3 clients with the sweep's 8K prompt (instead of 6 with prompts of
+1K–16K). Longer prompts would leave every client in prefill at once for over 10 s."""
+
 _TOUR = (
     (0.0, Act.RECOVER),
+    # 40 s: the throttled node holds the group back over a whole 30 s window.
     (8.0, Act.THERMAL),
-    (28.0, Act.RECOVER),
-    (38.0, Act.LOW_POWER),
-    (58.0, Act.RECOVER),
-    (68.0, Act.FLOOD),
-    (88.0, Act.END_FLOOD),
-    (98.0, Act.NODE_DOWN),
+    (48.0, Act.RECOVER),
+    (58.0, Act.LOW_POWER),
+    (78.0, Act.RECOVER),
+    (88.0, Act.FLOOD),
+    # A node throttles for ~3 s while the pool is full: the pool is named, never the node.
+    (96.0, Act.BLIP),
+    (96.0 + BLIP_S, Act.BLIP_END),
+    (108.0, Act.END_FLOOD),
+    (118.0, Act.NODE_DOWN),
     # Shorter down, longer gap: a monitor backing off from a dead node reconnects late.
-    (113.0, Act.NODE_UP),
-    (128.0, Act.RESTART),
-    # Prefill ~33 s, then ~128 tokens of decode: done before the round ends.
-    (136.0, Act.LONG_CONTEXT),
+    (133.0, Act.NODE_UP),
+    (148.0, Act.RESTART),
+    # Prefill ~33 s, then ~128 tokens of decode: done before the host faults.
+    (156.0, Act.LONG_CONTEXT),
     # The host faults are read by the slow tier (every 10 s beside the stream): 25 s each.
-    (180.0, Act.STEADY_SLOW),
-    (205.0, Act.RECOVER),
-    (220.0, Act.MEMORY_PRESSURE),
-    (245.0, Act.RECOVER),
-    (260.0, Act.LINK_DOWN),
-    (285.0, Act.RECOVER),
+    (200.0, Act.STEADY_SLOW),
+    (225.0, Act.RECOVER),
+    (240.0, Act.MEMORY_PRESSURE),
+    (265.0, Act.RECOVER),
+    (280.0, Act.LINK_DOWN),
+    (305.0, Act.RECOVER),
+    # A healthy engine's load changes twice: no alert.
+    (320.0, Act.LOAD_SHIFT),
+    (355.0, Act.LOAD_BACK),
 )
-TOUR_PERIOD_S = 300.0
+TOUR_PERIOD_S = 380.0
 
 SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
     {
@@ -151,8 +174,9 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
             Scenario(
                 "tour",
                 "every fault in turn for 20 s (the host faults 25 s), 10 s or more of recovery "
-                "between, 5 minutes per round (its long-context step sends the sweep's 128K "
-                "prompt)",
+                "between, 6⅓ minutes per round (its long-context step sends the sweep's 128K "
+                "prompt; a node blips during the pool exhaustion and the load changes at the "
+                "end, neither blamed)",
                 _TOUR,
                 period_s=TOUR_PERIOD_S,
                 long_prompt_tokens=TOUR_LONG_PROMPT_TOKENS,
@@ -191,7 +215,7 @@ class Player:
             self._fired += 1
 
 
-_ENDS = {Act.RECOVER, Act.END_FLOOD, Act.NODE_UP}
+_ENDS = {Act.RECOVER, Act.END_FLOOD, Act.NODE_UP, Act.BLIP_END, Act.LOAD_BACK}
 _SHOWN = {Act.FLOOD: "pool-exhaustion"}
 
 
