@@ -221,9 +221,13 @@ async def test_tour_raises_every_alert_once_clears_them_and_delivers_them(tmp_pa
     async with running_sim(speed=10, scenario="tour") as sim:
         h = Harness.start(sim)
         h.pipeline = AlertPipeline(h.alerts, delivery)
+        start, at = sim.cluster.now, [0.0]  # simulated seconds into the round, per poll
         try:
-            for _ in range(TOUR_ROUND_S):
+            # One round of simulated time (a loaded machine polls less often than once a
+            # simulated second; stopping by poll count would run into the next round).
+            while at[-1] < TOUR_ROUND_S and h.polls < 2 * TOUR_ROUND_S:
                 await h.poll()
+                at.append(sim.cluster.now - start)
                 _kv_alerts_agree_with_the_samples(h)
         finally:
             await h.aclose()
@@ -247,14 +251,16 @@ async def test_tour_raises_every_alert_once_clears_them_and_delivers_them(tmp_pa
         for _, e in h.events
         if e.alert.node == targets.thermal
     ), h.describe()
-    # The load change on the healthy engine raises nothing about the expected row.
-    shift = next(at for at, act in SCENARIOS["tour"].steps if act is Act.LOAD_SHIFT)
+    # The load change on the healthy engine blames no node (polls placed by simulated time:
+    # a loaded machine polls slower than the simulator runs). That it raises no deficit at
+    # the monitor's defaults (30 s window, hold 10 s) is tests/test_expected_sim.py's.
+    shift = next(t for t, act in SCENARIOS["tour"].steps if act is Act.LOAD_SHIFT)
     quiet = [
-        f"{p}:{e.alert.rule}"
+        f"{p}:{at[p]:.0f}:{e.alert.rule}:{e.alert.message}"
         for p, e in h.events
-        if p >= shift
+        if shift <= at[p] < TOUR_ROUND_S
         and e.kind is EventKind.FIRED
-        and e.alert.rule.startswith(("expected.", "tp."))
+        and e.alert.rule == "tp.straggler"
     ]
     assert quiet == [], quiet
     expected = sorted((e.kind.value, e.alert.id) for _, e in h.events)

@@ -101,8 +101,9 @@ async def test_decode_slowed_to_0_6x_is_a_deficit_within_hold_and_one_window() -
 
 async def test_a_full_pool_with_a_3_s_thermal_blip_names_the_pool_never_the_node() -> None:
     """A small pool (400K tokens) so long sessions fill it at the profile's 8 sequences: it
-    queues and preempts, the TTFT of the queued requests grows, and one node throttles for
-    3 s (seen on three polls) in the middle of it."""
+    queues and preempts, and one node throttles for 3 s (seen on three polls) in the middle of
+    it. Before issue 13 its slowdown counter ("+3 s in the last minute") named it a straggler
+    for a minute after its clock was back."""
     async with running_sim(speed=SPEED, max_num_seqs=8, kv_pool_tokens=400_000) as sim:
         h = Harness.start(sim, hold_s=HOLD_S, window_s=WINDOW_S)
         blip = sim.targets.thermal
@@ -114,21 +115,18 @@ async def test_a_full_pool_with_a_3_s_thermal_blip_names_the_pool_never_the_node
             await h.until(lambda h: bool(getattr(h.gpu(blip), "slowdowns", ())), 40, "blip seen")
             await h.run(2)  # three polls that show the slowdown
             sim.cluster.clear_faults()
-            await h.until(
-                lambda h: (
-                    h.first("expected.ttft", EventKind.FIRED) is not None
-                    or h.first("expected.decode", EventKind.FIRED) is not None
-                ),
-                40,
-                "a deficit during the flood",
-            )
+            # Its slowdown counter keeps "+3 s in the last minute" for 60 s: long past hold_s.
+            await h.run(25)
         finally:
             await h.aclose()
     messages = _expected_events(h)
     assert not any(":tp.straggler:" in m for m in messages), messages
     assert not any(blip in m for m in messages), messages
+    # The pool is what the alerts name; a deficit, if any, names the pool or the queue.
+    fired_rules = {e.alert.rule for _, e in h.events if e.kind is EventKind.FIRED}
+    assert fired_rules & {"kv.usage", "queue.pool_bound", "kv.preemptions"}, fired_rules
     fired = [m for m in messages if ":fired:expected." in m]
-    assert fired and all("cause: pool pressure" in m or "cause: queueing" in m for m in fired)
+    assert all("cause: pool pressure" in m or "cause: queueing" in m for m in fired), fired
 
 
 async def test_a_throttled_node_holding_a_slowed_engine_back_is_named_critical() -> None:
