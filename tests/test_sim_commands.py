@@ -285,7 +285,7 @@ def test_demo_says_what_it_plays_and_why_its_inventory_differs() -> None:
     text = startup_text("tour", 1.0)
     assert text.startswith("faults are played in turn, one at a time")
     assert "thermal 0:08-0:48" in text and "long-context 2:36" in text
-    assert "thermal-blip 1:36-1:43" in text and "load-change 3:20-3:55" in text
+    assert "thermal-blip 1:36-1:43" in text and "load-change 5:20-5:55" in text
     assert "alerts hold 5 s" in text
     assert "alerts hold 1 s" in startup_text("tour", 5.0)
     result = subprocess.run(
