@@ -21,10 +21,13 @@ and the alert list), so the rule holds for text that reaches rich by any path.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import logging
+import sys
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
@@ -80,6 +83,45 @@ def printable_warnings() -> None:
     handler.setLevel(logging.WARNING)
     handler.setFormatter(PrintableFormatter())
     logging.lastResort = handler
+
+
+class _Held(logging.Handler):
+    def __init__(self, keep: int) -> None:
+        super().__init__(logging.WARNING)
+        self.setFormatter(PrintableFormatter())
+        self.lines: collections.deque[str] = collections.deque(maxlen=keep)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+        self.lines.append(self.format(record))
+
+
+@contextlib.contextmanager
+def held_warnings(out: IO[str] | None = None, keep: int = 20) -> Iterator[None]:
+    """While a full-screen UI owns the terminal, warnings are held (the newest ``keep``, and
+    a count) instead of being written over the screen, and printed to ``out`` (stderr) once
+    it is given back."""
+    held = _Held(keep)
+    previous = logging.lastResort
+    logging.lastResort = held  # other libraries' warnings, when nothing else handles them
+    ours = logging.getLogger("sparktop")
+    propagate = ours.propagate
+    ours.addHandler(held)
+    ours.propagate = False  # ours are held even where the root logger has a stream handler
+    try:
+        yield
+    finally:
+        ours.removeHandler(held)
+        ours.propagate = propagate
+        logging.lastResort = previous
+        if held.count:
+            stream = out or sys.stderr
+            print(
+                f"sparktop: {held.count} warning(s) while the monitor ran; the last:", file=stream
+            )
+            for line in held.lines:
+                print(line, file=stream)
 
 
 class PrintableWriter:

@@ -19,7 +19,7 @@ from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.model import EventKind
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
-from sparktop.model import EngineSample, EngineState
+from sparktop.model import NA, EngineSample, EngineState
 from sparktop.sources import engine as engine_module
 from sparktop.sources.engine import EngineSource
 from sparktop.sources.prom import parse_page
@@ -350,3 +350,55 @@ async def test_an_implausible_gauge_is_na_with_the_reason_not_a_309_digit_number
         console.print(table.table)
     text = console.export_text()
     assert "0" * 30 not in text and "n/a" in text
+
+
+async def test_impossible_limits_and_shares_are_na_with_what_was_read() -> None:
+    """A KV usage of 1.5 (it showed "150 % full"), a pool label of inf (a traceback in budget
+    and over the monitor), blocks × block size of 1e30 tokens and a max_model_len of 1e308
+    (309 digits) are n/a, each with the value it read; none is a number and nothing raises."""
+    from sparktop.report import engines as engine_report
+    from tests.http_stub import StubServer, models_route, text
+
+    page = full_page(kv=0.2, waiting=0).decode()
+    lines = []
+    for line in page.splitlines():
+        if line.startswith("vllm:kv_cache_usage_perc{"):
+            line = line.rsplit(" ", 1)[0] + " 1.5"
+        elif line.startswith("vllm:cache_config_info{"):
+            line = 'vllm:cache_config_info{block_size="1e15",engine="0",num_gpu_blocks="inf"} 1'
+        lines.append(line)
+    routes = {
+        "/metrics": text("\n".join(lines) + "\n"),
+        "/v1/models": models_route(max_model_len=10**308),
+    }
+    async with StubServer(routes) as server:
+        source = EngineSource(Cfg("dsv4", server.url), timeout_s=2)
+        sample = await source.sample()
+        await source.aclose()
+    assert sample.ok, sample.message
+    assert (
+        isinstance(sample.kv_usage, NA) and "1.5: not a plausible value" in sample.kv_usage.reason
+    )
+    pool = sample.kv_pool_tokens
+    assert isinstance(pool, NA) and "num_gpu_blocks='inf'" in pool.reason
+    assert "block_size='1e15'" in pool.reason
+    assert isinstance(sample.max_model_len, NA) and "not plausible" in sample.max_model_len.reason
+    doc = engine_report.engine_json(sample)
+    assert doc["kv_usage_pct"] is None and doc["max_model_len_tokens"] is None
+
+
+def test_a_traceback_while_the_monitor_runs_is_held_until_it_quits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A source that raises is logged (a bug report) but never written over the screen:
+    held while the UI runs, printed on exit with control characters made visible."""
+    import logging
+
+    from sparktop.safe_text import held_warnings
+
+    with held_warnings():
+        logging.getLogger("sparktop.poller").warning("source \x1b[2Jevil raised")
+        assert capsys.readouterr().err == ""
+    err = capsys.readouterr().err
+    assert "1 warning(s) while the monitor ran" in err
+    assert "source ␛[2Jevil raised" in err and "\x1b" not in err

@@ -71,7 +71,7 @@ def test_cache_config_none_pool_unknown_then_inventory_then_profile() -> None:
     s = one("cache-config-none.prom")
     assert s.kv_usage == 0.5
     assert s.kv_pool_source == "unknown" and isinstance(s.kv_pool_tokens, NA)
-    assert "num_gpu_blocks=None" in s.kv_pool_tokens.reason
+    assert "num_gpu_blocks='None'" in s.kv_pool_tokens.reason
     assert isinstance(s.kv_free_tokens, NA)
 
     s = one("cache-config-none.prom", inventory=Limits(kv_pool_tokens=2_493_464))

@@ -133,7 +133,8 @@ def _headers_only(code: int, e: Any) -> None:
 def _cache_config_none(code: int, e: Any) -> None:
     assert e["kv_usage_pct"] == 50.0 and e["kv_pool_tokens"] is None
     assert (
-        e["kv_pool_source"] == "unknown" and "num_gpu_blocks=None" in e["missing"]["kv_pool_tokens"]
+        e["kv_pool_source"] == "unknown"
+        and "num_gpu_blocks='None'" in e["missing"]["kv_pool_tokens"]
     )
 
 

@@ -196,6 +196,11 @@ async def fetch_metrics(
     return Body(data, content_type, response.charset_encoding)
 
 
+MAX_MODEL_LEN = 1e9
+"""Longer than any context a model serves (the seeds run 1M): past it, or non-finite, the
+answer is broken."""
+
+
 async def fetch_models(client: httpx.AsyncClient) -> tuple[Num, str]:
     """``max_model_len`` (or NA with the reason) and the base model's id; never raises
     (the caller's deadline may cancel it). The answer is read up to 1 MiB."""
@@ -216,7 +221,9 @@ async def fetch_models(client: httpx.AsyncClient) -> tuple[Num, str]:
         if isinstance(entry, dict) and entry.get("parent") is None:
             length = entry.get("max_model_len")
             model = str(entry.get("id", ""))
-            if isinstance(length, int | float) and not isinstance(length, bool) and length > 0:
-                return float(length), model
+            if isinstance(length, int | float) and not isinstance(length, bool):
+                if 0 < length <= MAX_MODEL_LEN:
+                    return float(length), model
+                return NA(f"{MODELS_PATH} says max_model_len {length:.3g}: not plausible"), model
             return NA(f"{MODELS_PATH} has no max_model_len"), model
     return NA(f"{MODELS_PATH} lists no base model"), ""

@@ -46,15 +46,27 @@ class Limits:
         )
 
 
+MAX_LABEL_INT = 10**12
+"""Above any block count, block size or pool a server can have (GB10's pool is ~11M tokens):
+a label past it is a broken page, not a limit."""
+
+
 def label_int(labels: Mapping[str, str] | None, key: str) -> int | None:
-    """An integer label value; None for absent, ``"None"`` or unparsable values."""
+    """A positive integer label value; None for absent, ``"None"``, unparsable, fractional,
+    non-finite or implausible values (``inf``, ``1e308``, ``0.5``, ``-16``)."""
     if not labels:
         return None
     try:
-        value = int(float(labels.get(key, "")))
-    except ValueError:
+        number = float(labels.get(key, ""))
+        value = int(number)
+    except (ValueError, OverflowError):
         return None
-    return value if value > 0 else None
+    return value if value == number and 0 < value <= MAX_LABEL_INT else None
+
+
+def _shown(labels: Mapping[str, str], key: str) -> str:
+    text = labels.get(key)
+    return f"{key} absent" if text is None else f"{key}={text[:24]!r}"
 
 
 QUIET = frozenset({"not exported", "not asked", ""})
@@ -99,7 +111,9 @@ def resolve_pool(
     blocks = {
         r: (label_int(i, "num_gpu_blocks"), label_int(i, "block_size")) for r, i in infos.items()
     }
-    if ranks and all(b is not None and s is not None for b, s in blocks.values()):
+    if ranks and all(
+        b is not None and s is not None and b * s <= MAX_LABEL_INT for b, s in blocks.values()
+    ):
         return {
             r: b * s / n for r, (b, s) in blocks.items() if b and s
         }, "num_gpu_blocks×block_size"
@@ -117,9 +131,10 @@ def resolve_pool(
             "KV pool unknown: no sglang:max_total_num_tokens, and nothing in use to derive it "
             "from (num_used_tokens ÷ token_usage); set kv_pool_tokens in the inventory"
         )
-    elif any(infos.values()):
+    elif info := next((i for i in infos.values() if i), None):
+        read = ", ".join(_shown(info, k) for k in ("num_gpu_blocks", "block_size"))
         why = (
-            "KV pool unknown: cache_config_info has num_gpu_blocks=None; "
+            f"KV pool unknown: cache_config_info has {read} (no plausible pool); "
             "set kv_pool_tokens in the inventory"
         )
     else:

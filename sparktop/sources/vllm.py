@@ -253,8 +253,16 @@ MAX_PLAUSIBLE = 1e15
 one past it, or below 0 (they are counts, totals and fractions), is a broken page."""
 
 
-def _implausible(name: str, value: float) -> NA | None:
-    if 0.0 <= value <= MAX_PLAUSIBLE:
+FRACTIONS = frozenset({"kv_usage"})
+"""Slots that are a share (0-1): the KV cache usage of vLLM and SGLang."""
+
+
+def _top(key: str) -> float:
+    return 1.0 if key in FRACTIONS else MAX_PLAUSIBLE
+
+
+def _implausible(name: str, value: float, top: float = MAX_PLAUSIBLE) -> NA | None:
+    if 0.0 <= value <= top:
         return None
     return NA(f"{name} is {value:.3g}: not a plausible value")
 
@@ -275,7 +283,7 @@ def _read_scalar(
             continue
         if not s.finite:
             store[key] = _nan(name, s.value)
-        elif (bad := _implausible(name, s.value)) is not None:
+        elif (bad := _implausible(name, s.value, _top(key))) is not None:  # NA is falsy
             store[key] = bad
         elif old is None:
             store[key] = s.value

@@ -27,6 +27,7 @@ from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, GpuSample, NodeSample, NodeState, Sample, Source
 from sparktop.plan import Plan
 from sparktop.poller import MAX_INTERVAL_S, MIN_INTERVAL_S, Poller
+from sparktop.safe_text import held_warnings
 from sparktop.ui import themes
 from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
@@ -468,5 +469,6 @@ def run_tui(
         alerts.bell = app.bell
     if metrics is not None:
         serve_metrics(app, metrics)
-    result = app.run()
+    with held_warnings():  # never written over the screen
+        result = app.run()
     return int(result or 0)

@@ -59,7 +59,7 @@ class ClusterCommands(Provider):
                 (
                     f"details {engine}",
                     partial(app.show_engine_details, engine),
-                    f"Open {engine}'s detail screen: TTFT = queue + prefill, spec decode, "
+                    f"Open {engine}'s detail screen: TTFT as queue + prefill, spec decode, "
                     "every figure with its reason",
                 )
             )

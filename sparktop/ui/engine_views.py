@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sparktop.model import EngineSample, EngineState, is_num
+from sparktop.safe_text import printable
 from sparktop.ui import format as fmt
 from sparktop.ui.views import Cell, ViewConfig
 
@@ -73,7 +74,8 @@ def title_groups(sample: EngineSample, now: float, config: ViewConfig) -> list[G
         groups += [[(node, "")] for node in nodes[1:]]
     if len(sample.ranks) > 1:
         groups.append([(f"DP ranks {len(sample.ranks)}", "dim")])
-    groups.append([(sample.kind + (f" {sample.model}" if sample.model else ""), "dim")])
+    model = f" {printable(sample.model)}" if sample.model else ""  # the server's text: one line
+    groups.append([(sample.kind + model, "dim")])
     return groups
 
 
@@ -123,15 +125,15 @@ def rate_groups(sample: EngineSample) -> list[Group]:
 
 
 def ttft_split(sample: EngineSample) -> Group:
-    """``= queue 20 ms + prefill 1.30 s``: mean times of the requests finished in the window
-    (``vllm:request_queue_time_seconds``, ``request_prefill_time_seconds``); empty when the
-    server exports neither."""
+    """``means: queue 20 ms + prefill 1.30 s``: mean times of the requests finished in the
+    window (``vllm:request_queue_time_seconds``, ``request_prefill_time_seconds``); they add up
+    to about the mean TTFT, not to the p50 beside them; empty when the server exports neither."""
     queue, prefill = sample.queue_time_mean_s, sample.prefill_time_mean_s
     if not (is_num(queue) or is_num(prefill)):
         return []
     waiting_style = "warn" if is_num(queue) and is_num(prefill) and queue > prefill else ""
     return [
-        ("= queue ", "dim"),
+        ("means: queue ", "dim"),
         (fmt.seconds(queue), waiting_style),
         (" + prefill ", "dim"),
         (fmt.seconds(prefill), ""),

@@ -17,6 +17,7 @@ from textual.widgets import Static
 from sparktop.cluster import ClusterState
 from sparktop.plan import Plan
 from sparktop.record.replay import Pacer, ReplaySource, Step
+from sparktop.safe_text import held_warnings
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.event_log import EventLog
 
@@ -186,4 +187,5 @@ def run_replay_tui(
 ) -> int:
     """Run the replay until the operator quits; returns the exit code."""
     app = ReplayApp(source, speed=speed, start_s=start_s, theme=theme)
-    return int(app.run() or 0)
+    with held_warnings():  # never written over the screen
+        return int(app.run() or 0)

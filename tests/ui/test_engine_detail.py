@@ -37,7 +37,7 @@ async def test_engine_block_splits_ttft_and_shows_spec() -> None:
         block = app.query_one(EnginePanel).blocks["dsv41"]
         text = static_text(block.query_one(".engine-lines", TextBlock))
         assert "TTFT p50 8.43 s p95 9.90 s" in text
-        assert "= queue 420 ms + prefill 8.61 s" in text
+        assert "means: queue 420 ms + prefill 8.61 s" in text
         assert "spec 54% ×3.69" in text
 
 
@@ -49,7 +49,7 @@ async def test_engine_block_without_the_breakdown_shows_neither() -> None:
         app.tick()
         block = app.query_one(EnginePanel).blocks["dsv41"]
         text = static_text(block.query_one(".engine-lines", TextBlock))
-        assert "= queue" not in text and "spec " not in text
+        assert "means: queue" not in text and "spec " not in text
 
 
 async def test_engine_detail_screen_from_the_palette() -> None:
@@ -65,7 +65,8 @@ async def test_engine_detail_screen_from_the_palette() -> None:
         assert isinstance(app.screen, EngineDetailScreen)
         lines = static_text(app.screen.query_one("#breakdown", Static))
         assert "requests finished in the last 30 s" in lines
-        assert "TTFT p50 8.43 s = queue (mean 420 ms, p50 < 300 ms) + prefill (mean 8.61 s" in lines
+        about = "per request it is about queue (mean 420 ms, p50 < 300 ms) + prefill (mean 8.61 s"
+        assert f"TTFT p50 8.43 s; {about}" in lines
         assert "by position 80% 64% 51% 41% 33%" in lines
         assert f"per-request TPOT n/a ({reason})" in lines
         table = app.screen.query_one("#fields", DataTable)

@@ -1,5 +1,5 @@
 """EngineDetailScreen: every figure of one engine's newest sample with its source or reason,
-the request breakdown (TTFT = queue + prefill, decode, end to end, per-request TPOT),
+the request breakdown (TTFT as queue + prefill, decode, end to end, per-request TPOT),
 speculative decoding per draft position, the data-parallel ranks and the engine's events."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
 from sparktop.model import NA, EngineSample, Quantile, is_num
+from sparktop.safe_text import printable
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_views import engine_state
 from sparktop.ui.events import EventLike
@@ -67,8 +68,8 @@ def breakdown_lines(sample: EngineSample) -> list[str]:
     window = f"in the last {sample.window_s:.0f} s" if sample.window_s else "since server start"
     lines = [
         f"requests finished {window}",
-        f"TTFT p50 {fmt.quantile(sample.ttft_p50)} = queue ({mean_p50('queue_time')}) "
-        f"+ prefill ({mean_p50('prefill_time')})",
+        f"TTFT p50 {fmt.quantile(sample.ttft_p50)}; per request it is about queue "
+        f"({mean_p50('queue_time')}) + prefill ({mean_p50('prefill_time')})",
         f"decode {mean_p50('decode_time')}; end to end {mean_p50('e2e_latency')}",
         f"per-request TPOT {mean_p50('tpot')} (ITL p50 {fmt.quantile(sample.itl_p50)})",
         f"prompt tokens computed {fmt.num(sample.prefill_computed_tps)} tok/s of "
@@ -150,7 +151,7 @@ class EngineDetailScreen(Screen[None]):
         state, _role = engine_state(sample, sample.time_s, self.config)
         self.query_one("#title", Static).update(Content.assemble(
             ("engine ", "$spark-dim"), (self.engine, "bold"), ("  ", ""), state,
-            ("  ", ""), (f"{sample.kind} {sample.model}".strip(), "$spark-dim"),
+            ("  ", ""), (printable(f"{sample.kind} {sample.model}".strip()), "$spark-dim"),
             ("  sampled ", "$spark-dim"), fmt.clock_time(sample.time_s),
         ))  # fmt: skip
         # Content (not markup): messages and reasons come from the server.
