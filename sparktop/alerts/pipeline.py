@@ -18,10 +18,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from sparktop.alerts.delivery import AlertDelivery, add_alert_arguments, delivery_from_args
-from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.model import Alert, Event, Severity
 from sparktop.alerts.outputs import ALERT_LOG_RULE, HOOK_RULE, RECORD_RULE, OutputProblems
 from sparktop.cluster import ClusterState
@@ -30,6 +29,9 @@ from sparktop.outfile import create_file
 from sparktop.record.tick import tick_from_state
 from sparktop.record.writer import Recorder
 from sparktop.safe_text import printable
+
+if TYPE_CHECKING:
+    from sparktop.alerts.engine import AlertEngine
 
 HOOK_EVENTS_PER_UPDATE = 5
 """Hook failures shown one by one per update; more are summed up in one event."""

@@ -13,7 +13,6 @@ from sparktop.commands.sim import add_common_arguments, options_from, scenario_h
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.sim.scenarios import SCENARIOS, timeline
 from sparktop.sim.signals import Terminated, raise_on_signals
-from sparktop.sim.thread import SimThread
 
 if TYPE_CHECKING:
     from sparktop.alerts.pipeline import AlertOutputs
@@ -101,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     from sparktop.alerts.pipeline import AlertOutputs
 
     outputs = AlertOutputs.from_args(args)  # a bad --on-alert/--record fails before the start
+    from sparktop.sim.thread import SimThread  # heavy (the estimator): not for --help
+
     sim = SimThread(options)
     # SIGHUP/SIGTERM unwind through the finally below like Ctrl-C: the key directory goes.
     with raise_on_signals():

@@ -9,14 +9,16 @@ import signal
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparktop.errors import UserError
-from sparktop.sim.engine import LoadSpec
-from sparktop.sim.runner import SimOptions, start_sim
+from sparktop.sim.requests import LoadSpec
 from sparktop.sim.scenarios import SCENARIOS
 from sparktop.sim.signals import STOP_SIGNALS
 from sparktop.sweep.profile import DEFAULT_PROFILE
+
+if TYPE_CHECKING:
+    from sparktop.sim.runner import SimOptions
 
 MAX_NODES = 256
 MAX_SPEED = 100.0
@@ -122,6 +124,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def options_from(args: argparse.Namespace) -> SimOptions:
+    from sparktop.sim.runner import SimOptions  # heavy (the estimator): not for --help
+
     """Validate the shared options (UserError on a bad value)."""
     if not 1 <= args.nodes <= MAX_NODES:
         raise UserError(f"--nodes must be between 1 and {MAX_NODES}, got {args.nodes}")
@@ -161,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(options: SimOptions, target: Path) -> None:
     from sparktop.plan import load_named
+    from sparktop.sim.runner import start_sim
 
     load_named(options.profile)  # a bad name is a UserError before anything starts
     stop = asyncio.Event()

@@ -8,16 +8,16 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sparktop.alerts.oneshot import CRITICAL_EXIT, any_critical, judge_now
 from sparktop.errors import UserError
-from sparktop.inventory import Inventory, load_inventory
-from sparktop.plan import Plan
-from sparktop.report.alerts import render_alerts
-from sparktop.report.snapshot_table import NODE_PRIORITY, needed_width, render_table
-from sparktop.safe_text import PrintableConsole
-from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
-from sparktop.sources.ssh import CONNECT_MARGIN_S, PROBE_MARGIN_S
+from sparktop.report.snapshot_table import NODE_PRIORITY
+from sparktop.snapshot import SCHEMA
+
+if TYPE_CHECKING:
+    from sparktop.inventory import Inventory
+    from sparktop.plan import Plan
+    from sparktop.snapshot import Snapshot
 
 DESCRIPTION = f"""\
 Poll every node and engine in the inventory once, concurrently, and print one table (or a JSON
@@ -110,6 +110,8 @@ def add_parser(
 
 
 def default_timeout_s(inventory: Inventory) -> float:
+    from sparktop.sources.ssh import CONNECT_MARGIN_S, PROBE_MARGIN_S
+
     """Longest any SSH node may take: connect, then field check + probe, with margins."""
     worst = 0.0
     for node in inventory.nodes:
@@ -119,6 +121,15 @@ def default_timeout_s(inventory: Inventory) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The alert rules and the estimator are heavy: imported to run, not for --help.
+    from sparktop.alerts.oneshot import CRITICAL_EXIT, any_critical, judge_now
+    from sparktop.inventory import load_inventory
+    from sparktop.plan import Plan
+    from sparktop.report.alerts import render_alerts
+    from sparktop.report.snapshot_table import needed_width, render_table
+    from sparktop.safe_text import PrintableConsole
+    from sparktop.snapshot import snapshot_json
+
     if args.timeout is not None and not args.timeout > 0:
         raise UserError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     inventory = load_inventory(args.inventory)
@@ -151,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def poll(plan: Plan, timeout_s: float, window_s: float = 0.0) -> Snapshot:
+    from sparktop.snapshot import take_snapshot
+
     """Build the plan's sources, poll each once (engines twice ``window_s`` apart), close."""
     sources = plan.sources(engine_options={"first_window_s": window_s})
     return await take_snapshot(sources, cluster=plan.cluster, timeout_s=timeout_s)
