@@ -110,10 +110,26 @@ NO_CAUSE = (
 )
 
 
+def _not_yet(ctx: RuleContext, s: EngineSample) -> str | None:
+    """A TP node slow now whose slow run does not yet cover enough of the window to explain
+    it: said, so the operator is not told there is none while another alert names it."""
+    node = slowest(ctx, s)
+    if node is None:
+        return None
+    start = s.window_start_s if s.window_start_s is not None else s.time_s - ctx.thresholds.hold_s
+    span = max(s.time_s - start, 1e-9)
+    overlap = max(0.0, s.time_s - max(node.since_s, start))
+    return (
+        f"no cause found yet: no queueing, pool pressure or speculative acceptance drop; "
+        f"{node.view.node} is slow ({', '.join(node.phrases)}) but only for {overlap:,.0f} s "
+        f"of the {span:,.0f} s window (named once it covers half)"
+    )
+
+
 def _cause_text(ctx: RuleContext, s: EngineSample, figure: str) -> tuple[str, dict[str, float]]:
     cause = explain(ctx, s, figure)
     if cause is None:
-        return NO_CAUSE, {}
+        return _not_yet(ctx, s) or NO_CAUSE, {}
     if cause.kind == "node" and cause.node is not None:
         node = slowest(ctx, s)
         evidence = f": {', '.join(node.phrases)}" if node is not None else ""
