@@ -282,7 +282,7 @@ def _lesson(b: Budget) -> list[Group]:
     def pct(value: object) -> str:
         return f"{value:.0f}%" if is_num(value) else "?"
 
-    growth = f"×{x.ttft_growth:,.0f}" if is_num(x.ttft_growth) else "?"
+    growth = f"{x.ttft_growth:,.1f}×" if is_num(x.ttft_growth) else "?"  # as the CLI
     return [
         [_label("lesson"), (f"vs {x.shortest_prompt_tokens:,} tok:", "dim")],
         [("decode keeps ", "dim"), (pct(x.decode_keep_pct), "")],
