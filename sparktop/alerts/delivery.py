@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import shlex
@@ -147,18 +148,31 @@ class AlertDelivery:
         if self._log is None:
             self.log_error = f"{self.log_error}; cannot reopen the file: log stopped"
 
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        assert self.command is not None
+        for attempt in (1, 2):
+            try:
+                return await asyncio.create_subprocess_exec(
+                    *self.command,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.PIPE,
+                )
+            except OSError as exc:
+                # EBADF: another thread closed a descriptor while the child was being set
+                # up (a race in the fork); the command itself is fine, so try once more.
+                if exc.errno != errno.EBADF or attempt == 2:
+                    raise
+                await asyncio.sleep(0.05)
+        raise AssertionError("unreachable")
+
     async def _run(self, event: Event) -> None:
         assert self.command is not None
         payload = (dumps_printable(event.to_json()) + "\n").encode()
         name = self.command[0]
         async with self._limit:
             try:
-                proc = await asyncio.create_subprocess_exec(
-                    *self.command,
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.DEVNULL,
-                    stderr=asyncio.subprocess.PIPE,
-                )
+                proc = await self._spawn()
             except OSError as exc:
                 self._fail(f"--on-alert: cannot run {name}: {exc.strerror or exc}")
                 return
