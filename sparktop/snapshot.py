@@ -67,7 +67,18 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
         }
       ],
       "engines": [ { "engine": "dsv41", "state": "ok", …, "missing": {…},   # report/engines.py
-                     "tp_nodes": ["spark-1", "spark-2"] } ],  # the TP group, head first
+                     "tp_nodes": ["spark-1", "spark-2"],  # the TP group, head first
+                     "expected": {                # the monitor's expected strip, as data
+                       "profile": "dspark-4x", "window_s": 60.0,
+                       "load": "16 running (12–20), prompts 2,048 tok, over 60 s",
+                       "mean_running": 16.0, "mean_prompt_tokens": 2048.0,
+                       "basis": "interpolated",
+                       "figures": {"ttft_s": {"column": "ttft_s", "statistic": "p50",
+                                   "expected_s": 1.9, "band_s": [1.6, 2.3], "live_s": 2.0,
+                                   "deviation_pct": 5.3, "in_band": true, "compared": true,
+                                   "deficit": false, …},
+                                   "decode_tps": {…}, "aggregate_tps": {…}},
+                       "missing": null} } ],  # why there is no row ("engine not answering")
       "alerts": [                            # conditions present now (one poll: no hold_s)
         {"id": "node.down:spark-2#1", "rule": "node.down", "subject": "spark-2",
          "severity": "critical", "message": "unreachable since 14:01:58: …",
@@ -311,11 +322,15 @@ def engine_json(sample: EngineSample, tp_nodes: tuple[str, ...] = ()) -> dict[st
 
 
 def snapshot_json(
-    snap: Snapshot, tp_groups: Mapping[str, tuple[str, ...]] | None = None
+    snap: Snapshot,
+    tp_groups: Mapping[str, tuple[str, ...]] | None = None,
+    expected: Mapping[str, Mapping[str, object]] | None = None,
 ) -> dict[str, object]:
     """The documented JSON document (see the module docstring); ``tp_groups`` engine → its
-    TP nodes (the plan's)."""
+    TP nodes (the plan's); ``expected`` engine → its expected block
+    (:func:`sparktop.report.expected.expected_json`; null when not given)."""
     groups = tp_groups or {}
+    blocks = expected or {}
     return {
         "schema": SCHEMA,
         "cluster": snap.cluster,
@@ -323,7 +338,10 @@ def snapshot_json(
         "time_s": snap.time_s,
         "complete": snap.complete,
         "nodes": [node_json(n, snap.gpu_states.get(n.node)) for n in snap.nodes],
-        "engines": [engine_json(e, groups.get(e.engine, ())) for e in snap.engines],
+        "engines": [
+            {**engine_json(e, groups.get(e.engine, ())), "expected": blocks.get(e.engine)}
+            for e in snap.engines
+        ],
         "alerts": [a.to_json() for a in snap.alerts],
         "critical": any(a.severity is Severity.CRITICAL for a in snap.alerts),
     }

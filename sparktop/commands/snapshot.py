@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     from sparktop.inventory import load_inventory
     from sparktop.plan import Plan
     from sparktop.report.alerts import render_alerts
+    from sparktop.report.expected import expected_json, expected_text
     from sparktop.report.snapshot_table import needed_width, render_table
     from sparktop.safe_text import PrintableConsole
     from sparktop.snapshot import snapshot_json
@@ -147,14 +148,15 @@ def run(args: argparse.Namespace) -> int:
     )
     snap = dataclasses.replace(snap, alerts=alerts, gpu_states=gpu_states)
     if args.json:
-        json.dump(snapshot_json(snap, plan.tp_groups), sys.stdout, indent=2)
+        blocks = {e.engine: expected_json(plan, e) for e in snap.engines}
+        json.dump(snapshot_json(snap, plan.tp_groups, blocks), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         console = PrintableConsole(highlight=False)
         if not console.is_terminal:
             # A pipe gets every column on whole rows; a terminal gets what fits its width.
             console.width = max(console.width, 160, needed_width(snap))
-        render_table(snap, console)
+        render_table(snap, console, {e.engine: expected_text(plan, e) for e in snap.engines})
         render_alerts(snap.alerts, console)
     if any_critical(snap.alerts):
         return CRITICAL_EXIT

@@ -152,8 +152,12 @@ def needed_width(snap: Snapshot) -> int:
     return width
 
 
-def render_table(snap: Snapshot, console: Console) -> None:
-    """Print the snapshot within ``console.width``: header line, nodes, engines, failures."""
+def render_table(
+    snap: Snapshot, console: Console, expected: Mapping[str, str] | None = None
+) -> None:
+    """Print the snapshot within ``console.width``: header line, nodes, engines (with the
+    ``expected`` line per engine name, :func:`sparktop.report.expected.expected_text`),
+    failures."""
     width = console.width
     console.print(Text(f"{snap.cluster}  {iso_time(snap.time_s)}"))
     nodes = node_table(snap.nodes, width, snap.gpu_states)
@@ -170,6 +174,9 @@ def render_table(snap: Snapshot, console: Console) -> None:
             console.print(table.table)
         for line in engine_report.notes(snap.engines):
             console.print(Text(line, style="dim"))
+        for sample in snap.engines:
+            if expected and sample.engine in expected:
+                console.print(Text(f"{sample.engine}: {expected[sample.engine]}"))
         fitted += engines
     note = hidden_note(fitted, width)
     if note is not None:

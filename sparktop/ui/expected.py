@@ -11,10 +11,10 @@ flagged, whatever the %. Textual-free; the widget renders the lines.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from sparktop.alerts.live import live_decode, live_ttft
-from sparktop.model import NA, EngineSample, is_num
+from sparktop.alerts.comparisons import comparisons
+from sparktop.model import EngineSample, is_num
 from sparktop.sweep.matched import EstimateFn, cached_estimator, window_expected
 from sparktop.sweep.profile import Profile
 from sparktop.ui import format as fmt
@@ -24,71 +24,12 @@ from sparktop.ui.views import Cell
 Line = list[Cell]
 
 
-class EstimatedLike(Protocol):
-    @property
-    def value(self) -> Any: ...
-    @property
-    def how(self) -> str: ...
-
-
 __all__ = ["COLUMN_NOTES", "DeficitClock", "EstimateFn", "estimator", "expected_lines"]
 
 
 def estimator(profile: Profile | None) -> EstimateFn | None:
     """The profile's estimator, memoised (the strip asks the same cells every tick)."""
     return cached_estimator(profile) if profile is not None else None
-
-
-AGGREGATE_KINDS = {
-    "end_to_end": "end-to-end",
-    "end-to-end": "end-to-end",
-    "e2e": "end-to-end",
-    "decode_only": "decode-only",
-    "decode-only": "decode-only",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    """One expected value beside the live one; ``worse_when`` is ``"higher"`` or ``"lower"``."""
-
-    label: str
-    expected: Any
-    live: Any
-    worse_when: str
-    unit: str = ""
-    live_label: str = "live"
-    """What the live figure is (``p50`` for TTFT, ``1/ITL`` for decode, ``e2e`` rate)."""
-    comparable: bool = True
-    """False when the two figures are defined differently: shown, never flagged."""
-    column: str = ""
-    """The profile column the expected figure reads (``ttft_s``, ``decode_tps``, …)."""
-    why_not: str = ""
-    """Why the two are not compared (when ``comparable`` is False)."""
-    note: str = ""
-    """What the live figure includes that the profile's does not (shown beside it)."""
-    low: Any = None
-    high: Any = None
-    """The estimator's band around ``expected`` (None: none)."""
-
-    def deviation(self) -> float | None:
-        return fmt.deviation_pct(self.live, self.expected)
-
-    def in_band(self) -> bool:
-        """The live value lies inside the estimator's band (never without one)."""
-        return (
-            is_num(self.live)
-            and is_num(self.low)
-            and is_num(self.high)
-            and self.low <= self.live <= self.high
-        )
-
-    def deficit(self, threshold_pct: float) -> bool:
-        """Past the threshold on the worse side and outside the band."""
-        dev = self.deviation()
-        if dev is None or not self.comparable or self.in_band():
-            return False
-        return dev > threshold_pct if self.worse_when == "higher" else dev < -threshold_pct
 
 
 @dataclass(slots=True)
@@ -105,16 +46,8 @@ class DeficitClock:
         return self.since.setdefault(key, now)
 
 
-def _value(estimated: Any) -> Any:
-    return getattr(estimated, "value", None)
-
-
 def _how(estimated: Any) -> str:
     return str(getattr(estimated, "how", "")) or "no data"
-
-
-def _band(estimated: Any) -> dict[str, Any]:
-    return {"low": getattr(estimated, "low", None), "high": getattr(estimated, "high", None)}
 
 
 def _basis(estimated: Any) -> str:
@@ -151,38 +84,18 @@ def expected_lines(
         return [[*head, (f"estimator failed: {exc}", "warn")]]
     if isinstance(got, str):
         return [[*head, (got, "dim")]]
-    kind = AGGREGATE_KINDS.get(got.aggregate_kind, "aggregate")
-    ttft, decode = live_ttft(sample), live_decode(sample)
-    ttft_live = ttft.value if ttft.value is not None else _ttft_live(sample)
-    per_stream = (
-        decode.value if decode.value is not None else NA("no decode latencies in the window")
-    )
     # Live per-stream decode is 1 / mean ITL, not the generation rate ÷ running: with long
     # prompts most running requests are in prefill, so that quotient reads far below the
-    # per-stream rate on a healthy engine. The generation rate over a busy window is an
-    # end-to-end aggregate (prefill time included): like-for-like only with an end-to-end
-    # profile column; beside a decode-only one it is shown but never flagged.
-    decode_only = kind == "decode-only"
-    comparisons = (
-        (Comparison("TTFT", _value(got.ttft_s), ttft_live, "higher", "s", ttft.label,
-                    column="ttft_s", note=ttft.note, **_band(got.ttft_s)), got.ttft_s),
-        (Comparison("decode/req", _value(got.decode_tps), per_stream, "lower", "",
-                    decode.label.replace("mean ", ""), column="decode_tps",
-                    **_band(got.decode_tps)), got.decode_tps),
-        (Comparison("agg", _value(got.aggregate_tps), sample.decode_tps, "lower", "",
-                    "live e2e", comparable=not decode_only,
-                    column="aggregate_tps",
-                    why_not="the profile's is decode-only, the live rate end-to-end"
-                    if decode_only else "",
-                    **_band(got.aggregate_tps)), got.aggregate_tps),
-    )  # fmt: skip
+    # per-stream rate on a healthy engine (see sparktop.alerts.comparisons).
+    found = comparisons(got, sample)
     row_how = _how(got.ttft_s)
     groups: list[Group] = [
         [*head, (profile_name, "accent")],
         [(f"@ {got.load.describe()}", "")],
         [(_basis(got.ttft_s), "dim")],
     ]
-    for comp, estimated in comparisons:
+    for comp in found:
+        estimated = comp.estimated
         past = comp.deficit(threshold_pct)
         since = clock.update(sample.engine, comp.label, past, now)
         group: Group = [(f"{comp.label} ", "dim")]
@@ -214,11 +127,6 @@ def expected_lines(
                 group.append((f" since {fmt.clock_time(since)}", "crit"))
         groups.append(group)
     return pack(groups, width)
-
-
-def _ttft_live(sample: EngineSample) -> Any:
-    q = sample.ttft_p50
-    return getattr(q, "value_s", q)
 
 
 COLUMN_NOTES = (

@@ -1,0 +1,80 @@
+"""The expected row for ``snapshot`` (JSON and text): what the monitor's expected strip says.
+
+One block per engine: the profile, the window's load, and each profile column beside the
+live figure defined like it (:mod:`sparktop.alerts.comparisons`), with the deviation, the
+estimator's band and whether it is a deficit at the alert threshold.
+"""
+
+from __future__ import annotations
+
+from sparktop.alerts.comparisons import comparison_json, comparisons
+from sparktop.model import EngineSample, is_num
+from sparktop.plan import Plan
+from sparktop.sweep.matched import WindowExpected, cached_estimator, window_expected
+
+NO_PROFILE = "no sweep profile (set profile: in the inventory or --profile)"
+
+
+def window_row(plan: Plan, sample: EngineSample) -> WindowExpected | str:
+    """The window-matched expected figures for ``sample``, or why there are none."""
+    profile = plan.profile
+    if profile is None:
+        return plan.profile_problem or NO_PROFILE
+    if not sample.ok:
+        return "engine not answering"
+    return window_expected(cached_estimator(profile), sample, profile.aggregate_kind)
+
+
+def expected_json(plan: Plan, sample: EngineSample) -> dict[str, object]:
+    """``{"profile", "window_s", "load", "mean_running", "mean_prompt_tokens", "basis",
+    "figures": {column: comparison}, "missing"}``; ``missing`` is why there is no row (then
+    ``figures`` is empty). ``deficit`` is judged at the plan's ``expected_deficit_pct``."""
+    got = window_row(plan, sample)
+    threshold_pct = plan.thresholds.expected_deficit_pct
+    block: dict[str, object] = {"profile": plan.profile_name or None}
+    if isinstance(got, str):
+        return {**block, "window_s": None, "load": None, "figures": {}, "missing": got}
+    load = got.load
+    return {
+        **block,
+        "window_s": load.window_s,
+        "load": load.describe(),
+        "mean_running": load.mean_running,
+        "mean_prompt_tokens": load.mean_prompt,
+        "basis": str(got.ttft_s.basis),
+        "figures": {c.column: comparison_json(c, threshold_pct) for c in comparisons(got, sample)},
+        "missing": None,
+    }
+
+
+def _fmt(value: object, unit: str) -> str:
+    if not is_num(value):
+        return "no data"
+    return f"{value:,.2f} s" if unit == "s" else f"{value:,.1f} tok/s"
+
+
+def expected_text(plan: Plan, sample: EngineSample) -> str:
+    """One line: ``expected <profile> @ <load>: TTFT ttft_s 10.7 s vs p50 6.25 s −41 % · …``."""
+    got = window_row(plan, sample)
+    threshold_pct = plan.thresholds.expected_deficit_pct
+    if isinstance(got, str):
+        return f"expected: {got}"
+    parts = []
+    for c in comparisons(got, sample):
+        text = f"{c.label} {c.column} {_fmt(c.expected, c.unit)}"
+        if not is_num(c.expected):
+            parts.append(text)
+            continue
+        text += f" vs {c.live_label} {_fmt(c.live, c.unit)}"
+        dev = c.deviation()
+        if not c.comparable:
+            text += f" (not compared: {c.why_not})"
+        elif dev is not None:
+            sign = "+" if round(dev) >= 0 else "−"
+            text += f" {sign}{abs(dev):.0f} %"
+            if c.in_band():
+                text += " (in band)"
+            elif c.deficit(threshold_pct):
+                text += " DEFICIT"
+        parts.append(text)
+    return f"expected {plan.profile_name} @ {got.load.describe()}: " + " · ".join(parts)

@@ -1,0 +1,97 @@
+"""``snapshot`` carries the monitor's expected row: the same comparisons, the same window.
+
+Real processes against the simulator: ``sparktop snapshot --json`` and the text table each
+hold one expected block per engine (profile, window load, each profile column beside the
+live figure defined like it); and, on one sample, the JSON block and the monitor's strip say
+the same deviations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+
+from sparktop.model import EngineSample
+from sparktop.report.expected import expected_json
+from sparktop.snapshot import take_snapshot
+from sparktop.ui.expected import DeficitClock, estimator, expected_lines
+from tests.sim_helpers import running_sim, sim_plan
+
+SPARKTOP = [sys.executable, "-m", "sparktop"]
+ENV = {**os.environ, "COLUMNS": "200"}
+
+
+async def _run(*args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *SPARKTOP, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_snapshot_json_and_text_carry_the_expected_row() -> None:
+    async with running_sim(nodes=2, speed=5) as sim:
+        inv = str(sim.inventory_path)
+        code, out, err = await _run("snapshot", "-i", inv, "--window", "4", "--json")
+        assert code == 0, err
+        (engine,) = json.loads(out)["engines"]
+        block = engine["expected"]
+        assert block["missing"] is None
+        assert block["profile"] == sim_plan(sim).profile_name
+        assert block["window_s"] > 3 and block["mean_running"] >= 1
+        figures = block["figures"]
+        assert list(figures) == ["ttft_s", "decode_tps", "aggregate_tps"]
+        decode = figures["decode_tps"]
+        assert decode["statistic"] in {"1/ITL", "1/TPOT"} and decode["compared"]
+        dev = (decode["live_tps"] / decode["expected_tps"] - 1) * 100
+        assert abs(decode["deviation_pct"] - dev) < 1e-6
+        low, high = decode["band_tps"]
+        assert decode["in_band"] == (low <= decode["live_tps"] <= high)
+        agg = figures["aggregate_tps"]
+        # The default profile's aggregate is decode-only; the live rate is end-to-end.
+        assert not agg["compared"] and agg["deviation_pct"] is None
+        assert "decode-only" in agg["not_compared_why"]
+
+        code, out, err = await _run("snapshot", "-i", inv, "--window", "4")
+        assert code == 0, err
+        flat = " ".join(out.split())
+        line = re.search(r"dsv41: expected (\S+) @ .*?running.*?: TTFT ttft_s", flat)
+        assert line is not None, out
+        assert line.group(1) == block["profile"]
+        assert "decode/req decode_tps" in flat and "(not compared: the profile's is" in flat
+
+
+async def test_the_json_block_and_the_monitor_strip_say_the_same_deviations() -> None:
+    async with running_sim(nodes=2, speed=5) as sim:
+        plan = sim_plan(sim)
+        snap = await take_snapshot(
+            plan.sources(engine_options={"first_window_s": 2.0}), cluster=plan.cluster
+        )
+        (sample,) = snap.engines
+        assert isinstance(sample, EngineSample) and sample.ok
+        block = expected_json(plan, sample)
+        strip = " ".join(
+            text
+            for line in expected_lines(
+                sample,
+                plan.profile_name,
+                estimator(plan.profile),
+                plan.thresholds.expected_deficit_pct,
+                DeficitClock(),
+                sample.time_s,
+                width=400,
+            )
+            for text, _style in line
+        )
+        assert block["load"] in strip
+        figures = block["figures"]
+        assert isinstance(figures, dict)
+        for column in ("ttft_s", "decode_tps"):
+            dev = figures[column]["deviation_pct"]
+            assert dev is not None
+            shown = f"{dev:+.0f}%".replace("-0%", "+0%")
+            assert re.search(rf"{column}\s+[^%]*?{re.escape(shown)}", strip), (column, shown, strip)
