@@ -145,9 +145,17 @@ async def test_a_throttled_node_holding_a_slowed_engine_back_is_named_critical()
                 int(HOLD_S + WINDOW_S) + 10,
                 "critical straggler",
             )
+            await h.run(int(HOLD_S) + 5)  # the deficit's own hold
         finally:
             await h.aclose()
     (straggler,) = [a for a in h.alerts.active() if a.rule == "tp.straggler"]
     assert straggler.node == node and straggler.engine == ENGINE
     assert f"{node} at " in straggler.message and "SW thermal slowdown" in straggler.message
     assert "of the window" in straggler.message or "throughout the window" in straggler.message
+    # A deficit alert that fired before the node covered half the window says so then, and
+    # names the node once it does: its text follows the cause, not the moment it fired.
+    deficits = [a for a in h.alerts.active() if a.rule.startswith("expected.")]
+    assert deficits
+    for alert in deficits:
+        assert f"cause: {node}" in alert.message or node in alert.message, alert.message
+        assert "no cause found" not in alert.message, alert.message
