@@ -208,9 +208,12 @@ def node_cause(ctx: RuleContext, s: EngineSample, node: NodeEvidence | None) -> 
         return None
     share = min(1.0, overlap / span)
     how_long = "throughout the window" if share >= 0.99 else f"for {share:.0%} of the window"
+    # Said on the window's own clock (the server's: the simulator's with --speed), the one
+    # the load's "last N s" is on; the share is the same on either.
+    shown_s = share * s.window_s if is_num(s.window_s) and s.window_s else overlap
     return Cause(
         "node",
-        f"{node.view.node} slow {how_long} ({overlap:.0f} s)",
+        f"{node.view.node} slow {how_long} ({shown_s:,.0f} s)",
         node=node.view.node,
         overlap_s=overlap,
         values={"overlap_s": overlap},

@@ -119,6 +119,8 @@ def _not_yet(ctx: RuleContext, s: EngineSample) -> str | None:
     start = s.window_start_s if s.window_start_s is not None else s.time_s - ctx.thresholds.hold_s
     span = max(s.time_s - start, 1e-9)
     overlap = max(0.0, s.time_s - max(node.since_s, start))
+    if is_num(s.window_s) and s.window_s:  # on the window's own clock, as its "last N s"
+        overlap, span = overlap / span * s.window_s, float(s.window_s)
     return (
         f"no cause found yet: no queueing, pool pressure or speculative acceptance drop; "
         f"{node.view.node} is slow ({', '.join(node.phrases)}) but only for {overlap:,.0f} s "
