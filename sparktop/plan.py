@@ -29,6 +29,7 @@ from sparktop.errors import UserError
 from sparktop.inventory import EngineConfig, Inventory
 from sparktop.model import Num, Source, is_num
 from sparktop.sources.pool import LIMIT_NAMES, Limits, resolve_limit
+from sparktop.sweep.matched import MatchedExpected
 from sparktop.sweep.profile import DEFAULT_PROFILE, Profile, load_profile
 
 THIS_MACHINE = "this machine"
@@ -79,6 +80,9 @@ class Plan:
 
     ``profile_problem`` says why ``profile`` is None. ``nodes`` are node names in inventory
     order; ``inventory`` is kept for the sources (SSH settings) and the recording header.
+    ``matched`` is the profile's window-matched expected row, one per plan (built here): the
+    monitor's expected strip and the alert rules read it, so each engine sample's row is
+    estimated once.
     """
 
     cluster: str = THIS_MACHINE
@@ -90,6 +94,15 @@ class Plan:
     thresholds: Thresholds = field(default_factory=Thresholds)
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     inventory: Inventory | None = None
+    matched: MatchedExpected | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        matched = self.matched
+        if self.profile is None:
+            matched = None
+        elif matched is None or matched.profile is not self.profile:
+            matched = MatchedExpected(self.profile)
+        object.__setattr__(self, "matched", matched)
 
     # -- building ------------------------------------------------------------------------
 
@@ -284,7 +297,11 @@ class Plan:
         judges one poll with 0)."""
         thresholds = self.thresholds if hold_s is None else replace(self.thresholds, hold_s=hold_s)
         return AlertEngine(
-            thresholds, self.profile, self.tp_groups, max_num_seqs=self.max_num_seqs()
+            thresholds,
+            self.profile,
+            self.tp_groups,
+            max_num_seqs=self.max_num_seqs(),
+            matched=self.matched,
         )
 
     def header(self) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import sys
 from sparktop.model import EngineSample
 from sparktop.report.expected import expected_json
 from sparktop.snapshot import take_snapshot
-from sparktop.ui.expected import DeficitClock, estimator, expected_lines
+from sparktop.ui.expected import DeficitClock, expected_lines
 from tests.sim_helpers import running_sim, sim_plan
 
 SPARKTOP = [sys.executable, "-m", "sparktop"]
@@ -79,7 +79,7 @@ async def test_the_json_block_and_the_monitor_strip_say_the_same_deviations() ->
             for line in expected_lines(
                 sample,
                 plan.profile_name,
-                estimator(plan.profile),
+                plan.matched,
                 plan.thresholds.expected_deficit_pct,
                 DeficitClock(),
                 sample.time_s,

@@ -26,7 +26,7 @@ from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, is_num
 from sparktop.sweep.estimator import Estimated
-from sparktop.sweep.matched import cached_estimator, window_expected
+from sparktop.sweep.matched import MatchedExpected
 from sparktop.sweep.profile import Profile
 
 
@@ -47,9 +47,11 @@ class AlertEngine:
     """Turns rule findings into :class:`Alert` records and :class:`Event` s.
 
     ``thresholds`` default to :class:`Thresholds`'s. ``profile`` gives the expected row (via
-    the sweep estimator) and a fallback SM-clock baseline; ``expected`` overrides how the
-    expected row is computed. ``tp_groups`` maps engine → its
-    tensor-parallel nodes; ``max_num_seqs`` engine → the limit when ``/metrics`` lacks it.
+    the sweep estimator) and a fallback SM-clock baseline; ``matched`` is that row shared with
+    the monitor's expected strip (:class:`~sparktop.sweep.matched.MatchedExpected`, built
+    from ``profile`` when not given); ``expected`` overrides how the expected row is computed.
+    ``tp_groups`` maps engine → its tensor-parallel nodes; ``max_num_seqs`` engine → the
+    limit when ``/metrics`` lacks it.
     Call :meth:`update` from the event loop after every cluster update (or every UI tick).
     """
 
@@ -62,6 +64,7 @@ class AlertEngine:
         max_num_seqs: Mapping[str, float] | None = None,
         expected: ExpectedFn | None = None,
         rules: tuple[Rule, ...] = RULES,
+        matched: MatchedExpected | None = None,
     ) -> None:
         self.thresholds = thresholds or Thresholds()
         self.rules = rules
@@ -69,7 +72,7 @@ class AlertEngine:
         self.host = HostTracker()
         self.tp_groups = dict(tp_groups or {})
         self.max_num_seqs = dict(max_num_seqs or {})
-        self.expected = expected if expected is not None else profile_expected(profile)
+        self.expected = expected if expected is not None else profile_expected(profile, matched)
         self.profile_baseline_mhz = profile_baseline(profile)
         self._tracks: dict[str, _Track] = {}
         self._seq = 0
@@ -228,19 +231,22 @@ def profile_baseline(profile: Profile | None) -> float | None:
     return min(values) if values else None
 
 
-def profile_expected(profile: Profile | None) -> ExpectedFn | None:
+def profile_expected(
+    profile: Profile | None, matched: MatchedExpected | None = None
+) -> ExpectedFn | None:
     """An :data:`ExpectedFn` that asks the sweep estimator for the live window's load.
 
     The load is the window's (:func:`sparktop.sweep.matched.window_load`): the time-weighted
     running counts and the prompt lengths that finished, each cell estimated and combined as
-    the live statistic combines its observations.
+    the live statistic combines its observations. ``matched`` (default: one of its own for
+    ``profile``) computes that row once per sample, for every caller that holds it.
     """
     if profile is None:
         return None
-    estimator = cached_estimator(profile)
+    row = matched if matched is not None else MatchedExpected(profile)
 
     def expected(sample: EngineSample) -> Expected | None:
-        got = window_expected(estimator, sample, profile.aggregate_kind)
+        got = row(sample)
         if isinstance(got, str):
             return None
         load = got.load

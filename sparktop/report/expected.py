@@ -10,19 +10,18 @@ from __future__ import annotations
 from sparktop.alerts.comparisons import comparison_json, comparisons
 from sparktop.model import EngineSample, is_num
 from sparktop.plan import Plan
-from sparktop.sweep.matched import WindowExpected, cached_estimator, window_expected
+from sparktop.sweep.matched import WindowExpected
 
 NO_PROFILE = "no sweep profile (set profile: in the inventory or --profile)"
 
 
 def window_row(plan: Plan, sample: EngineSample) -> WindowExpected | str:
     """The window-matched expected figures for ``sample``, or why there are none."""
-    profile = plan.profile
-    if profile is None:
+    if plan.matched is None:
         return plan.profile_problem or NO_PROFILE
     if not sample.ok:
         return "engine not answering"
-    return window_expected(cached_estimator(profile), sample, profile.aggregate_kind)
+    return plan.matched(sample)
 
 
 def expected_json(plan: Plan, sample: EngineSample) -> dict[str, object]:

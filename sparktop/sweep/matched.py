@@ -293,3 +293,34 @@ def window_expected(
     if isinstance(load, str):
         return load
     return expected_for(estimator, load, aggregate_kind)
+
+
+RowFn = Callable[[EngineSample], "WindowExpected | str"]
+"""A sample's window-matched expected row, or why there is none (:class:`MatchedExpected`)."""
+
+
+class MatchedExpected:
+    """One profile's window-matched expected row, computed once per engine sample.
+
+    The monitor's expected strip and the alert rules both ask for the row of each engine's
+    latest sample every tick; calling this object with a sample returns
+    :func:`window_expected` for it, computed on the first call and kept (with the sample,
+    so its identity cannot be reused) until that engine's next sample: one entry per
+    engine. ``estimator`` defaults to :func:`cached_estimator` of ``profile``.
+    ``computed`` counts the rows actually estimated.
+    """
+
+    def __init__(self, profile: Profile, estimator: EstimateFn | None = None) -> None:
+        self.profile = profile
+        self.estimator = estimator if estimator is not None else cached_estimator(profile)
+        self.computed = 0
+        self._last: dict[str, tuple[EngineSample, WindowExpected | str]] = {}
+
+    def __call__(self, sample: EngineSample) -> WindowExpected | str:
+        held = self._last.get(sample.engine)
+        if held is not None and held[0] is sample:
+            return held[1]
+        got = window_expected(self.estimator, sample, self.profile.aggregate_kind)
+        self.computed += 1
+        self._last[sample.engine] = (sample, got)
+        return got

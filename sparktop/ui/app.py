@@ -31,7 +31,6 @@ from sparktop.safe_text import held_warnings
 from sparktop.ui import themes
 from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
-from sparktop.ui.expected import estimator
 from sparktop.ui.messages import EventRecorded, LayoutChanged, NodeChosen, SampleArrived
 from sparktop.ui.notices import no_driver_text, no_engine_text
 from sparktop.ui.safe_text import ControlCharacters
@@ -116,7 +115,7 @@ class SparktopApp(App[int]):
         self.sample_hooks = tuple(sample_hooks)
         self.metrics: MetricsEndpoint | None = None
         """Serves the monitor's judgements while the app runs (``--serve-metrics``)."""
-        self.estimate = estimator(plan.profile)
+        self.expected_row = plan.matched  # shared with the alert rules: one row per sample
         self.engine_order = {e.name: i for i, e in enumerate(plan.engines)}
         self.max_num_seqs = plan.max_num_seqs()
         self.keymap: dict[str, str] = {}
@@ -271,7 +270,7 @@ class SparktopApp(App[int]):
         cells = table.sync(rows)
         cells += self.query_one(EnginePanel).sync(
             self.state, view_now, config, self.engine_order, self.max_num_seqs,
-            self.plan.profile_name, self.estimate,
+            self.plan.profile_name, self.expected_row,
         )  # fmt: skip
         newest = self.state.newest_time_s()
         self.query_one(HeaderBar).show(

@@ -15,8 +15,7 @@ from typing import Any
 
 from sparktop.alerts.comparisons import comparisons
 from sparktop.model import EngineSample, is_num
-from sparktop.sweep.matched import EstimateFn, cached_estimator, window_expected
-from sparktop.sweep.profile import Profile
+from sparktop.sweep.matched import RowFn
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_views import Group, pack
 from sparktop.ui.views import Cell
@@ -24,12 +23,7 @@ from sparktop.ui.views import Cell
 Line = list[Cell]
 
 
-__all__ = ["COLUMN_NOTES", "DeficitClock", "EstimateFn", "estimator", "expected_lines"]
-
-
-def estimator(profile: Profile | None) -> EstimateFn | None:
-    """The profile's estimator, memoised (the strip asks the same cells every tick)."""
-    return cached_estimator(profile) if profile is not None else None
+__all__ = ["COLUMN_NOTES", "DeficitClock", "RowFn", "expected_lines"]
 
 
 @dataclass(slots=True)
@@ -66,20 +60,22 @@ def _fmt(value: Any, unit: str) -> str:
 def expected_lines(
     sample: EngineSample,
     profile_name: str,
-    estimate: EstimateFn | None,
+    row: RowFn | None,
     threshold_pct: float,
     clock: DeficitClock,
     now: float,
     width: int = 116,
-    aggregate_kind: str = "",
 ) -> list[Line]:
     """The window's load (and how the row was obtained), then each expected value beside the
-    live one: ``TTFT ttft_s 10.7 s (9.8–11.5 s) p50 6.25 s −41 %``."""
+    live one: ``TTFT ttft_s 10.7 s (9.8–11.5 s) p50 6.25 s −41 %``. ``row`` gives the
+    sample's window-matched expected row (the plan's
+    :class:`~sparktop.sweep.matched.MatchedExpected`, shared with the alert rules); None:
+    no profile."""
     head: Group = [("expected ", "dim")]
-    if estimate is None:
+    if row is None:
         return [[*head, ("no sweep profile (set profile: in the inventory or --profile)", "dim")]]
     try:
-        got = window_expected(estimate, sample, aggregate_kind)
+        got = row(sample)
     except Exception as exc:  # a profile lookup bug must not take the panel down
         return [[*head, (f"estimator failed: {exc}", "warn")]]
     if isinstance(got, str):

@@ -195,11 +195,12 @@ def test_expected_strip_says_how_in_a_word_and_no_data_with_its_reason_once() ->
     from functools import partial
 
     from sparktop.sweep.estimator import estimate
+    from sparktop.sweep.matched import MatchedExpected
     from sparktop.sweep.profile import load_profile
     from sparktop.ui.expected import DeficitClock, expected_lines
 
     profile = load_profile("4x-spark-dsv41-flash-1017")
-    fn = partial(estimate, profile)
+    fn = MatchedExpected(profile, partial(estimate, profile))
 
     def text(sample: object) -> str:
         lines = expected_lines(sample, profile.name, fn, 25.0, DeficitClock(), T0)  # type: ignore[arg-type]
@@ -220,11 +221,12 @@ def test_expected_strip_shows_the_band_and_a_live_value_inside_it_is_not_flagged
     from functools import partial
 
     from sparktop.sweep.estimator import estimate
+    from sparktop.sweep.matched import MatchedExpected
     from sparktop.sweep.profile import load_profile
     from sparktop.ui.expected import DeficitClock, expected_lines
 
     profile = load_profile("4x-spark-dsv41-flash-1017")
-    fn = partial(estimate, profile)
+    fn = MatchedExpected(profile, partial(estimate, profile))
     est = estimate(profile, 20_000, 3)
     assert est.ttft_s.basis.value == "interpolated"
     high = est.ttft_s.high

@@ -14,7 +14,7 @@ from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample
 from sparktop.ui import styles
 from sparktop.ui.engine_views import engine_lines, limit_seqs
-from sparktop.ui.expected import DeficitClock, EstimateFn, expected_lines
+from sparktop.ui.expected import DeficitClock, RowFn, expected_lines
 from sparktop.ui.messages import LayoutChanged
 from sparktop.ui.views import ViewConfig
 from sparktop.ui.widgets.spark import SparkRow
@@ -73,7 +73,7 @@ class EngineBlock(Vertical):
         now: float,
         config: ViewConfig,
         max_seqs: float | None,
-        expected: tuple[str, EstimateFn | None, DeficitClock],
+        expected: tuple[str, RowFn | None, DeficitClock],
     ) -> bool:
         """Render if the sample or its displayed state changed; True when anything changed."""
         width = self.size.width or 118
@@ -93,9 +93,9 @@ class EngineBlock(Vertical):
             sparks.set_data(0, decode)
             sparks.set_data(1, tuple(v * 100 for v in kv))
             changed = True
-        profile_name, estimate, clock = expected
+        profile_name, row, clock = expected
         strip = expected_lines(
-            sample, profile_name, estimate, config.expected_deficit_pct, clock, now, width - 2
+            sample, profile_name, row, config.expected_deficit_pct, clock, now, width - 2
         )
         strip_key = tuple(tuple(line) for line in strip)
         if strip_key != self._expected_shown:
@@ -148,7 +148,7 @@ class EnginePanel(VerticalScroll):
         order: Mapping[str, int],
         max_seqs: Mapping[str, float],
         profile_name: str,
-        estimate: EstimateFn | None,
+        row: RowFn | None,
     ) -> int:
         """Update every engine block; mount blocks for new engines. Returns blocks changed."""
         changed = 0
@@ -172,6 +172,6 @@ class EnginePanel(VerticalScroll):
                 continue  # mounted by an earlier tick, not composed yet (a resize re-ticks)
             sample = state.engines[name]
             seqs = limit_seqs(sample, max_seqs.get(name))
-            if block.show(state, sample, now, config, seqs, (profile_name, estimate, self.clock)):
+            if block.show(state, sample, now, config, seqs, (profile_name, row, self.clock)):
                 changed += 1
         return changed
