@@ -343,6 +343,50 @@ def test_a_node_slow_for_a_moment_of_the_window_explains_nothing() -> None:
     assert straggler.severity is Severity.WARNING and "held back by spark-3" in straggler.message
 
 
+def _slow_then_back(state: ClusterState, t: float, slow_s: int, back_s: int) -> float:
+    """spark-3 at 511 MHz (no reason bit, 14.8 W: the hidden low-power pattern) for
+    ``slow_s`` polls, then every node at its clock for ``back_s`` polls."""
+    for i in range(slow_s):
+        for name in GROUP:
+            low = name == "spark-3"
+            state.apply(node(name, t + i, sm_clock_mhz=511.0 if low else 2500.0,
+                             utilization_pct=100.0, power_w=14.8 if low else 40.0))  # fmt: skip
+    for i in range(slow_s, slow_s + back_s):
+        for name in GROUP:
+            state.apply(node(name, t + i))
+    return t + slow_s + back_s
+
+
+def test_a_node_slow_for_most_of_the_window_explains_it_after_its_clock_is_back() -> None:
+    """Low power for 20 s of a 30 s window, clock back for the last 6 s: the window's
+    deficit is that node's (said, with how long it has been back); never the straggler."""
+    state = ClusterState()
+    t = warm(state, GROUP, 0.0, 30)
+    t = _slow_then_back(state, t, 20, 6)
+    state.apply(engine(t=t, itl_mean_s=1 / 35.3, window_start_s=t - 30))
+    found = run(state, expected=expected_row, tp_groups={"dsv41": GROUP})
+    decode = found["expected.decode:dsv41"]
+    assert decode.severity is Severity.WARNING
+    assert "cause: spark-3 was slow for 67% of the window (20 s, down to 511 MHz)" in (
+        decode.message
+    ), decode.message
+    assert "its clock back for 6 s" in decode.message
+    assert not any(k.startswith("tp.straggler") for k in found), found
+
+
+def test_a_node_slow_for_a_moment_of_the_window_and_back_is_said_but_not_blamed() -> None:
+    state = ClusterState()
+    t = warm(state, GROUP, 0.0, 30)
+    t = _slow_then_back(state, t, 4, 10)
+    state.apply(engine(t=t, itl_mean_s=1 / 35.3, window_start_s=t - 30))
+    found = run(state, expected=expected_row, tp_groups={"dsv41": GROUP})
+    decode = found["expected.decode:dsv41"]
+    assert "no cause found:" in decode.message and "cause: spark-3" not in decode.message
+    assert "no node slow for half the window (spark-3 was slow for 4 s of it, back for 10 s)" in (
+        decode.message
+    ), decode.message
+
+
 def test_an_unexplained_deficit_is_a_warning_that_says_it_found_no_cause() -> None:
     state = cluster(*(node(n, 0.0) for n in GROUP), engine(itl_mean_s=1 / 35.3))
     found = run(state, expected=expected_row, tp_groups={"dsv41": GROUP})

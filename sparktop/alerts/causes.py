@@ -13,7 +13,10 @@ In this order (DESIGN.md §6), the first that holds explains the deficit:
    deficit window: slow *now* (an active slowdown reason, a clock drop past
    ``clock_drop_pct``, the hidden low-power pattern) and slow for at least
    :data:`NODE_OVERLAP_SHARE` of the window, read from its clock history. A slowdown counter
-   that grew seconds ago while the clock is back at baseline blames no one.
+   that grew seconds ago while the clock is back at baseline blames no one. A node whose
+   clock is back but whose clock history shows it slow over that share of the window still
+   explains the window's deficit (said so, with how long it has been back), until the
+   window turns over; it is never the straggler then.
 
 A node's evidence is generic (:class:`NodeEvidence`: phrases and since when), so other kinds
 of node evidence plug in beside throttling and low power: a rank with a steady clock and no
@@ -220,6 +223,77 @@ def node_cause(ctx: RuleContext, s: EngineSample, node: NodeEvidence | None) -> 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class PastSlow:
+    """A TP member that is not slow now but whose clock history shows it slow for part of
+    the window: ``slow_s`` seconds of it (the window's own clock), ``back_s`` seconds ago it
+    was last seen slow, its lowest clock then (MHz)."""
+
+    node: str
+    slow_s: float
+    share: float
+    back_s: float
+    low_mhz: float
+
+
+def past_slow(ctx: RuleContext, s: EngineSample) -> PastSlow | None:
+    """The TP member slow for the largest share of ``s``'s window by its clock history,
+    among those not slow now (:func:`slowest` covers those), or None.
+
+    Each clock reading stands for the time to the next one; a reading is slow by
+    :func:`_slow_point` (a clock drop past ``clock_drop_pct``, or the low-power pattern).
+    A deficit is a window figure: a node slow over most of the window explains it even
+    once its clock is back, until the window has turned over. Counter growth alone is
+    never evidence.
+    """
+    group = ctx.tp_groups.get(s.engine, ())
+    if not group:
+        return None
+    now = s.time_s
+    start = s.window_start_s if s.window_start_s is not None else now - ctx.thresholds.hold_s
+    span = max(now - start, 1e-9)
+    scale = float(s.window_s) / span if is_num(s.window_s) and s.window_s else 1.0
+    best: PastSlow | None = None
+    for view in gpu_views(ctx):
+        if view.node not in group or evidence(ctx, view, now) is not None:
+            continue
+        subject = gpu_subject(view.node, view.gpu.key)
+        clocks = [(t, c) for t, c in ctx.state.history.get(subject, "sm_clock_mhz")]
+        powers = dict(ctx.state.history.get(subject, "power_w"))
+        slow_s, last, low = 0.0, None, None
+        for (t, clock), nxt in zip(clocks, [*clocks[1:], (now, 0.0)], strict=True):
+            a, b = max(t, start), min(nxt[0], now)
+            if b <= a or not _slow_point(ctx, view, clock, powers.get(t)):
+                continue
+            slow_s += b - a
+            last = b
+            low = clock if low is None else min(low, clock)
+        if last is None or low is None:
+            continue
+        share = min(1.0, slow_s / span)
+        found = PastSlow(view.node, slow_s * scale, share, (now - last) * scale, low)
+        if best is None or found.share > best.share:
+            best = found
+    return best
+
+
+def past_node_cause(ctx: RuleContext, s: EngineSample) -> Cause | None:
+    """A node back at its clock now that was slow for at least :data:`NODE_OVERLAP_SHARE`
+    of the deficit window (see :func:`past_slow`)."""
+    past = past_slow(ctx, s)
+    if past is None or past.share < NODE_OVERLAP_SHARE:
+        return None
+    return Cause(
+        "node",
+        f"{past.node} was slow for {past.share:.0%} of the window ({past.slow_s:,.0f} s, "
+        f"down to {past.low_mhz:,.0f} MHz), its clock back for {past.back_s:,.0f} s "
+        "(the window still holds it)",
+        node=past.node,
+        overlap_s=past.slow_s,
+        values={"overlap_s": past.slow_s},
+    )
+
+
 def engine_cause(ctx: RuleContext, s: EngineSample, figure: str) -> Cause | None:
     """The first engine-side cause in order (queueing counts for TTFT only)."""
     for find in ENGINE_CAUSES:
@@ -233,4 +307,8 @@ def engine_cause(ctx: RuleContext, s: EngineSample, figure: str) -> Cause | None
 
 def explain(ctx: RuleContext, s: EngineSample, figure: str) -> Cause | None:
     """What explains a ``figure`` (``"ttft"`` or ``"decode"``) deficit, in the order above."""
-    return engine_cause(ctx, s, figure) or node_cause(ctx, s, slowest(ctx, s))
+    return (
+        engine_cause(ctx, s, figure)
+        or node_cause(ctx, s, slowest(ctx, s))
+        or past_node_cause(ctx, s)
+    )

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sparktop.alerts.causes import engine_cause, explain, node_cause, slowest
+from sparktop.alerts.causes import engine_cause, explain, node_cause, past_slow, slowest
 from sparktop.alerts.context import Finding, RuleContext
 from sparktop.alerts.engine_rules import engine_finding, ok_engines
 from sparktop.alerts.gpu_rules import (
@@ -110,6 +110,18 @@ NO_CAUSE = (
 )
 
 
+def _short_past(ctx: RuleContext, s: EngineSample) -> str | None:
+    """A node slow for less than half the window and back now: said, not blamed."""
+    past = past_slow(ctx, s)
+    if past is None:
+        return None
+    return (
+        "no cause found: no queueing, pool pressure or speculative acceptance drop, and no "
+        f"node slow for half the window ({past.node} was slow for {past.slow_s:,.0f} s of it, "
+        f"back for {past.back_s:,.0f} s)"
+    )
+
+
 def _not_yet(ctx: RuleContext, s: EngineSample) -> str | None:
     """A TP node slow now whose slow run does not yet cover enough of the window to explain
     it: said, so the operator is not told there is none while another alert names it."""
@@ -131,9 +143,11 @@ def _not_yet(ctx: RuleContext, s: EngineSample) -> str | None:
 def _cause_text(ctx: RuleContext, s: EngineSample, figure: str) -> tuple[str, dict[str, float]]:
     cause = explain(ctx, s, figure)
     if cause is None:
-        return _not_yet(ctx, s) or NO_CAUSE, {}
+        return _not_yet(ctx, s) or _short_past(ctx, s) or NO_CAUSE, {}
     if cause.kind == "node" and cause.node is not None:
         node = slowest(ctx, s)
+        if node is None or node.view.node != cause.node:  # slow in the window, back now
+            return f"cause: {cause.text}", dict(cause.values)
         evidence = f": {', '.join(node.phrases)}" if node is not None else ""
         return f"cause: {cause.text}{evidence}", dict(cause.values)
     return f"cause: {cause.text}", dict(cause.values)
