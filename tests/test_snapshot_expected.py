@@ -59,9 +59,10 @@ async def test_snapshot_json_and_text_carry_the_expected_row() -> None:
         code, out, err = await _run("snapshot", "-i", inv, "--window", "4")
         assert code == 0, err
         flat = " ".join(out.split())
-        line = re.search(r"dsv41: expected (\S+) @ .*?running.*?: TTFT ttft_s", flat)
+        line = re.search(r"dsv41: expected (\S+) @ .*?running.*? \((\w+)\): TTFT ttft_s", flat)
         assert line is not None, out
         assert line.group(1) == block["profile"]
+        assert line.group(2) in {"exact", "interpolated", "fitted", "extrapolated"}
         assert "decode/req decode_tps" in flat and "(not compared: the profile's is" in flat
 
 

@@ -75,5 +75,13 @@ def expected_text(plan: Plan, sample: EngineSample) -> str:
                 text += " (in band)"
             elif c.deficit(threshold_pct):
                 text += " DEFICIT"
+            elif is_num(c.low) and is_num(c.high) and c.low != c.high:
+                better = dev < 0 if c.worse_when == "higher" else dev > 0
+                text += (
+                    " (better than the band)"
+                    if better
+                    else f" (outside the band, under the {threshold_pct:g} % alert threshold)"
+                )
         parts.append(text)
-    return f"expected {plan.profile_name} @ {got.load.describe()}: " + " · ".join(parts)
+    basis = str(got.ttft_s.basis)
+    return f"expected {plan.profile_name} @ {got.load.describe()} ({basis}): " + " · ".join(parts)
