@@ -214,6 +214,9 @@ class EngineState(enum.StrEnum):
 
     OK = "ok"
     STALE = "stale"
+    DEGRADED = "degraded"
+    """The page answered but every load gauge on it was refused (NaN, negative, a share
+    past 1): nothing it says about load can be shown; ``message`` names the gauges."""
     UNAVAILABLE = "unavailable"
     METRICS_DISABLED = "metrics disabled"
     UNREACHABLE = "unreachable"
@@ -372,6 +375,15 @@ class EngineSample:
     def ok(self) -> bool:
         return self.state is EngineState.OK
 
+    @property
+    def answered(self) -> bool:
+        """True when the page was read (OK, STALE or DEGRADED): its values are shown,
+        flagged by the state, where the other states have nothing to show."""
+        return self.state in ANSWERED
+
+
+ANSWERED = frozenset({EngineState.OK, EngineState.STALE, EngineState.DEGRADED})
+"""Engine states whose sample holds what the page said (see :attr:`EngineSample.answered`)."""
 
 Sample: TypeAlias = NodeSample | EngineSample
 

@@ -402,3 +402,72 @@ def test_a_traceback_while_the_monitor_runs_is_held_until_it_quits(
     err = capsys.readouterr().err
     assert "1 warning(s) while the monitor ran" in err
     assert "source ␛[2Jevil raised" in err and "\x1b" not in err
+
+
+async def test_an_engine_whose_every_load_gauge_is_refused_is_degraded_naming_them() -> None:
+    """Running -3, waiting NaN and a KV usage of 1.5 on one page: each value is n/a, and the
+    engine is not "ok" (it said nothing usable about load): degraded, naming each gauge and
+    the value read, in the sample, the JSON, the monitor's state cell and the alerts."""
+    from sparktop.alerts.context import RuleContext
+    from sparktop.alerts.counters import CounterTracker
+    from sparktop.alerts.rules import evaluate
+    from sparktop.report import engines as engine_report
+    from sparktop.ui.engine_views import engine_state
+    from sparktop.ui.views import ViewConfig
+
+    page = full_page(kv=0.2, waiting=0).decode()
+    bad = {
+        "vllm:num_requests_running{": "-3",
+        "vllm:num_requests_waiting{": "NaN",
+        "vllm:kv_cache_usage_perc{": "1.5",
+    }
+    lines = []
+    for line in page.splitlines():
+        for prefix, value in bad.items():
+            if line.startswith(prefix):
+                line = line.rsplit(" ", 1)[0] + " " + value
+        lines.append(line)
+    async with aiohttp_server(
+        {"/metrics": await serve_bytes(("\n".join(lines) + "\n").encode())}
+    ) as url:
+        source = EngineSource(Cfg("dsv4", url), timeout_s=2)
+        sample = await source.sample()
+        await source.aclose()
+    assert sample.state is EngineState.DEGRADED and not sample.ok and sample.answered
+    for name, value in (
+        ("vllm:num_requests_running", "-3"),
+        ("vllm:num_requests_waiting", "nan"),
+        ("vllm:kv_cache_usage_perc", "1.5"),
+    ):
+        assert f"{name} is {value}" in sample.message, sample.message
+    assert sample.message.startswith("every load gauge refused")
+    doc = engine_report.engine_json(sample)
+    assert doc["state"] == "degraded" and doc["ok"] is False
+    text, style = engine_state(sample, sample.time_s, ViewConfig())
+    assert text.startswith("degraded") and style == "warn"
+    state = ClusterState()
+    state.apply(sample)
+    tracker = CounterTracker(60.0)
+    tracker.observe(state)
+    found = {
+        f.key: f
+        for f in evaluate(RuleContext(state=state, thresholds=Thresholds(), counters=tracker))
+    }
+    assert "kv_cache_usage_perc is 1.5" in found["engine.degraded:dsv4"].message
+    assert "engine.down:dsv4" not in found
+
+
+async def test_one_usable_load_gauge_keeps_the_engine_ok() -> None:
+    """Only running refused (waiting and KV usage read): the row is still about load, ok."""
+    page = full_page(kv=0.2, waiting=0).decode()
+    lines = [
+        line.rsplit(" ", 1)[0] + " -3" if line.startswith("vllm:num_requests_running{") else line
+        for line in page.splitlines()
+    ]
+    async with aiohttp_server(
+        {"/metrics": await serve_bytes(("\n".join(lines) + "\n").encode())}
+    ) as url:
+        source = EngineSource(Cfg("dsv4", url), timeout_s=2)
+        sample = await source.sample()
+        await source.aclose()
+    assert sample.ok and isinstance(sample.running, NA)

@@ -77,6 +77,8 @@ def availability_rule(ctx: RuleContext) -> Iterator[Finding]:
                 else "gauges stale: they stopped moving while no counter moved",
                 {},
             )
+        elif s.state is EngineState.DEGRADED:
+            yield engine_finding(s, "engine.degraded", Severity.WARNING, s.message, {})
         elif not s.ok:
             since = s.since_s if s.since_s is not None else s.time_s
             yield engine_finding(

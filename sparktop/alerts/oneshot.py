@@ -41,7 +41,9 @@ def judge_now(
     return engine.active(), gpu_state.gpu_states(ctx, tuple(state.nodes.values()))
 
 
-AVAILABILITY_RULES = frozenset({"node.down", "engine.down", "engine.stale", "engine.restarted"})
+AVAILABILITY_RULES = frozenset(
+    {"node.down", "engine.down", "engine.stale", "engine.degraded", "engine.restarted"}
+)
 """Rules about a source not answering; ``snapshot`` reports those with exit status 1, not 3."""
 
 

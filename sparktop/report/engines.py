@@ -97,6 +97,7 @@ KEY_OF = {attr: key for key, attr in COMMON + ENGINE_ONLY}
 STATE_STYLE = {
     EngineState.OK: "green",
     EngineState.STALE: "yellow",
+    EngineState.DEGRADED: "yellow",
     EngineState.UNAVAILABLE: "red",
     EngineState.METRICS_DISABLED: "yellow",
     EngineState.UNREACHABLE: "bold red",
@@ -273,7 +274,7 @@ def engine_rows(samples: Iterable[EngineSample]) -> list[Row]:
         # max_num_seqs bounds each DP rank's scheduler; the engine's ceiling is their sum.
         total = s.max_num_seqs * ranks if is_num(s.max_num_seqs) and ranks > 1 else s.max_num_seqs
         row = _row(s, s.engine, s.since_start, total)
-        if s.state not in (EngineState.OK, EngineState.STALE):
+        if not s.answered:
             row = {key: Text() for key in row} | {"engine": row["engine"]}  # nothing read
         row["state"] = Text(s.state.value, style=STATE_STYLE.get(s.state, ""))
         rows.append(row)
@@ -317,7 +318,7 @@ def notes(samples: Iterable[EngineSample]) -> list[str]:
     lines = []
     lifetime = False
     for s in samples:
-        if s.state not in (EngineState.OK, EngineState.STALE):
+        if not s.answered:
             continue  # listed under "failures:" with the reason
         parts = [f"pool from {s.kv_pool_source}"]
         parts.append(f"rates over {s.window_s:.1f} s" if s.window_s else "rates need two scrapes")

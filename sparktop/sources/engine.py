@@ -127,7 +127,7 @@ class EngineSource:
         if self.first_window_s <= 0 or self.deriver.has_history:
             return await self._scrape()
         first = await self._scrape()
-        if first.state not in (EngineState.OK, EngineState.STALE):
+        if not first.answered:
             return first
         await asyncio.sleep(self.first_window_s)
         return fill_from_lifetime(first, await self._scrape())
@@ -181,7 +181,7 @@ class EngineSource:
         )
         if sample.restarted:
             self._models = None  # a new server may serve another model or length
-        if sample.state in (EngineState.OK, EngineState.STALE):
+        if sample.answered:
             self._since = None
             return sample
         self._since = self._since or wall

@@ -148,6 +148,8 @@ class MetricsDeriver:
             found: dict[str, object] = {**values, **more}
             since_start = tuple(k for k in LIFETIME_FIELDS if not isinstance(found[k], NA))
         state, stale = self._staleness(now_s, (running, waiting, kv), moved)
+        if refused := _all_load_gauges_refused(reading):
+            state, stale = EngineState.DEGRADED, refused
         limits = self._limits(reading, ranks, max_model_len)
         return replace(
             head,
@@ -230,7 +232,7 @@ def fill_from_lifetime(first: EngineSample, second: EngineSample) -> EngineSampl
     """``second`` with its empty-window latencies and ratios taken from ``first``'s lifetime
     values (listed in ``since_start``): a one-shot caller that scraped twice shows "since
     server start" rather than nothing when no request finished between its two scrapes."""
-    if second.state not in (EngineState.OK, EngineState.STALE):
+    if not second.answered:
         return second
     filled = {
         k: getattr(first, k)
@@ -251,6 +253,19 @@ def fill_from_lifetime(first: EngineSample, second: EngineSample) -> EngineSampl
         ranks.append(replace(rank, **fields))
     since = tuple(k for k in LIFETIME_FIELDS if k in filled or k in second.since_start)
     return replace(second, **filled, ranks=tuple(ranks), since_start=since)
+
+
+LOAD_GAUGES = ("running", "waiting", "kv_usage")
+"""The gauges an engine row is about: with every one on the page refused, it says nothing."""
+
+
+def _all_load_gauges_refused(reading: PageReading) -> str:
+    """Why the engine is DEGRADED (every load gauge the page has was refused: NaN, negative,
+    a share past 1), naming each with the value read; "" when any of them is usable."""
+    read = [k for k in LOAD_GAUGES if k in reading.gauges_read]
+    if not read or any(k not in reading.refused for k in read):
+        return ""
+    return "every load gauge refused: " + "; ".join(reading.refused[k] for k in read)
 
 
 def _info_limit(reading: PageReading, ranks: list[str], name: str) -> Num:

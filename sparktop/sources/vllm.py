@@ -224,6 +224,10 @@ class PageReading:
     samples: int = 0
     declared_empty: tuple[str, ...] = ()
     shared_info: dict[str, str] | None = None
+    gauges_read: dict[str, str] = field(default_factory=dict)
+    """Gauge slot → the metric read for it (the gauges the page has)."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Gauge slot → why its first refused sample was refused (``vllm:… is nan``)."""
 
 
 def rank_of(labels: Mapping[str, str]) -> str:
@@ -392,6 +396,8 @@ def read_page(page: PromPage, kind: str) -> PageReading:
     model = ""
     count = 0
     empty: list[str] = []
+    gauges_read: dict[str, str] = {}
+    refused: dict[str, str] = {}
     for slot, table in (("gauges", flavour.gauges), ("counters", flavour.counters)):
         for key, aliases in table.items():
             name, samples = _pick(page, aliases)
@@ -405,6 +411,13 @@ def read_page(page: PromPage, kind: str) -> PageReading:
                 or samples[0].labels.get("name", "")
             )
             _read_scalar(readings, slot, key, name, samples, slot == "gauges" and key in MAX_GAUGES)
+            if slot == "gauges":
+                gauges_read[key] = name
+                bad = next(
+                    (v for r in readings.values() if isinstance(v := r.gauges.get(key), NA)), None
+                )
+                if bad is not None:
+                    refused[key] = bad.reason
     for key, (slot, name, label) in flavour.labelled.items():
         samples = page.get(name)
         if not samples:
@@ -430,4 +443,4 @@ def read_page(page: PromPage, kind: str) -> PageReading:
                 readings.setdefault(rank_of(s.labels), RankReading()).info = dict(s.labels)
             else:
                 shared = dict(s.labels)
-    return PageReading(kind, readings, model, count, tuple(empty), shared)
+    return PageReading(kind, readings, model, count, tuple(empty), shared, gauges_read, refused)

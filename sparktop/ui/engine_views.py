@@ -52,6 +52,8 @@ def engine_state(sample: EngineSample, now: float, config: ViewConfig) -> Cell:
         return ("ok", "ok")
     if sample.state is EngineState.STALE:
         return ("gauges stale", "warn")
+    if sample.state is EngineState.DEGRADED:
+        return ("degraded: gauges refused", "warn")
     if sample.state is EngineState.UNREACHABLE:
         since = sample.since_s if sample.since_s is not None else sample.time_s
         return (f"unreachable since {fmt.clock_time(since)}", "crit")

@@ -97,14 +97,12 @@ def _engine_events(prev: EngineSample | None, new: EngineSample) -> list[EventRe
         severity = Severity.CRITICAL if new.state is EngineState.UNREACHABLE else Severity.WARNING
         text = failure_text(f"scrape {new.state}", new.message)
         events.append(EventRecord(new.time_s, severity, new.engine, text))
-    elif new.state is EngineState.STALE and (prev is None or prev.state is not new.state):
+    elif new.state in (EngineState.STALE, EngineState.DEGRADED) and (
+        prev is None or prev.state is not new.state
+    ):
+        head = "metrics stale" if new.state is EngineState.STALE else "metrics degraded"
         events.append(
-            EventRecord(
-                new.time_s,
-                Severity.WARNING,
-                new.engine,
-                failure_text("metrics stale", new.message),
-            )
+            EventRecord(new.time_s, Severity.WARNING, new.engine, failure_text(head, new.message))
         )
     elif new.ok and was_failed:
         assert prev is not None
