@@ -6,6 +6,7 @@ prints a server's body, and the token appears in no output (stdout, stderr, --js
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
@@ -109,7 +110,8 @@ def test_a_trickling_server_never_hangs_the_budget(
     with serve_threaded(Trickle) as url:
         code = main(["budget", "--file", str(prompt), "--endpoint", url, "--api-key-env", ENV])
     out, err = capsys.readouterr()
-    assert code == 1 and "no complete answer from /tokenize within 1 s" in out + err
+    assert code == 1 and f"{url}/tokenize did not answer within 1 s" in err
+    assert "unreachable" not in out + err
     assert "answer not complete within 1 s" in out  # the live scrape's own deadline
     assert token not in out + err
     # Never "answered but not usefully (unreachable …)"; the advice names the option that
@@ -128,3 +130,48 @@ def test_a_redirect_elsewhere_is_not_followed_and_said(
     assert code == 1
     assert "/tokenize answered HTTP 307 (a redirect): not followed" in out + err
     assert "redirected to another origin (http://192.0.2.1:8000); not followed" in err
+
+
+def test_a_slow_tokenize_is_said_as_slow_not_unreachable(
+    capsys: pytest.CaptureFixture[str], tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Metrics answer, ``/tokenize`` answers only after the deadline: the exact count is
+    said to be late ("did not answer within 1 s"), never "endpoint unreachable"."""
+    import threading
+
+    from tests.vllm_page import FakeVllm
+
+    release = threading.Event()
+    page = FakeVllm(kv_cache_size_tokens=1_000_000).page()
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = page if self.path == "/metrics" else b"{}"
+            self.send_response(200 if self.path == "/metrics" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            release.wait(10)
+            with contextlib.suppress(OSError):
+                self.send_response(200)
+                self.send_header("Content-Length", "12")
+                self.end_headers()
+                self.wfile.write(b'{"count": 3}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    monkeypatch.setattr(exact_tokens, "TOKENIZE_DEADLINE_S", 1.0)
+    prompt = tmp_path / "prompt.txt"  # type: ignore[operator]
+    prompt.write_text("a few words to count")
+    with serve_threaded(Slow) as url:
+        try:
+            code = main(["budget", "--file", str(prompt), "--endpoint", url])
+        finally:
+            release.set()  # before the server joins its handler threads
+    out, err = capsys.readouterr()
+    assert code == 1 and f"{url}/tokenize did not answer within 1 s" in err
+    assert "unreachable" not in out + err

@@ -240,11 +240,14 @@ def endpoint_problem(
     if reason is not None:
         return f"endpoint {url} unreachable ({reason}): {lost}"
     if live_ok:
-        return f"endpoint {url}: {count_failure}: {lost}"
+        return f"{count_failure}: {lost}"  # it names the URL (``…/tokenize answered HTTP 500``)
     state, message = live.state.value, live.message
     because = message if message.startswith(state) else f"{state}: {message}".rstrip(": ")
     # It accepted a TCP connection (checked above), so it is not "unreachable" as a host.
-    return f"endpoint {url} accepts connections but gave no usable metrics ({because}): {lost}"
+    head = f"endpoint {url} accepts connections but gave no usable metrics ({because})"
+    if count_failure is not None:
+        head += f"; {count_failure}"  # a slow /tokenize: said as slow, not as unreachable
+    return f"{head}: {lost}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -73,6 +73,7 @@ class EndpointTokenizer:
         self.max_model_len: int | NA = NA("not reported by /tokenize")
         self._api_key = api_key
         self._deadline_s = deadline_s or TOKENIZE_DEADLINE_S
+        self._timeout_s = timeout_s
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # One event loop kept across calls (a directory scan asks once per file), so the
         # whole exchange can have a deadline: a sync client only bounds each read.
@@ -80,6 +81,9 @@ class EndpointTokenizer:
         self._client = httpx.AsyncClient(
             base_url=self.url, timeout=timeout_s, headers=headers, follow_redirects=False
         )
+
+    def _slow(self, seconds: float) -> str:
+        return f"{self.url}/tokenize did not answer within {seconds:g} s"
 
     def _fail(self, text: str) -> RuntimeFailure:
         if self._api_key and len(self._api_key) >= 4:
@@ -109,10 +113,12 @@ class EndpointTokenizer:
             async with asyncio.timeout(self._deadline_s):
                 status, body = await self._post(text)
         except TimeoutError:
-            raise self._fail(
-                f"endpoint {self.url} unreachable (no complete answer from /tokenize within "
-                f"{self._deadline_s:g} s)"
-            ) from None
+            raise self._fail(self._slow(self._deadline_s)) from None
+        except httpx.TimeoutException as exc:
+            # Connected (or connecting) but no answer in time: a slow server, not a dead one.
+            if isinstance(exc, httpx.ConnectTimeout):
+                raise self._fail(f"endpoint {self.url} unreachable (connect timed out)") from None
+            raise self._fail(self._slow(self._timeout_s)) from None
         except httpx.HTTPError as exc:
             raise self._fail(f"endpoint {self.url} unreachable ({connect_reason(exc)})") from None
         if 300 <= status < 400:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -137,3 +138,77 @@ async def test_a_typed_file_is_counted_exactly_when_tokenize_answers(
         prompt = app.query_one(BudgetPane).inputs.prompt
         assert (prompt.tokens, prompt.method) == (1000, "exact (/tokenize)")
         assert "1,000 tok" in text and "exact (/tokenize)" in text
+
+
+async def test_enter_on_a_pasted_count_keeps_its_exact_origin(tokenize_url: str) -> None:
+    """A paste counted by ``/tokenize`` leaves its count in the field; Enter on it is the same
+    prompt (still ``exact (/tokenize)``), another number typed there is ``given``."""
+    from textual import events
+
+    from sparktop.ui.widgets.budget import PromptInput
+
+    plan = Plan.from_layout("test", {"dsv41": ["spark-1"]}, urls={"dsv41": tokenize_url})
+    app = SparktopApp(plan, [Scripted(engine())], clock=Clock(), autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("b")
+        app.query_one(PromptInput).post_message(events.Paste("word " * 700 + "\nend"))
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(BudgetPane)
+        assert (pane.inputs.prompt.tokens, pane.inputs.prompt.method) == (701, "exact (/tokenize)")
+        text = await _enter(app, pilot, "prompt", app.query_one(PromptInput).value)
+        assert pane.inputs.prompt.method == "exact (/tokenize)" and "exact (/tokenize)" in text
+        await _enter(app, pilot, "prompt", "702")
+        assert (pane.inputs.prompt.tokens, pane.inputs.prompt.method) == (702, "given")
+
+
+class _SlowTokenize(BaseHTTPRequestHandler):
+    """Answers ``/tokenize`` only once the test lets it (after the client's deadline)."""
+
+    release: threading.Event
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.release.wait(10)
+        data = b'{"count": 3}'
+        try:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def test_a_slow_tokenize_is_said_as_slow_not_unreachable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from textual import events
+
+    from sparktop.sweep import exact_tokens
+    from sparktop.ui.widgets.budget import PromptInput
+
+    monkeypatch.setattr(exact_tokens, "TOKENIZE_DEADLINE_S", 0.5)
+    handler = type("Slow", (_SlowTokenize,), {"release": threading.Event()})
+    with serve_threaded(handler) as url:
+        plan = Plan.from_layout("test", {"dsv41": ["spark-1"]}, urls={"dsv41": url})
+        app = SparktopApp(plan, [Scripted(engine())], clock=Clock(), autostart=False)
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                await app.poll_now()
+                await pilot.press("b")
+                app.query_one(PromptInput).post_message(events.Paste("a b c\nd"))
+                await pilot.pause()
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                pane = app.query_one(BudgetPane)
+                text = " ".join(static_text(pane.query_one("#budget-out", TextBlock)).split())
+        finally:
+            handler.release.set()  # before the server joins its handler threads
+    assert pane.inputs.prompt.method == "estimated"
+    assert "/tokenize did not answer within 0.5 s" in text and "unreachable" not in text
