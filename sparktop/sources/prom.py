@@ -25,6 +25,7 @@ from types import MappingProxyType
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_families
 from prometheus_client.parser import text_string_to_metric_families
 
+from sparktop.safe_text import printable
 from sparktop.sources.promtext import (
     LABEL_PAIR,
     Declaration,
@@ -130,9 +131,25 @@ def _declarations(decls: list[Declaration]) -> tuple[frozenset[str], dict[str, s
     return frozenset(declared), types
 
 
+_REPR_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[ntr\\'\"])")
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"'}
+
+
+def _unrepr(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code in _SIMPLE_ESCAPES:
+        return _SIMPLE_ESCAPES[code]
+    return chr(int(code[1:], 16))
+
+
 def _short(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return ascii(text[:80])[1:-1] + ("…" if len(text) > 80 else "")
+    """The library's message, at most 80 characters, in the product's visible rendering.
+
+    prometheus_client quotes the offending text with ``repr`` (``'\\x1b'``): its escapes are
+    turned back into the characters and then shown as every server text is
+    (:func:`~sparktop.safe_text.printable`: ESC → ``␛``), in every output alike."""
+    text = _REPR_ESCAPE.sub(_unrepr, str(exc) or type(exc).__name__)
+    return printable(text[:80]) + ("…" if len(text) > 80 else "")
 
 
 def _library(text: str, accept: frozenset[str] | None, bounds: ParseBounds, om: bool) -> list[Raw]:
