@@ -100,3 +100,9 @@ def fmt_num(value: Num | None, spec: str = ",.0f", unit: str = "") -> str:
         return "n/a"
     text = format(value, spec)
     return f"{text} {unit}" if unit else text
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 file``, ``2 files``, ``1,024 files``: a count with its noun agreeing (``plural``
+    for nouns that do not take an ``s``)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

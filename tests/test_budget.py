@@ -139,6 +139,7 @@ JSON_KEYS = {
     "profile",
     "tokens",
     "concurrency",
+    "concurrency_origin",
     "output_tokens",
     "ceiling",
     "kv",
@@ -559,3 +560,28 @@ def test_the_batching_warning_cites_its_own_profiles_rows(
     (line,) = [ln for ln in out.splitlines() if "over the limit" in ln]
     assert code == 0 and line.endswith(f"TTFT steps up {cited}")
     assert ("2-Spark" in line) is False
+
+
+def test_budget_wording_default_concurrency_plurals_and_one_no_data(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Concurrency not given is labelled the default; one prefill is "the one prefill"; a
+    figure without data says "no data (reason)" once; one file is "1 file"."""
+    from sparktop.cli import main as cli_main
+
+    assert cli_main(["budget", "--prompt-tokens", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "[default] concurrency" in out and "[given]   concurrency" not in out
+    assert "the one prefill fits one batch" in out and "the 1 prefills" not in out
+    assert cli_main(["budget", "--prompt-tokens", "2000", "--concurrency", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["concurrency_origin"] == "given"
+    assert cli_main(["budget", "--prompt-tokens", "2000000", "--concurrency", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "decode keeps              no data (2,000,000 tokens" in out
+    assert "no data (no data" not in out
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "empty.md").write_text("")
+    assert cli_main(["budget", "--scan-dir", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "1 file counted" in err and "1 files" not in err

@@ -9,6 +9,7 @@ import os
 import sys
 from typing import Any
 
+from sparktop import values
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.safe_text import dumps_printable, printable, printable_lines
 from sparktop.sweep.counts import check_count
@@ -70,7 +71,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="MB",
         help="with --scan-dir: skip files larger than this (default 32)",
     )
-    parser.add_argument("--concurrency", type=int, default=1, metavar="C", help="default 1")
+    parser.add_argument("--concurrency", type=int, metavar="C", help="default 1")
     parser.add_argument("--output-tokens", type=int, metavar="O", help="per request (default 2048)")
     parser.add_argument(
         "--profile", metavar="NAME|PATH", help="sweep profile (default 4x-spark-dsv41-flash-1017)"
@@ -252,7 +253,7 @@ def endpoint_problem(
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    from sparktop.sweep.budget import budget_json, compute_budget, render_budget
+    from sparktop.sweep.budget import Origin, budget_json, compute_budget, render_budget
     from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
 
     profile = load_profile(args.profile or DEFAULT_PROFILE)
@@ -262,12 +263,13 @@ def run(args: argparse.Namespace) -> int:
         where = args.scan_dir or args.file
         files = ""
         if args.scan_dir:
-            files = f"; {count.files_counted} files counted, {count.files_skipped} skipped"
+            counted = values.counted(count.files_counted, "file")
+            files = f"; {counted} counted, {count.files_skipped:,} skipped"
         raise UserError(f"{where}: no text to count (0 tokens{files})")
     live = _live(args.endpoint, api_key) if args.endpoint else None
     budget = compute_budget(
         count,
-        args.concurrency,
+        1 if args.concurrency is None else args.concurrency,
         profile,
         args.output_tokens,
         kv_pool_tokens=args.kv_pool,
@@ -275,6 +277,8 @@ def run(args: argparse.Namespace) -> int:
         max_num_batched_tokens=args.max_batched,
         live=live,
     )
+    if args.concurrency is None:
+        budget = dataclasses.replace(budget, concurrency_origin=Origin.DEFAULT)
     if args.json:
         sys.stdout.write(dumps_printable(budget_json(budget), indent=2) + "\n")
     else:

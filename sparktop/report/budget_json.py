@@ -76,6 +76,7 @@ def to_json(b: Budget) -> dict[str, Any]:
             "note": t.note or None,
         },
         "concurrency": b.concurrency,
+        "concurrency_origin": b.concurrency_origin.value,
         "output_tokens": {"value": b.output_tokens, "origin": b.output_origin.value},
         "ceiling": {
             "max_model_len": _jfig(b.ceiling.max_model_len),

@@ -93,7 +93,7 @@ def _tokens_section(b: Budget) -> list[str]:
         )
     if t.method == "estimated":
         out.append(_line("", "", f"estimate: CJK 1:1, other ÷ {t.chars_per_token}"))
-    out.append(_line(Origin.GIVEN, "concurrency", f"{b.concurrency:,}"))
+    out.append(_line(b.concurrency_origin, "concurrency", f"{b.concurrency:,}"))
     out.append(_line(b.output_origin, "output tokens", f"{tokens(b.output_tokens)} per request"))
     return out
 
@@ -189,9 +189,7 @@ def _batched_section(b: Budget) -> list[str]:
         )
         out.append(_line("", "", f"keep concurrency ≤ {fit}, or raise max_num_batched_tokens"))
     else:
-        out.append(
-            _line(Origin.COMPUTED, "fits one batch", f"the {b.concurrency} prefills fit one batch")
-        )
+        out.append(_line(Origin.COMPUTED, "fits one batch", _prefills_fit(b.concurrency)))
     return out
 
 
@@ -290,6 +288,12 @@ def _send_now_section(b: Budget) -> list[str]:
         )
     )
     return out
+
+
+def _prefills_fit(concurrency: int) -> str:
+    if concurrency == 1:
+        return "the one prefill fits one batch"
+    return f"the {concurrency:,} prefills fit one batch"
 
 
 def _num(value: object) -> str:

@@ -119,6 +119,8 @@ class Budget:
     """One more request on the live load (:mod:`sparktop.sweep.send_now`)."""
     lesson: Lesson
     """The seed's lesson for this prompt against the profile's shortest."""
+    concurrency_origin: Origin = Origin.GIVEN
+    """``given`` (typed) or ``default`` (the command's default of 1, set by its caller)."""
 
     @property
     def prompt_tokens(self) -> int:

@@ -86,8 +86,15 @@ def lesson(profile: Profile, prompt_tokens: int, concurrency: int, output_tokens
 
     def keep(a: float | NA, b: float | NA) -> float | NA:
         if not (is_num(a) and is_num(b)) or b <= 0:
-            why = a.reason if isinstance(a, NA) else b.reason if isinstance(b, NA) else "0"
-            return NA(f"no data: {why}")
+            why = (
+                a.reason
+                if isinstance(a, NA)
+                else b.reason
+                if isinstance(b, NA)
+                else "the shortest prompt's figure is 0"
+            )
+            # The reason alone: every output already says "no data (…)" around it.
+            return NA(why.removeprefix("no data: "))
         return a / b * 100.0
 
     decode = keep(here.decode_tps.value, base.decode_tps.value)

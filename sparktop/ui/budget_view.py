@@ -19,6 +19,7 @@ from sparktop.sweep.tokens import TokenCount
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_views import Group, pack
 from sparktop.ui.views import Cell
+from sparktop.values import counted
 
 Line = list[Cell]
 
@@ -142,7 +143,8 @@ def _prompt(b: Budget) -> list[Group]:
     method = f"[{t.method}]" if t.method in ("default", "given", "what-if") else t.method
     groups: list[Group] = [[_label("prompt"), (f"{t.tokens:,} tok", "bold")], [(method, "dim")]]
     if is_num(t.files_counted):
-        groups.append([(f"{t.files_counted:,} files, {t.files_skipped} skipped", "dim")])
+        files = counted(int(t.files_counted), "file")
+        groups.append([(f"{files}, {t.files_skipped:,} skipped", "dim")])
     if t.source and t.source != "text":
         groups.append([(t.source[-40:], "dim")])
     return groups
