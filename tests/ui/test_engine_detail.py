@@ -72,6 +72,12 @@ async def test_engine_detail_screen_from_the_palette() -> None:
         table = app.screen.query_one("#fields", DataTable)
         assert str(table.get_cell("tpot_mean_s", "value")) == f"n/a ({reason})"
         assert str(table.get_cell("running", "value")) == "8"
+        # No raw Python values (None, False): n/a with the reason, yes/no, durations.
+        values = {str(table.get_cell_at((row, 1))) for row in range(table.row_count)}
+        assert not values & {"None", "False", "True", ""}, values
+        assert str(table.get_cell("restarted", "value")) == "no"
+        assert str(table.get_cell("since_s", "value")).startswith("n/a (answering")
+        assert str(table.get_cell("window_s", "value")) == "30.00 s"
         await pilot.press("escape")
         assert not isinstance(app.screen, EngineDetailScreen)
 

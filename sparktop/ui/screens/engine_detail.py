@@ -47,10 +47,38 @@ def _short(value: object) -> str:
     return str(value)
 
 
+CLOCK_FIELDS = frozenset({"time_s", "since_s", "window_start_s"})
+"""Wall-clock instants (Unix seconds): shown as local ``HH:MM:SS``."""
+DURATION_FIELDS = frozenset({"latency_s", "window_s"})
+"""Spans in seconds: shown as durations (``340 ms``, ``30.00 s``)."""
+UNSET_REASONS = {
+    "since_s": "answering: no failure to date",
+    "latency_s": "no answer timed",
+    "window_s": "rates need two scrapes",
+    "window_start_s": "rates need two scrapes",
+}
+"""Why an optional field is empty (None), said as the rest of the UI says n/a."""
+
+
+def _field_value(name: str, value: object) -> str:
+    if value is None:
+        return f"n/a ({UNSET_REASONS.get(name, 'not set')})"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if name in CLOCK_FIELDS and is_num(value):
+        return fmt.clock_time(float(value))
+    if name in DURATION_FIELDS and is_num(value):
+        return fmt.seconds(float(value))
+    if isinstance(value, str) and not value:
+        return "none"
+    return field_text(value)
+
+
 def engine_field_rows(sample: EngineSample) -> list[tuple[str, str]]:
-    """(field name, value) for every EngineSample field but the skipped ones."""
+    """(field name, value) for every EngineSample field but the skipped ones, formatted as
+    the rest of the UI: n/a with the reason, yes/no, clock times and durations."""
     return [
-        (f.name, field_text(getattr(sample, f.name)))
+        (f.name, _field_value(f.name, getattr(sample, f.name)))
         for f in fields(EngineSample)
         if f.name not in SKIPPED
     ]
