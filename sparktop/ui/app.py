@@ -123,6 +123,8 @@ class SparktopApp(App[int]):
         self.known_gpus: dict[str, tuple[GpuSample, ...]] = {}
         self.known_time_s: dict[str, float] = {}
         """When each node's :attr:`known_gpus` were read (its last healthy poll)."""
+        self.known_nodes: dict[str, NodeSample] = {}
+        """Each node's last healthy sample (its memory and driver, shown dimmed while down)."""
         self.node_states: dict[str, Cell] = {}
         """Each node's state as its rows show it (worst GPU), as of the last tick."""
         self.poller = Poller(self.sources, self.view_config.interval_s, self._record)
@@ -205,6 +207,7 @@ class SparktopApp(App[int]):
             if sample.ok and sample.gpus:
                 self.known_gpus[sample.node] = sample.gpus
                 self.known_time_s[sample.node] = sample.time_s
+                self.known_nodes[sample.node] = sample
         else:
             previous = self.state.engines.get(sample.engine)
         self.state.apply(sample)
@@ -382,6 +385,7 @@ class SparktopApp(App[int]):
             sample=self.state.nodes.get(node),
             known_gpus=self.known_gpus.get(node, ()),
             known_time_s=self.known_time_s.get(node),
+            known_sample=self.known_nodes.get(node),
             state=self.node_states.get(node, ("ok", "ok")),
             history=self.state.history,
             events=tuple(e for e in events if e.subject.split("/")[0] == node),

@@ -79,6 +79,7 @@ class ReplayApp(SparktopApp):
         if step.reset:
             self.state = ClusterState(self.state.history.capacity)
             self.known_gpus.clear()
+            self.known_nodes.clear()
         from sparktop.record.replay import new_samples
 
         for tick in step.ticks:

@@ -566,3 +566,8 @@ async def test_node_detail_shows_the_last_good_fields_with_their_own_time_dimmed
         assert str(cell) == "2509.0" and cell.style == "dim"
         title = static_text(screen.query_one("#title", Static))
         assert f"polled {fmt.clock_time(clock.now)}" in title and "sampled" not in title
+        # The driver and the memory line keep their last known values, with their own time.
+        assert f"driver 580.95.05 (at {fmt.clock_time(T0)})" in title
+        memory = static_text(screen.query_one("#memory", Static))
+        assert memory.startswith("unified: used ") and "n/a" not in memory.split("\n")[0]
+        assert f"last known, read at {fmt.clock_time(T0)}" in memory

@@ -105,6 +105,8 @@ class NodeDetail:
     """When ``known_gpus`` were read (wall clock; None: never)."""
     peers: tuple[PeerFact, ...] = ()
     """What sets the node apart from its TP peers (low power, low fabric traffic)."""
+    known_sample: NodeSample | None = None
+    """The node's last healthy sample (None: never): its memory and driver while it is down."""
 
 
 class NodeDetailScreen(Screen[None]):
@@ -181,9 +183,14 @@ class NodeDetailScreen(Screen[None]):
         if sample is None or sample is self._shown or not self._mounted:
             return  # before on_mount the widgets are not there yet: on_mount shows it
         self._shown = sample
+        # A failed poll read nothing: the last healthy sample's values, dimmed, with its time.
+        known = detail.known_sample if not sample.ok else None
+        driver: tuple[str, str] = (sample.driver_version or fmt.DASH, "")
+        if not sample.driver_version and known is not None and known.driver_version:
+            driver = (f"{known.driver_version} (at {fmt.clock_time(known.time_s)})", "dim")
         self.query_one("#title", Static).update(Content.assemble(
             ("node ", "$spark-dim"), (self.node, "bold"), ("  driver ", "$spark-dim"),
-            sample.driver_version or fmt.DASH, ("  probe ", "$spark-dim"),
+            driver, ("  probe ", "$spark-dim"),
             f"{sample.latency_s * 1000:.0f} ms" if sample.latency_s is not None else fmt.DASH,
             ("  sampled " if sample.ok else "  polled ", "$spark-dim"),
             fmt.clock_time(sample.time_s),
@@ -200,13 +207,18 @@ class NodeDetailScreen(Screen[None]):
             since = f" since {fmt.clock_time(sample.since_s)}"
         self.query_one("#status", Static).update(Content.assemble(status, since))
         self._fill_fields(sample)
-        mem = sample.memory
+        mem = sample.memory if known is None else known.memory
         text = (
             f"{'unified' if mem.unified else 'host'}: used {fmt.gib(mem.used_mib)} of "
             f"{fmt.gib(mem.total_mib)} GiB; GPU-held {fmt.gib(mem.gpu_held_mib)} GiB "
             "(MemTotal − MemAvailable; sum of per-process used_memory)"
         )
-        if mem.read_s is not None:  # older than the GPU readings: say how old and why
+        if known is not None:
+            last = f"last known, read at {fmt.clock_time(mem.read_s or known.time_s)}"
+            self.query_one("#memory", Static).update(
+                Content.assemble((text, "$spark-dim"), ("\n" + last, "$spark-dim"))
+            )
+        elif mem.read_s is not None:  # older than the GPU readings: say how old and why
             age = fmt.age(max(0.0, sample.time_s - mem.read_s))
             stale = f"read at {fmt.clock_time(mem.read_s)}, {age} before this sample"
             why = f"; {mem.stale_reason}" if mem.stale_reason else ""
@@ -215,7 +227,10 @@ class NodeDetailScreen(Screen[None]):
             )
         else:
             self.query_one("#memory", Static).update(text)
-        self.query_one("#pressure", Static).update(Content(pressure_text(mem)))
+        pressure = pressure_text(mem)
+        self.query_one("#pressure", Static).update(
+            Content(pressure) if known is None else Content.assemble((pressure, "$spark-dim"))
+        )
         self._fill_host(sample, detail)
         gpu = self._gpu(sample)
         for metric, label in PLOTS:
