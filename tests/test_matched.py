@@ -95,3 +95,19 @@ def test_without_load_history_the_scrape_is_the_load_and_says_so() -> None:
     assert is_num(got.ttft_s.value) and is_num(got.decode_tps.value)
     idle = dataclasses.replace(sample, running=0.0)
     assert window_expected(est, idle) == "idle: no running requests to compare"
+
+
+def test_a_running_count_without_data_is_said_against_the_headers_statistic() -> None:
+    """The strip's header gives the window's mean running and its range ("@ 4.6 (4–12)
+    running"); a count in that range the profile has no column for is said as that count
+    of this window, with the same mean and range, not as a bare concurrency."""
+    from sparktop.sweep.matched import Load, cached_estimator, expected_for
+    from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+
+    estimator = cached_estimator(load_profile(DEFAULT_PROFILE))  # columns 1, 2, 4, 8
+    load = Load(((4, 27.0), (12, 3.0)), ((4000.0, 1.0),), ((4000.0, 1.0),), 30.0)
+    header = load.describe()
+    got = expected_for(estimator, load, "")
+    reason = got.decode_tps.how
+    assert header.startswith("4.8 (4–12) running")
+    assert "running reached 12 in this window (mean 4.8, range 4–12): concurrency 12" in reason

@@ -262,6 +262,21 @@ def _wmedian(pairs: Sequence[tuple[float, float]]) -> float:
     return at[-1][1]
 
 
+def _at(load: Load, running: int, fig: Estimated) -> Estimated:
+    """``fig``, its reason tied to the header's statistic when one running count of the
+    window has no data: the header gives the mean and range, the reason the count in it
+    (``running reached 31 in this window (mean 15.9, range 5–32): concurrency 31 is …``)."""
+    if is_num(fig.value) or len(load.running) < 2:
+        return fig
+    counts = [c for c, _ in load.running]
+    mean = f"{load.mean_running:.1f}".removesuffix(".0")
+    reason = fig.value.reason if isinstance(fig.value, NA) else "no data"
+    return _no_data(
+        f"running reached {running} in this window (mean {mean}, range "
+        f"{min(counts)}–{max(counts)}): {reason}"
+    )
+
+
 def expected_for(estimator: EstimateFn, load: Load, aggregate_kind: str) -> WindowExpected:
     """Estimate every cell of ``load`` and combine them (see the module docstring)."""
     ttft: list[Cell] = []
@@ -270,12 +285,12 @@ def expected_for(estimator: EstimateFn, load: Load, aggregate_kind: str) -> Wind
     kinds = {aggregate_kind} if aggregate_kind else set()
     for c, seconds in load.running:
         for p, n in load.ttft_prompts:
-            ttft.append((estimator(p, c).ttft_s, seconds * n))
+            ttft.append((_at(load, c, estimator(p, c).ttft_s), seconds * n))
         for p, n in load.prompts:
             est = estimator(p, c)
             kinds.add(est.aggregate_kind)
-            decode.append((est.decode_tps, seconds * c * n))
-            aggregate.append((est.aggregate_tps, seconds * n))
+            decode.append((_at(load, c, est.decode_tps), seconds * c * n))
+            aggregate.append((_at(load, c, est.aggregate_tps), seconds * n))
     return WindowExpected(
         load,
         _combine(ttft, "weighted median", median=True),
