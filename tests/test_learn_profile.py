@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sparktop.cli import main
 from sparktop.inventory import load_inventory
+from sparktop.model import NA
 from sparktop.record.tick import Tick, make_header
 from sparktop.record.writer import Recorder
 from sparktop.sim.engine import LoadSpec
@@ -58,6 +59,27 @@ async def test_a_recording_of_the_simulator_becomes_a_profile(tmp_path: Path) ->
     assert cell.prefill_tps == round(cell.prompt_tokens / cell.ttft_s, 1)
     # The simulator follows the 4-Spark profile: its 4K x 2 row says TTFT 2.55 s.
     assert 1.5 < cell.ttft_s < 4.0
+    # The limits come from what the recording's samples say the server stated, with where.
+    text = out.read_text()
+    assert "limits: {}" not in text and ": null" not in text
+    assert isinstance(profile.max_model_len, int)
+    note = next(n for n in profile.notes if n.startswith("Limits: "))
+    assert "max_model_len" in note and "from the recording (" in note
+
+
+def test_a_recording_that_states_no_limits_omits_the_block_and_says_why() -> None:
+    from sparktop.sweep.learn import recorded_limits
+    from tests.ui.fakes import engine
+
+    bare = engine(max_model_len=NA("not asked"), max_num_seqs=NA("not exported"),
+                  max_num_batched_tokens=NA("not exported"), kv_pool_source="profile")  # fmt: skip
+    limits, note = recorded_limits([bare], dict.fromkeys(LIMIT_KEYS))
+    assert limits == {} and note.startswith("No limits: the recording states none")
+    limits, note = recorded_limits([bare], {**dict.fromkeys(LIMIT_KEYS), "max_num_seqs": 16})
+    assert limits == {"max_num_seqs": 16} and "max_num_seqs 16 given as --max-num-seqs" in note
+
+
+LIMIT_KEYS = ("kv_pool_tokens", "max_model_len", "max_num_seqs", "max_num_batched_tokens")
 
 
 def test_ramps_waiting_and_sparse_cells_are_left_out(tmp_path: Path) -> None:

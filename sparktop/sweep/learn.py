@@ -107,6 +107,54 @@ def learn_cells(samples: Iterable[EngineSample]) -> dict[tuple[int, int], _Cell]
     return cells
 
 
+LIMIT_FLAGS = {
+    "kv_pool_tokens": "--kv-pool",
+    "max_model_len": "--max-model-len",
+    "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-batched",
+}
+"""The profile's limits and the ``profiles`` option that states each."""
+
+
+def recorded_limits(
+    samples: Iterable[EngineSample], given: dict[str, int | None]
+) -> tuple[dict[str, int], str]:
+    """The limits the learnt profile states, and one note saying where each came from.
+
+    A value given on the command line wins; else the newest recorded sample's, when the
+    server (``/metrics``, ``/v1/models``, ``cache_config_info``) or the inventory stated it.
+    A limit the scrape took from a profile is left out (a learnt profile would only repeat
+    another's guess). With none known the block is omitted and the note says why."""
+    found: dict[str, tuple[int, str]] = {
+        k: (v, f"given as {LIMIT_FLAGS[k]}") for k, v in given.items() if v is not None
+    }
+    for sample in reversed(list(samples)):
+        for key in LIMIT_FLAGS:
+            value = getattr(sample, key)
+            origin = (
+                sample.kv_pool_source
+                if key == "kv_pool_tokens"
+                else sample.limit_sources.get(key, "")
+            )
+            if key in found or not is_num(value) or value < 1:
+                continue
+            if origin in ("profile", "unknown", ""):
+                continue
+            found[key] = (int(value), f"from the recording ({printable(origin)})")
+    limits = {k: found[k][0] for k in LIMIT_FLAGS if k in found}
+    if not limits:
+        return {}, (
+            "No limits: the recording states none (no max_num_seqs, max_num_batched_tokens, "
+            "max_model_len or KV pool from the server or the inventory); give them with "
+            + ", ".join(LIMIT_FLAGS.values())
+            + "."
+        )
+    said = "; ".join(f"{k} {found[k][0]:,} {found[k][1]}" for k in limits)
+    missing = [k for k in LIMIT_FLAGS if k not in limits]
+    tail = f"; not known: {', '.join(missing)}" if missing else ""
+    return limits, f"Limits: {said}{tail}."
+
+
 def learn_profile(
     path: str | Path,
     name: str,
@@ -159,13 +207,14 @@ def learn_profile(
         if isinstance(created, int | float) and not isinstance(created, bool)
         else "at an unknown time"
     )
-    doc = {
+    stated, limits_note = recorded_limits(samples, limits)
+    doc: dict[str, object] = {
         "sparktop_profile": 1,
         "name": name,
         "source": f"observed on this cluster, not a sweep: recording {Path(path).name}",
         "model": ", ".join(models),
         "engine": ", ".join(engines),
-        "limits": limits,
+        **({"limits": stated} if stated else {}),
         "aggregate_kind": "end-to-end",
         "notes": [
             "Observed on this cluster, not a sweep: steady stretches of live traffic "
@@ -175,6 +224,7 @@ def learn_profile(
             f"left out ({left_out} left out).",
             "Readings of consecutive ticks share most of their window: the count says how "
             "long a cell was seen, not how many independent samples it has.",
+            limits_note,
         ],
         "columns": [{"name": n, "meaning": m} for n, m in COLUMNS],
         "rows": rows,
