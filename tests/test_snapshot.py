@@ -405,3 +405,23 @@ async def test_snapshot_and_monitor_name_one_state(files: ClientFiles) -> None:
     assert {n["node"]: n["state"] for n in doc["nodes"]} == {
         node: text.removesuffix("?") for node, text in monitor.items()
     }
+
+
+def test_table_has_the_monitors_ttft_split_and_spec_decode_per_engine() -> None:
+    """One line per engine as the monitor's engine block says it: mean queue + prefill of the
+    requests finished in the window, and speculative decoding acceptance."""
+    from tests.ui.fakes import engine
+
+    split = engine(
+        queue_time_mean_s=0.42,
+        prefill_time_mean_s=8.61,
+        spec_acceptance_rate=0.54,
+        spec_mean_accept_len=3.69,
+    )
+    plain = engine("plain")
+    out = io.StringIO()
+    snap = Snapshot("c", 0.0, (), (split, plain))
+    render_table(snap, Console(file=out, width=200, color_system=None))
+    text = out.getvalue()
+    assert "dsv41: means: queue 420 ms + prefill 8.61 s · spec 54% ×3.69" in text
+    assert "plain: means" not in text and "plain: spec" not in text

@@ -177,6 +177,9 @@ def render_table(
         for sample in snap.engines:
             if expected and sample.engine in expected:
                 console.print(Text(f"{sample.engine}: {expected[sample.engine]}"))
+            split = engine_report.split_line(sample)
+            if split is not None:
+                console.print(Text(split))
         fitted += engines
     note = hidden_note(fitted, width)
     if note is not None:
