@@ -47,3 +47,18 @@ async def test_a_full_disk_stops_the_recording_and_says_so_at_once(tmp_path: Pat
         assert any("No space left on device" in e.message for e in events)
         await pilot.press("q")
     outputs.close()
+
+
+async def test_rec_and_paused_fit_an_80_column_header_with_long_names() -> None:
+    """On an 80-column terminal the line is cut at its end: the states come before the long
+    cluster and profile names, so ``● REC`` and ``⏸ PAUSED`` are on screen."""
+    run = plan(cluster="a-long-cluster-name-x")
+    app = SparktopApp(run, [Scripted(node("spark-1"))], clock=Clock(), autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.recording = True
+        app.poller.pause()
+        app.tick()
+        await pilot.pause()
+        bar = app.query_one(HeaderBar)
+        line = "".join(seg.text for seg in bar.render_line(0))
+        assert "● REC" in line[:80] and "⏸ PAUSED" in line[:80], line

@@ -50,7 +50,15 @@ class HeaderBar(TextBlock):
         if key == self._shown:
             return
         self._shown = key
-        parts: list[str | tuple[str, str]] = [("sparktop", "bold"), "  ", (cluster, "bold")]
+        parts: list[str | tuple[str, str]] = [("sparktop", "bold")]
+        # The states first: a long cluster or profile name is what an 80-column line cuts.
+        if paused:
+            parts += ["  ", ("⏸ PAUSED", "$spark-warn bold")]
+        if recording and recording_failed:
+            parts += ["  ", ("✗ REC stopped", "$spark-crit bold reverse")]
+        elif recording:
+            parts += ["  ", ("● REC", "$spark-crit bold")]
+        parts += ["  ", (cluster, "bold")]
         if profile:
             parts += ["  profile ", (profile, "$spark-accent")]
         parts += [
@@ -58,12 +66,6 @@ class HeaderBar(TextBlock):
             "  newest ",
             (age, _age_style(newest_age_s, interval_s)),
         ]
-        if paused:
-            parts += ["  ", ("⏸ PAUSED", "$spark-warn bold")]
-        if recording and recording_failed:
-            parts += ["  ", ("✗ REC stopped", "$spark-crit bold reverse")]
-        elif recording:
-            parts += ["  ", ("● REC", "$spark-crit bold")]
         self.set_content(Content.assemble(*parts), layout=False)
 
 
