@@ -200,7 +200,7 @@ async def test_budget_counts_a_typed_directory(tmp_path: object) -> None:
         pane = app.query_one(BudgetPane)
         assert pane.inputs.prompt.method == "estimated"
         assert pane.inputs.prompt.tokens == 600  # 2,400 characters ÷ 4
-        assert "1 files" in static_text(pane.query_one("#budget-out", TextBlock))
+        assert "1 file," in static_text(pane.query_one("#budget-out", TextBlock))
 
 
 async def test_help_and_palette_open() -> None:
