@@ -72,12 +72,34 @@ def gpu_field_rows(gpus: tuple[GpuSample, ...]) -> list[tuple[str, list[str]]]:
             if f.name == "clock_event_mask" and isinstance(value, int):
                 value = f"{value:#x} {', '.join(gpu.clock_events) or 'none'}"
             elif f.name == "counters":
-                value = ", ".join(f"{c.name}={getattr(value, c.name)!s}" for c in fields(value))
+                value = counters_text(value)
             elif not is_num(value) and hasattr(value, "reason"):
                 value = f"n/a ({value.reason})"
             values.append(str(value))
         rows.append((f.name, values))
     return rows
+
+
+COUNTER_NAMES = {
+    "sw_thermal_us": "sw-therm",
+    "hw_thermal_us": "hw-therm",
+    "sw_power_cap_us": "sw-pcap",
+    "hw_power_brake_us": "hw-brake",
+}
+"""Short names of the slowdown counters: the row fits an 80-column screen."""
+
+
+def counters_text(counters: object) -> str:
+    """``sw-therm 12.3 s · hw-therm 0 s · …``: time spent in each slowdown (µs counters shown
+    in seconds); one ``n/a (reason)`` when none is available for the same reason."""
+    values = [(short, getattr(counters, name, NA())) for name, short in COUNTER_NAMES.items()]
+    reasons = {v.reason for _, v in values if isinstance(v, NA)}
+    if len(reasons) == 1 and all(isinstance(v, NA) for _, v in values):
+        return f"n/a ({reasons.pop()})"
+    return " · ".join(
+        f"{short} {v / 1e6:,.1f} s".replace(".0 s", " s") if is_num(v) else f"{short} n/a"
+        for short, v in values
+    )
 
 
 def fields_label(sample: NodeSample, known_time_s: float | None) -> str:
