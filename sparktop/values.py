@@ -77,11 +77,15 @@ Num: TypeAlias = float | NA
 
 def is_num(value: object) -> TypeGuard[float]:
     """True for a finite ``int``/``float`` (``bool`` excluded); False for ``NA``, NaN, ±Inf."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
+    kind = type(value)
+    # Exact types first: called ~100k times a UI tick on a large cluster.
+    if kind is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    if kind is int:
+        return True
+    if kind is bool or kind is NA:
+        return False
+    return isinstance(value, int | float) and math.isfinite(float(value))
 
 
 def num_or(value: Num | None, default: float) -> float:

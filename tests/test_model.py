@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import decimal
+import math
+
 from sparktop.model import NA, decode_clock_events, fmt_num, is_num, slowdown_reasons, sort_key
 
 
@@ -17,6 +20,24 @@ def test_is_num_rejects_nan_inf_and_bool() -> None:
     assert is_num(0.0) and is_num(3)
     assert not is_num(float("nan")) and not is_num(float("inf")) and not is_num(True)
     assert not is_num(NA())
+
+
+def test_is_num_fast_path_agrees_with_its_definition() -> None:
+    """The exact-type fast path says what the plain definition says, subclasses included."""
+
+    class Reading(float):
+        pass
+
+    cases: list[object] = [0, -7, 2**70, 1.5, -0.0, float("nan"), float("inf"), -float("inf"),
+                           True, False, NA("x"), None, "1", Reading(2.0), Reading("nan"),
+                           complex(1, 0), decimal.Decimal("1.0")]  # fmt: skip
+    for value in cases:
+        plain = (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(float(value))
+        )
+        assert is_num(value) is plain, value
 
 
 def test_sort_key_puts_missing_first() -> None:
