@@ -43,8 +43,9 @@ def sim_plan(sim: SimHandle) -> Plan:
     return Plan.from_inventory(load_inventory(sim.inventory_path))
 
 
-def node_sources(sim: SimHandle) -> dict[str, Source]:
-    sources = sim_plan(sim).node_sources(backoff_base_s=0.05, backoff_cap_s=0.2)
+def node_sources(sim: SimHandle, **ssh_options: float) -> dict[str, Source]:
+    """The sim's node sources by name (``ssh_options`` to every :class:`SshSource`)."""
+    sources = sim_plan(sim).node_sources(backoff_base_s=0.05, backoff_cap_s=0.2, **ssh_options)
     return {s.name: s for s in sources}
 
 

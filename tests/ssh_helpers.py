@@ -40,6 +40,7 @@ from sparktop.sources.probe import (
     REASONS_FIELD_OLD,
     SECTION_APPS,
     SECTION_GPU,
+    SECTION_HOST,
     SECTION_MEMINFO,
     field_check_command,
     probe_command,
@@ -152,14 +153,18 @@ class FakeNvidiaSmi:
         return "\n".join(["gpu_uuid, pid, used_gpu_memory [MiB]", *rows]) + "\n", 0
 
 
-def probe_reply(fake: FakeNvidiaSmi, fields: Sequence[str], meminfo: str) -> str:
-    """What :func:`probe_command` prints on a node with this nvidia-smi (see probe.py)."""
+def probe_reply(
+    fake: FakeNvidiaSmi, fields: Sequence[str], meminfo: str, *, host_files: bool = False
+) -> str:
+    """What :func:`probe_command` prints on a node with this nvidia-smi (see probe.py); with
+    ``host_files`` the host section of a node where none of the host files exist."""
     gpu, gpu_rc = fake.query_gpu(fields)
     apps, apps_rc = fake.query_apps()
+    host = f"{MARK}{SECTION_HOST}\n{MARK}rc 0\n" if host_files else ""
     return (
         f"{MARK}{SECTION_GPU}\n{gpu}{MARK}rc {gpu_rc}\n"
         f"{MARK}{SECTION_MEMINFO}\n{meminfo}"
-        f"{MARK}{SECTION_APPS}\n{apps}{MARK}rc {apps_rc}\n"
+        f"{MARK}{SECTION_APPS}\n{apps}{MARK}rc {apps_rc}\n{host}"
     )
 
 
@@ -169,14 +174,15 @@ def asyncssh_responder(fake: FakeNvidiaSmi, meminfo: str | None = None) -> Respo
     for fields in FIELD_SETS:
         known[field_check_command(fields)] = ("check", fields)
         known[probe_command(fields)] = ("probe", fields)
+        known[probe_command(fields, host_files=True)] = ("probe+host", fields)
     text = meminfo if meminfo is not None else gb10_meminfo()
 
     async def respond(command: str) -> tuple[str, int]:
         kind, fields = known.get(command, ("", ()))
         if kind == "check":
             return fake.query_gpu(fields)
-        if kind == "probe":
-            return probe_reply(fake, fields, text), 0
+        if kind.startswith("probe"):
+            return probe_reply(fake, fields, text, host_files=kind == "probe+host"), 0
         return "sh: 1: unexpected command\n", 127
 
     return respond

@@ -13,10 +13,13 @@ from sparktop.sim.scenarios import Act
 from sparktop.snapshot import node_json
 from tests.sim_helpers import node_sample, node_sources, num, running_sim, until
 
+# The host files are read on every poll here (not every SLOW_TIER_S): these tests are about
+# the readings; tests/test_host_tier.py is about when they are read.
+
 
 async def test_sim_nodes_show_fabric_pressure_spark_hwmon_and_processes() -> None:
     async with running_sim(speed=10) as sim:
-        source = node_sources(sim)["spark-2"]
+        source = node_sources(sim, host_every_s=0.0)["spark-2"]
         try:
             first = await node_sample(source)
             second = await until(
@@ -52,7 +55,7 @@ async def test_sim_link_down_and_memory_pressure_show_in_the_readings() -> None:
         sim.targets = replace(sim.targets, pressure="spark-2")
         await sim.apply(Act.LINK_DOWN)
         await sim.apply(Act.MEMORY_PRESSURE)
-        source = node_sources(sim)[sim.targets.link]
+        source = node_sources(sim, host_every_s=0.0)[sim.targets.link]
         try:
             await node_sample(source)
             sample = await until(

@@ -199,6 +199,8 @@ def cached_responder(fake: FakeNvidiaSmi) -> Responder:
     for fields in FIELD_SETS:
         answers[field_check_command(fields)] = fake.query_gpu(fields)
         answers[probe_command(fields)] = (probe_reply(fake, fields, meminfo), 0)
+        reply = probe_reply(fake, fields, meminfo, host_files=True)
+        answers[probe_command(fields, host_files=True)] = (reply, 0)
 
     async def respond(command: str) -> tuple[str, int]:
         return answers.get(command, ("sh: 1: unexpected command\n", 127))

@@ -94,10 +94,11 @@ async def test_normal_poll_of_several_nodes_reuses_one_connection(
     full = FIELD_SETS[0]
     for server, source in zip(servers, sources, strict=True):
         assert server.connections_accepted == 1 and source.connects == 1
-        # One field check per connection, then one batched probe per poll.
+        # One field check per connection, then one batched probe per poll (the first of a
+        # connection reads the host files too: the slow tier).
         assert server.commands == [
             field_check_command(full),
-            probe_command(full),
+            probe_command(full, host_files=True),
             probe_command(full),
         ]
 
@@ -378,7 +379,7 @@ async def test_field_set_falls_back_for_older_drivers(
 
     assert sample.ok, sample.message
     assert source.fields == fields
-    assert server.commands[-1] == probe_command(fields)
+    assert server.commands[-1] == probe_command(fields, host_files=True)
     gpu = sample.gpus[0]
     assert gpu.slowdowns == ("sw_thermal_slowdown",)  # read from the old spelling too
     assert gpu.sm_clock_mhz == 1833
@@ -471,7 +472,7 @@ async def test_proxyjump_from_ssh_config(files: ClientFiles, start_node: StartNo
     await source.aclose()
     assert sample.ok, sample.message
     assert jump.connections_accepted == 1 and jump.commands == []
-    assert target.commands[-1] == probe_command(FIELD_SETS[0])
+    assert target.commands[-1] == probe_command(FIELD_SETS[0], host_files=True)
 
 
 @pytest.mark.parametrize("driver", ["current", "old"])

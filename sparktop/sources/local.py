@@ -25,7 +25,7 @@ from sparktop.sources.fabric_rates import FabricRates
 from sparktop.sources.hostfiles import HostRead, parse_host
 from sparktop.sources.hostread import read_host_files
 from sparktop.sources.nvsmi import is_unified, sum_num
-from sparktop.sources.stream import SLOW_TIER_S
+from sparktop.sources.probe import SLOW_TIER_S
 
 MIB = 1024 * 1024
 PSTATE_UNKNOWN = 32

@@ -78,6 +78,12 @@ grep quiet about it: a node without ``/sys/class/infiniband`` prints no fabric l
 HOST_MAX_LINES = 1500
 """Lines of ``HOST_FILES`` output kept (``head -n``): a DGX Spark prints ~300."""
 
+SLOW_TIER_S = 10.0
+"""Period of the slow tier, seconds: the host files in either probe mode, and beside a GPU
+stream also ``/proc/meminfo`` and the compute apps. Between reads a node's sample repeats the
+last host section (its fabric rates come from the node's own clock, so a repeat is no new
+reading)."""
+
 
 def gpu_fields(reasons_field: str = REASONS_FIELD, counters: bool = True) -> tuple[str, ...]:
     """The ``--query-gpu`` field list for a driver's supported set."""
@@ -107,7 +113,7 @@ def slow_command() -> str:
         <path:line for each line of HOST_FILES>
         @@sparktop:rc <status>
     """
-    return f"export LC_ALL=C; {_slow_part()}"
+    return f"export LC_ALL=C; {_memory_part()}; {host_part()}"
 
 
 def host_part() -> str:
@@ -120,20 +126,20 @@ def host_part() -> str:
     )
 
 
-def _slow_part() -> str:
+def _memory_part() -> str:
     return (
         f"echo '{MARK}{SECTION_MEMINFO}'; "
         "cat /proc/meminfo; "
         f"echo '{MARK}{SECTION_APPS}'; "
         f"timeout {REMOTE_TIMEOUT_S} nvidia-smi --query-compute-apps={','.join(APPS_FIELDS)} "
         "--format=csv,nounits 2>&1; "
-        f'echo "{MARK}rc $?"; '
-        f"{host_part()}"
+        f'echo "{MARK}rc $?"'
     )
 
 
-def probe_command(fields: tuple[str, ...]) -> str:
-    """The batched one-shot command: GPU CSV (with header), /proc/meminfo, per-process memory.
+def probe_command(fields: tuple[str, ...], *, host_files: bool = False) -> str:
+    """The batched one-shot command: GPU CSV (with header), /proc/meminfo, per-process memory,
+    and with ``host_files`` (the slow tier, every :data:`SLOW_TIER_S`) the host section.
 
     Output shape (each nvidia-smi call followed by its exit status)::
 
@@ -145,11 +151,12 @@ def probe_command(fields: tuple[str, ...]) -> str:
         @@sparktop:apps
         <csv with header>
         @@sparktop:rc <status>
-        @@sparktop:host
+        @@sparktop:host                          (only with host_files)
         <path:line for each line of HOST_FILES>
         @@sparktop:rc <status>
     """
-    return f"export LC_ALL=C; {gpu_section(fields)}; {_slow_part()}"
+    host = f"; {host_part()}" if host_files else ""
+    return f"export LC_ALL=C; {gpu_section(fields)}; {_memory_part()}{host}"
 
 
 STREAM_MIN_INTERVAL_MS = 100

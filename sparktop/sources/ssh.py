@@ -6,7 +6,9 @@ with :meth:`SshSource.follow_interval`, and from the one-shot probe otherwise (t
 of a connection, one-off commands, while a stream restarts, or on a node whose ``-lms``
 does not work; ``NodeSample.probe`` says which). Both are fixed commands from
 :mod:`sparktop.sources.probe` (nvidia-smi CSV with its header, ``/proc/meminfo``,
-per-process GPU memory) and their output is parsed by
+per-process GPU memory; the host files only every
+:data:`~sparktop.sources.probe.SLOW_TIER_S`, see :mod:`sparktop.sources.hosttier`) and their
+output is parsed by
 :func:`sparktop.sources.nvsmi.parse_probe_output`. The nvidia-smi field set is learnt once per
 connection (newest first, falling back for older drivers, see ``FIELD_SETS``).
 
@@ -56,9 +58,15 @@ from sparktop.sources.hostkeys import (
     record_host_key,
     user_known_hosts_file,
 )
+from sparktop.sources.hosttier import HostTier
 from sparktop.sources.nvsmi import parse_probe_output, unsupported_field
 from sparktop.sources.nvsmi.node import RAW_MAX, oversized_message
-from sparktop.sources.probe import FIELD_SETS, field_check_command, probe_command
+from sparktop.sources.probe import (
+    FIELD_SETS,
+    SLOW_TIER_S,
+    field_check_command,
+    probe_command,
+)
 from sparktop.sources.remote import OutputTooLarge, Progress, run_bounded
 from sparktop.sources.sshutil import expand_path, failure_reason, gcm_first
 from sparktop.sources.stream import StreamProbe
@@ -99,6 +107,7 @@ class SshSource:
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         stream: bool | None = None,
+        host_every_s: float = SLOW_TIER_S,
     ) -> None:
         self.name: str = node.name
         self.node = node
@@ -115,6 +124,8 @@ class SshSource:
         self._since: float | None = None
         self._last_failure: NodeSample | None = None
         self._fabric_rates = FabricRates()
+        self.host_tier = HostTier(host_every_s, clock=clock)
+        """When the one-shot probe reads the host files (the slow tier), and the last read."""
         self.connects = 0
         """Connections opened so far (a healthy node keeps one)."""
         self.host_key_verified_s: float | None = None
@@ -240,12 +251,15 @@ class SshSource:
 
     async def _probe(self, conn: asyncssh.SSHClientConnection) -> str:
         progress = Progress()
+        host_files = self.host_tier.due
+        if host_files:
+            self.host_tier.asked()
         try:
             async with asyncio.timeout(self.probe_deadline_s):
                 for attempt in range(2):
                     if self._fields is None:
                         self._fields = await self._check_fields(conn, progress)
-                    command = probe_command(self._fields or FIELD_SETS[0])
+                    command = probe_command(self._fields or FIELD_SETS[0], host_files=host_files)
                     text, _ = await run_bounded(conn, command, progress)
                     if unsupported_field(text) is None:
                         break
@@ -255,7 +269,7 @@ class SshSource:
                     log.debug("%s: field set refused (attempt %d)", self.name, attempt + 1)
         except TimeoutError:
             raise _ProbeTimeout(progress.started) from None
-        return text
+        return self.host_tier.complete(text)
 
     async def _check_fields(
         self, conn: asyncssh.SSHClientConnection, progress: Progress
@@ -377,6 +391,7 @@ class SshSource:
             log.warning("%s: added the new host key to %s", self.name, target)
         self._conn = conn
         self._fields = None
+        self.host_tier.reset()
         if self.stream is not None:
             self.stream.reset()
         self.connects += 1

@@ -34,6 +34,7 @@ from sparktop.sources.probe import (
     MARK,
     REMOTE_TIMEOUT_S,
     SECTION_MEMINFO,
+    SLOW_TIER_S,
     slow_command,
     stream_command,
     stream_interval_ms,
@@ -48,8 +49,6 @@ RESTART_LIMIT = 3
 """Runs in a row that end or go stale before the node stays on the one-shot probe."""
 HEALTHY_ROWS = 5
 """Intervals a run must deliver before its failures are forgotten."""
-SLOW_TIER_S = 10.0
-"""Period of the slow tier (/proc/meminfo, compute apps, host files) beside the stream, s."""
 SLOW_MAX_CHARS = 128_000
 READ_CHUNK = 65_536
 
