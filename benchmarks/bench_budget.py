@@ -14,7 +14,6 @@ Run: ``python benchmarks/bench_budget.py [--quick]``
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -28,7 +27,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ROOT, Figure, check, info, print_table
+from benchmarks.common import ROOT, Figure, arg_parser, check, info, print_table
 from sparktop.sweep.scan import scan_directory
 
 CHARS = 500_000
@@ -134,10 +133,7 @@ def figures(run: BudgetRun) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser = arg_parser(__doc__, quick="fewer repeats")
     args = parser.parse_args(argv)
     run = measure(5 if args.quick else 15)
     print_table("Budget: token estimate of a source tree", figures(run))

@@ -20,7 +20,6 @@ Run: ``python benchmarks/bench_cpu.py [--quick]``
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import fcntl
@@ -41,7 +40,7 @@ if __package__ in (None, ""):
 
 import psutil
 
-from benchmarks.common import ROOT, Figure, check, info, print_table, sim_process
+from benchmarks.common import ROOT, Figure, arg_parser, check, info, print_table, sim_process
 from benchmarks.simsources import SimSources
 from sparktop.sim.scenarios import SCENARIOS
 
@@ -276,10 +275,7 @@ def figures(run: CpuRun, hour: list[Checkpoint]) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="15 s window, a shorter simulated run")
+    parser = arg_parser(__doc__, quick="15 s window, a shorter simulated run")
     parser.add_argument("--seconds", type=float, help="measured window (default 60, quick 15)")
     args = parser.parse_args(argv)
     seconds = args.seconds or (15.0 if args.quick else 60.0)

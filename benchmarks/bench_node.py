@@ -9,8 +9,8 @@ What a sample costs *on the node* (the machine serving the model), counted two w
    stream = one ``nvidia-smi -lms`` channel printing a row per interval plus the slow tier
    every 10 s. The same windows give the head node's CPU per sample (this process:
    sparktop's sources, the poller and parsing).
-2. **OpenSSH sshd** (as in ``tests/test_sshd_openssh.py``: a real ``sshd`` per node, the tests'
-   fake ``nvidia-smi`` first on the session PATH), 4 nodes every 0.25 s: CPU of everything
+2. **OpenSSH sshd** (:mod:`sparktop.testing.sshd`, as in the tests: a real ``sshd`` per
+   node, the fake ``nvidia-smi`` first on the session PATH), 4 nodes every 0.25 s: CPU of everything
    the probe runs there, read through psutil over the sshd process tree (each process's own
    CPU plus that of the children it reaped: the session's shell, ``timeout``, ``cat``,
    nvidia-smi). The fake nvidia-smi's share is stated apart: each one-shot call counted from
@@ -27,7 +27,6 @@ Run: ``python benchmarks/bench_node.py [--quick]``
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -47,7 +46,7 @@ if __package__ in (None, ""):
 
 import psutil
 
-from benchmarks.common import Figure, check, info, print_table, sim_process
+from benchmarks.common import Figure, arg_parser, check, info, print_table, sim_process
 from sparktop.inventory import Inventory, load_inventory
 from sparktop.model import NodeSample, Sample
 from sparktop.poller import Poller
@@ -186,13 +185,13 @@ class SshdResult:
 
 
 def sshd_runs(seconds: float) -> SshdResult | None:
-    from tests.ssh_helpers import FakeNvidiaSmi, Sshd, client_files, login_user
+    from sparktop.testing.nvsmi import FakeNvidiaSmi
+    from sparktop.testing.sshclient import client_files, login_user
+    from sparktop.testing.sshd import Sshd, SshdMissing, sshd_path
 
     try:
-        from tests.ssh_helpers import require_sshd
-
-        require_sshd()
-    except BaseException:  # pytest.skip raises outside pytest too
+        sshd_path()
+    except SshdMissing:
         return None
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="sparktop-bench-sshd-") as tmp:
@@ -256,7 +255,7 @@ async def line_to_ui(seconds: float) -> list[float]:
     from sparktop.sim.gb10 import Gb10Responder
     from sparktop.sim.gpu import GpuModel
     from sparktop.sim.sshserver import start_ssh_server
-    from tests.ssh_helpers import client_files, login_user
+    from sparktop.testing.sshclient import client_files, login_user
 
     gpu = GpuModel("spark-1", 0, "GPU-1", 2509.0, 55.0, random.Random(1), vllm_pid=4242)
     responder = Gb10Responder(gpu)
@@ -389,8 +388,7 @@ def measure(quick: bool) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = arg_parser(__doc__, quick="shorter windows")
     args = parser.parse_args(argv)
     table = measure(args.quick)
     print_table("node-side cost: one-shot vs stream", table)

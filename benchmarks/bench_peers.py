@@ -23,7 +23,6 @@ Run: ``python benchmarks/bench_peers.py [--quick]``
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import importlib.metadata
@@ -49,7 +48,7 @@ import psutil
 import yaml
 
 from benchmarks.bench_cpu import _Drain
-from benchmarks.common import ROOT, Figure, info, print_table, sim_process
+from benchmarks.common import ROOT, Figure, arg_parser, info, print_table, sim_process
 
 SIZE = (200, 50)
 MB = 1024 * 1024
@@ -204,8 +203,7 @@ def figures(runs: Sequence[TuiRun]) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = arg_parser(__doc__, quick="shorter windows")
     args = parser.parse_args(argv)
     print_table("peers side by side", figures(measure(args.quick)))
     return 0

@@ -19,7 +19,6 @@ Run: ``python benchmarks/bench_poll.py [--quick] [--nvsmi-ms 40]``
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import subprocess
@@ -35,7 +34,7 @@ if __package__ in (None, ""):
 import asyncssh
 from asyncssh.encryption import get_default_encryption_algs
 
-from benchmarks.common import Figure, SimProcess, check, info, print_table, sim_process
+from benchmarks.common import Figure, SimProcess, arg_parser, check, info, print_table, sim_process
 from sparktop.cluster import ClusterState
 from sparktop.inventory import Inventory, NodeConfig, load_inventory
 from sparktop.plan import Plan
@@ -286,10 +285,7 @@ def run_both(quick: bool, sizes: Sequence[int] = SIZES) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer cycles per figure")
+    parser = arg_parser(__doc__, quick="fewer cycles per figure")
     parser.add_argument(
         "--nvsmi-ms", type=float,
         help=f"only this nvidia-smi time per call on a node (default: 0, then {NVSMI_MS:g})",

@@ -15,7 +15,6 @@ Run: ``python benchmarks/bench_prometheus.py [--quick] [--nodes 256]``
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import subprocess
@@ -32,7 +31,16 @@ import psutil
 import yaml
 
 from benchmarks import bench_poll
-from benchmarks.common import ROOT, Figure, check, info, print_table, sim_process, stop_child
+from benchmarks.common import (
+    ROOT,
+    Figure,
+    arg_parser,
+    check,
+    info,
+    print_table,
+    sim_process,
+    stop_child,
+)
 from sparktop.inventory import parse_inventory
 from sparktop.plan import Plan
 from sparktop.poller import Poller
@@ -214,10 +222,7 @@ def run(quick: bool = False, nodes: int = 256) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true")
+    parser = arg_parser(__doc__, quick="fewer repeats")
     parser.add_argument("--nodes", type=int, default=256)
     args = parser.parse_args(argv)
     table = run(args.quick, args.nodes)

@@ -32,7 +32,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ROOT, Figure, check, info, print_table
+from benchmarks.common import ROOT, Figure, arg_parser, check, info, print_table
 from benchmarks.simsources import SimSources
 
 SIZES = (8, 16, 32, 64)
@@ -152,10 +152,7 @@ def figures(results: Sequence[RenderResult]) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    parser = arg_parser(__doc__, quick="fewer rounds")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), metavar="ROWS")
     parser.add_argument(
         "--one", type=int, nargs=3, metavar=("ROWS", "HEIGHT", "ROUNDS"), help=argparse.SUPPRESS

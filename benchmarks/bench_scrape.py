@@ -1,8 +1,8 @@
 """How long one engine scrape takes: an 8-engine vLLM ``/metrics`` page of 5,000+ lines.
 
 Builds the page with prometheus_client (vLLM's metric names, ``engine`` labels 0–7 and default
-buckets, via ``tests/vllm_page.py``), serves it on 127.0.0.1, and measures in one run, as the
-median of several repeats with counters advancing between them:
+buckets, via :mod:`sparktop.testing.vllm_page`), serves it on 127.0.0.1, and measures in one
+run, as the median of several repeats with counters advancing between them:
 
 - prometheus_client's own parse of the whole page (``text_string_to_metric_families``);
 - sparktop's parse + derivation from the page in memory (no HTTP);
@@ -15,7 +15,6 @@ the machine; the ratio to prometheus_client's parse is the portable number.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -24,17 +23,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.common import arg_parser
 from sparktop.sources.engine import EngineSource
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.vllm import parse_engine_page
-from tests.http_stub import Reply, StubServer
-from tests.vllm_page import FakeVllm, Load
+from sparktop.testing.http_stub import Reply, StubServer
+from sparktop.testing.vllm_page import FakeVllm, Load
 
 TARGET_MS = 20.0
 ENGINES = 8
@@ -101,9 +102,7 @@ async def time_http(fake: FakeVllm, repeats: int) -> tuple[list[float], str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arg_parser(__doc__)
     parser.add_argument("--repeats", type=int, default=25, help="timed repeats per row (median)")
     args = parser.parse_args(argv)
 

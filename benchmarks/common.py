@@ -7,6 +7,7 @@ target as text and whether it passed (``None`` = informational, no target).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import platform
@@ -47,6 +48,17 @@ def check(name: str, value: float, limit: float, fmt: str, *, at_least: bool = F
 
 def info(name: str, measured: str) -> Figure:
     return Figure(name, measured)
+
+
+def arg_parser(doc: str | None, quick: str | None = None) -> argparse.ArgumentParser:
+    """A benchmark's command line: its module docstring as ``--help`` (layout kept); with
+    ``quick``, a ``--quick`` flag with that help."""
+    parser = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    if quick is not None:
+        parser.add_argument("--quick", action="store_true", help=quick)
+    return parser
 
 
 def machine() -> str:

@@ -17,7 +17,6 @@ Exit status 0 when every figure passes, 1 when one misses.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -29,7 +28,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import bench_budget, bench_cpu, bench_node, bench_peers, bench_poll, bench_render
-from benchmarks.common import Figure, check, info, machine, markdown_table, print_table
+from benchmarks.common import Figure, arg_parser, check, info, machine, markdown_table, print_table
 
 BENCHMARKS = ("poll", "node", "cpu", "render", "scrape", "budget", "prometheus", "peers")
 
@@ -121,10 +120,7 @@ RUNNERS: dict[str, Callable[[bool], list[Figure]]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="shorter windows, fewer repeats")
+    parser = arg_parser(__doc__, quick="shorter windows, fewer repeats")
     parser.add_argument(
         "--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of {BENCHMARKS}"
     )

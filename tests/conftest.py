@@ -14,15 +14,16 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("SPARKTOP_SHARED") or REPO.parent / "shared").resolve()
-FIXTURES = SHARED / "fixtures"
-CASES = SHARED / "cases"
-PROFILES = SHARED / "profiles"
+from sparktop.testing.shared import CASES, FIXTURES, PROFILES, REPO, SHARED
+
+__all__ = ["CASES", "FIXTURES", "PROFILES", "REPO", "SHARED"]
 
 HAVE_SHARED = (SHARED / "DESIGN.md").is_file() and CASES.is_dir() and FIXTURES.is_dir()
 
-_NEEDS_SHARED = ("FIXTURES", "CASES", "PROFILES", "SHARED", "nvsmi_helpers", "ssh_helpers")
+_NEEDS_SHARED = (
+    "FIXTURES", "CASES", "PROFILES", "SHARED", "nvsmi_helpers", "ssh_helpers",
+    "testing.nvsmi", "testing.sshd",
+)  # fmt: skip
 _not_collected: list[str] = []
 
 

@@ -18,8 +18,8 @@ from sparktop.model import NA, EngineSample, EngineState
 from sparktop.sweep.budget import Origin, budget_json, compute_budget, render_budget
 from sparktop.sweep.estimator import Basis
 from sparktop.sweep.profile import load_profile
+from sparktop.testing.http_stub import serve_threaded
 from tests.conftest import PROFILES
-from tests.http_stub import serve_threaded
 
 TWO = "2x-spark-dsv4-flash-0731"
 FOUR = "4x-spark-dsv41-flash-1017"

@@ -16,7 +16,7 @@ import pytest
 from sparktop.cli import main
 from sparktop.commands import budget as budget_command
 from sparktop.sweep import exact_tokens
-from tests.http_stub import serve_threaded
+from sparktop.testing.http_stub import serve_threaded
 
 TOKEN = "sekrit-token-4711"
 ENV = "SPARKTOP_TEST_HOSTILE_KEY"
@@ -139,7 +139,7 @@ def test_a_slow_tokenize_is_said_as_slow_not_unreachable(
     said to be late ("did not answer within 1 s"), never "endpoint unreachable"."""
     import threading
 
-    from tests.vllm_page import FakeVllm
+    from sparktop.testing.vllm_page import FakeVllm
 
     release = threading.Event()
     page = FakeVllm(kv_cache_size_tokens=1_000_000).page()

@@ -6,7 +6,8 @@ import subprocess
 import sys
 
 CORE_PACKAGES = ("sparktop.sources", "sparktop.sweep", "sparktop.sim", "sparktop.inventory",
-                 "sparktop.alerts", "sparktop.record", "sparktop.commands")  # fmt: skip
+                 "sparktop.alerts", "sparktop.record", "sparktop.commands",
+                 "sparktop.testing")  # fmt: skip
 CORE_MODULES = ["sparktop.model", "sparktop.cluster", "sparktop.history", "sparktop.poller",
                 "sparktop.plan", "sparktop.snapshot", "sparktop.cli"]  # fmt: skip
 

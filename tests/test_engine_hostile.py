@@ -25,7 +25,7 @@ from sparktop.sources.engine import EngineSource
 from sparktop.sources.prom import parse_page
 from sparktop.sources.promtext import ParseBounds
 from sparktop.sources.vllm import WANTED
-from tests.vllm_page import FakeVllm
+from sparktop.testing.vllm_page import FakeVllm
 
 
 @dataclass
@@ -357,7 +357,7 @@ async def test_impossible_limits_and_shares_are_na_with_what_was_read() -> None:
     and over the monitor), blocks × block size of 1e30 tokens and a max_model_len of 1e308
     (309 digits) are n/a, each with the value it read; none is a number and nothing raises."""
     from sparktop.report import engines as engine_report
-    from tests.http_stub import StubServer, models_route, text
+    from sparktop.testing.http_stub import StubServer, models_route, text
 
     page = full_page(kv=0.2, waiting=0).decode()
     lines = []

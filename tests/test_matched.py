@@ -15,7 +15,7 @@ from sparktop.sources.vllm import WANTED
 from sparktop.sweep.estimator import estimate
 from sparktop.sweep.matched import cached_estimator, window_expected, window_load
 from sparktop.sweep.profile import load_profile
-from tests.vllm_page import FakeVllm, Load
+from sparktop.testing.vllm_page import FakeVllm, Load
 
 PROFILE = load_profile("4x-spark-dsv41-flash-1017")
 

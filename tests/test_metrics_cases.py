@@ -17,8 +17,8 @@ from sparktop.sources.pool import Limits
 from sparktop.sources.prom import parse_page
 from sparktop.sources.quantile import histogram_quantile
 from sparktop.sources.vllm import WANTED, Hist
+from sparktop.testing.vllm_page import FakeVllm, Load
 from tests.conftest import CASES
-from tests.vllm_page import FakeVllm, Load
 
 METRIC_CASES = CASES / "metrics"
 

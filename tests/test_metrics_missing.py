@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparktop.cli import main
-from tests.http_stub import serve_threaded
+from sparktop.testing.http_stub import serve_threaded
 
 PAGE = "".join(
     f"# HELP vllm:{name} {name}\n# TYPE vllm:{name} counter\n"

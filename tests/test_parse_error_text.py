@@ -13,7 +13,7 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.sources.prom import parse_page
-from tests.http_stub import serve_threaded
+from sparktop.testing.http_stub import serve_threaded
 
 BAD_PAGE = (
     "# TYPE vllm:num_requests_running gauge\n"

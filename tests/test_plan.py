@@ -17,12 +17,12 @@ from sparktop.inventory import load_inventory
 from sparktop.plan import Plan
 from sparktop.report.engines import KEY_OF
 from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+from sparktop.testing.http_stub import Reply, models_route
+from sparktop.testing.vllm_page import FakeVllm
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.text_block import TextBlock
-from tests.http_stub import Reply, models_route
 from tests.test_snapshot_engines import serving
-from tests.vllm_page import FakeVllm
 
 LIMITS = ("max_num_seqs", "max_num_batched_tokens", "max_model_len_tokens", "kv_pool_tokens")
 SAMPLE_ATTR = {"max_model_len_tokens": "max_model_len"}

@@ -21,8 +21,8 @@ from sparktop.model import NA
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.prom import parse_page
 from sparktop.sources.vllm import WANTED
+from sparktop.testing.http_stub import serve_threaded
 from tests.conftest import FIXTURES
-from tests.http_stub import serve_threaded
 
 DOCS_SAMPLE = (FIXTURES / "metrics" / "sglang-docs-early-sample.prom").read_text()
 POOL = round(123859 / 0.28)

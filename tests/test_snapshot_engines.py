@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from sparktop.cli import main
+from sparktop.testing.http_stub import Reply, Route, StubServer, models_route
+from sparktop.testing.vllm_page import FakeVllm, Load
 from tests.conftest import CASES
-from tests.http_stub import Reply, Route, StubServer, models_route
-from tests.vllm_page import FakeVllm, Load
 
 METRIC_CASES = CASES / "metrics"
 

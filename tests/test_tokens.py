@@ -16,8 +16,8 @@ from sparktop.model import NA
 from sparktop.sweep import exact_tokens as ex
 from sparktop.sweep import scan
 from sparktop.sweep import tokens as tk
+from sparktop.testing.http_stub import serve_threaded
 from tests.fifo_helpers import finishes
-from tests.http_stub import serve_threaded
 
 
 def test_estimate_counts_cjk_one_to_one_and_the_rest_per_chars_per_token() -> None:

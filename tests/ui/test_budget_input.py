@@ -17,10 +17,10 @@ import pytest
 from textual.widgets import Input
 
 from sparktop.plan import Plan
+from sparktop.testing.http_stub import serve_threaded
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.text_block import TextBlock
-from tests.http_stub import serve_threaded
 from tests.ui.fakes import Clock, Scripted, engine
 from tests.ui.test_app_pilot import make_app, static_text
 

@@ -11,7 +11,7 @@ cannot drift apart; the families only tests export keep their edges here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from prometheus_client import (
@@ -204,7 +204,7 @@ class FakeVllm:
         if full:
             self._add_full_page(tokens)
 
-    def _add_full_page(self, tokens: list[float]) -> None:
+    def _add_full_page(self, tokens: Sequence[float]) -> None:
         """The rest of a recent vLLM page (loggers.py with ``--kv-cache-metrics``)."""
         r = self.registry
         hist_specs = [
