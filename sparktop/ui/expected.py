@@ -57,6 +57,10 @@ def _fmt(value: Any, unit: str) -> str:
     return fmt.seconds(value) if unit == "s" else f"{value:,.1f}"
 
 
+COMPACT_BELOW = 100
+"""Strip width (cells) under which the comparisons come first, without columns or bands."""
+
+
 def expected_lines(
     sample: EngineSample,
     profile_name: str,
@@ -85,21 +89,33 @@ def expected_lines(
     # per-stream rate on a healthy engine (see sparktop.alerts.comparisons).
     found = comparisons(got, sample)
     row_how = _how(got.ttft_s)
+    compact = width < COMPACT_BELOW
     groups: list[Group] = [
         [*head, (profile_name, "accent")],
         [(f"@ {got.load.describe()}", "")],
         [(_basis(got.ttft_s), "dim")],
     ]
+    if compact:
+        # A narrow terminal: the comparisons first and without columns or bands (the wide
+        # strip and the help screen name them), the load and the profile after.
+        load = got.load
+        window = load.window_text
+        groups = [
+            [(f"@ {load.mean_running:.1f}".removesuffix(".0") + " running × "
+              f"{load.mean_prompt:,.0f} tok, {window}", "dim")],
+            [(profile_name, "accent"), (f" {_basis(got.ttft_s)}", "dim")],
+        ]  # fmt: skip
+    comps: list[Group] = []
     for comp in found:
         estimated = comp.estimated
         past = comp.deficit(threshold_pct)
         since = clock.update(sample.engine, comp.label, past, now)
         group: Group = [(f"{comp.label} ", "dim")]
-        if comp.column:
+        if comp.column and not compact:
             group.append((f"{comp.column} ", "dim"))
         group.append((_fmt(comp.expected, comp.unit), ""))
         band = fmt.band(comp.low, comp.high, comp.unit)
-        if band and is_num(comp.expected):
+        if band and is_num(comp.expected) and not compact:
             group.append((f" ({band})", "dim"))
         if not is_num(comp.expected):
             if _how(estimated) != row_how:  # the row's own reason is already shown once
@@ -108,7 +124,7 @@ def expected_lines(
             group += [
                 (f" {comp.live_label} ", "dim"),
                 (_fmt(comp.live, comp.unit), "bold"),
-                (f" (not compared: {comp.why_not})", "dim"),
+                (" (not compared)" if compact else f" (not compared: {comp.why_not})", "dim"),
             ]
         else:
             dev = comp.deviation()
@@ -117,12 +133,14 @@ def expected_lines(
                 (_fmt(comp.live, comp.unit), "bold"),
                 (f" {fmt.signed_pct(dev)}", "crit" if past else "ok" if dev is not None else "dim"),
             ]
-            if comp.note:
+            if comp.note and not compact:
                 group.append((f" ({comp.note})", "dim"))
             if since is not None and now - since >= 1:
                 group.append((f" since {fmt.clock_time(since)}", "crit"))
-        groups.append(group)
-    return pack(groups, width)
+        comps.append(group)
+    if compact:
+        return pack([[head[0], *comps[0]], *comps[1:], *groups], width)
+    return pack([*groups, *comps], width)
 
 
 COLUMN_NOTES = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from sparktop.cluster import ClusterState
@@ -243,6 +244,33 @@ def test_expected_strip_shows_the_band_and_a_live_value_inside_it_is_not_flagged
         assert "TTFT" in text and "–" in text  # the band beside the expected value
         ttft_pct = next(c for c in cells if c[0].strip().endswith("%"))
         assert (ttft_pct[1] == "crit") is flagged
+
+
+def test_a_narrow_strip_puts_the_comparisons_first_with_the_same_deviations() -> None:
+    """At 80 columns the engine block has room for two strip lines: the comparisons come
+    first (no column names or bands), the load and profile after; same figures as wide."""
+    from functools import partial
+
+    from sparktop.sweep.estimator import estimate
+    from sparktop.sweep.matched import MatchedExpected
+    from sparktop.sweep.profile import load_profile
+    from sparktop.ui.expected import COMPACT_BELOW, DeficitClock, expected_lines
+
+    profile = load_profile("4x-spark-dsv41-flash-1017")
+    fn = MatchedExpected(profile, partial(estimate, profile))
+    sample = engine(running=3.0, mean_prompt_tokens=20_000.0, ttft_p50=Quantile(9.0))
+
+    def lines(width: int) -> list[str]:
+        got = expected_lines(sample, profile.name, fn, 25.0, DeficitClock(), T0, width)
+        return ["".join(t for t, _ in line) for line in got]
+
+    wide, narrow = lines(150), lines(COMPACT_BELOW - 22)
+    assert narrow[0].startswith("expected TTFT ") and "ttft_s" not in narrow[0]
+    assert all(len(line) <= COMPACT_BELOW - 22 for line in narrow)
+    assert wide[0].startswith(f"expected {profile.name}") and "ttft_s" in " ".join(wide)
+    pct = re.compile(r"[+-]\d+%")
+    assert pct.findall(" ".join(narrow)) == pct.findall(" ".join(wide))
+    assert profile.name in " ".join(narrow[1:])
 
 
 def test_budget_pane_shows_the_band_of_an_estimated_figure_not_of_an_exact_one() -> None:
