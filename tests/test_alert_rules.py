@@ -399,6 +399,17 @@ def test_an_unexplained_deficit_is_a_warning_that_says_it_found_no_cause() -> No
     assert not any(f.severity is Severity.CRITICAL for f in found.values())
 
 
+def test_queue_time_explains_a_ttft_deficit_no_scrape_caught_waiting() -> None:
+    """Requests waited between scrapes (waiting 0 at each, mean queue time 45 % of the TTFT
+    p50): the deficit is queueing, not 'no queueing'."""
+    live = engine(ttft_p50=Quantile(1.60), waiting=0.0, running=2.0, queue_time_mean_s=0.72)
+    message = run(cluster(live), expected=expected_row)["expected.ttft:dsv41"].message
+    assert "cause: queueing: requests waited for capacity between the window's scrapes" in (
+        message
+    ), message
+    assert "no queueing" not in message
+
+
 def test_queueing_explains_a_ttft_deficit_before_the_pool() -> None:
     live = engine(ttft_p50=Quantile(1.60), waiting=3.0, running=2.0, kv_usage=0.95)
     found = run(cluster(live), expected=expected_row)

@@ -38,7 +38,7 @@ from sparktop.alerts.gpu_rules import (
     slowdown_evidence,
     throttle_evidence,
 )
-from sparktop.alerts.live import live_ttft, waited
+from sparktop.alerts.live import live_ttft, waited, waiting_peak
 from sparktop.alerts.peers import peer_facts
 from sparktop.alerts.spec_rules import acceptance_baseline
 from sparktop.cluster import gpu_subject
@@ -85,9 +85,15 @@ def queueing(ctx: RuleContext, s: EngineSample) -> Cause | None:
     seqs = s.max_num_seqs if is_num(s.max_num_seqs) else ctx.max_num_seqs.get(s.engine)
     running = f"{s.running:.0f}" if is_num(s.running) else "n/a"
     of = f"/{seqs:.0f}" if is_num(seqs) and seqs else ""
+    caught = waiting_peak(s)
+    who = (
+        f"up to {caught:.0f} waiting for capacity in the window"
+        if caught > 0
+        else "requests waited for capacity between the window's scrapes"
+    )
     return Cause(
         "queueing",
-        f"queueing: up to {waiting:.0f} waiting for capacity in the window ({running}{of} "
+        f"queueing: {who} ({running}{of} "
         f"running{share}); their TTFT includes the wait, the profile's does not",
         values={"waiting": waiting},
     )

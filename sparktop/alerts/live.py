@@ -46,11 +46,35 @@ def live_itl_s(s: EngineSample) -> float | None:
     return None
 
 
-def waited(s: EngineSample) -> float:
-    """The most requests waiting at any scrape of the window (or now, without a window)."""
+QUEUE_SHARE = 0.1
+"""Mean queue time (``vllm:request_queue_time_seconds`` over the window) at or above this
+share of the TTFT p50 counts as queueing even when no scrape caught a request waiting."""
+
+
+def waiting_peak(s: EngineSample) -> float:
+    """The most requests a scrape of the window caught waiting (or now, without a window)."""
     load = window_load(s)
     peak = load.waiting_peak if not isinstance(load, str) else 0.0
     return max(peak, float(s.waiting) if is_num(s.waiting) else 0.0)
+
+
+def waited(s: EngineSample) -> float:
+    """The most requests waiting at any scrape of the window (or now, without a window);
+    1 when none was caught waiting but the window's mean queue time is a share of its TTFT
+    (requests that waited between two scrapes)."""
+    seen = waiting_peak(s)
+    if seen > 0:
+        return seen
+    queue, ttft = s.queue_time_mean_s, s.ttft_p50
+    if (
+        is_num(queue)
+        and windowed(s, "queue_time_mean_s")
+        and isinstance(ttft, Quantile)
+        and ttft.value_s > 0
+        and queue >= QUEUE_SHARE * ttft.value_s
+    ):
+        return 1.0
+    return 0.0
 
 
 def _p50(q: object, s: EngineSample, name: str) -> float | None:

@@ -59,14 +59,19 @@ class EngineConfigLike(Protocol):
     def api_key_env(self) -> str | None: ...
 
 
+FIRST_WINDOW_STEP_S = 1.0
+"""Scrape period across a one-shot command's window (the monitor's default interval)."""
+
+
 class EngineSource:
     """Polls one engine's ``/metrics``; ``sample()`` never raises.
 
     ``inventory_limits`` (default: the entry's own) and ``profile_limits`` (from the plan) are
     used when the server is silent, in that order. ``window_s``/``stale_after_s`` go to
     :class:`MetricsDeriver`. ``api_key`` overrides the token from ``config.api_key_env``.
-    ``first_window_s`` > 0 makes a sample without earlier history scrape twice that far
-    apart, so one-shot users (``snapshot``) get rates; ``clock`` (monotonic seconds) times
+    ``first_window_s`` > 0 makes a sample without earlier history scrape across that long
+    a window (every :data:`FIRST_WINDOW_STEP_S`), so one-shot users (``snapshot``) get rates
+    and the window's load as the monitor sees it; ``clock`` (monotonic seconds) times
     the rate window, tests pass a fake one.
     """
 
@@ -103,7 +108,8 @@ class EngineSource:
             kind=self.engine_kind,
             inventory=inventory_limits or Limits.from_config(config),
             profile=profile_limits or Limits(),
-            window_s=window_s,
+            # The whole one-shot window stays in the rate window, however long it is.
+            window_s=max(window_s, first_window_s + FIRST_WINDOW_STEP_S),
             stale_after_s=stale_after_s,
         )
 
@@ -123,14 +129,24 @@ class EngineSource:
         return self._client
 
     async def sample(self) -> EngineSample:
-        """Scrape once (twice ``first_window_s`` apart when there is no history yet)."""
+        """Scrape once; without history yet and with ``first_window_s``, every
+        :data:`FIRST_WINDOW_STEP_S` across that window, the last sample returned."""
         if self.first_window_s <= 0 or self.deriver.has_history:
             return await self._scrape()
-        first = await self._scrape()
+        first = last = await self._scrape()
         if not first.answered:
             return first
-        await asyncio.sleep(self.first_window_s)
-        return fill_from_lifetime(first, await self._scrape())
+        # Every second across the window, as the monitor scrapes: the window's load (the
+        # running counts it held, the waiting peak) is read from the scrapes in it, not
+        # from its two ends.
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.first_window_s
+        while (left := end - loop.time()) > 0:
+            await asyncio.sleep(min(FIRST_WINDOW_STEP_S, left))
+            last = await self._scrape()
+            if not last.answered:
+                return last
+        return fill_from_lifetime(first, last)
 
     def _token(self) -> str | None:
         return self._api_key or (os.environ.get(self._key_env) if self._key_env else None)

@@ -154,6 +154,11 @@ def _shape(
     return tuple((max(1.0, m * k), n) for m, n in mids)
 
 
+MIN_WINDOW_S = 5.0
+"""The shortest window compared with the profile: over one or two scrapes a p50 is a
+handful of requests and the load a point, and ``snapshot`` judges without a hold time."""
+
+
 def window_load(sample: EngineSample) -> Load | str:
     """The load of ``sample``'s window, or why there is none to compare (one line)."""
     if not sample.ok:
@@ -166,6 +171,11 @@ def window_load(sample: EngineSample) -> Load | str:
             return "idle: no running requests to compare"
         return "waiting for finished requests (mean prompt length unknown)"
     window = sample.window_s if _windowed(sample, "mean_prompt_tokens") else None
+    if window is not None and window < MIN_WINDOW_S:
+        return (
+            f"window {window:.0f} s: compared once it spans {MIN_WINDOW_S:g} s "
+            "(a few scrapes are not a load; snapshot: --window 10 or more)"
+        )
     held = [(r, w, t) for r, w, t in sample.load_dist if t > 0]
     if window is not None and held:
         counts: dict[int, float] = {}
