@@ -57,3 +57,37 @@ def test_snapshot_names_the_missing_families(
         "no vllm:num_requests_running, vllm:num_requests_waiting, "
         "vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc"
     )
+
+
+COUNTERS_ONLY = "".join(
+    f"# HELP vllm:{name} {name}\n# TYPE vllm:{name} counter\n"
+    f'vllm:{name}{{model_name="m"}} {i * 100}.0\n'
+    for i, name in enumerate(("generation_tokens_total", "prompt_tokens_total"), 1)
+)
+
+
+class _NoGauges(_OldVllm):
+    def do_GET(self) -> None:
+        body = COUNTERS_ONLY if self.path == "/metrics" else json.dumps({"data": []})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body.encode())))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+
+def test_a_page_with_counters_but_no_load_gauge_is_degraded_naming_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Counters sparktop reads, but not one of running, waiting or KV usage: the row would be
+    all n/a beside 'ok'; it is degraded and says which gauges are not exported."""
+    with serve_threaded(_NoGauges) as base:
+        inventory = tmp_path / "cluster.yaml"
+        inventory.write_text(f"engines: [{{name: old, url: '{base}'}}]\n")
+        main(["snapshot", "--inventory", str(inventory), "--json"])
+    (engine,) = json.loads(capsys.readouterr().out)["engines"]
+    assert engine["state"] == "degraded" and engine["ok"] is False, engine
+    assert engine["message"].startswith(
+        "no load gauge on the page (vllm:num_requests_running, vllm:num_requests_waiting, "
+        "vllm:kv_cache_usage_perc not exported"
+    ), engine["message"]

@@ -19,7 +19,7 @@ from sparktop.model import NA, EngineSample, EngineState, Num, is_num
 from sparktop.sources.breakdown import breakdown
 from sparktop.sources.pool import Limits, label_int, resolve_limit, resolve_pool
 from sparktop.sources.prom import PromPage
-from sparktop.sources.vllm import FLAVOURS, PageReading, detect_kind, read_page
+from sparktop.sources.vllm import FLAVOURS, SGLANG, VLLM, PageReading, detect_kind, read_page
 from sparktop.sources.window import Snap, Window, combine
 
 LIFETIME_FIELDS = (
@@ -260,10 +260,18 @@ LOAD_GAUGES = ("running", "waiting", "kv_usage")
 
 
 def _all_load_gauges_refused(reading: PageReading) -> str:
-    """Why the engine is DEGRADED (every load gauge the page has was refused: NaN, negative,
-    a share past 1), naming each with the value read; "" when any of them is usable."""
+    """Why the engine is DEGRADED: every load gauge the page has was refused (NaN, negative,
+    a share past 1), naming each with the value read, or the page has none of them, naming
+    what is missing; "" when any of them is usable."""
     read = [k for k in LOAD_GAUGES if k in reading.gauges_read]
-    if not read or any(k not in reading.refused for k in read):
+    if not read:
+        flavour = SGLANG if reading.kind == "sglang" else VLLM
+        names = ", ".join(flavour.gauges[k][0] for k in LOAD_GAUGES if k in flavour.gauges)
+        return (
+            f"no load gauge on the page ({names} not exported: an older or differently "
+            "configured server?)"
+        )
+    if any(k not in reading.refused for k in read):
         return ""
     return "every load gauge refused: " + "; ".join(reading.refused[k] for k in read)
 
