@@ -150,6 +150,15 @@ def test_values_a_gpu_does_not_provide_are_na_not_zero() -> None:
     assert cells["temp"][0] == cells["power"][0] == cells["util"][0] == "n/a"
 
 
+def test_engine_counts_carry_thousands_separators_as_snapshot_does() -> None:
+    sample = engine(running=162.0, waiting=2826.0)
+    text = " ".join(
+        t for line in engine_lines(sample, T0, ViewConfig(), 1024.0, 200) for t, _ in line
+    )
+    flat = " ".join(text.split())
+    assert "running 162/1,024" in flat and "waiting 2,826" in flat, text
+
+
 def test_engine_lines_pack_to_the_width_and_show_bounds() -> None:
     sample = engine(itl_p50=Quantile(0.01, "<"), waiting=3.0)
     wide = engine_lines(sample, T0, ViewConfig(), 8.0, width=118)
