@@ -111,3 +111,45 @@ def test_a_running_count_without_data_is_said_against_the_headers_statistic() ->
     reason = got.decode_tps.how
     assert header.startswith("4.8 (4–12) running")
     assert "running reached 12 in this window (mean 4.8, range 4–12): concurrency 12" in reason
+
+
+def test_one_short_request_on_an_idle_engine_is_too_little_load_said_plainly() -> None:
+    """An idle engine, then one 325-token request running for 2 s: the strip says how much
+    load the window held (one request, 2 s running) instead of a reason that reads like a
+    measurement ("running reached 1 in this window …" about a prompt off the table)."""
+    from sparktop.ui.expected import DeficitClock, expected_lines
+
+    fake = FakeVllm()
+    d = MetricsDeriver("dsv41", window_s=30)
+    fake.set_gauges(running=0, waiting=0, kv_usage=0.0)
+    s = scrape(d, fake, 0.0)
+    for t in range(1, 25):
+        running = 1 if t in (21, 22) else 0
+        fake.load["0"] = Load(
+            decode_tps=70 if running else 0,
+            requests_per_s=1 if t == 23 else 0,
+            prompt_tokens=325,
+        )
+        fake.set_gauges(running=running, waiting=0, kv_usage=0.001 * running)
+        fake.advance(1)
+        s = scrape(d, fake, float(t))
+    got = window_expected(cached_estimator(PROFILE), s)
+    assert got == (
+        "too little load to compare: 1 request finished, requests running 2 s of the last 24 s"
+        " (compared from 5 s)"
+    )
+    lines = expected_lines(s, PROFILE.name, lambda _: got, 25.0, DeficitClock(), 24.0)
+    text = "".join(t for line in lines for t, _ in line)
+    assert "running reached" not in text and "too little load" in text
+
+
+def test_a_prompt_off_the_table_is_the_estimators_reason_not_a_running_count() -> None:
+    """Two running counts, both with data at other prompts: a 325-token prompt is off the
+    table for every count, so the reason is the prompt's, not "running reached 1 …"."""
+    from sparktop.sweep.matched import Load as WindowLoad
+    from sparktop.sweep.matched import expected_for
+
+    load = WindowLoad(((1, 20.0), (2, 10.0)), ((325.0, 3.0),), ((325.0, 3.0),), 30.0)
+    got = expected_for(cached_estimator(PROFILE), load, "")
+    assert "running reached" not in got.ttft_s.how
+    assert "325 tokens is less than 1/2 of the shortest prompt" in got.ttft_s.how

@@ -159,6 +159,24 @@ MIN_WINDOW_S = 5.0
 handful of requests and the load a point, and ``snapshot`` judges without a hold time."""
 
 
+MIN_LOADED_S = 5.0
+"""The least time with requests running that a window must hold to be compared: one short
+request on an idle engine is a second or two of load, its TTFT one observation and its decode
+a few tokens, a sample of nothing the profile's cells describe (same bound as
+:data:`MIN_WINDOW_S`, for the same reason)."""
+
+
+def too_little_load(finished: float, loaded_s: float, window_s: float) -> str:
+    """``"too little load to compare: 1 request finished, requests running 2 s of the last
+    30 s (compared from 5 s)"``: what the window held, in requests and seconds."""
+    n = round(finished)
+    requests = f"{n:,} request{'' if n == 1 else 's'} finished"
+    return (
+        f"too little load to compare: {requests}, requests running {loaded_s:.0f} s of the "
+        f"last {window_s:.0f} s (compared from {MIN_LOADED_S:g} s)"
+    )
+
+
 def window_load(sample: EngineSample) -> Load | str:
     """The load of ``sample``'s window, or why there is none to compare (one line)."""
     if not sample.ok:
@@ -192,6 +210,10 @@ def window_load(sample: EngineSample) -> Load | str:
         buckets = ()
     if not running:
         return "idle: no running requests to compare"
+    finished = sum(n for _, _, n in buckets)
+    loaded_s = sum(t for _, t in running)
+    if window is not None and loaded_s < MIN_LOADED_S:
+        return too_little_load(finished, loaded_s, window)
     prompts = _shape(buckets, float(prompt))
     first = sample.first_token_prompt_tokens
     ttft_prompts = (
@@ -199,7 +221,6 @@ def window_load(sample: EngineSample) -> Load | str:
         if window is not None and is_num(first) and first >= 1
         else prompts
     )
-    finished = sum(n for _, _, n in buckets)
     return Load(running, prompts, ttft_prompts, window, waiting_peak, finished)
 
 
@@ -272,11 +293,13 @@ def _wmedian(pairs: Sequence[tuple[float, float]]) -> float:
     return at[-1][1]
 
 
-def _at(load: Load, running: int, fig: Estimated) -> Estimated:
+def _at(load: Load, running: int, fig: Estimated, any_count_has_data: bool = True) -> Estimated:
     """``fig``, its reason tied to the header's statistic when one running count of the
     window has no data: the header gives the mean and range, the reason the count in it
     (``running reached 31 in this window (mean 15.9, range 5–32): concurrency 31 is …``)."""
-    if is_num(fig.value) or len(load.running) < 2:
+    if is_num(fig.value) or len(load.running) < 2 or not any_count_has_data:
+        # No count of the window has data (the prompt is off the table, say): the reason is
+        # the estimator's own, not this running count's.
         return fig
     counts = [c for c, _ in load.running]
     mean = f"{load.mean_running:.1f}".removesuffix(".0")
@@ -293,14 +316,23 @@ def expected_for(estimator: EstimateFn, load: Load, aggregate_kind: str) -> Wind
     decode: list[Cell] = []
     aggregate: list[Cell] = []
     kinds = {aggregate_kind} if aggregate_kind else set()
+    counts = [c for c, _ in load.running]
+
+    def held(p: float, metric: str) -> bool:
+        """Whether some running count of the window has data at prompt ``p``."""
+        return any(is_num(getattr(estimator(p, c), metric).value) for c in counts)
+
     for c, seconds in load.running:
         for p, n in load.ttft_prompts:
-            ttft.append((_at(load, c, estimator(p, c).ttft_s), seconds * n))
+            fig = estimator(p, c).ttft_s
+            ttft.append((_at(load, c, fig, held(p, "ttft_s")), seconds * n))
         for p, n in load.prompts:
             est = estimator(p, c)
             kinds.add(est.aggregate_kind)
-            decode.append((_at(load, c, est.decode_tps), seconds * c * n))
-            aggregate.append((_at(load, c, est.aggregate_tps), seconds * n))
+            decode.append((_at(load, c, est.decode_tps, held(p, "decode_tps")), seconds * c * n))
+            aggregate.append(
+                (_at(load, c, est.aggregate_tps, held(p, "aggregate_tps")), seconds * n)
+            )
     return WindowExpected(
         load,
         _combine(ttft, "weighted median", median=True),
