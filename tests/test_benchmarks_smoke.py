@@ -16,6 +16,7 @@ import pytest
 from benchmarks import (
     bench_budget,
     bench_cpu,
+    bench_ctrl_c,
     bench_node,
     bench_peers,
     bench_poll,
@@ -101,6 +102,19 @@ def test_budget_counts_the_tree_it_built() -> None:
     assert run.tokens > 20_000 / 4
     assert names(judged(bench_budget.figures(run))) == [
         "budget count ÷ plain read of the same tree"
+    ]
+
+
+def test_ctrl_c_window_sorts_every_outcome() -> None:
+    # A SIGINT long after the start (the command's own handling) is a clean 130 for both.
+    found = bench_ctrl_c.measure(max_ms=300, step_ms=300, rounds=1)
+    assert {name: dict(by_delay[300]) for name, by_delay in found.items()} == {
+        "scripts/sparktop": {bench_ctrl_c.CLEAN: 1},
+        "pip wrapper": {bench_ctrl_c.CLEAN: 1},
+    }
+    assert names(bench_ctrl_c.figures(found, 300)) == [
+        "scripts/sparktop: traceback window",
+        "pip wrapper: traceback window",
     ]
 
 
