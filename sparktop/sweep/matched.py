@@ -13,7 +13,9 @@ its observations (method: ``sparktop/sweep/README.md``, "The expected row"):
 - every (running count, prompt length) cell is estimated (:func:`~sparktop.sweep.estimator.
   estimate`) and weighted by seconds × requests;
 - TTFT p50 → the weighted median of the cells' TTFT (TTFT's own population: the prompts of
-  the requests whose first token came in the window, ``first_token_prompt_tokens``);
+  the requests whose first token came in the window, ``first_token_prompt_tokens``), each
+  cell spread over its prompt bucket as the live p50 reads a bucket
+  (:mod:`sparktop.sweep.mixture`);
   per-stream decode → the mean ITL's own weighting: each cell by the tokens it decodes
   (seconds × running × its decode rate), i.e. the weighted mean of decode with weights
   seconds × running × requests; aggregate → the time-weighted mean. Each band end is
@@ -26,13 +28,13 @@ is the instant one, and :attr:`Load.window_s` is None.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sparktop.model import NA, EngineSample, is_num
 from sparktop.sweep.estimator import Basis, Estimate, Estimated, estimate
+from sparktop.sweep.mixture import Span, span_median, spans_at
 from sparktop.sweep.profile import Profile
 
 EstimateFn = Callable[[float, int], Estimate]
@@ -85,8 +87,10 @@ class Load:
 
     ``running``: ``(requests running, seconds)`` for every count ≥ 1 that held in the window;
     ``prompts`` / ``ttft_prompts``: ``(prompt tokens, requests)`` of the requests that
-    finished / got their first token in it; ``waiting_peak`` the most requests waiting at
-    any scrape in it; ``window_s`` the span (None: an instant reading, no window yet).
+    finished / got their first token in it; ``ttft_spans``: the prompt span ``(low, high)``
+    each ``ttft_prompts`` entry stands for (its histogram bucket; empty: points);
+    ``waiting_peak`` the most requests waiting at any scrape in it; ``window_s`` the span
+    (None: an instant reading, no window yet).
     """
 
     running: tuple[tuple[int, float], ...]
@@ -95,6 +99,7 @@ class Load:
     window_s: float | None
     waiting_peak: float = 0.0
     finished: float = 0.0
+    ttft_spans: tuple[tuple[float, float], ...] = ()
 
     @property
     def mean_running(self) -> float:
@@ -138,20 +143,45 @@ def _shape(
 ) -> tuple[tuple[float, float], ...]:
     """Each bucket ``(low, high]`` at its geometric middle, all scaled so the weighted mean is
     ``mean`` (the exact Δsum / Δcount); one point at ``mean`` without buckets."""
-    mids: list[tuple[float, float]] = []
+    return tuple((mid, n) for mid, _, _, n in _scaled(buckets, mean))
+
+
+def _spans(
+    buckets: Sequence[tuple[float, float, float]], mean: float
+) -> tuple[tuple[float, float], ...]:
+    """The prompt span ``(low, high)`` of each bucket of :func:`_shape`, scaled by the same
+    factor (the first and the ``+Inf`` bucket: a factor 1.5 either side of the middle);
+    empty without buckets."""
+    if not buckets:
+        return ()
+    return tuple((low, high) for _, low, high, _ in _scaled(buckets, mean))
+
+
+def _scaled(
+    buckets: Sequence[tuple[float, float, float]], mean: float
+) -> tuple[tuple[float, float, float, float], ...]:
+    """``(middle, low, high, requests)`` of every bucket, scaled to ``mean``."""
+    cells: list[tuple[float, float, float, float]] = []
     for low, high, n in buckets:
         if math.isinf(high):
             mid = max(low, 1.0) * 2.0
+            ends = (mid / EDGE_SPREAD, mid * EDGE_SPREAD)
         elif low <= 0:
             mid = high / 2.0 if high > 1 else high
+            ends = (mid / EDGE_SPREAD, min(high, mid * EDGE_SPREAD))
         else:
             mid = math.sqrt(low * high)
-        mids.append((mid, n))
-    base = _wmean(mids)
-    if not mids or base <= 0:
-        return ((mean, 1.0),)
+            ends = (low, high)
+        cells.append((mid, ends[0], ends[1], n))
+    base = _wmean([(m, n) for m, _, _, n in cells])
+    if not cells or base <= 0:
+        return ((mean, mean, mean, 1.0),)
     k = mean / base
-    return tuple((max(1.0, m * k), n) for m, n in mids)
+    return tuple((max(1.0, m * k), max(1.0, lo * k), max(1.0, hi * k), n) for m, lo, hi, n in cells)
+
+
+EDGE_SPREAD = 1.5
+"""How far either side of its middle an open-ended bucket's requests are read to spread."""
 
 
 MIN_WINDOW_S = 5.0
@@ -216,12 +246,10 @@ def window_load(sample: EngineSample) -> Load | str:
         return too_little_load(finished, loaded_s, window)
     prompts = _shape(buckets, float(prompt))
     first = sample.first_token_prompt_tokens
-    ttft_prompts = (
-        _shape(buckets, float(first))
-        if window is not None and is_num(first) and first >= 1
-        else prompts
-    )
-    return Load(running, prompts, ttft_prompts, window, waiting_peak, finished)
+    ttft_mean = float(first) if window is not None and is_num(first) and first >= 1 else prompt
+    ttft_prompts = _shape(buckets, float(ttft_mean))
+    spans = _spans(buckets, float(ttft_mean))
+    return Load(running, prompts, ttft_prompts, window, waiting_peak, finished, spans)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,57 +268,64 @@ class WindowExpected:
 
 
 Cell = tuple[Estimated, float]
+Spread = tuple[float, float]
+"""A TTFT cell's span as factors of its value: ``(lowest, highest)`` of its bucket's requests."""
 
 
 def _no_data(reason: str) -> Estimated:
     return Estimated(NA(reason), f"no data: {reason}", Basis.NO_DATA, NA(reason), NA(reason))
 
 
-def _combine(cells: list[Cell], how: str, median: bool) -> Estimated:
-    """Weighted median (TTFT p50) or weighted mean of the cells' values and band ends."""
-    cells = [(fig, w) for fig, w in cells if w > 0]
-    if not cells:
+def _halves(v: float, spread: Spread, w: float) -> list[Span]:
+    """A cell of value ``v`` as two spans of half its weight, below and above ``v``: its own
+    median stays ``v`` (a lone cell is its own estimate) while its requests spread."""
+    return [(v * spread[0], v, w / 2.0), (v, v * spread[1], w / 2.0)]
+
+
+def _combine(
+    cells: list[Cell], how: str, median: bool, spreads: Sequence[Spread] = ()
+) -> Estimated:
+    """Weighted median (TTFT p50) or weighted mean of the cells' values and band ends.
+
+    ``spreads`` (median only, one per cell): each cell spread over its bucket's span, as the
+    live p50 reads a histogram bucket (:mod:`sparktop.sweep.mixture`); the basis is then the
+    least exact of the cells that hold the median, whose band is the one the figure gets."""
+    kept = [(i, fig, w) for i, (fig, w) in enumerate(cells) if w > 0]
+    if not kept:
         return _no_data("no load in the window")
-    values: list[tuple[float, float]] = []
-    for fig, w in cells:
+    values: list[float] = []
+    for _, fig, _ in kept:
         if not is_num(fig.value):
             return fig
-        values.append((fig.value, w))
-    basis = max((fig.basis for fig, _ in cells), key=_RANK.__getitem__)
-    pick = _wmedian if median else _wmean
+        values.append(fig.value)
+    if len(kept) == 1:
+        return kept[0][1]
+    spread = [spreads[i] if i < len(spreads) else (1.0, 1.0) for i, _, _ in kept]
 
-    def end(attr: str) -> float | NA:
+    def pick(attr: str) -> float | NA:
         ends: list[tuple[float, float]] = []
-        for fig, w in cells:
+        for _, fig, w in kept:
             v = getattr(fig, attr)
             if not is_num(v):
                 return v if isinstance(v, NA) else NA("no band")
             ends.append((v, w))
-        return pick(ends)
+        if not median:
+            return _wmean(ends)
+        return span_median([h for (v, w), f in zip(ends, spread, strict=True)
+                            for h in _halves(v, f, w)])  # fmt: skip
 
-    value = pick(values)
-    if len(cells) == 1:
-        return cells[0][0]
-    distinct = {fig.how for fig, _ in cells}
-    note = f"{how} of {len(cells)} cells" + (f" ({distinct.pop()})" if len(distinct) == 1 else "")
-    return Estimated(value, note, basis, end("low"), end("high"))
-
-
-def _wmedian(pairs: Sequence[tuple[float, float]]) -> float:
-    """The weighted median, interpolated between the cells' weight midpoints (a point-mass
-    median would jump between cells as the weights shift)."""
-    items = sorted(pairs)
-    total = sum(w for _, w in items)
-    at, below = [], 0.0
-    for v, w in items:
-        at.append(((below + w / 2.0) / total, v))
-        below += w
-    if at[0][0] >= 0.5:
-        return at[0][1]
-    for (q0, v0), (q1, v1) in itertools.pairwise(at):
-        if q0 <= 0.5 <= q1:
-            return v0 + (v1 - v0) * (0.5 - q0) / (q1 - q0) if q1 > q0 else v1
-    return at[-1][1]
+    value = pick("value")
+    assert is_num(value)
+    figs = [fig for _, fig, _ in kept]
+    if median and spreads:
+        spans = [
+            (v * f[0], v * f[1], w) for v, (_, _, w), f in zip(values, kept, spread, strict=True)
+        ]
+        figs = [kept[i][1] for i in spans_at(spans, value)] or figs
+    basis = max((fig.basis for fig in figs), key=_RANK.__getitem__)
+    distinct = {fig.how for _, fig, _ in kept}
+    note = f"{how} of {len(kept)} cells" + (f" ({distinct.pop()})" if len(distinct) == 1 else "")
+    return Estimated(value, note, basis, pick("low"), pick("high"))
 
 
 def _at(load: Load, running: int, fig: Estimated, any_count_has_data: bool = True) -> Estimated:
@@ -310,6 +345,18 @@ def _at(load: Load, running: int, fig: Estimated, any_count_has_data: bool = Tru
     )
 
 
+def _spread(estimator: EstimateFn, fig: Estimated, span: tuple[float, float], c: int) -> Spread:
+    """The TTFT at the two ends of a cell's prompt span, as factors of the cell's own TTFT
+    (an end without data, or a cell without a value: no spread on that side)."""
+    if not is_num(fig.value) or fig.value <= 0:
+        return (1.0, 1.0)
+    ends = []
+    for p in span:
+        v = estimator(p, c).ttft_s.value
+        ends.append(v / fig.value if is_num(v) and v > 0 else 1.0)
+    return (min(ends[0], 1.0), max(ends[1], 1.0))
+
+
 def expected_for(estimator: EstimateFn, load: Load, aggregate_kind: str) -> WindowExpected:
     """Estimate every cell of ``load`` and combine them (see the module docstring)."""
     ttft: list[Cell] = []
@@ -322,10 +369,13 @@ def expected_for(estimator: EstimateFn, load: Load, aggregate_kind: str) -> Wind
         """Whether some running count of the window has data at prompt ``p``."""
         return any(is_num(getattr(estimator(p, c), metric).value) for c in counts)
 
+    spreads: list[Spread] = []
     for c, seconds in load.running:
-        for p, n in load.ttft_prompts:
+        for i, (p, n) in enumerate(load.ttft_prompts):
             fig = estimator(p, c).ttft_s
             ttft.append((_at(load, c, fig, held(p, "ttft_s")), seconds * n))
+            if i < len(load.ttft_spans):
+                spreads.append(_spread(estimator, fig, load.ttft_spans[i], c))
         for p, n in load.prompts:
             est = estimator(p, c)
             kinds.add(est.aggregate_kind)
@@ -335,7 +385,7 @@ def expected_for(estimator: EstimateFn, load: Load, aggregate_kind: str) -> Wind
             )
     return WindowExpected(
         load,
-        _combine(ttft, "weighted median", median=True),
+        _combine(ttft, "weighted median", median=True, spreads=spreads),
         _combine(decode, "token-weighted mean", median=False),
         _combine(aggregate, "time-weighted mean", median=False),
         aggregate_kind or next(iter(kinds), ""),
