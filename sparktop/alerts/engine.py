@@ -76,6 +76,9 @@ class AlertEngine:
         self.profile_baseline_mhz = profile_baseline(profile)
         self._tracks: dict[str, _Track] = {}
         self._seq = 0
+        self.last_context: RuleContext | None = None
+        """The context of the last :meth:`update`: its GPU views and peer facts, for views
+        drawn from the same state before it changes (the monitor's Nodes table, same tick)."""
 
     def context(self, state: ClusterState) -> RuleContext:
         return RuleContext(
@@ -104,6 +107,7 @@ class AlertEngine:
         self.host.observe(state)
         present = {f.key: f for f in evaluate(ctx, self.rules)}
         self.host.end_round()
+        self.last_context = ctx
         unknown_nodes, unknown_engines = unknown_scopes(ctx)
         hold = self.thresholds.hold_s
         events: list[Event] = []

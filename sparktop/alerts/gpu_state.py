@@ -74,9 +74,17 @@ def judge_gpu(ctx: RuleContext, node: str, gpu: GpuSample) -> GpuJudgement:
     """The judgement of one GPU of ``node`` in ``ctx``'s cluster state."""
     own = ctx.state.baseline_mhz(node, gpu.key)
     reference = reference_mhz(own, ctx.profile_baseline_mhz, gpu)
-    view = GpuView(node, gpu, reference, {})
+    return judge_view(ctx, GpuView(node, gpu, reference, {}))
+
+
+def judge_view(ctx: RuleContext, view: GpuView) -> GpuJudgement:
+    """The judgement of a GPU the rules already viewed (:func:`~sparktop.alerts.gpu_rules.
+    gpu_views`: its reference clock is the same one :func:`judge_gpu` computes)."""
     return GpuJudgement(
-        gpu, reference, clock_drop_pct(ctx, view) is not None, hidden_low_power(ctx, view)
+        view.gpu,
+        view.baseline_mhz,
+        clock_drop_pct(ctx, view) is not None,
+        hidden_low_power(ctx, view),
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from sparktop.alerts.context import RuleContext
 from sparktop.alerts.delivery import AlertDelivery, add_alert_arguments, delivery_from_args
 from sparktop.alerts.model import Alert, Event, Severity
 from sparktop.alerts.outputs import ALERT_LOG_RULE, HOOK_RULE, RECORD_RULE, OutputProblems
@@ -88,6 +89,11 @@ class AlertPipeline:
 
     def active(self) -> tuple[Alert, ...]:
         return (*self.engine.active(), *self.problems.active())
+
+    @property
+    def last_context(self) -> RuleContext | None:
+        """The engine's :attr:`~sparktop.alerts.engine.AlertEngine.last_context`."""
+        return self.engine.last_context
 
     def _check_outputs(self, now_s: float) -> None:
         rec = self.recorder

@@ -265,10 +265,17 @@ class SparktopApp(App[int]):
         now = self.clock()
         view_now = self.paused_at if self.paused_at is not None else now
         config = self.view_config
+        # The rules first: the table reads the GPU views and peer facts they built.
+        alerts = self.alert_engine
+        if alerts is not None:
+            for event in alerts.update(self.state, now):
+                self.add_event(event)
+            self.set_active_alerts(alerts.active())
         table = self.query_one(NodeTable)
         rows = node_rows(
-            self.state, self.known_gpus, view_now, config, table.narrow, table.columns_spec
-        )
+            self.state, self.known_gpus, view_now, config, table.narrow, table.columns_spec,
+            alerts.last_context if alerts is not None else None,
+        )  # fmt: skip
         self.node_states = node_states(rows)
         cells = table.sync(rows)
         cells += self.query_one(EnginePanel).sync(
@@ -280,13 +287,8 @@ class SparktopApp(App[int]):
             config.cluster, config.profile, self.poller.interval_s,
             None if newest is None else now - newest,
             paused=self.poller.paused, recording=self.recording,
-            recording_failed=isinstance(alerts := self.alert_engine, AlertPipeline)
-            and alerts.recording_failed,
+            recording_failed=isinstance(alerts, AlertPipeline) and alerts.recording_failed,
         )  # fmt: skip
-        if self.alert_engine is not None:
-            for event in self.alert_engine.update(self.state, now):
-                self.add_event(event)
-            self.set_active_alerts(self.alert_engine.active())
         self.query_one(EventLog).flush()
         self.query_one(BudgetPane).live_changed(self.live_engine())
         if isinstance(self.screen, NodeDetailScreen):

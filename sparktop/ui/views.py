@@ -6,12 +6,14 @@ style names (``ok``, ``warn``, ``crit``, ``dim``, ``stale``, ``accent``) to them
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sparktop.alerts.context import RuleContext
-from sparktop.alerts.gpu_state import GpuState, judge_gpu
+from sparktop.alerts.gpu_rules import GpuView, gpu_views
+from sparktop.alerts.gpu_state import GpuJudgement, GpuState, judge_view
 from sparktop.alerts.gpu_state import context as judge_context
 from sparktop.alerts.host_rules import memory_pressure
 from sparktop.alerts.model import Severity
@@ -217,6 +219,7 @@ def failure_text(sample: NodeSample) -> str:
     return state_message(str(sample.state), sample.message, sample.since_s)
 
 
+@functools.lru_cache(maxsize=4096)
 def natural(name: str) -> tuple[tuple[int, str], ...]:
     """Sort key that orders ``spark-2`` before ``spark-10``."""
     return tuple(
@@ -239,29 +242,31 @@ def _tp_cell(config: ViewConfig, node: str) -> Cell:
 def gpu_row(
     ctx: RuleContext,
     sample: NodeSample,
-    gpu: GpuSample,
+    view: GpuView,
     now: float,
     config: ViewConfig,
     narrow: bool,
+    *,
+    peer_low: bool = False,
 ) -> RowView:
-    """The cells of one GPU of a healthy (or stale) node.
+    """The cells of one GPU of a healthy (or stale) node: ``view`` is the rules' view of it
+    (:func:`~sparktop.alerts.gpu_rules.gpu_views` of ``ctx``); ``peer_low``: a low-power
+    fact no other GPU rule explains names it (:func:`~sparktop.alerts.peers.low_power_facts`).
 
     The baseline shown and the ``▼``/``low-power?`` marks use the alert rules' own tests
     (:mod:`sparktop.alerts.gpu_rules`): the GPU's loaded baseline, never below the profile's
     sweep clock, and the hidden low-power pattern.
     """
+    gpu = view.gpu
     status = state_cell(sample, now, config, narrow)
     stale = status[1] == "stale"
-    judged = judge_gpu(ctx, sample.node, gpu)
+    judged: GpuJudgement = judge_view(ctx, view)
     own = ctx.state.baseline_mhz(sample.node, gpu.key)
     reference, below, low_power = judged.reference_mhz, judged.below, judged.low_power
     slow = bool(gpu.slowdowns) or low_power
     if not stale:
         status = gpu_state_cell(status, judged.state)
     pressure = memory_pressure(ctx, sample.memory)
-    peer_low = any(
-        f.node == sample.node and f.gpu == gpu.key and not f.explained for f in low_power_facts(ctx)
-    )
     if status == ("ok", "ok"):
         if peer_low:
             status = ("pwr<peers", "warn")
@@ -361,6 +366,16 @@ def failed_row(
     )
 
 
+def judges_as_shown(ctx: RuleContext, config: ViewConfig) -> bool:
+    """Whether ``ctx`` judges GPUs as the table marks them: the same thresholds, profile
+    clock and TP groups (then its GPU views and peer facts serve the table as they are)."""
+    return (
+        ctx.thresholds == config.thresholds
+        and ctx.profile_baseline_mhz == config.profile_baseline_mhz
+        and dict(ctx.tp_groups) == dict(config.engine_nodes)
+    )
+
+
 def node_rows(
     state: ClusterState,
     known_gpus: Mapping[str, tuple[GpuSample, ...]],
@@ -368,19 +383,33 @@ def node_rows(
     config: ViewConfig,
     narrow: bool = False,
     columns: Sequence[Column] | None = None,
+    ctx: RuleContext | None = None,
 ) -> list[RowView]:
     """Every row the Nodes table should show, sorted (inventory order, then GPU index).
 
     ``known_gpus`` holds each node's GPUs from its last healthy poll, so a node that goes
     down keeps its GPU rows (marked down) instead of collapsing to one row. ``columns`` is
-    the set the table shows (a failed row lays its message out over it).
+    the set the table shows (a failed row lays its message out over it). ``ctx`` is the
+    alert rules' context of this same ``state`` (:attr:`~sparktop.alerts.engine.AlertEngine.
+    last_context`, when it :func:`judges_as_shown`): its GPU views and peer facts, built
+    once for the rules, are read here too; without one the table builds its own.
     """
-    ctx = judge_context(state, config.thresholds, config.profile_baseline_mhz)
-    ctx.tp_groups = config.engine_nodes  # the peer marks compare TP ranks
+    if ctx is None or ctx.state is not state or not judges_as_shown(ctx, config):
+        ctx = judge_context(state, config.thresholds, config.profile_baseline_mhz)
+        ctx.tp_groups = config.engine_nodes  # the peer marks compare TP ranks
+    # By the reading itself: the views are of these very samples (keys may repeat).
+    views = {id(v.gpu): v for v in gpu_views(ctx)}
+    low = {(f.node, f.gpu) for f in low_power_facts(ctx) if not f.explained}
     rows: list[RowView] = []
     for node, sample in state.nodes.items():
         if sample.ok and sample.gpus:
-            rows += [gpu_row(ctx, sample, g, now, config, narrow) for g in sample.gpus]
+            rows += [
+                gpu_row(
+                    ctx, sample, views[id(g)], now, config, narrow,
+                    peer_low=(node, g.key) in low,
+                )
+                for g in sample.gpus
+            ]  # fmt: skip
         elif sample.ok:
             empty = NodeSample(node, sample.time_s, NodeState.NO_GPU, "no GPU in the probe output")
             rows.append(failed_row(empty, None, now, config, narrow, columns))
