@@ -89,6 +89,9 @@ class Plan:
     interval_s: float = 1.0
     profile: Profile | None = None
     profile_problem: str = ""
+    profile_describes: bool = False
+    """The profile was named for this run (inventory ``profile:`` or ``--profile``): its limits
+    are the engines' (the default profile's are another setup's)."""
     nodes: tuple[str, ...] = ()
     engines: tuple[EnginePlan, ...] = ()
     thresholds: Thresholds = field(default_factory=Thresholds)
@@ -205,7 +208,13 @@ class Plan:
         if describes and profile is not None:
             limits = _limits(profile)
             engines = tuple(replace(e, profile_limits=limits) for e in engines)
-        return replace(self, profile=profile, profile_problem=problem, engines=engines)
+        return replace(
+            self,
+            profile=profile,
+            profile_problem=problem,
+            profile_describes=describes and profile is not None,
+            engines=engines,
+        )
 
     # -- derived -------------------------------------------------------------------------
 

@@ -284,8 +284,8 @@ def test_endpoint_down_is_marked_no_data_warned_and_exit_1(
     assert code == 1
     assert err == (
         f"sparktop: warning: endpoint {url} unreachable (connection refused): "
-        "free KV and exact token count are not available (the KV check used the profile's "
-        "pool: give yours with --kv-pool T)\n"
+        "free KV and exact token count are not available (the KV check had no pool: give "
+        "yours with --kv-pool T)\n"
     )
     assert doc["tokens"]["method"] == "estimated" and doc["tokens"]["prompt_tokens"] == 500
     assert "exact count unavailable (endpoint" in doc["tokens"]["note"]
@@ -301,8 +301,7 @@ def test_endpoint_down_with_a_given_count_misses_only_the_free_kv(
     assert code == 1 and "TTFT" in out and "free now" in out
     assert err == (
         f"sparktop: warning: endpoint {url} unreachable (connection refused): "
-        "free KV is not available (the KV check used the profile's pool: give yours with "
-        "--kv-pool T)\n"
+        "free KV is not available (the KV check had no pool: give yours with --kv-pool T)\n"
     )
 
 
@@ -410,8 +409,8 @@ def test_an_endpoint_that_answers_without_metrics_is_warned_about(
     assert err == (
         f"sparktop: warning: endpoint {url} accepts connections but gave no usable metrics "
         "(metrics disabled: GET /metrics returned 404 (vLLM always serves it: is the URL the "
-        "server's base URL?)): free KV is not available (the KV check used the profile's "
-        "pool: give yours with --kv-pool T)\n"
+        "server's base URL?)): free KV is not available (the KV check had no pool: give "
+        "yours with --kv-pool T)\n"
     )
     code, _, err = _run(
         capsys, "budget", "--prompt-tokens", "4000", "--endpoint", url, "--kv-pool", "900000"

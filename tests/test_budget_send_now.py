@@ -139,9 +139,9 @@ async def test_budget_endpoint_on_the_simulator(capsys: pytest.CaptureFixture[st
     assert now["live"] is True  # type: ignore[index]
     assert now["running"] == {"value": 2, "reason": None}  # type: ignore[index]
     assert now["waiting"] == {"value": 2, "reason": None}  # type: ignore[index]
-    # The server does not say max_num_seqs (no vLLM release exports it): the profile's 8
-    # stands, tagged, and the request queues behind the two already waiting.
-    assert doc["kv"]["max_num_seqs"]["origin"] == "from the profile"  # type: ignore[index]
+    # The server does not say max_num_seqs (no vLLM release exports it), and the default
+    # profile was not named for it: unknown, and the request queues behind the two waiting.
+    assert doc["kv"]["max_num_seqs"]["value"] is None  # type: ignore[index]
     assert now["queued_because"] == "waiting"  # type: ignore[index]
     assert now["queue_wait_s"]["origin"] == "profile"  # type: ignore[index]
     assert now["queue_wait_s"]["value"] > 0  # type: ignore[index]

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,3 +113,50 @@ def test_budget_endpoint_uses_the_free_part_not_the_used_count(
     doc = json.loads(capsys.readouterr().out)
     assert doc["kv"]["free_tokens_now"]["value"] == POOL - 123859
     assert doc["kv"]["free_tokens_now"]["origin"] == "from the server"
+
+
+def _budget_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    main(["budget", "--prompt-tokens", "100000", *argv, "--json"])
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_budget_endpoint_takes_no_limit_from_the_default_profile(
+    sglang_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default profile (DeepSeek on 4 Sparks) does not describe this SGLang Llama-8B: its
+    max_num_seqs 8 and max_num_batched_tokens 8,192 are another setup's, so both are unknown,
+    and the live load of 162 running is not capped at 8."""
+    doc = _budget_json(["--endpoint", sglang_url], capsys)
+    for limit in (doc["kv"]["max_num_seqs"], doc["batched"]["max_num_batched_tokens"]):
+        assert limit["value"] is None and limit["origin"] == "from the server"
+        assert limit["reason"].startswith(
+            "not exported by the server, and the default profile is another setup's; pass --"
+        )
+    assert doc["send_now"]["concurrency"]["value"] == 162 + 1
+    assert doc["ceiling"]["max_model_len"]["value"] == 131072  # /v1/models says it
+    assert doc["kv"]["pool_tokens"]["value"] == POOL  # the page says it
+    main(["budget", "--prompt-tokens", "100000", "--endpoint", sglang_url])
+    out = capsys.readouterr().out
+    assert "[profile] max" not in out
+    assert "max_num_seqs              no data (not exported by the server" in out
+    assert "--max-num-seqs) run at once" not in out
+
+
+def test_budget_endpoint_with_a_named_profile_or_flags_takes_their_limits(
+    sglang_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    named = _budget_json(
+        ["--endpoint", sglang_url, "--profile", "4x-spark-dsv41-flash-1017"], capsys
+    )
+    assert named["kv"]["max_num_seqs"] == {"value": 8, "origin": "from the profile", "reason": None}
+    given = _budget_json(["--endpoint", sglang_url, "--max-num-seqs", "48"], capsys)
+    assert given["kv"]["max_num_seqs"] == {"value": 48, "origin": "given", "reason": None}
+    assert given["send_now"]["concurrency"]["value"] == 48
+
+
+def test_budget_without_an_endpoint_is_the_default_profile_s_setup(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = _budget_json([], capsys)
+    assert doc["kv"]["max_num_seqs"]["origin"] == "from the profile"

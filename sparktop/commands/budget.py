@@ -90,6 +90,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-batched", type=int, metavar="T", help="override max_num_batched_tokens"
     )
+    parser.add_argument("--max-num-seqs", type=int, metavar="S", help="override max_num_seqs")
     parser.add_argument("--json", action="store_true", help="print the stable JSON document")
     return parser
 
@@ -106,6 +107,7 @@ def _check(args: argparse.Namespace) -> None:
         ("--kv-pool", args.kv_pool, 1),
         ("--max-model-len", args.max_model_len, 1),
         ("--max-batched", args.max_batched, 1),
+        ("--max-num-seqs", args.max_num_seqs, 1),
     ]
     for flag, value, low in checks:
         if value is not None:
@@ -216,13 +218,19 @@ def _tcp_reason(url: str, timeout_s: float = 3.0) -> str | None:
 
 
 def endpoint_problem(
-    url: str, count_failure: RuntimeFailure | None, live: Any, *, kv_pool_given: bool = False
+    url: str,
+    count_failure: RuntimeFailure | None,
+    live: Any,
+    *,
+    kv_pool_given: bool = False,
+    profile_named: bool = False,
 ) -> str | None:
     """One line on what ``--endpoint`` could not give, and why; None when it gave everything.
 
     ``live`` is the scraped :class:`~sparktop.model.EngineSample`; ``count_failure`` the
     error of the exact count (None when it worked or was not asked for); without the live
-    pool, and ``--kv-pool`` not given (``kv_pool_given``), the line says to give it.
+    pool, and ``--kv-pool`` not given (``kv_pool_given``), the line says to give it: the
+    check used the pool of the profile ``--profile`` named (``profile_named``), else had none.
     """
     live_ok = live is None or live.ok
     if live_ok and count_failure is None:
@@ -234,7 +242,8 @@ def endpoint_problem(
         missing.append("exact token count")
     lost = " and ".join(missing) + (" are" if len(missing) > 1 else " is") + " not available"
     if not live_ok and not kv_pool_given:
-        lost += " (the KV check used the profile's pool: give yours with --kv-pool T)"
+        used = "used the profile's pool" if profile_named else "had no pool"
+        lost += f" (the KV check {used}: give yours with --kv-pool T)"
     if count_failure is not None and " unreachable (" in str(count_failure):
         return f"{count_failure}: {lost}"
     reason = None if live_ok else _tcp_reason(url)
@@ -275,7 +284,11 @@ def run(args: argparse.Namespace) -> int:
         kv_pool_tokens=args.kv_pool,
         max_model_len=args.max_model_len,
         max_num_batched_tokens=args.max_batched,
+        max_num_seqs=args.max_num_seqs,
         live=live,
+        # The default profile gives the times, but a server it was not named for has its own
+        # limits: only the server's or the command line's count (sparktop/plan.py's rule).
+        profile_limits=args.profile is not None or not args.endpoint,
     )
     if args.concurrency is None:
         budget = dataclasses.replace(budget, concurrency_origin=Origin.DEFAULT)
@@ -286,7 +299,13 @@ def run(args: argparse.Namespace) -> int:
     problem = None
     if args.endpoint:
         given = args.kv_pool is not None
-        problem = endpoint_problem(args.endpoint, count_failure, live, kv_pool_given=given)
+        problem = endpoint_problem(
+            args.endpoint,
+            count_failure,
+            live,
+            kv_pool_given=given,
+            profile_named=args.profile is not None,
+        )
     if problem is not None:
         # Live data was asked for and not obtained: the budget above is profile-only.
         sys.stdout.flush()

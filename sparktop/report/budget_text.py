@@ -64,6 +64,11 @@ def _line(tag: Origin | str, label: str, text: str) -> str:
     return f"  {mark:<10}{label:<26}{text}"
 
 
+def _unit(fig: Figure, words: str) -> str:
+    """``words`` after a number; nothing after "no data (…)", which they would not read on."""
+    return words if is_num(fig.value) else ""
+
+
 def _fig_text(fig: Figure, fmt: str = "tokens") -> str:
     if not is_num(fig.value):
         return f"no data ({_why(fig.value)})"
@@ -142,9 +147,14 @@ def _kv_section(b: Budget) -> list[str]:
         _line(
             Origin.COMPUTED,
             "max concurrency (pool)",
-            _fig_text(k.max_concurrency_by_pool) + " at this length (pool ÷ live tokens)",
+            _fig_text(k.max_concurrency_by_pool)
+            + _unit(k.max_concurrency_by_pool, " at this length (pool ÷ live tokens)"),
         ),
-        _line(k.max_num_seqs.origin, "max_num_seqs", _fig_text(k.max_num_seqs) + " run at once"),
+        _line(
+            k.max_num_seqs.origin,
+            "max_num_seqs",
+            _fig_text(k.max_num_seqs) + _unit(k.max_num_seqs, " run at once"),
+        ),
         _line(k.free_tokens_now.origin, "free now", _fig_text(k.free_tokens_now)),
     ]
     if is_num(k.free_used_pct.value):

@@ -127,14 +127,24 @@ class Budget:
         return self.tokens.tokens
 
 
-def _limit(given: int | None, server: float | NA | None, profile: int | NA, flag: str) -> Figure:
+def _limit(
+    given: int | None, server: float | NA | None, profile: int | NA | None, flag: str
+) -> Figure:
+    """The command line, else the server, else the profile; ``profile`` None: the profile
+    does not describe this server, so a limit neither states is unknown."""
     if given is not None:
         return Figure(given, Origin.GIVEN)
     if server is not None and is_num(server) and server > 0:
         return Figure(int(server), Origin.SERVER)
+    if profile is None:
+        return Figure(NA(f"{NOT_THIS_SERVER}; pass {flag}"), Origin.SERVER)
     if isinstance(profile, int):
         return Figure(profile, Origin.PROFILE)
     return Figure(NA(f"not in the profile; pass {flag}"), Origin.PROFILE)
+
+
+NOT_THIS_SERVER = "not exported by the server, and the default profile is another setup's"
+"""Why a limit is unknown when only a profile nobody named for this server would state it."""
 
 
 SERVER_SOURCES = frozenset({"server", "cache_config_info", "/v1/models"})
@@ -261,6 +271,7 @@ def compute_budget(
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
     live: EngineSample | None = None,
+    profile_limits: bool = True,
 ) -> Budget:
     """The budget for ``concurrency`` requests of ``tokens`` prompt tokens each.
 
@@ -270,6 +281,9 @@ def compute_budget(
     latter only when the server reported it); a failed one yields "no data" for the free
     pool; its ``max_num_seqs`` and ``max_num_batched_tokens`` only when the server exported
     them (``cache_config_info`` labels where a version has them, SGLang's gauges).
+    ``profile_limits`` False: the profile does not describe the live server (the default
+    profile beside ``--endpoint``, as the plan rules), so its limits are not used and a limit
+    neither the caller nor the server gives is unknown; its figures still give the times.
     Raises ``ValueError`` for a prompt, concurrency or output below the minimum (callers
     validate user input first).
     """
@@ -287,15 +301,19 @@ def compute_budget(
         if ok and ok.kv_pool_source not in ("inventory", "profile", "unknown")
         else None
     )
-    mml = _limit(max_model_len, server_mml, profile.max_model_len, "--max-model-len")
-    pool = _limit(kv_pool_tokens, server_pool, profile.kv_pool_tokens, "--kv-pool")
+
+    def own(name: str) -> int | NA | None:
+        return getattr(profile, name) if profile_limits else None
+
+    mml = _limit(max_model_len, server_mml, own("max_model_len"), "--max-model-len")
+    pool = _limit(kv_pool_tokens, server_pool, own("kv_pool_tokens"), "--kv-pool")
     batch = _limit(
         max_num_batched_tokens,
         _told(ok, "max_num_batched_tokens"),
-        profile.max_num_batched_tokens,
+        own("max_num_batched_tokens"),
         "--max-batched",
     )
-    seqs = _limit(max_num_seqs, _told(ok, "max_num_seqs"), profile.max_num_seqs, "the inventory")
+    seqs = _limit(max_num_seqs, _told(ok, "max_num_seqs"), own("max_num_seqs"), "--max-num-seqs")
     ceiling = _ceiling(count.tokens, output, mml)
     kv = _kv(count.tokens + output, concurrency, pool, seqs, live)
     est = estimate(profile, count.tokens, concurrency)

@@ -146,7 +146,12 @@ class SparktopApp(App[int]):
                 yield EnginePanel(no_engine_text(self.plan, self.sources), id="engines")
                 yield EventLog(id="events")
             urls = {e.name: e.url for e in self.plan.engines if e.url}
-            yield BudgetPane(self.plan.profile, urls, id="budget")
+            yield BudgetPane(
+                self.plan.profile,
+                urls,
+                profile_limits=self.plan.profile_describes,
+                id="budget",
+            )
         yield KeyFooter()
 
     _control_characters = ControlCharacters()

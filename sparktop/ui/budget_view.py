@@ -301,8 +301,13 @@ def budget_lines(
     width: int = 42,
     *,
     error: str = "",
+    profile_limits: bool = True,
 ) -> list[Line]:
     """The pane's lines for the inputs, the profile and the live engine (its free pool).
+
+    ``profile_limits`` False: the profile was not named for this cluster (the default), so
+    a live engine's limits come from its server or the inventory only, as on its engine row;
+    without a live engine the budget is the profile's own setup and keeps them.
 
     ``error`` (a field the operator just entered that was refused) replaces the figures: they
     would be for the previous input, under the new text.
@@ -323,7 +328,7 @@ def budget_lines(
     try:
         b = compute_budget(
             inputs.prompt, inputs.concurrency, profile, inputs.output_tokens, live=live,
-            **overrides,
+            profile_limits=profile_limits or live is None, **overrides,
         )  # fmt: skip
     except ValueError as exc:
         return [[(str(exc), "warn")]]

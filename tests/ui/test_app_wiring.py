@@ -399,3 +399,31 @@ async def test_a_paste_is_inserted_once_and_text_is_counted_not_taken_for_a_path
         assert "\x1b" not in pane.error and "␛" in pane.error
         shown = str(app.query_one("#budget-out", TextBlock).render())
         assert "\x1b" not in shown
+
+
+async def test_the_budget_pane_takes_no_limit_from_a_profile_nobody_named() -> None:
+    """The monitor without ``--profile`` or an inventory ``profile:`` runs on the default
+    profile, which describes another setup: an engine that exports no max_num_seqs has it
+    unknown in the pane too (its row says ``/?``), not the default profile's 8."""
+    from sparktop.model import NA
+    from sparktop.plan import Plan
+    from sparktop.sweep.profile import DEFAULT_PROFILE
+    from sparktop.ui.widgets.text_block import TextBlock
+    from tests.ui.fakes import engine
+
+    unknown = NA("max_num_seqs not exported; set max_num_seqs in the inventory")
+    live = engine(max_num_seqs=unknown, max_num_batched_tokens=unknown)
+
+    async def pane_text(plan: Plan) -> str:
+        app = SparktopApp(plan, [Scripted(live)], autostart=False, clock=Clock())
+        async with app.run_test(size=(160, 60)) as pilot:
+            await app.poll_now()
+            await pilot.press("b")
+            await pilot.pause()
+            return str(app.query_one("#budget-out", TextBlock).render())
+
+    default = await pane_text(Plan.from_layout("t", {}))
+    assert "max_num_seqs 8" not in default and "[profile]\n" not in default.split("TTFT")[0]
+    assert "batched 8,192/? [server]" in default
+    named = await pane_text(Plan.from_inventory(None, profile=DEFAULT_PROFILE))
+    assert "max_num_seqs 8 [profile]" in named and "8,192/8,192 [profile]" in named

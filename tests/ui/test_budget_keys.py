@@ -126,6 +126,8 @@ async def test_the_footer_offers_what_works_in_each_state() -> None:
 async def test_the_pane_takes_limits_from_the_live_engine_and_explains_its_tags() -> None:
     from types import MappingProxyType
 
+    from sparktop.plan import Plan
+    from sparktop.sweep.profile import DEFAULT_PROFILE
     from sparktop.ui.widgets.text_block import TextBlock
 
     limits = MappingProxyType(
@@ -136,7 +138,9 @@ async def test_the_pane_takes_limits_from_the_live_engine_and_explains_its_tags(
         }
     )
     live = engine(max_num_seqs=32.0, limit_sources=limits)
-    app = SparktopApp(plan(cluster="test"), [Scripted(live)], clock=Clock(), autostart=False)
+    # A sample takes a limit from the profile only when the run names it (--profile).
+    named = Plan.from_inventory(None, profile=DEFAULT_PROFILE)
+    app = SparktopApp(named, [Scripted(live)], clock=Clock(), autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
         await pilot.press("b")

@@ -88,7 +88,8 @@ class PromptInput(BudgetInput):
 class BudgetPane(VerticalScroll, can_focus=True):
     """The context budget beside the live view (``b`` toggles it, the prompt field focused).
 
-    Given the plan's ``profile`` and each engine's base URL (for ``/tokenize``); the app
+    Given the plan's ``profile``, whether its limits are the engines' (``profile_limits``:
+    the plan's ``profile_describes``) and each engine's base URL (for ``/tokenize``); the app
     hands it the live engine every tick (:meth:`live_changed`)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -114,10 +115,16 @@ class BudgetPane(VerticalScroll, can_focus=True):
     """
 
     def __init__(
-        self, profile: Profile | None, engine_urls: Mapping[str, str], **kwargs: Any
+        self,
+        profile: Profile | None,
+        engine_urls: Mapping[str, str],
+        *,
+        profile_limits: bool = True,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.profile = profile
+        self.profile_limits = profile_limits
         self.engine_urls = dict(engine_urls)
         self.live: EngineSample | None = None
         self.inputs = BudgetInputs(
@@ -173,6 +180,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
             self.counting,
             out.size.width or 42,
             error=self.error,
+            profile_limits=self.profile_limits,
         )
         key = tuple(tuple(line) for line in lines)
         if key != self._shown:
