@@ -8,6 +8,7 @@ is 123,859 ÷ 0.28 ≈ 442,354 tokens and 318,495 of them are free."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -160,3 +161,30 @@ def test_budget_without_an_endpoint_is_the_default_profile_s_setup(
 ) -> None:
     doc = _budget_json([], capsys)
     assert doc["kv"]["max_num_seqs"]["origin"] == "from the profile"
+
+
+async def test_a_static_page_reads_the_same_in_the_monitor_and_in_snapshot(
+    sglang_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing moves on the docs sample: after the first scrape the window is empty, and the
+    monitor showed `TTFT p50 n/a` (no reason) where snapshot showed `> 30 s*`. One derivation
+    (the lifetime figures, marked), one text; an n/a says why."""
+    from sparktop.inventory import load_inventory
+    from sparktop.plan import Plan
+    from sparktop.ui.engine_views import rate_groups
+
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(f"engines: [{{name: sg, url: '{sglang_url}', kind: sglang}}]\n")
+    (source,) = Plan.from_inventory(load_inventory(inventory)).engine_sources()
+    try:
+        for _ in range(3):  # as the monitor polls: the second and third have a window
+            sample = await source.sample()
+    finally:
+        await source.aclose()
+    assert sample.window_s is not None and "ttft_p50" in sample.since_start
+    monitor = "".join(text for group in rate_groups(sample) for text, _ in group)
+    assert "TTFT p50 > 30 s* p95 > 30 s*" in monitor and "ITL p50 93 ms*" in monitor
+    assert "prompt n/a (not exported)" in monitor and "* since server start" in monitor
+    await asyncio.to_thread(main, ["snapshot", "--inventory", str(inventory)])
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("sg "))
+    assert "> 30 s*   > 30 s*   93 ms*" in row  # TTFT p50, p95, ITL p50: the same figures

@@ -93,6 +93,8 @@ class Comparison:
 def _ttft_fallback(sample: EngineSample) -> Num:
     """The TTFT p50 as the engine shows it, when no windowed like-for-like figure exists."""
     q = sample.ttft_p50
+    if sample.window_s is not None and "ttft_p50" in sample.since_start:
+        return NA("no first tokens in the window (the server's lifetime p50 only)")
     return q.value_s if isinstance(q, Quantile) else q
 
 

@@ -38,7 +38,7 @@ from sparktop.sources.engine_http import (
     fetch_metrics,
     fetch_models,
 )
-from sparktop.sources.metrics import MetricsDeriver, fill_from_lifetime
+from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.pool import Limits
 from sparktop.sources.prom import PromPage
 from sparktop.sources.vllm import parse_engine_page
@@ -146,7 +146,7 @@ class EngineSource:
             last = await self._scrape()
             if not last.answered:
                 return last
-        return fill_from_lifetime(first, last)
+        return last
 
     def _token(self) -> str | None:
         return self._api_key or (os.environ.get(self._key_env) if self._key_env else None)

@@ -4,8 +4,10 @@
 per rank) so that rates and latency quantiles cover a window (default 30 s) rather than the
 server's lifetime. A counter that falls is a restart: the history is dropped, the sample says
 ``restarted=True`` and rates resume from the new baseline (never a negative rate). Before a
-second scrape exists, quantiles, mean prompt length and ratios are computed over the server's
-lifetime and listed in ``EngineSample.since_start``; rates are NA until then.
+second scrape exists, and whenever no request finished in the window, quantiles, mean prompt
+length and ratios are computed over the server's lifetime and listed in
+``EngineSample.since_start`` (one derivation for the monitor, ``snapshot`` and recordings;
+the alert rules and the expected row read only windowed figures); rates are NA until then.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from types import MappingProxyType
 
-from sparktop.model import NA, EngineSample, EngineState, Num, is_num
+from sparktop.model import NA, EngineSample, EngineState, Num, RankStats, is_num
 from sparktop.sources.breakdown import breakdown
 from sparktop.sources.pool import Limits, label_int, resolve_limit, resolve_pool
 from sparktop.sources.prom import PromPage
@@ -144,14 +146,21 @@ class MetricsDeriver:
         values = win.engine_values(ranks, stats)
         more = breakdown(win, ranks)
         since_start: tuple[str, ...] = ()
+        found: dict[str, object] = {**values, **more}
         if base is None:
-            found: dict[str, object] = {**values, **more}
             since_start = tuple(k for k in LIFETIME_FIELDS if not isinstance(found[k], NA))
+        fill: dict[str, object] = {}
+        if base is not None and any(isinstance(found.get(k), NA) for k in LIFETIME_FIELDS):
+            # Nothing finished in the window: the server's lifetime figures, marked so, as on
+            # a first scrape (one derivation for the monitor, snapshot and recordings).
+            stats, life = _from_lifetime(reading, ranks, pools, stats, restarted, self._seen, now_s)
+            fill = {k: v for k, v in life.items() if isinstance(found.get(k), NA)}
+            since_start = tuple(k for k in LIFETIME_FIELDS if k in fill)
         state, stale = self._staleness(now_s, (running, waiting, kv), moved)
         if refused := _all_load_gauges_refused(reading):
             state, stale = EngineState.DEGRADED, refused
         limits = self._limits(reading, ranks, max_model_len)
-        return replace(
+        sample = replace(
             head,
             state=state,
             message="; ".join([stale, *notes] if stale else notes),
@@ -188,6 +197,7 @@ class MetricsDeriver:
             prompt_tokens_dist=values["prompt_tokens_dist"],
             first_token_prompt_tokens=values["first_token_prompt_tokens"],
         )
+        return replace(sample, **fill) if fill else sample  # type: ignore[arg-type]
 
     def _limits(
         self, reading: PageReading, ranks: list[str], max_model_len: Num | None
@@ -228,31 +238,31 @@ class MetricsDeriver:
         return EngineState.OK, ""
 
 
-def fill_from_lifetime(first: EngineSample, second: EngineSample) -> EngineSample:
-    """``second`` with its empty-window latencies and ratios taken from ``first``'s lifetime
-    values (listed in ``since_start``): a one-shot caller that scraped twice shows "since
-    server start" rather than nothing when no request finished between its two scrapes."""
-    if not second.answered:
-        return second
-    filled = {
-        k: getattr(first, k)
-        for k in first.since_start
-        if isinstance(getattr(second, k), NA) and not isinstance(getattr(first, k), NA)
-    }
-    if not filled:
-        return second
-    first_ranks = {r.rank: r for r in first.ranks}
-    ranks = []
-    for rank in second.ranks:
-        old = first_ranks.get(rank.rank)
+def _from_lifetime(
+    reading: PageReading,
+    ranks: list[str],
+    pools: dict[str, Num],
+    stats: list[RankStats],
+    restarted: bool,
+    seen: set[tuple[str, str]],
+    now_s: float,
+) -> tuple[list[RankStats], dict[str, object]]:
+    """The rank rows with their empty-window fields taken from the server's lifetime (the
+    page's cumulative histograms), and the engine's lifetime values that exist."""
+    whole = Window(reading, deque(), now_s, restarted, frozenset(seen))
+    lifetime = [whole.rank_stats(r, pools[r]) for r in ranks]
+    rows = []
+    for row, life in zip(stats, lifetime, strict=True):
         fields = {
-            k: getattr(old, k)
-            for k in filled
-            if old is not None and hasattr(rank, k) and isinstance(getattr(rank, k), NA)
+            k: getattr(life, k)
+            for k in LIFETIME_FIELDS
+            if hasattr(row, k)
+            and isinstance(getattr(row, k), NA)
+            and not isinstance(getattr(life, k), NA)
         }
-        ranks.append(replace(rank, **fields))
-    since = tuple(k for k in LIFETIME_FIELDS if k in filled or k in second.since_start)
-    return replace(second, **filled, ranks=tuple(ranks), since_start=since)
+        rows.append(replace(row, **fields))
+    found: dict[str, object] = {**whole.engine_values(ranks, lifetime), **breakdown(whole, ranks)}
+    return rows, {k: found[k] for k in LIFETIME_FIELDS if not isinstance(found.get(k), NA)}
 
 
 LOAD_GAUGES = ("running", "waiting", "kv_usage")

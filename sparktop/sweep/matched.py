@@ -214,6 +214,8 @@ def window_load(sample: EngineSample) -> Load | str:
     if not is_num(sample.running):  # the server does not report it: unknown, not idle
         return "n/a: the server does not report running requests"
     prompt = sample.mean_prompt_tokens
+    if sample.window_s is not None and not _windowed(sample, "mean_prompt_tokens"):
+        prompt = NA("none finished in the window (the server's lifetime mean only)")
     if not is_num(prompt):
         if sample.running < 1:
             return "idle: no running requests to compare"

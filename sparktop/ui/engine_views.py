@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sparktop.model import EngineSample, EngineState, is_num
+from sparktop.model import NA, EngineSample, EngineState, is_num
 from sparktop.safe_text import printable
 from sparktop.ui import format as fmt
 from sparktop.ui.views import Cell, ViewConfig
@@ -97,7 +97,9 @@ def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None
         [("waiting ", "dim"), (fmt.num(waiting, ",.0f"), "warn" if queued else "")],
         [("preempt ", "dim"),
          (fmt.num(preempt, ".2f") + ("/s" if is_num(preempt) else ""),
-          "crit" if is_num(preempt) and preempt > 0 else "")],
+          "crit" if is_num(preempt) and preempt > 0 else ""),
+         *([(f" ({printable(preempt.reason)})", "dim")]
+           if isinstance(preempt, NA) and preempt.reason else [])],
         [("KV ", "dim"), (fmt.bar(kv, KV_BAR_WIDTH), kv_style),
          (f" {kv_pct:.1f}%" if kv_pct is not None else " ·", "crit" if kv_style == "crit" else "")],
         [("pool ", "dim"), (fmt.si_tokens(sample.kv_pool_tokens), "")],
@@ -105,18 +107,40 @@ def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None
     ]  # fmt: skip
 
 
+LIFETIME_MARK = "*"
+LIFETIME_LEGEND = "* since server start"
+"""Beside a figure over the server's lifetime (no window yet, or nothing finished in it), as
+``snapshot`` marks it."""
+
+
+def _windowed(sample: EngineSample, name: str, text: str) -> Group:
+    """``text`` of field ``name``: marked when it covers the lifetime; n/a with its reason."""
+    value = getattr(sample, name)
+    if not is_num(value) and not hasattr(value, "value_s"):
+        reason = getattr(value, "reason", "")
+        return [(text, "")] + ([(f" ({printable(reason)})", "dim")] if reason else [])
+    return [(text + (LIFETIME_MARK if name in sample.since_start else ""), "")]
+
+
 def rate_groups(sample: EngineSample) -> list[Group]:
     """Token rates, TTFT and ITL quantiles, mean prompt length, prefix-cache hit rate."""
     hit = sample.prefix_hit_rate
+    lat = {k: fmt.quantile(getattr(sample, k)) for k in ("ttft_p50", "ttft_p95", "itl_p50")}
+    hit_text = f"{float(hit) * 100:.0f}%" if is_num(hit) else fmt.NA_TEXT
     groups: list[Group] = [
         [("prefill ", "dim"), (fmt.num(sample.prefill_tps) + " tok/s", "")],
         [("decode ", "dim"), (fmt.num(sample.decode_tps) + " tok/s", "bold")],
-        [("TTFT p50 ", "dim"), (fmt.quantile(sample.ttft_p50), ""),
-         (" p95 ", "dim"), (fmt.quantile(sample.ttft_p95), "")],
-        [("ITL p50 ", "dim"), (fmt.quantile(sample.itl_p50), "")],
-        [("prompt ", "dim"), (fmt.num(sample.mean_prompt_tokens), "")],
-        [("hit ", "dim"), (f"{float(hit) * 100:.0f}%" if is_num(hit) else fmt.NA_TEXT, "")],
+        [("TTFT p50 ", "dim"), *_windowed(sample, "ttft_p50", lat["ttft_p50"]),
+         (" p95 ", "dim"), *_windowed(sample, "ttft_p95", lat["ttft_p95"])],
+        [("ITL p50 ", "dim"), *_windowed(sample, "itl_p50", lat["itl_p50"])],
+        [("prompt ", "dim"),
+         *_windowed(sample, "mean_prompt_tokens", fmt.num(sample.mean_prompt_tokens))],
+        [("hit ", "dim"), *_windowed(sample, "prefix_hit_rate", hit_text)],
     ]  # fmt: skip
+    if {"ttft_p50", "ttft_p95", "itl_p50", "mean_prompt_tokens", "prefix_hit_rate"} & set(
+        sample.since_start
+    ):
+        groups.append([(LIFETIME_LEGEND, "dim")])
     split = ttft_split(sample)
     if split:
         groups.insert(3, split)
