@@ -60,14 +60,88 @@ def build_parser() -> argparse.ArgumentParser:
         sweep,
     )  # fmt: skip
 
+    before = len(parser._actions)
     monitor.add_arguments(parser)
+    for action in parser._actions[before:]:
+        _store_apart(action)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     # Order is the order in --help.
     for module in (demo, snapshot, budget, sweep, profiles, replay, sim, exporter):
         sub_parser = module.add_parser(sub)
         sub_parser.set_defaults(_run=module.run)
+        _require_after_merge(sub_parser, top={a.dest[len(TOP) :] for a in parser._actions})
     parser.set_defaults(_run=monitor.run)
     return parser
+
+
+TOP = "_top_"
+"""Prefix of the monitor's options' dests on the top-level parser (see :func:`parse_args`)."""
+
+
+def _store_apart(action: argparse.Action) -> None:
+    """Store a top-level option under ``_top_<dest>``: a subcommand's own option of the same
+    name writes its default over a value given before the subcommand (``sparktop --theme
+    nosuch demo`` ran with the default theme), so the two must not share a dest."""
+    if action.metavar is None and action.nargs != 0:
+        action.metavar = action.dest.upper()  # what --help showed before
+    action.dest = TOP + action.dest
+
+
+REQUIRED_LATER = "_sparktop_required"
+"""Marks a subcommand option whose ``required`` :func:`parse_args` checks after the merge."""
+
+
+def _require_after_merge(sub_parser: argparse.ArgumentParser, top: set[str]) -> None:
+    """A required subcommand option the monitor also has (``snapshot --inventory``) may be
+    given before the subcommand: argparse would refuse it as missing, so it is checked after
+    :func:`parse_args` has merged the two."""
+    for action in sub_parser._actions:
+        if action.required and action.option_strings and action.dest in top:
+            action.required = False
+            setattr(action, REQUIRED_LATER, True)
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; a monitor option given before a subcommand (``sparktop --theme light
+    demo``) means what it means after it when the subcommand takes it, and is a usage error
+    (exit 2) when the subcommand does not, or takes another value after it."""
+    args = parser.parse_args(argv)
+    command = getattr(args, "command", None)
+    chosen = _subparsers(parser).get(command) if command else None
+    own = {a.dest: a for a in chosen._actions if a.option_strings} if chosen is not None else {}
+    for action in parser._actions:
+        if not action.dest.startswith(TOP):
+            continue
+        dest, flag = action.dest[len(TOP) :], action.option_strings[-1]
+        value = getattr(args, action.dest)
+        delattr(args, action.dest)
+        if chosen is None:
+            setattr(args, dest, value)
+            continue
+        if value == action.default:
+            continue
+        mine = own.get(dest)
+        if mine is None:
+            parser.error(
+                f"{flag} is an option of the monitor: 'sparktop {command}' does not take it"
+            )
+        after = getattr(args, dest)
+        if after != mine.default and after != value:
+            parser.error(f"{flag} given twice: {value!r} before '{command}', {after!r} after it")
+        setattr(args, dest, value)
+    for dest, mine in own.items():
+        if getattr(mine, REQUIRED_LATER, False) and getattr(args, dest) is None:
+            assert chosen is not None
+            flags = "/".join(mine.option_strings)
+            chosen.error(f"the following arguments are required: {flags}")
+    return args
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def _stdout_reader_gone() -> bool:
@@ -98,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     the reader of stdout went away, as under ``| head``)."""
     printable_warnings()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     args._argv = list(sys.argv[1:] if argv is None else argv)  # the exact command, for records
     try:
         with interruptible():

@@ -37,6 +37,9 @@ def files(tmp_path: Path) -> Path:
         (["--theme", "{d}/missing.tcss"], "--theme {d}/missing.tcss: not a usable theme file"),
         (["--theme", "{d}/binary.tcss"], "not a usable theme file"),
         (["demo", "--theme", "nosuch"], "--theme: unknown theme 'nosuch'"),
+        (["--theme", "nosuch", "demo"], "--theme: unknown theme 'nosuch'"),  # before it, too
+        (["--theme", "nosuch", "replay", "{d}/cluster.yaml"], "unknown theme 'nosuch'"),
+        (["--inventory", "{d}/absent.yaml", "snapshot"], "{d}/absent.yaml: no such file"),
         (["replay", "{d}/cluster.yaml", "--theme", "nosuch"], "unknown theme 'nosuch'"),
         (["demo", "--no-tui", "--rounds", "-1"], "--rounds must be at least 1, got -1"),
         (["demo", "--no-tui", "--rounds", "0"], "--rounds must be at least 1, got 0"),
@@ -63,6 +66,28 @@ def test_refused_in_one_line(
     assert expected.format(d=files) in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--theme", "light", "demo", "--theme", "dark"],
+         "--theme given twice: 'light' before 'demo', 'dark' after it"),
+        (["--serve-metrics", "127.0.0.1:0", "snapshot", "-i", "{d}/cluster.yaml"],
+         "--serve-metrics is an option of the monitor: 'sparktop snapshot' does not take it"),
+        (["--profile", "2x-spark-dsv4-flash-0731", "profiles"],
+         "--profile is an option of the monitor: 'sparktop profiles' does not take it"),
+        (["exporter"], "the following arguments are required: -i/--inventory"),
+    ],
+)  # fmt: skip
+def test_refused_by_the_parser_in_one_line(
+    files: Path, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([a.replace("{d}", str(files)) for a in argv])
+    captured = capsys.readouterr()
+    assert exit_.value.code == 2 and captured.out == "" and captured.err.count("\n") == 1
+    assert expected.replace("{d}", str(files)) in captured.err
+
+
 def test_a_good_theme_file_and_names_are_accepted() -> None:
     from sparktop.ui.themes import check_theme, themes_dir
 
@@ -86,3 +111,60 @@ def test_a_bare_profile_name_that_is_a_file_is_read_as_the_file(
     from sparktop.inventory import load_inventory
 
     assert load_inventory(tmp_path / "cluster.yaml").profile == str(tmp_path / "mysweep")
+
+
+# A monitor option given before a subcommand: the same as after it, or refused.
+GLOBAL_VALUES = {
+    "inventory": ["-i", "c.yaml"], "theme": ["--theme", "light"], "interval": ["--interval", "2"],
+    "profile": ["--profile", "2x-spark-dsv4-flash-0731"],
+    "serve_metrics": ["--serve-metrics", "127.0.0.1:0"], "on_alert": ["--on-alert", "true"],
+    "alert_log": ["--alert-log", "a.jsonl"], "bell": ["--bell"], "record": ["--record", "r.zst"],
+    "force": ["--force"],
+}  # fmt: skip
+COMMAND_ARGS = {
+    "demo": [], "snapshot": ["-i", "x.yaml"], "budget": ["--prompt-tokens", "5"],
+    "sweep": ["--endpoint", "http://127.0.0.1:1", "-o", "s.yaml"], "profiles": [],
+    "replay": ["r.zst"], "sim": ["--write-inventory", "s.yaml"], "exporter": ["-i", "x.yaml"],
+}  # fmt: skip
+
+
+def _pairs() -> list[tuple[str, str]]:
+    from sparktop import cli
+
+    parser = cli.build_parser()
+    tops = [a.dest[len(cli.TOP) :] for a in parser._actions if a.dest.startswith(cli.TOP)]
+    assert sorted(tops) == sorted(GLOBAL_VALUES)  # a new monitor option gets a value here
+    return [(command, dest) for command in COMMAND_ARGS for dest in tops]
+
+
+@pytest.mark.parametrize(("command", "dest"), _pairs())
+def test_a_monitor_option_before_a_subcommand_means_the_same_as_after_it(
+    command: str, dest: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sparktop import cli
+
+    option, rest = GLOBAL_VALUES[dest], COMMAND_ARGS[command]
+    if dest == "inventory" and rest[:1] == ["-i"]:
+        rest = rest[2:]  # the command's own required --inventory, given before it instead
+    try:
+        after = cli.parse_args(cli.build_parser(), [command, *rest, *option])
+    except SystemExit as exc:  # the command does not take it: before it is refused too
+        assert exc.code == 2
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as before:
+            cli.parse_args(cli.build_parser(), [*option, command, *rest])
+        assert before.value.code == 2
+        assert f"is an option of the monitor: 'sparktop {command}'" in capsys.readouterr().err
+        return
+    before = cli.parse_args(cli.build_parser(), [*option, command, *rest])
+    assert vars(before) == vars(after)
+
+
+def test_the_monitor_options_without_a_subcommand_keep_their_names() -> None:
+    from sparktop import cli
+
+    args = cli.parse_args(cli.build_parser(), ["--theme", "light", "--bell", "-i", "c.yaml"])
+    assert (args.theme, args.bell, str(args.inventory), args.command) == (
+        "light", True, "c.yaml", None,
+    )  # fmt: skip
+    assert not [k for k in vars(args) if k.startswith(cli.TOP)]
