@@ -83,6 +83,9 @@ class NodeState(enum.StrEnum):
     GARBLED = "unreadable output"
     NOT_ANSWERING = "nvidia-smi not answering"
     """The SSH connection works but nvidia-smi did not finish (a hung driver or GPU)."""
+    SSH_NOT_ANSWERING = "SSH not answering"
+    """The node accepted the TCP connection but SSH did not answer in time (a hung sshd or
+    host), as against UNREACHABLE: refused, or no connection at all."""
     ERROR = "error"
 
     @property
@@ -220,6 +223,9 @@ class EngineState(enum.StrEnum):
     UNAVAILABLE = "unavailable"
     METRICS_DISABLED = "metrics disabled"
     UNREACHABLE = "unreachable"
+    NOT_ANSWERING = "not answering"
+    """The server accepted the connection and the request but sent no HTTP response in time
+    (a hung server), as against UNREACHABLE: refused, or no connection at all."""
 
 
 @dataclass(frozen=True, slots=True)

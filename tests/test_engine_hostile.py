@@ -101,7 +101,11 @@ class Trickle:
 @pytest.mark.parametrize(
     ("mode", "state", "words"),
     [
-        ("headers", EngineState.UNREACHABLE, "no answer within 1 s"),
+        (
+            "headers",
+            EngineState.NOT_ANSWERING,
+            "accepted the connection, no HTTP response within 1 s",
+        ),
         ("body", EngineState.UNAVAILABLE, "answer not complete within 1 s"),
     ],
 )

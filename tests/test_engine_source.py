@@ -162,7 +162,8 @@ async def test_each_failure_degrades_only_that_engine() -> None:
         for server in [*servers, healthy]:
             await server.__aexit__()
     expect = {
-        "hang": (EngineState.UNREACHABLE, "no answer within"),  # per-step or whole-scrape deadline
+        # per-step or whole-scrape deadline; it took the connection: not "unreachable"
+        "hang": (EngineState.NOT_ANSWERING, "accepted the connection, no HTTP response within"),
         "http500": (EngineState.UNAVAILABLE, "HTTP 500"),
         "html": (EngineState.UNAVAILABLE, "not a metrics page (text/html)"),
         "cut": (EngineState.UNAVAILABLE, "body cut off"),

@@ -25,7 +25,13 @@ REASON_LABELS = {
 }
 
 CRITICAL_NODE_STATES = frozenset(
-    {NodeState.UNREACHABLE, NodeState.ERROR, NodeState.HOST_KEY, NodeState.AUTH}
+    {
+        NodeState.UNREACHABLE,
+        NodeState.SSH_NOT_ANSWERING,
+        NodeState.ERROR,
+        NodeState.HOST_KEY,
+        NodeState.AUTH,
+    }
 )
 """Failures that mean the node cannot be watched at all (critical); others are warnings."""
 

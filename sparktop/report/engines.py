@@ -101,6 +101,7 @@ STATE_STYLE = {
     EngineState.UNAVAILABLE: "red",
     EngineState.METRICS_DISABLED: "yellow",
     EngineState.UNREACHABLE: "bold red",
+    EngineState.NOT_ANSWERING: "bold red",
 }
 
 

@@ -37,6 +37,7 @@ from sparktop.sources.engine_http import (
     describe,
     fetch_metrics,
     fetch_models,
+    no_answer,
 )
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.pool import Limits
@@ -207,7 +208,7 @@ class EngineSource:
         self, wall: float, started: float, state: EngineState, reason: str
     ) -> EngineSample:
         self._since = self._since or wall
-        if state is EngineState.UNREACHABLE:
+        if state in (EngineState.UNREACHABLE, EngineState.NOT_ANSWERING):
             await self._drop_connection()
         if state is EngineState.METRICS_DISABLED:
             # SGLang serves /metrics only when asked to; vLLM always does, so there a 404
@@ -248,7 +249,7 @@ def read_engine_body(body: Body) -> PromPage:
 def _overdue(progress: Progress, deadline_s: float) -> tuple[EngineState, str]:
     """The state and reason for a scrape whose whole-response deadline passed."""
     if progress.status is None:
-        return EngineState.UNREACHABLE, f"no answer within {deadline_s:g} s"
+        return no_answer(progress, deadline_s)
     return EngineState.UNAVAILABLE, (
         f"answer not complete within {deadline_s:g} s ({progress.size:,} bytes of the page "
         "received): server too slow, given up"

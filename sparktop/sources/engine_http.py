@@ -86,6 +86,13 @@ class Progress:
 
     status: int | None = None
     size: int = 0
+    connected: bool = False
+    """The server accepted the connection and took the request (httpcore's trace events)."""
+
+    async def trace(self, event: str, info: dict[str, object]) -> None:
+        """httpx's ``trace`` request extension: notes when the request went out."""
+        if event in ("http11.send_request_headers.complete", "http2.send_request_headers.complete"):
+            self.connected = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +129,10 @@ async def open_stream(
     """``GET path`` streamed, following at most :data:`MAX_REDIRECTS` redirects and only
     within the engine's own origin (scheme, host, port): numbers from another server must
     never be shown as this engine's. Raises :class:`ScrapeFailure` for any other redirect."""
-    request = client.build_request("GET", path, headers=headers)  # under the base URL's path
+    # Under the base URL's path; the trace tells a hung server from one never reached.
+    request = client.build_request(
+        "GET", path, headers=headers, extensions={"trace": progress.trace}
+    )
     url = request.url
     first = origin(url)
     for _ in range(MAX_REDIRECTS + 1):
@@ -149,7 +159,9 @@ async def open_stream(
                 f"only redirects within {first} are",
             )
         url = target
-        request = client.build_request("GET", url, headers=headers)
+        request = client.build_request(
+            "GET", url, headers=headers, extensions={"trace": progress.trace}
+        )
     raise ScrapeFailure(
         EngineState.UNAVAILABLE, f"GET {path}: more than {MAX_REDIRECTS} redirects; not followed"
     )
@@ -173,6 +185,16 @@ async def read_capped(response: httpx.Response, limit: int, progress: Progress) 
     return b"".join(chunks)
 
 
+def no_answer(progress: Progress, timeout_s: float) -> tuple[EngineState, str]:
+    """The state and reason for a request with no HTTP answer within ``timeout_s``: a server
+    that took the connection and the request but says nothing is not unreachable."""
+    if progress.connected:
+        return EngineState.NOT_ANSWERING, (
+            f"accepted the connection, no HTTP response within {timeout_s:g} s"
+        )
+    return EngineState.UNREACHABLE, f"no connection within {timeout_s:g} s (connect timed out)"
+
+
 async def fetch_metrics(
     client: httpx.AsyncClient, timeout_s: float, progress: Progress | None = None
 ) -> Body:
@@ -186,7 +208,7 @@ async def fetch_metrics(
             _check_status(response)
             data = await read_capped(response, MAX_BODY_BYTES, progress)
     except httpx.TimeoutException as exc:
-        raise ScrapeFailure(EngineState.UNREACHABLE, f"no answer within {timeout_s:g} s") from exc
+        raise ScrapeFailure(*no_answer(progress, timeout_s)) from exc
     except httpx.TransportError as exc:
         raise ScrapeFailure(EngineState.UNREACHABLE, transport_reason(exc)) from exc
     content_type = response.headers.get("content-type", "")

@@ -164,8 +164,12 @@ class PromClient:
                     if size > MAX_BODY_BYTES:
                         raise PromFailure("answer over 64 MiB: the query matches too much")
                     chunks.append(chunk)
-        except httpx.TimeoutException as exc:
-            raise PromFailure(f"no answer within {self.timeout_s:g} s", unreachable=True) from exc
+        except httpx.ConnectTimeout as exc:
+            reason = f"no connection within {self.timeout_s:g} s (connect timed out)"
+            raise PromFailure(reason, unreachable=True) from exc
+        except httpx.TimeoutException as exc:  # connected: a hung or overloaded Prometheus
+            reason = f"accepted the connection, no HTTP response within {self.timeout_s:g} s"
+            raise PromFailure(reason) from exc
         except httpx.TransportError as exc:
             raise PromFailure(describe(exc), unreachable=True) from exc
         if response.status_code in (401, 403):

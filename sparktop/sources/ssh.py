@@ -117,6 +117,7 @@ class SshSource:
         self._clock = clock
         self._rng = rng or random.Random()
         self._conn: asyncssh.SSHClientConnection | None = None
+        self._tcp_accepted = False  # the last connect attempt got a TCP connection
         self._fields: tuple[str, ...] | None = None
         self._inflight: asyncio.Task[NodeSample] | None = None
         self._failures = 0
@@ -205,7 +206,11 @@ class SshSource:
         except asyncssh.PermissionDenied as exc:
             return await self._fail(NodeState.AUTH, self._auth_message(exc), started)
         except TimeoutError:
-            reason = f"connect timed out after {self.settings.connect_timeout_s:g} s"
+            timeout_s = self.settings.connect_timeout_s
+            if self._tcp_accepted:  # a hung sshd or host: there, and saying nothing
+                reason = f"accepted the connection, no SSH answer within {timeout_s:g} s"
+                return await self._fail(NodeState.SSH_NOT_ANSWERING, reason, started)
+            reason = f"no connection within {timeout_s:g} s (connect timed out)"
             return await self._fail(NodeState.UNREACHABLE, reason, started)
         except (OSError, asyncssh.Error) as exc:
             problem = self._local_file_problem(exc)
@@ -371,12 +376,17 @@ class SshSource:
         files = known_hosts_files(self.settings.known_hosts, options.known_hosts)
         target = user_known_hosts_file(self.settings.known_hosts, options.known_hosts)
         matcher = KnownHostsMatcher(files, host=options.host, port=options.port, target=target)
+        self._tcp_accepted = False
+
+        def accepted() -> None:
+            self._tcp_accepted = True
+
         try:
             async with asyncio.timeout(self.settings.connect_timeout_s + CONNECT_MARGIN_S):
                 conn = await asyncssh.connect(
                     **kwargs,
                     known_hosts=matcher,
-                    client_factory=lambda: _Client(matcher, accept_new),
+                    client_factory=lambda: _Client(matcher, accept_new, accepted),
                 )
         except asyncssh.HostKeyNotVerifiable as exc:
             problem = host_key_fix(matcher, exc.reason, self.host_key_verified_s)
@@ -458,9 +468,17 @@ class SshSource:
 class _Client(asyncssh.SSHClient):
     """Accepts an unknown host key only with ``accept_new``; a changed key is always refused."""
 
-    def __init__(self, matcher: KnownHostsMatcher, accept_new: bool) -> None:
+    def __init__(
+        self, matcher: KnownHostsMatcher, accept_new: bool, accepted: Callable[[], None]
+    ) -> None:
         self._matcher = matcher
         self._accept_new = accept_new
+        self._accepted = accepted
+
+    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+        """The TCP connection is up (before the SSH handshake): a timeout after this is a
+        node that took the connection and did not answer, not one never reached."""
+        self._accepted()
 
     def validate_host_public_key(
         self, host: str, addr: str, port: int, key: asyncssh.SSHKey

@@ -19,6 +19,8 @@ Line = list[Cell]
 Group = list[Cell]
 
 KV_BAR_WIDTH = 16
+DOWN = (EngineState.UNREACHABLE, EngineState.NOT_ANSWERING)
+"""No page at all: refused or never connected, or connected and never answered."""
 GAP = "  "
 
 
@@ -54,9 +56,9 @@ def engine_state(sample: EngineSample, now: float, config: ViewConfig) -> Cell:
         return ("gauges stale", "warn")
     if sample.state is EngineState.DEGRADED:
         return ("degraded: gauges refused", "warn")
-    if sample.state is EngineState.UNREACHABLE:
+    if sample.state in DOWN:
         since = sample.since_s if sample.since_s is not None else sample.time_s
-        return (f"unreachable since {fmt.clock_time(since)}", "crit")
+        return (f"{sample.state.value} since {fmt.clock_time(since)}", "crit")
     return (str(sample.state), "warn")
 
 
@@ -192,7 +194,7 @@ def rank_groups(rank: object) -> list[Group]:
 
 def failure_line(sample: EngineSample) -> Line:
     text = sample.message or str(sample.state)  # the source says what a 404 means here
-    return [(text, "crit" if sample.state is EngineState.UNREACHABLE else "warn")]
+    return [(text, "crit" if sample.state in DOWN else "warn")]
 
 
 def engine_lines(
@@ -202,6 +204,7 @@ def engine_lines(
     lines = pack(title_groups(sample, now, config), width)
     if sample.state in (
         EngineState.UNREACHABLE,
+        EngineState.NOT_ANSWERING,
         EngineState.METRICS_DISABLED,
         EngineState.UNAVAILABLE,
     ):

@@ -47,7 +47,12 @@ class AlertLike(_Described, Protocol):
     def since_s(self) -> float: ...
 
 
-_NODE_CRITICAL = {NodeState.UNREACHABLE, NodeState.HOST_KEY, NodeState.AUTH}
+_NODE_CRITICAL = {
+    NodeState.UNREACHABLE,
+    NodeState.SSH_NOT_ANSWERING,
+    NodeState.HOST_KEY,
+    NodeState.AUTH,
+}
 
 
 def transition_events(previous: Sample | None, sample: Sample) -> list[EventRecord]:
@@ -89,12 +94,14 @@ def _engine_events(prev: EngineSample | None, new: EngineSample) -> list[EventRe
         )
     failed = new.state in (
         EngineState.UNREACHABLE,
+        EngineState.NOT_ANSWERING,
         EngineState.UNAVAILABLE,
         EngineState.METRICS_DISABLED,
     )
     was_failed = prev is not None and prev.state is not EngineState.OK
     if failed and (prev is None or prev.state is not new.state):
-        severity = Severity.CRITICAL if new.state is EngineState.UNREACHABLE else Severity.WARNING
+        down = (EngineState.UNREACHABLE, EngineState.NOT_ANSWERING)
+        severity = Severity.CRITICAL if new.state in down else Severity.WARNING
         text = failure_text(f"scrape {new.state}", new.message)
         events.append(EventRecord(new.time_s, severity, new.engine, text))
     elif new.state in (EngineState.STALE, EngineState.DEGRADED) and (

@@ -175,7 +175,7 @@ def state_cell(sample: NodeSample, now: float, config: ViewConfig, narrow: bool)
             return (f"stale {fmt.age(stale)}", "stale")
         return ("ok", "ok")
     since = fmt.clock_time(sample.since_s if sample.since_s is not None else sample.time_s)
-    if sample.state in (NodeState.UNREACHABLE, NodeState.ERROR):
+    if sample.state in (NodeState.UNREACHABLE, NodeState.SSH_NOT_ANSWERING, NodeState.ERROR):
         return (f"✗ {since}" if narrow else f"down {since}", "crit")
     warn = (NodeState.NO_GPU, NodeState.NO_DRIVER, NodeState.NOT_ANSWERING)
     style = "warn" if sample.state in warn else "crit"
