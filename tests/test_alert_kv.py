@@ -111,7 +111,10 @@ def test_a_small_dip_does_not_clear_the_warning() -> None:
 def test_preemptions_are_counted_over_the_samples_window() -> None:
     sample = engine(preemptions_per_s=1 / 30, window_s=30.0, kv_usage=0.97)
     found = run(feed([], _one(sample)))[PREEMPTIONS]
-    assert found.message == "preempted 1 request in the last 30 s (0.03/s, KV 97 %)"
+    assert (
+        found.message
+        == "preempted 1 request in the last 30 s (0.03/s, KV up to 97 % in that window)"
+    )
     assert found.values["preemptions_per_s"] == 1 / 30
     no_window = run(_one(engine(preemptions_per_s=0.4, kv_usage=0.97)))[PREEMPTIONS]
     assert no_window.message == "preempting 0.40 requests/s (KV 97 %)"
@@ -130,7 +133,26 @@ def test_preemption_alert_clears_when_the_windowed_rate_is_zero() -> None:
             assert "kv.preemptions" not in {a.rule for a in alerts.active()}
     kinds = [(e.kind, e.time_s) for e in events]
     assert kinds == [(EventKind.FIRED, 10.0), (EventKind.CLEARED, 25.0)]
-    assert events[1].message == "cleared: preempted 3 requests in the last 30 s (0.10/s, KV 97 %)"
+    assert events[1].message == (
+        "cleared: preempted 3 requests in the last 30 s (0.10/s, KV up to 97 % in that window)"
+    )
+
+
+def test_the_preemption_alert_quotes_the_kv_of_its_own_window_not_the_kv_now() -> None:
+    """The pool was 99 % full when it preempted, then drained to 4 %; the windowed rate still
+    counts those preemptions, so the alert quotes the window's KV (its peak), not today's
+    4 % (which read as if vLLM preempted with an empty pool)."""
+    state = ClusterState()
+    for t in range(20):
+        kv = 0.99 if t < 8 else 0.04
+        state.apply(engine(t=float(t), kv_usage=kv, preemptions_per_s=3 / 30, window_s=30.0))
+    found = run(state)[PREEMPTIONS]
+    assert "KV up to 99 % in that window" in found.message and "4 %" not in found.message
+    assert found.values["kv_peak_pct"] == 99.0
+    # Out of the window: a 99 % reading 40 s ago is not this window's.
+    late = feed([0.99] + [0.04] * 40)
+    late.apply(engine(t=41.0, kv_usage=0.04, preemptions_per_s=1 / 30, window_s=30.0))
+    assert "KV up to 4 % in that window" in run(late)[PREEMPTIONS].message
 
 
 def _one(sample: object) -> ClusterState:

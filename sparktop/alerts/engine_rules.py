@@ -149,23 +149,32 @@ def pool_rule(ctx: RuleContext) -> Iterator[Finding]:
                 values,
                 score=waiting or 0.0,
             )
-        finding = preemption_finding(s, kv, values)
+        start = s.time_s - float(s.window_s) if s.window_s else s.time_s
+        peak = [v for _, v in ctx.state.history.get(s.engine, "kv_usage").since(start)]
+        finding = preemption_finding(s, max(peak, default=None), values)
         if finding is not None:
             yield finding
 
 
 def preemption_finding(
-    s: EngineSample, kv: float | None, values: dict[str, float]
+    s: EngineSample, kv_peak: float | None, values: dict[str, float]
 ) -> Finding | None:
     """Preemptions in the sample's rate window (the one the engine panel shows), never from
     lifetime counters. The window already smooths the rate, so the alert clears as soon as
-    the windowed rate is back to 0 (no extra ``hold_s``)."""
+    the windowed rate is back to 0 (no extra ``hold_s``). ``kv_peak``: the highest KV usage
+    (fraction) any scrape of that window read: preemption is what a full pool does, and the
+    KV now may be after the pool drained (None: this sample's)."""
     rate = s.preemptions_per_s
     if not (is_num(rate) and rate > 0 and windowed(s, "preemptions_per_s")):
         return None
+    if kv_peak is None and is_num(s.kv_usage):
+        kv_peak = float(s.kv_usage)
+    kv = _pct(kv_peak) if kv_peak is not None else None
+    values = {**values, "kv_peak_pct": kv} if kv is not None else values
     kv_note = f"KV {kv:.0f} %" if kv is not None else ""
     if s.window_s:
         count = round(rate * s.window_s)
+        kv_note = f"KV up to {kv:.0f} % in that window" if kv is not None else ""
         detail = ", ".join(x for x in (f"{rate:.2f}/s", kv_note) if x)
         text = (
             f"preempted {count} request{'' if count == 1 else 's'} in the last "
