@@ -331,6 +331,15 @@ class EngineSample:
     kv_pool_source: str = "unknown"
     kv_used_tokens: Num = NA()
     kv_free_tokens: Num = NA()
+    kv_fill_tps: Num = NA()
+    """KV tokens in use gained per second over the window (``kv_cache_usage_perc`` × pool,
+    or SGLang's ``num_used_tokens``, at both ends). A prompt being prefilled fills the KV
+    chunk by chunk while vLLM counts its tokens (``prompt_tokens_total``, ``prefill_tps``)
+    only once its first token is out, so a long prefill in progress shows here first."""
+    kv_freed_tps: Num = NA()
+    """Tokens per second the requests that finished in the window held in the KV: their
+    prompts and outputs (Δ``_sum`` of ``vllm:request_prompt_tokens`` and
+    ``request_generation_tokens``, observed when a request ends)."""
     preemptions_per_s: Num = NA()
     prefill_tps: Num = NA()
     decode_tps: Num = NA()
@@ -386,6 +395,25 @@ class EngineSample:
         """True when the page was read (OK, STALE or DEGRADED): its values are shown,
         flagged by the state, where the other states have nothing to show."""
         return self.state in ANSWERED
+
+    @property
+    def prefill_in_progress_tps(self) -> Num:
+        """Tokens per second going into the KV cache that vLLM has not counted yet: a prompt
+        still being prefilled. ``kv_fill_tps − (prefill_tps + decode_tps − kv_freed_tps)``.
+
+        The KV gains what is prefilled and decoded and loses what finished requests held;
+        vLLM counts a prompt (``prompt_tokens_total``) only once its first token is out, so
+        KV growth beyond the counted prompts and decoded tokens less the freed ones is a
+        prefill in progress (a long prompt, chunk by chunk). Prefix-cache hits (counted, but
+        sharing blocks) make it read low, never high. NA when a figure is missing or nothing
+        is left over."""
+        figures = (self.kv_fill_tps, self.prefill_tps, self.decode_tps, self.kv_freed_tps)
+        for value in figures:
+            if isinstance(value, NA):
+                return value
+        fill, prefill, decode, freed = (float(v) for v in figures)  # type: ignore[arg-type]
+        left = fill - (prefill + decode - freed)
+        return left if left > 0 else NA("the KV grew no faster than the counted tokens explain")
 
 
 ANSWERED = frozenset({EngineState.OK, EngineState.STALE, EngineState.DEGRADED})

@@ -8,7 +8,7 @@ import asyncio
 import httpx
 import pytest
 
-from sparktop.model import EngineState, NodeSample, NodeState, is_num
+from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, is_num
 from sparktop.sim.engine import LoadSpec
 from sparktop.sim.gpu import MEM_TOTAL_KB
 from tests.sim_helpers import (
@@ -179,6 +179,36 @@ async def test_long_context_request_shows_in_prompt_tokens() -> None:
     assert done["vllm:time_to_first_token_seconds_count"] == 1
     # At concurrency 1 the 512K row says TTFT 181.4 s; the histogram's sum is that TTFT.
     assert done["vllm:time_to_first_token_seconds_sum"] == pytest.approx(181.4, rel=0.05)
+
+
+async def test_a_long_prefill_in_progress_shows_before_its_prompt_is_counted() -> None:
+    """vLLM counts a prompt only when its first token is out: for the ~3 minutes the 512K
+    prompt prefills beside the load, ``prefill`` and TTFT show nothing of it. The KV filling
+    beyond the counted prompts and decode (less what finished requests freed) does: at about
+    the rate the prompt prefills (501,869 tokens in the sweep's 181.4 s TTFT, here ×10)."""
+    from sparktop.ui.engine_views import engine_lines
+    from sparktop.ui.views import ViewConfig
+
+    speed = 10
+    async with running_sim(speed=speed, scenario="long-context") as sim:
+        engine = engine_source(sim)
+        try:
+
+            def long_in_flight() -> bool:
+                model = sim.cluster.engines["dsv41"]
+                return any(r.tag == "long-context" for r in model.running)
+
+            def shown(e: EngineSample) -> bool:
+                windowed = (e.window_s or 0) > 5
+                return long_in_flight() and windowed and is_num(e.prefill_in_progress_tps)
+
+            seen = await until(lambda: engine_sample(engine), shown, timeout_s=30)
+        finally:
+            await engine.aclose()
+    rate = 501_869 / 181.4 * speed
+    assert 0.5 * rate < seen.prefill_in_progress_tps < 1.5 * rate
+    text = "".join(t for line in engine_lines(seen, seen.time_s, ViewConfig(), 32) for t, _ in line)
+    assert " in progress" in text
 
 
 async def test_32_nodes_answer_at_once() -> None:

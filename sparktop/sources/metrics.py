@@ -143,6 +143,8 @@ class MetricsDeriver:
             return combine({s.rank: getattr(s, name) for s in stats}, how)
 
         running, waiting, kv = total("running"), total("waiting"), total("kv_usage", max)
+        used = total("kv_used_tokens")
+        cur.kv_used = float(used) if is_num(used) else None
         values = win.engine_values(ranks, stats)
         more = breakdown(win, ranks)
         since_start: tuple[str, ...] = ()
@@ -170,7 +172,9 @@ class MetricsDeriver:
             kv_usage=kv,
             kv_pool_tokens=total("kv_pool_tokens"),
             kv_pool_source=pool_source,
-            kv_used_tokens=total("kv_used_tokens"),
+            kv_used_tokens=used,
+            kv_fill_tps=_kv_fill(cur, base),
+            kv_freed_tps=_kv_freed(win, ranks),
             kv_free_tokens=total("kv_free_tokens"),
             preemptions_per_s=total("preemptions_per_s"),
             prefill_tps=total("prefill_tps"),
@@ -311,3 +315,29 @@ def _empty_reason(page: PromPage, reading: PageReading) -> str:
             f"none sparktop needs: no {', '.join(needed)}"
         )
     return f"no vLLM or SGLang metrics on the page ({page.sample_count} other samples)"
+
+
+def _kv_fill(cur: Snap, base: Snap | None) -> Num:
+    """KV tokens in use gained per second since the window's first scrape (negative while
+    finished requests free more than prompts and decode add)."""
+    if base is None:
+        return NA("no earlier scrape in the window")
+    if cur.kv_used is None or base.kv_used is None or cur.t <= base.t:
+        return NA("KV tokens in use unknown at one end of the window")
+    return (cur.kv_used - base.kv_used) / (cur.t - base.t)
+
+
+def _kv_freed(win: Window, ranks: list[str]) -> Num:
+    """Prompt and output tokens of the requests that finished in the window, per second."""
+    if win.base is None or win.dt <= 0:
+        return NA("no earlier scrape in the window")
+    total = 0.0
+    for rank in ranks:
+        for key in ("prompt_len", "generation_len"):
+            h = win.hist(rank, key)
+            if h is None:
+                return NA(f"{'prompt' if key == 'prompt_len' else 'output'} lengths not exported")
+            if isinstance(h, NA):
+                return h
+            total += h.sum
+    return total / win.dt

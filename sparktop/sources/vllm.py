@@ -82,6 +82,7 @@ VLLM = Flavour(
         "ttft": ("vllm:time_to_first_token_seconds",),
         "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
         "prompt_len": ("vllm:request_prompt_tokens",),
+        "generation_len": ("vllm:request_generation_tokens",),
         # one observation per engine step: proof of life for stale-gauge detection
         "iteration_tokens": ("vllm:iteration_tokens_total",),
         # per finished request (vLLM observes them when the request ends)

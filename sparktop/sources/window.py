@@ -59,6 +59,8 @@ class Snap:
     running: float | None = None
     waiting: float | None = None
     """The running / waiting gauges summed over ranks (None when a rank lacks one)."""
+    kv_used: float | None = None
+    """KV tokens in use, all ranks (set by the deriver once the pool is resolved)."""
 
     @classmethod
     def of(cls, t: float, reading: PageReading, wall_s: float = 0.0) -> Snap:

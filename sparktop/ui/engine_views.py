@@ -130,7 +130,7 @@ def rate_groups(sample: EngineSample) -> list[Group]:
     lat = {k: fmt.quantile(getattr(sample, k)) for k in ("ttft_p50", "ttft_p95", "itl_p50")}
     hit_text = f"{float(hit) * 100:.0f}%" if is_num(hit) else fmt.NA_TEXT
     groups: list[Group] = [
-        [("prefill ", "dim"), (fmt.num(sample.prefill_tps) + " tok/s", "")],
+        [("prefill ", "dim"), (fmt.num(sample.prefill_tps) + " tok/s", ""), *in_progress(sample)],
         [("decode ", "dim"), (fmt.num(sample.decode_tps) + " tok/s", "bold")],
         [("TTFT p50 ", "dim"), *_windowed(sample, "ttft_p50", lat["ttft_p50"]),
          (" p95 ", "dim"), *_windowed(sample, "ttft_p95", lat["ttft_p95"])],
@@ -150,6 +150,26 @@ def rate_groups(sample: EngineSample) -> list[Group]:
     if spec:
         groups.append(spec)
     return groups
+
+
+IN_PROGRESS_MIN_TPS = 500.0
+IN_PROGRESS_MIN_SHARE = 0.25
+"""Shown from this many tok/s and this share of the counted prefill rate: the prompts of an
+ordinary load are in prefill all the time too (a few % of the rate on the simulator); a long
+prompt in prefill is a large part of it."""
+
+
+def in_progress(sample: EngineSample) -> Group:
+    """`` + ~3,380 in progress``: KV filling faster than the counted prompts and decode
+    explain (:attr:`~sparktop.model.EngineSample.prefill_in_progress_tps`), i.e. a long prompt
+    still being prefilled, which TTFT and ``prefill`` only show once it is done."""
+    rate = sample.prefill_in_progress_tps
+    counted = sample.prefill_tps
+    if not is_num(rate) or rate < max(
+        IN_PROGRESS_MIN_TPS, IN_PROGRESS_MIN_SHARE * (counted if is_num(counted) else 0.0)
+    ):
+        return []
+    return [(" + ~", "dim"), (f"{rate:,.0f}", "warn"), (" in progress", "warn")]
 
 
 def ttft_split(sample: EngineSample) -> Group:

@@ -109,6 +109,13 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
         "`rate(vllm:prompt_tokens_total)`, `rate(vllm:generation_tokens_total)`",
     ),
     (
+        "+ ~N in progress",
+        "a prompt still being prefilled: the KV gains about N tok/s more than the counted "
+        "prompts and decode add (vLLM counts a prompt only when its first token is out, so a "
+        "long prefill shows nowhere else until it ends)",
+        "Δ(`kv_cache_usage_perc` × pool) ÷ Δt − prefill − decode, over the window",
+    ),
+    (
         "TTFT p50 / p95",
         "time to first token; `< x` / `> x` when every observation is in the first / `+Inf` bucket",
         "`vllm:time_to_first_token_seconds` bucket deltas",
