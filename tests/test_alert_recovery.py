@@ -67,7 +67,7 @@ def test_thermal_episode_never_shows_the_recovered_clock_as_the_alert() -> None:
     assert set(cleared) == fired
     # The slowest reading, and the latest of equally slow ones (the most counter evidence).
     assert cleared["gpu.throttle"].message == (
-        "cleared: throttling at 1,833 MHz, 91 °C, 88.0 W: SW thermal slowdown +9 s in the "
+        "cleared: throttling at 1,833 MHz, 91 °C, 88.0 W: sw_thermal_slowdown +9 s in the "
         "last minute; 27 % below its 2,515 MHz baseline"
     )
     assert cleared["tp.straggler"].message.startswith("cleared: held back by spark-2 at 1,833 MHz")
@@ -86,7 +86,7 @@ def test_the_last_counter_tick_says_the_clock_is_back() -> None:
     alerts.update(state, t + 1)
     messages = {a.rule: a.message for a in alerts.active()}
     assert messages["gpu.throttle"].startswith(
-        "throttled recently: SW thermal slowdown +1 s in the last minute (now 2,523 MHz, 85 °C"
+        "throttled recently: sw_thermal_slowdown +1 s in the last minute (now 2,523 MHz, 85 °C"
     )
     # The node's own alert says it throttled; nothing holds the group back any more (a
     # counter that ticked while the clock is back at baseline blames no one).

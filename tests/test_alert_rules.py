@@ -48,7 +48,7 @@ def test_active_thermal_reason_is_a_throttle_on_that_gpu() -> None:
     found = run(state)
     throttle = found["gpu.throttle:spark-3/gpu0"]
     assert throttle.node == "spark-3" and throttle.severity is Severity.WARNING
-    assert "1,833 MHz" in throttle.message and "SW thermal slowdown active" in throttle.message
+    assert "1,833 MHz" in throttle.message and "sw_thermal_slowdown active" in throttle.message
     assert throttle.values["sm_clock_mhz"] == 1833.0
     assert "gpu.temperature:spark-3/gpu0" in found  # 91 °C > 85 °C
 
@@ -61,10 +61,10 @@ def test_benign_reasons_are_not_throttling() -> None:
 
 def test_every_slowdown_reason_counts() -> None:
     for mask, label in (
-        (0x4, "SW power cap"),
-        (0x8, "HW slowdown"),
-        (0x40, "HW thermal slowdown"),
-        (0x80, "HW power brake"),
+        (0x4, "sw_power_cap"),
+        (0x8, "hw_slowdown"),
+        (0x40, "hw_thermal_slowdown"),
+        (0x80, "hw_power_brake_slowdown"),
     ):
         found = run(cluster(node("spark-1", 0.0, clock_event_mask=mask)))
         assert label in found["gpu.throttle:spark-1/gpu0"].message
@@ -77,7 +77,7 @@ def test_growing_slowdown_counter_is_a_throttle_even_without_the_bit() -> None:
         tracker.observe(state)
     found = run(state, tracker=tracker)
     assert (
-        "SW thermal slowdown +9 s in the last minute" in found["gpu.throttle:spark-2/gpu0"].message
+        "sw_thermal_slowdown +9 s in the last minute" in found["gpu.throttle:spark-2/gpu0"].message
     )
 
 
@@ -288,7 +288,7 @@ def test_straggler_names_the_node_and_ties_it_to_the_decode_deficit() -> None:
     assert straggler.node == "spark-3" and straggler.severity is Severity.CRITICAL
     assert straggler.message == (
         "decode 38 % below expected, 2,048 prompt tokens × 2; spark-3 at 1,833 MHz, "
-        "SW thermal slowdown +9 s in the last minute, 27 % below its 2,515 MHz baseline; "
+        "sw_thermal_slowdown +9 s in the last minute, 27 % below its 2,515 MHz baseline; "
         "slow throughout the window (10 s)"
     )
     # The deficit's own alert names the same cause.
@@ -457,7 +457,7 @@ def test_case_gb10_thermal_slowdown_csv_is_a_throttle_alert_on_that_node() -> No
     found = run(_case_node("gb10-thermal-slowdown.csv", "spark-3"))
     throttle = found["gpu.throttle:spark-3/gpu0"]
     assert throttle.node == "spark-3" and throttle.gpu == "GPU-5f1c0000-0000-0000-0000-00000000a1b3"
-    assert "1,833 MHz" in throttle.message and "SW thermal slowdown active" in throttle.message
+    assert "1,833 MHz" in throttle.message and "sw_thermal_slowdown active" in throttle.message
     assert "91 °C" in found["gpu.temperature:spark-3/gpu0"].message
     assert "gpu.hidden_low_power:spark-3/gpu0" not in found
 
@@ -595,3 +595,31 @@ def test_with_a_queue_ttft_is_compared_without_it_when_the_server_exports_prefil
     bare = engine(ttft_p50=Quantile(3.0), waiting=3.0)
     msg = run(cluster(bare), expected=expected_row)["expected.ttft:dsv41"].message
     assert "includes queueing (up to 3 waiting in the window)" in msg and "cause: queueing" in msg
+
+
+def test_one_name_per_clock_event_reason_in_every_output() -> None:
+    """`sw_thermal_slowdown` in snapshot, `sw-therm` in the monitor, `SW thermal slowdown` in
+    the alert: nvidia-smi's field name is the one name (alerts, snapshot text and JSON, node
+    details); the Nodes table's short form is listed beside that name on the help screen."""
+    from sparktop.alerts import Thresholds
+    from sparktop.alerts.counters import COUNTER_LABELS
+    from sparktop.model import CLOCK_EVENT_BITS, SlowdownCounters
+    from sparktop.report.snapshot_table import reasons_text
+    from sparktop.snapshot import gpu_json
+    from sparktop.ui.format import SHORT_REASONS
+    from sparktop.ui.screens.help import node_column_help
+    from sparktop.ui.screens.node_detail import counters_text
+
+    state = cluster(node("spark-3", 0.0, sm_clock_mhz=1833.0, clock_event_mask=0x20))
+    message = run(state)["gpu.throttle:spark-3/gpu0"].message
+    sample = state.nodes["spark-3"]
+    (g,) = sample.gpus
+    assert "sw_thermal_slowdown active" in message
+    assert reasons_text(g) == "sw_thermal_slowdown"
+    assert gpu_json(g)["clock_events"] == ["sw_thermal_slowdown"]
+    assert counters_text(SlowdownCounters(1e6, 0.0, 0.0, 0.0)).startswith("sw_thermal_slowdown 1 s")
+    assert set(COUNTER_LABELS.values()) <= set(CLOCK_EVENT_BITS.values())
+    assert set(SHORT_REASONS) == set(CLOCK_EVENT_BITS.values())
+    help_why = next(text for key, text, _ in node_column_help(Thresholds()) if key == "why")
+    for name, short in SHORT_REASONS.items():
+        assert f"`{short}` {name}" in help_why, name

@@ -150,7 +150,7 @@ async def test_a_throttled_node_holding_a_slowed_engine_back_is_named_critical()
             await h.aclose()
     (straggler,) = [a for a in h.alerts.active() if a.rule == "tp.straggler"]
     assert straggler.node == node and straggler.engine == ENGINE
-    assert f"{node} at " in straggler.message and "SW thermal slowdown" in straggler.message
+    assert f"{node} at " in straggler.message and "sw_thermal_slowdown" in straggler.message
     assert "of the window" in straggler.message or "throughout the window" in straggler.message
     # A deficit alert that fired before the node covered half the window says so then, and
     # names the node once it does: its text follows the cause, not the moment it fired.

@@ -14,12 +14,13 @@ from sparktop.cluster import ClusterState, gpu_subject
 from sparktop.model import GpuSample, SlowdownCounters, is_num
 
 COUNTER_LABELS: Mapping[str, str] = {
-    "sw_thermal_us": "SW thermal slowdown",
-    "hw_thermal_us": "HW thermal slowdown",
-    "sw_power_cap_us": "SW power cap",
-    "hw_power_brake_us": "HW power brake",
+    "sw_thermal_us": "sw_thermal_slowdown",
+    "hw_thermal_us": "hw_thermal_slowdown",
+    "sw_power_cap_us": "sw_power_cap",
+    "hw_power_brake_us": "hw_power_brake_slowdown",
 }
-"""``SlowdownCounters`` field → readable name."""
+"""``SlowdownCounters`` field → the reason's name: nvidia-smi's own field name
+(``clocks_event_reasons_counters.sw_thermal_slowdown``), as every output names it."""
 
 _MAX_POINTS = 1024
 
@@ -113,7 +114,7 @@ REASON_COUNTERS: Mapping[str, str] = {
 
 
 def describe_counter(name: str, grown_s: float, window_s: float) -> str:
-    """``SW thermal slowdown +9 s in the last minute``."""
+    """``sw_thermal_slowdown +9 s in the last minute``."""
     span = "the last minute" if round(window_s) == 60 else f"the last {window_s:.0f} s"
     amount = f"{grown_s:.0f}" if grown_s >= 1 else f"{grown_s:.1f}"
     return f"{COUNTER_LABELS[name]} +{amount} s in {span}"

@@ -16,14 +16,6 @@ from sparktop.alerts.model import Severity
 from sparktop.cluster import LOADED_UTIL_PCT
 from sparktop.model import GpuSample, NodeSample, NodeState, failure_text, is_num
 
-REASON_LABELS = {
-    "sw_power_cap": "SW power cap",
-    "hw_slowdown": "HW slowdown",
-    "sw_thermal_slowdown": "SW thermal slowdown",
-    "hw_thermal_slowdown": "HW thermal slowdown",
-    "hw_power_brake_slowdown": "HW power brake",
-}
-
 CRITICAL_NODE_STATES = frozenset(
     {
         NodeState.UNREACHABLE,
@@ -141,7 +133,7 @@ def slowdown_evidence(ctx: RuleContext, view: GpuView) -> list[str]:
         if counter is not None and counter in grown:
             evidence.append(describe_counter(counter, grown.pop(counter), window))
         else:
-            evidence.append(f"{REASON_LABELS.get(reason, reason)} active")
+            evidence.append(f"{reason} active")  # nvidia-smi's name, as snapshot's
     for counter, secs in sorted(grown.items(), key=lambda kv: -kv[1]):
         evidence.append(describe_counter(counter, secs, window))
     return evidence

@@ -575,11 +575,13 @@ async def test_node_detail_shows_the_last_good_fields_with_their_own_time_dimmed
 
 def test_the_slowdown_counters_row_fits_an_80_column_screen() -> None:
     """The node details' counters row was ``sw_thermal_us=12300000.0, hw_thermal_us=…``
-    (over 100 columns, cut at 80): short names, seconds, one n/a when none is known."""
+    (over 100 columns, cut at 80): nvidia-smi's names (as snapshot and the alerts write them),
+    seconds, the counters at 0 together, one n/a when none is known."""
     from sparktop.model import SlowdownCounters
     from sparktop.ui.screens.node_detail import counters_text
 
     text = counters_text(SlowdownCounters(12_300_000.0, 0.0, 987_654_321.0, 0.0))
-    assert text == "sw-therm 12.3 s · hw-therm 0 s · sw-pcap 987.7 s · hw-brake 0 s"
+    assert text == "sw_thermal_slowdown 12.3 s · sw_power_cap 987.7 s · others 0 s"
     assert len("  counters  ") + len(text) <= 80
+    assert counters_text(SlowdownCounters(0.0, 0.0, 0.0, 0.0)) == "0 s in each"
     assert counters_text(SlowdownCounters()) == "n/a (not queried)"

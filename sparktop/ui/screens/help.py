@@ -13,11 +13,22 @@ from textual.widgets import Markdown
 
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import LOADED_UTIL_PCT
+from sparktop.model import BENIGN_CLOCK_EVENTS
+from sparktop.ui import format as fmt
 from sparktop.ui.expected import COLUMN_NOTES
 from sparktop.ui.views import WIDE_COLUMNS
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetInput, BudgetPane
 from sparktop.ui.widgets.node_table import NodeTable
+
+
+def _reasons(slowdown: bool) -> str:
+    r"""``\`sw-therm\` sw_thermal_slowdown, …``: the table's short form beside the name."""
+    return ", ".join(
+        f"`{short}` {name}"
+        for name, short in fmt.SHORT_REASONS.items()
+        if (name not in BENIGN_CLOCK_EVENTS) is slowdown
+    )
 
 
 def node_column_help(t: Thresholds) -> tuple[tuple[str, str, str], ...]:
@@ -56,8 +67,9 @@ def node_column_help(t: Thresholds) -> tuple[tuple[str, str, str], ...]:
         ),
         (
             "why",
-            "active clock-event reasons, slowdowns coloured (`sw-therm` `hw-therm` "
-            "`pwr-cap` `hw-slow` `pwr-brake`), benign ones plain (`idle` `app-clk` `sync` `disp`); "
+            "active clock-event reasons, short forms of nvidia-smi's names (which node details, "
+            f"snapshot and the alerts use): slowdowns coloured ({_reasons(slowdown=True)}), "
+            f"benign ones plain ({_reasons(slowdown=False)}); "
             f"`low-power?` = {low_power} (GB10's hidden low-power state, as the alert rule "
             "judges it). For a failed node: why it failed.",
             "`clocks_event_reasons.active` (NVML bitmask)",

@@ -14,6 +14,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
+from sparktop.alerts.counters import COUNTER_LABELS
 from sparktop.alerts.peers import PeerFact
 from sparktop.cluster import gpu_subject
 from sparktop.history import History
@@ -80,26 +81,26 @@ def gpu_field_rows(gpus: tuple[GpuSample, ...]) -> list[tuple[str, list[str]]]:
     return rows
 
 
-COUNTER_NAMES = {
-    "sw_thermal_us": "sw-therm",
-    "hw_thermal_us": "hw-therm",
-    "sw_power_cap_us": "sw-pcap",
-    "hw_power_brake_us": "hw-brake",
-}
-"""Short names of the slowdown counters: the row fits an 80-column screen."""
-
-
 def counters_text(counters: object) -> str:
-    """``sw-therm 12.3 s · hw-therm 0 s · …``: time spent in each slowdown (µs counters shown
-    in seconds); one ``n/a (reason)`` when none is available for the same reason."""
-    values = [(short, getattr(counters, name, NA())) for name, short in COUNTER_NAMES.items()]
+    """``sw_thermal_slowdown 12.3 s · others 0 s``: time spent in each slowdown (µs
+    counters in seconds) under nvidia-smi's names, as snapshot and the alerts write them; the
+    ones at 0 together so the row fits 80 columns; one ``n/a (reason)`` when none is
+    available for the same reason."""
+    values = [(label, getattr(counters, name, NA())) for name, label in COUNTER_LABELS.items()]
     reasons = {v.reason for _, v in values if isinstance(v, NA)}
     if len(reasons) == 1 and all(isinstance(v, NA) for _, v in values):
         return f"n/a ({reasons.pop()})"
-    return " · ".join(
-        f"{short} {v / 1e6:,.1f} s".replace(".0 s", " s") if is_num(v) else f"{short} n/a"
-        for short, v in values
-    )
+    parts = [
+        f"{label} {v / 1e6:,.1f} s".replace(".0 s", " s") if is_num(v) else f"{label} n/a"
+        for label, v in values
+        if not (is_num(v) and v == 0)
+    ]
+    zeros = sum(1 for _, v in values if is_num(v) and v == 0)
+    if zeros == len(values):
+        parts.append("0 s in each")
+    elif zeros:
+        parts.append("others 0 s")
+    return " · ".join(parts)
 
 
 def fields_label(sample: NodeSample, known_time_s: float | None) -> str:
