@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from rich.style import Style
 from textual.app import App, ComposeResult
+from textual.filter import LineFilter
+from textual.geometry import Region
 
+from sparktop.ui.safe_text import without_control_filter
 from sparktop.ui.widgets.line_table import LineColumn, LineTable
 
 ROWS, COLUMNS = 30, 4
@@ -210,3 +214,49 @@ async def test_a_shorter_terminal_keeps_the_cursor_row_in_view() -> None:
         await pilot.pause()
         visible = [line.split()[0] for line in screen_lines(app)[1:] if line.split()]
         assert "r10c0" in visible
+
+
+class FilteredTable(LineTable):
+    """The table as drawn before: every line through the app's ANSI-to-truecolor filter."""
+
+    def get_line_filters(self) -> list[LineFilter]:
+        return without_control_filter(App.get_line_filters(self.app))
+
+    def _true(self, style: Style) -> Style:
+        return style
+
+
+class TwoTables(App[None]):
+    CSS = "LineTable { height: 8; }"
+
+    def compose(self) -> ComposeResult:
+        yield LineTable(id="own")
+        yield FilteredTable(id="filtered")
+
+    def on_mount(self) -> None:
+        styles = ("", "$text-error", "$text-warning bold", "dim", "$text-muted", "ansi_red")
+        for table in self.query(LineTable):
+            table.set_columns(LineColumn(f"c{c}", f"col{c}", 6) for c in range(3))
+            for r in range(10):
+                cells = {f"c{c}": (f"r{r}c{c}", styles[(r + c) % len(styles)]) for c in range(3)}
+                table.add_row(f"r{r}", cells, r)
+
+
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light", "ansi-dark", "ansi-light"])
+async def test_lines_turned_to_truecolor_as_drawn_are_the_filtered_lines(theme: str) -> None:
+    """The table turns each style to truecolor once, as the app's filter would turn every
+    repainted line: the same segments, focused or not, in an ANSI theme too."""
+    app = TwoTables()
+    async with app.run_test(size=(40, 20)) as pilot:
+        app.theme = theme
+        own, filtered = app.query_one("#own", LineTable), app.query_one("#filtered", LineTable)
+        region = Region(0, 0, own.size.width, own.size.height)
+        app.set_focus(None)
+        await pilot.pause()
+        assert own.render_lines(region) == filtered.render_lines(region)
+        own.focus()
+        await pilot.pause()
+        own_focused = own.render_lines(region)
+        filtered.focus()
+        await pilot.pause()
+        assert own_focused == filtered.render_lines(region)

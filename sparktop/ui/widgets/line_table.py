@@ -24,8 +24,9 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events, on
 from textual.binding import Binding, BindingType
+from textual.color import Color
 from textual.content import Content
-from textual.filter import LineFilter
+from textual.filter import ANSIToTruecolor, LineFilter
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -162,6 +163,10 @@ class LineTable(ScrollView, can_focus=True):
         self._base: Style | None = None
         self._cursor_base: Style | None = None
         self._frame: tuple[int, int, int] | None = None
+        self._truecolor_filter: ANSIToTruecolor | None = None
+        self._truecolor_background: Color | None = None
+        """The filter and the background it draws over, until the styles change."""
+        self._header_base: Style | None = None
         self._shown_size = Size(0, 0)
         """The size at the last repaint: a row below it is drawn when it comes into view."""
         self.strips_built = 0
@@ -332,9 +337,28 @@ class LineTable(ScrollView, can_focus=True):
     # -- drawing ---------------------------------------------------------------------------
 
     def get_line_filters(self) -> Sequence[LineFilter]:
-        # Cells are made printable as they are drawn (_fit): the app's control-character
-        # filter would only copy every repainted line.
-        return without_control_filter(super().get_line_filters())
+        # Cells are made printable as they are drawn (_fit), and each style is turned to
+        # truecolor once as the ANSI-to-truecolor filter turns it (_true): either filter
+        # would only copy every repainted line.
+        filters = without_control_filter(super().get_line_filters())
+        return [f for f in filters if not isinstance(f, ANSIToTruecolor)]
+
+    def _true(self, style: Style) -> Style:
+        """``style`` as the app's ANSI-to-truecolor filter draws it over this widget's
+        background (``style`` itself while that filter is off)."""
+        if self._truecolor_background is None:
+            self._truecolor_background = self.background_colors[1]
+            self._truecolor_filter = next(
+                (
+                    f
+                    for f in super().get_line_filters()
+                    if isinstance(f, ANSIToTruecolor) and f.enabled
+                ),
+                None,
+            )
+        if self._truecolor_filter is None:
+            return style
+        return self._truecolor_filter.truecolor_style(style, self._truecolor_background.rich_color)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -343,6 +367,8 @@ class LineTable(ScrollView, can_focus=True):
     def _restyled(self) -> None:
         """Styles resolve differently (theme, focus): draw everything again."""
         self._styles.clear()
+        self._truecolor_background = None
+        self._header_base = None
         self._base = None
         self._cursor_base = None
         self._forget_lines()
@@ -410,10 +436,14 @@ class LineTable(ScrollView, can_focus=True):
         width = max(columns_width, self._frame[0] if self._frame else self.size.width)
         if width > columns_width:
             add(" " * (width - columns_width), base)
-        return Strip([Segment("".join(t), st) for t, st in runs], width)
+        return Strip([Segment("".join(t), self._true(st)) for t, st in runs], width)
 
     def _header_style(self) -> Style:
-        return self.base_style + self.get_component_rich_style("line-table--header")
+        if self._header_base is None:
+            self._header_base = self.base_style + self.get_component_rich_style(
+                "line-table--header"
+            )
+        return self._header_base
 
     def _header_strip(self) -> Strip:
         if self._header is None:
@@ -439,14 +469,14 @@ class LineTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width, x, top = self._frame or (self.size.width, round(self.scroll_x), round(self.scroll_y))
         if y == 0:  # the header and its background span the whole width, as the cursor
-            return self._fitted(self._header_strip(), x, width, self._header_style())
+            return self._fitted(self._header_strip(), x, width, self._true(self._header_style()))
         index = top + y - 1
         if index >= len(self._ordered):
-            return Strip.blank(width, self.base_style)
+            return Strip.blank(width, self._true(self.base_style))
         key = self._ordered[index]
         if index != self.cursor_row:
-            return self._fitted(self._row_strip(key), x, width, self.base_style)
-        return self._fitted(self._cursor_strip(key), x, width, self.cursor_base)
+            return self._fitted(self._row_strip(key), x, width, self._true(self.base_style))
+        return self._fitted(self._cursor_strip(key), x, width, self._true(self.cursor_base))
 
     @staticmethod
     def _fitted(strip: Strip, x: int, width: int, style: Style) -> Strip:
