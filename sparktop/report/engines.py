@@ -313,6 +313,17 @@ def engine_tables(samples: Iterable[EngineSample], width: int) -> list[Fitted]:
     ]
 
 
+def pool_reason(pool: object) -> str:
+    """``KV pool unknown: no cache_config_info on the page (…); set kv_pool_tokens …``: the
+    source's reason for a pool it could not size (it names where the figure comes from)."""
+    reason = pool.reason if isinstance(pool, NA) else ""
+    return (
+        reason
+        if reason.startswith("KV pool unknown")
+        else f"KV pool unknown ({reason or 'no reason given'})"
+    )
+
+
 def notes(samples: Iterable[EngineSample]) -> list[str]:
     """Per answering engine where its pool came from, the window its rates cover and its
     message; then what ``*`` means when any value is since server start."""
@@ -321,7 +332,10 @@ def notes(samples: Iterable[EngineSample]) -> list[str]:
     for s in samples:
         if not s.answered:
             continue  # listed under "failures:" with the reason
-        parts = [f"pool from {s.kv_pool_source}"]
+        pool = s.kv_pool_tokens
+        unknown = isinstance(pool, NA) or s.kv_pool_source == "unknown"
+        # Where the pool would come from and why it is not there, not "pool from unknown".
+        parts = [pool_reason(pool) if unknown else f"pool from {s.kv_pool_source}"]
         parts.append(f"rates over {s.window_s:.1f} s" if s.window_s else "rates need two scrapes")
         if s.restarted:
             parts.append("server restarted")

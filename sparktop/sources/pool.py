@@ -139,6 +139,8 @@ def resolve_pool(
         )
     else:
         why = (
-            "KV pool unknown: no cache_config_info on the page; set kv_pool_tokens in the inventory"
+            "KV pool unknown: no cache_config_info on the page (where vLLM states it: "
+            "kv_cache_size_tokens, or num_gpu_blocks × block_size); set kv_pool_tokens in the "
+            "inventory"
         )
     return {r: NA(why) for r in ranks}, "unknown"

@@ -137,6 +137,11 @@ def _limit(
     if server is not None and is_num(server) and server > 0:
         return Figure(int(server), Origin.SERVER)
     if profile is None:
+        if isinstance(server, NA) and server.reason:
+            # The server's own reason names where the figure would come from.
+            why = server.reason.split("; set ")[0]
+            return Figure(NA(f"{why}; the default profile is another setup's; pass {flag}"),
+                          Origin.SERVER)  # fmt: skip
         return Figure(NA(f"{NOT_THIS_SERVER}; pass {flag}"), Origin.SERVER)
     if isinstance(profile, int):
         return Figure(profile, Origin.PROFILE)
@@ -180,7 +185,7 @@ def _kv(
         fits: bool | None = total <= pool_tokens
         by_pool = _here(int(pool_tokens // live))
     else:
-        reason = f"KV pool unknown ({getattr(pool.value, 'reason', '')})"
+        reason = "KV pool unknown (why: see KV pool)"  # said once, not in every figure
         pct, fits, by_pool = _here(NA(reason)), None, _here(NA(reason))
     if sample is None:
         free = Figure(NA("no live server; pass --endpoint"), Origin.SERVER)
@@ -297,9 +302,7 @@ def compute_budget(
         server_mml = count.max_model_len
     # A pool the scrape itself filled in from an inventory or profile is not the server's.
     server_pool = (
-        ok.kv_pool_tokens
-        if ok and ok.kv_pool_source not in ("inventory", "profile", "unknown")
-        else None
+        ok.kv_pool_tokens if ok and ok.kv_pool_source not in ("inventory", "profile") else None
     )
 
     def own(name: str) -> int | NA | None:

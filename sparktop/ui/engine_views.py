@@ -104,7 +104,7 @@ def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None
            if isinstance(preempt, NA) and preempt.reason else [])],
         [("KV ", "dim"), (fmt.bar(kv, KV_BAR_WIDTH), kv_style),
          (f" {kv_pct:.1f}%" if kv_pct is not None else " ·", "crit" if kv_style == "crit" else "")],
-        [("pool ", "dim"), (fmt.si_tokens(sample.kv_pool_tokens), "")],
+        [("pool ", "dim"), (fmt.si_tokens(sample.kv_pool_tokens), ""), *pool_why(sample)],
         [("free ", "dim"), (fmt.si_tokens(sample.kv_free_tokens) + " tok", "")],
     ]  # fmt: skip
 
@@ -122,6 +122,16 @@ def _windowed(sample: EngineSample, name: str, text: str) -> Group:
         reason = getattr(value, "reason", "")
         return [(text, "")] + ([(f" ({printable(reason)})", "dim")] if reason else [])
     return [(text + (LIFETIME_MARK if name in sample.since_start else ""), "")]
+
+
+def pool_why(sample: EngineSample) -> Group:
+    """Beside ``pool n/a``: where the figure would come from, short (``(no cache_config_info
+    on the page)``; snapshot and the budget give the whole reason with the fix)."""
+    pool = sample.kv_pool_tokens
+    if not isinstance(pool, NA) or not pool.reason:
+        return []
+    short = pool.reason.removeprefix("KV pool unknown: ").split(";")[0].split(" (")[0]
+    return [(f" ({printable(short)})", "dim")]
 
 
 def rate_groups(sample: EngineSample) -> list[Group]:

@@ -1,0 +1,66 @@
+"""A vLLM page without ``cache_config_info`` (the vLLM 0.8 excerpt in
+``../shared/fixtures/metrics``) and no pool in the inventory: the pool is unknown, and every
+output says where the figure would come from and why it is missing, never "pool from
+unknown"."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+
+from sparktop.cli import main
+from sparktop.sources.metrics import MetricsDeriver
+from sparktop.sources.prom import parse_page
+from sparktop.sources.vllm import WANTED
+from sparktop.testing.http_stub import serve_threaded
+from sparktop.ui.engine_views import load_groups
+from sparktop.ui.views import ViewConfig
+from tests.conftest import FIXTURES
+
+PAGE = (FIXTURES / "metrics" / "vllm-0.8-v1-prodstack318-excerpt-a.prom").read_text()
+WHERE = "no cache_config_info on the page (where vLLM states it: kv_cache_size_tokens"
+
+
+class _Vllm(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = PAGE.encode() if self.path == "/metrics" else b"not found"
+        self.send_response(200 if self.path == "/metrics" else 404)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    with serve_threaded(_Vllm) as base:
+        yield base
+
+
+def test_the_engine_block_says_where_the_pool_would_come_from() -> None:
+    sample = MetricsDeriver("v").derive(parse_page(PAGE, WANTED), now_s=1.0, wall_s=time.time())
+    text = "".join(t for group in load_groups(sample, ViewConfig(), None) for t, _ in group)
+    assert "pool n/a (no cache_config_info on the page)" in text
+
+
+def test_snapshot_and_budget_say_why_the_pool_is_unknown(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(f"engines: [{{name: v, url: '{url}'}}]\n")
+    main(["snapshot", "--inventory", str(inventory)])
+    out = capsys.readouterr().out
+    assert "pool from unknown" not in out
+    assert f"v: KV pool unknown: {WHERE}" in out and "set kv_pool_tokens in the" in out
+    main(["budget", "--prompt-tokens", "100000", "--endpoint", url, "--json"])
+    kv = json.loads(capsys.readouterr().out)["kv"]
+    assert WHERE in kv["pool_tokens"]["reason"] and "pass --kv-pool" in kv["pool_tokens"]["reason"]
+    assert kv["pool_used_pct"]["reason"] == "KV pool unknown (why: see KV pool)"
