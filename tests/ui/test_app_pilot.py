@@ -537,10 +537,12 @@ async def test_node_detail_shows_the_last_good_fields_with_their_own_time_dimmed
     headed with the time they were read (not stamped with the failed poll's time)."""
     from textual.widgets import DataTable
 
+    from sparktop.hostmodel import GpuProcess
     from sparktop.ui import format as fmt
 
     clock = Clock()
-    source = Scripted(node("spark-1", clock.now))
+    held = (GpuProcess(41000, "python3", "GPU-spark-1", 103_426.0, 83.0),)
+    source = Scripted(node("spark-1", clock.now, processes=held))
     app = make_app(source, clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
@@ -571,6 +573,25 @@ async def test_node_detail_shows_the_last_good_fields_with_their_own_time_dimmed
         memory = static_text(screen.query_one("#memory", Static))
         assert memory.startswith("unified: used ") and "n/a" not in memory.split("\n")[0]
         assert f"last known, read at {fmt.clock_time(T0)}" in memory
+        # The GPU processes too: the last known ones with their time, not "none".
+        procs = static_text(screen.query_one("#processes", Static))
+        assert "41000" in procs and "python3" in procs
+        assert procs.endswith(f"last known, read at {fmt.clock_time(T0)}")
+
+
+async def test_node_detail_of_a_node_never_seen_healthy_says_why_processes_are_unknown() -> None:
+    """A node down from the first poll has no processes to show: n/a with the reason, not
+    "GPU processes none" (which says the GPU runs nothing)."""
+    clock = Clock()
+    app = make_app(Scripted(down("spark-1", clock.now)), clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, NodeDetailScreen)
+        procs = static_text(screen.query_one("#processes", Static))
+        assert procs == "n/a (no healthy poll of this node yet: unreachable)"
 
 
 def test_the_slowdown_counters_row_fits_an_80_column_screen() -> None:

@@ -288,8 +288,20 @@ class NodeDetailScreen(Screen[None]):
             widget = self.query_one(f"#{name}", Static)
             widget.display = bool(text)
             widget.update(Content(text))
-        self.query_one("#processes", Static).update(Content(processes_text(sample.processes)))
-        self.query_one("#fabric", Static).update(Content(fabric_text(sample.fabric)))
+        # A failed poll read neither: the last healthy sample's, dimmed with its time, or
+        # n/a with the failure (never "none", which would say the GPU runs nothing).
+        for name, text_of in (("processes", processes_text), ("fabric", fabric_text)):
+            widget = self.query_one(f"#{name}", Static)
+            if sample.ok:
+                widget.update(Content(text_of(getattr(sample, name))))
+            elif detail.known_sample is not None:
+                known = detail.known_sample
+                last = f"last known, read at {fmt.clock_time(known.time_s)}"
+                text = text_of(getattr(known, name))
+                widget.update(Content.assemble((f"{text}\n{last}", "$spark-dim")))
+            else:
+                why = f"n/a (no healthy poll of this node yet: {sample.state.value})"
+                widget.update(Content.assemble((why, "$spark-dim")))
 
     def _fill_fields(self, sample: NodeSample) -> None:
         table: DataTable[Any] = self.query_one("#fields", DataTable)
