@@ -10,21 +10,29 @@ library's families as well: a ``counter`` family whose name lacks ``_total`` nam
 ``…_total``, and a sample that does not belong to the current family ends it. The equivalence
 is checked by a differential test against the library (tests/test_prom_differential.py).
 
-Only samples whose library name is in ``accept`` have their labels parsed; the others are
-only matched. Pure and Textual-free; bounded by :class:`ParseBounds` (series, labels, CPU).
+Within a family, a run of *plain* lines (a legacy name, labels without escapes, one space
+before the value: what exporters write) is read by one regular-expression call, each distinct
+label block checked once (and remembered across pages); that yields what reading the lines
+one at a time does (tests/test_prom_runs.py), and any other line is read alone. Only samples
+whose library name is in ``accept`` are kept. Pure and Textual-free; bounded by
+:class:`ParseBounds` (series, labels, CPU).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from prometheus_client.validation import get_legacy_validation
 
-Raw = tuple[str, dict[str, str], float]
-"""One sample as the library names it: sample name, labels, value."""
+Raw = tuple[str, Mapping[str, str], float]
+"""One sample as the library names it: sample name, labels, value. The fast reader's labels
+are read-only and shared by the samples (and pages) with the same label block."""
+NO_LABELS: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,16 +86,14 @@ CHECK_EVERY = 2048
 """Lines between two looks at the CPU clock (and at the series bound)."""
 LONG_LINE = 4096
 """Lines longer than this have their labels counted before they are matched."""
-_LEADING_NAME = re.compile(rf'[ \t]*\{{?"?({_NAME})')
+_LEADING_NAME = re.compile(rf'^[ \t]*\{{?"?({_NAME})', re.MULTILINE)
 
 
-def _count_wanted(lines: list[str], wanted: Callable[[str], bool]) -> int:
-    """Sample lines whose name is wanted (for the message of a page already refused)."""
-    count = 0
-    for line in lines:
-        match = _LEADING_NAME.match(line)
-        count += match is not None and wanted(match.group(1))
-    return count
+def _count_wanted(text: str, pos: int, wanted: Callable[[str], bool]) -> int:
+    """Sample lines from ``pos`` on whose name is wanted (for the message of a page already
+    refused: one match per line, as each line's leading name)."""
+    names = Counter(_LEADING_NAME.findall(text, pos))
+    return sum(count for name, count in names.items() if wanted(name))
 
 
 def unescape(text: str) -> str:
@@ -107,38 +113,141 @@ def cpu_guard(bounds: ParseBounds) -> Callable[[], None]:
     return check
 
 
+# -- runs of plain lines ---------------------------------------------------------------------
+# A *plain* line is what exporters write: a legacy name, an optional label block whose values
+# hold no '"', '\', '}' or line break, one space, a value, optionally one space and an integer
+# timestamp, then "\n". SAMPLE matches every plain line with the same three groups, and strip()
+# leaves it as it is, so a run of them read by one findall yields what reading them one by one
+# does; a line that is not plain is read by the line reader (tests/test_prom_runs.py).
+_PLAIN_LABEL = _LABEL_NAME + r'="[^"\\\n}]*"'
+PLAIN_LABELS = re.compile(rf"\{{(?:{_PLAIN_LABEL}(?:,{_PLAIN_LABEL})*,?)?\}}")
+"""A plain label block, checked once per distinct block (blocks repeat from line to line)."""
+_PLAIN_REST = rf" ({_VALUE})(?: -?[0-9]+)?\n"
+PLAIN_LINE = re.compile(rf"^({_NAME})(\{{[^}}\n]*\}})?{_PLAIN_REST}", re.MULTILINE)
+"""One line whose label block (up to its first ``}``) is then checked by PLAIN_LABELS."""
+PLAIN_RUN = re.compile(rf"(?:{_NAME}(?:{PLAIN_LABELS.pattern})?{_PLAIN_REST}){{0,{CHECK_EVERY}}}+")
+"""Up to CHECK_EVERY plain lines, stopping before the first other line."""
+WINDOW = 1 << 18
+"""Characters looked ahead for the end of a run (so a huge family costs linear time)."""
+Row = tuple[str, str, str]
+"""A plain line: sample name, label block (``""`` without one), value text."""
+
+
+def line_end(text: str, pos: int, lines: int) -> int:
+    """The position after ``lines`` more lines from ``pos`` (each ends with ``\\n``)."""
+    for _ in range(lines):
+        pos = text.find("\n", pos) + 1
+    return pos
+
+
+def plain_run(text: str, pos: int, max_lines: int, careful: bool) -> tuple[list[Row] | None, int]:
+    """The plain lines from ``pos`` (a line start) up to the next line starting with ``#``,
+    at most ``max_lines``, and the position after them.
+
+    ``(None, pos)`` when a line in that stretch is not plain: asked again ``careful``, the
+    plain lines before it (``[]`` when the first is not). ``careful`` reads the lines twice,
+    so it is for a family that has shown such a line.
+    """
+    if careful:
+        end = PLAIN_RUN.match(text, pos).end()  # type: ignore[union-attr]  # {0,n} matches ""
+        lines = text.count("\n", pos, end)
+    else:
+        limit = pos + WINDOW
+        comment = text.find("\n#", pos, limit)
+        end = comment + 1 if comment >= 0 else text.rfind("\n", pos, limit) + 1
+        lines = text.count("\n", pos, end) if end > pos else 0
+    if lines > max_lines:
+        end, lines = line_end(text, pos, max_lines), max_lines
+    if not lines:
+        return [], pos
+    rows: list[Row] = PLAIN_LINE.findall(text, pos, end)
+    if len(rows) != lines:  # "^" starts each row at a line start: some line is not one
+        return None, pos
+    return rows, end
+
+
+def accepted(
+    rows: list[Row], members: frozenset[str], plain: Callable[[str], bool], known: Collection[str]
+) -> int:
+    """How many leading ``rows`` belong to the family (name in ``members``) and have a label
+    block that is in ``known`` or that ``plain`` accepts."""
+    names, blocks, _values = zip(*rows, strict=True)
+    fresh = set(blocks).difference(known)
+    fresh.discard("")
+    if members.issuperset(names) and all(map(plain, fresh)):
+        return len(rows)
+    for i, (name, block, _value) in enumerate(rows):  # one is not: the first of them
+        if name not in members:
+            return i
+        if block and block not in known and not plain(block):
+            return i
+    return len(rows)  # not reached: the check above failed on one of them
+
+
+Block = tuple[int, Mapping[str, str] | None, bool]
+"""A label block read: its label count, its labels unescaped (None when a name repeats) and
+whether it is a plain one (:data:`PLAIN_LABELS`)."""
+_BLOCKS: dict[str, Block] = {}
+"""Label block → :data:`Block`: a memo of a pure function shared by every page read (an
+engine serves the same blocks scrape after scrape), bounded by :data:`MAX_BLOCKS` entries of
+at most :data:`MAX_BLOCK_CHARS`."""
+MAX_BLOCKS = 8192
+MAX_BLOCK_CHARS = 512
+
+
+def _read_block(block: str, max_labels: int) -> Block:
+    """``block`` read (from the memo when it is there); its count alone when that is over
+    ``max_labels`` (a huge block is refused before its labels are built)."""
+    known = _BLOCKS.get(block)
+    if known is None:
+        pairs = LABEL_PAIR.findall(block)
+        if len(pairs) > max_labels:
+            return len(pairs), None, False
+        labels = {name: unescape(value[1:-1]) for name, value in pairs}
+        plain = PLAIN_LABELS.fullmatch(block) is not None
+        read = MappingProxyType(labels) if len(labels) == len(pairs) else None
+        known = (len(pairs), read, plain)
+        if len(block) <= MAX_BLOCK_CHARS:
+            if len(_BLOCKS) >= MAX_BLOCKS:
+                _BLOCKS.clear()
+            _BLOCKS[block] = known
+    return known
+
+
 class _Labels:
-    """Label blocks (``{…}``) checked and parsed once per page: they repeat on most lines.
+    """Label blocks (``{…}``) checked once per page: they repeat on most lines.
 
     Every block is checked (a repeated label name or one over the label bound), wanted or
-    not: the library refuses the page for a bad one anywhere.
+    not: the library refuses the page for a bad one anywhere. ``cache`` holds the blocks
+    this page has passed.
     """
-
-    MAX_CACHED = 50_000
 
     def __init__(self, max_labels: int) -> None:
         self.max_labels = max_labels
-        self.cache: dict[str, dict[str, str]] = {}
+        self.cache: dict[str, Mapping[str, str]] = {}
 
-    def parse(self, block: str, line_no: int) -> dict[str, str]:
+    def parse(self, block: str, line_no: int) -> Mapping[str, str]:
+        """The labels of ``block`` (on line ``line_no``), unescaped, read-only and shared.
+        Raises :class:`PageRefused` over the label bound, :class:`NotUnderstood` for a
+        repeated label name."""
         labels = self.cache.get(block)
         if labels is None:
-            pairs = LABEL_PAIR.findall(block)
-            if len(pairs) > self.max_labels:
-                raise PageRefused(
-                    f"line {line_no} has {len(pairs):,} labels; limit {self.max_labels:,}"
-                )
-            labels = {name: value for name, value in pairs}
-            if len(labels) != len(pairs):  # a repeated label name: the library refuses it
+            count, labels, _plain = _read_block(block, self.max_labels)
+            if count > self.max_labels:
+                raise PageRefused(f"line {line_no} has {count:,} labels; limit {self.max_labels:,}")
+            if labels is None:  # a repeated label name: the library refuses it
                 raise NotUnderstood(line_no)
-            if len(self.cache) >= self.MAX_CACHED:
-                self.cache.clear()
             self.cache[block] = labels
         return labels
 
-    def read(self, block: str, line_no: int) -> dict[str, str]:
-        """The labels of ``block``, unescaped (a new dict)."""
-        return {k: unescape(v[1:-1]) for k, v in self.parse(block, line_no).items()}
+    def plain(self, block: str) -> bool:
+        """True for a plain block the page may have (then in ``cache``); False for any other,
+        which the line reader meets again and, if the page may not have it, says so."""
+        count, labels, plain = _read_block(block, self.max_labels)
+        if not plain or labels is None or count > self.max_labels:
+            return False
+        self.cache[block] = labels
+        return True
 
 
 Declaration = tuple[str, str, str]
@@ -165,84 +274,118 @@ def scan_text(
     family = ""
     typ = "untyped"
     allowed: tuple[str, ...] = ()
-    pending: list[tuple[str, str, str, int]] = []  # raw name, label block, value, line
+    members: frozenset[str] = frozenset()  # ``allowed`` as a set, for a run's names
+    careful = False  # this family has a line that is not plain: runs are found the slow way
+    pending: list[Row] = []  # the current family's wanted samples (their blocks are checked)
 
     def wanted(name: str) -> bool:
         return accept is None or name in accept or name + "_total" in accept
 
-    def emit(name: str, block: str, value: str, line_no: int) -> None:
+    def emit(rows: list[Row], rename: bool) -> None:
         nonlocal series
-        if accept is not None and name not in accept:
-            return
-        series += 1
-        if series > bounds.max_series:
-            return  # counted on, so the refusal can say how many there are
-        number = float(value)
-        if not number and value.lstrip("+-").isdigit():
-            number = 0.0  # the library reads "-0" through int(): no sign
-        out.append((name, labels.read(block, line_no) if block else {}, number))
+        read = labels.cache  # every block was checked (and kept) before its row was queued
+        for raw, block, value in rows:
+            name = raw + "_total" if rename else raw
+            if accept is not None and name not in accept:
+                continue
+            series += 1
+            if series > bounds.max_series:
+                continue  # counted on, so the refusal can say how many there are
+            number = float(value)
+            if not number and value.lstrip("+-").isdigit():
+                number = 0.0  # the library reads "-0" through int(): no sign
+            out.append((name, read[block] if block else NO_LABELS, number))
 
     def flush() -> None:
         if not family:
             return
-        rename = typ == "counter" and not family.endswith("_total")
         if typ == "counter" and family == "_total":
             raise NotUnderstood(0)  # the library's family name would be empty
-        for raw, block, value, line_no in pending:
-            emit(raw + "_total" if rename else raw, block, value, line_no)
+        emit(pending, typ == "counter" and not family.endswith("_total"))
         pending.clear()
 
-    lines = text.split("\n")
-    for line_no, raw_line in enumerate(lines, 1):
+    def start(name: str, kind: str, names: tuple[str, ...]) -> None:
+        nonlocal family, typ, allowed, members, careful
+        family, typ, allowed, members, careful = name, kind, names, frozenset(names), False
+
+    def take_run(pos: int, line_no: int) -> tuple[int, int]:
+        """Plain lines of the current family from ``pos``: (lines taken, position after)."""
+        nonlocal careful
+        room = CHECK_EVERY - line_no % CHECK_EVERY  # a run ends where the clock is looked at
+        rows, end = plain_run(text, pos, room, careful)
+        if rows is None:
+            careful = True
+            rows, end = plain_run(text, pos, room, careful)
+        if not rows:
+            return 0, pos
+        taken = accepted(rows, members, labels.plain, labels.cache)
+        if taken < len(rows):  # the line after them is read alone (and may end the family)
+            careful = True
+            rows, end = rows[:taken], line_end(text, pos, taken)
+        names = {name for name in members if wanted(name)}
+        if names:
+            pending.extend(
+                rows if len(names) == len(members) else [r for r in rows if r[0] in names]
+            )
+        return taken, end
+
+    last_line = text.count("\n") + 1
+    pos = 0
+    line_no = 1
+    while line_no <= last_line:
         if line_no % CHECK_EVERY == 0:
             check()
             if series + len(pending) > bounds.max_series:  # refused: count what is left
-                series += len(pending) + _count_wanted(lines[line_no - 1 :], wanted)
+                series += len(pending) + _count_wanted(text, pos, wanted)
                 pending.clear()
                 break
-        line = raw_line.strip()
+        if allowed and text[pos : pos + 1] not in ("#", ""):
+            taken, after = take_run(pos, line_no)
+            if taken:
+                line_no, pos = line_no + taken, after
+                continue
+        stop = text.find("\n", pos)
+        stop = len(text) if stop < 0 else stop
+        line = text[pos:stop].strip()
+        here, line_no, pos = line_no, line_no + 1, stop + 1
         if not line:
             continue
         if len(line) > LONG_LINE and line.count("=") > bounds.max_labels:
             count = len(LABEL_PAIR.findall(line))  # before any full match of a huge line
             if count > bounds.max_labels:
-                raise PageRefused(
-                    f"line {line_no} has {count:,} labels; limit {bounds.max_labels:,}"
-                )
+                raise PageRefused(f"line {here} has {count:,} labels; limit {bounds.max_labels:,}")
         if line[0] == "#":
             decl = DECLARATION.fullmatch(line)
             if decl is None:
                 if OTHER_COMMENT.fullmatch(line) is None:
-                    raise NotUnderstood(line_no)
+                    raise NotUnderstood(here)
                 continue
             kind, name, rest = decl.groups()
             decls.append((kind, name, rest or ""))
             if kind == "HELP":
                 if name != family:
                     flush()
-                    family, typ, allowed = name, "untyped", (name,)
+                    start(name, "untyped", (name,))
                 continue
             if rest is None or KNOWN_TYPE.fullmatch(rest) is None:
-                raise NotUnderstood(line_no)
+                raise NotUnderstood(here)
             if name != family:
                 flush()
-                family = name
-            typ = rest
-            allowed = tuple(family + s for s in _SUFFIXES.get(typ, ("",)))
+            start(name, rest, tuple(name + s for s in _SUFFIXES.get(rest, ("",))))
             continue
         match = SAMPLE.fullmatch(line) or QUOTED_SAMPLE.fullmatch(line)
         if match is None:
-            raise NotUnderstood(line_no)
+            raise NotUnderstood(here)
         name, block, value = match.group(1), match.group(2) or "", match.group(3)
         if block:
-            labels.parse(block, line_no)
+            labels.parse(block, here)
         if name not in allowed:
             flush()
-            family, typ, allowed = "", "untyped", ()
+            start("", "untyped", ())
             if wanted(name):
-                emit(name, block, value, line_no)
+                emit([(name, block, value)], False)
         elif wanted(name):
-            pending.append((name, block, value, line_no))
+            pending.append((name, block, value))
     flush()
     if series > bounds.max_series:
         raise PageRefused(f"page has {series:,} series; limit {bounds.max_series:,}")
