@@ -236,21 +236,30 @@ def parse_page(
         )
     declared, types = _declarations(decls)
 
+    norms: dict[str, str] = {}  # sample name → normalised, "" for one not kept
+    for name in {raw[0] for raw in raws}:
+        norm = normalise(name)
+        keep = not norm.endswith("_created") and (wanted is None or norm in wanted)
+        norms[name] = norm if keep else ""
+    dropped = drop(set(norms.values()) - {""}) if drop else frozenset()
     grouped: dict[str, list[PromSample]] = {}
     seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+    frozen: dict[int, frozenset[tuple[str, str]]] = {}  # by id: the fast reader shares labels
     duplicates = 0
     for name, labels, value in raws:
-        norm = normalise(name)
-        if norm.endswith("_created") or (wanted is not None and norm not in wanted):
+        norm = norms[name]
+        if not norm:
             continue
-        key = (norm, frozenset(labels.items()))
+        items = frozen.get(id(labels))
+        if items is None:
+            items = frozen[id(labels)] = frozenset(labels.items())
+        key = (norm, items)
         if key in seen:  # the same series again: Prometheus keeps the first, so do we
             duplicates += 1
             continue
         seen.add(key)
-        grouped.setdefault(norm, []).append(PromSample(norm, labels, value))
-    for name in drop(grouped.keys()) if drop else ():
-        grouped.pop(name, None)
+        if norm not in dropped:
+            grouped.setdefault(norm, []).append(PromSample(norm, labels, value))
     return PromPage(
         samples=MappingProxyType({k: tuple(v) for k, v in grouped.items()}),
         declared=declared,
