@@ -232,11 +232,8 @@ class PageReading:
 
 
 def rank_of(labels: Mapping[str, str]) -> str:
-    for key in RANK_LABELS:
-        value = labels.get(key)
-        if value:
-            return value
-    return "0"
+    """The first non-empty of :data:`RANK_LABELS`, else ``"0"`` (called per sample)."""
+    return labels.get("engine") or labels.get("dp_rank") or "0"
 
 
 def _pick(
@@ -344,21 +341,27 @@ def _read_hist(
     bad: dict[str, str] = {}
     # One series = one label set without ``le``: its buckets must ascend and accumulate in
     # page order, as Prometheus requires; a broken one is said, never re-sorted into a figure.
-    series: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
+    series: dict[frozenset[tuple[str, str]], list[tuple[float, float]]] = {}
     if not sum_count_only:
+        le_edges: dict[str, float] = {}  # le text → edge: a page repeats each le once per series
         for s in page.get(base + "_bucket"):
-            rank = rank_of(s.labels)
-            try:
-                edge = float(s.labels.get("le", "nan"))
-            except ValueError:
-                edge = math.nan
-            if not s.finite or math.isnan(edge):
+            labels, value = s.labels, s.value
+            rank = rank_of(labels)
+            le = labels.get("le", "nan")
+            edge = le_edges.get(le)
+            if edge is None:
+                try:
+                    edge = float(le)
+                except ValueError:
+                    edge = math.nan
+                le_edges[le] = edge
+            if not math.isfinite(value) or math.isnan(edge):
                 bad.setdefault(rank, f"{base} has a NaN or Inf sample or a bad le")
                 continue
-            ident = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
-            series.setdefault(ident, []).append((edge, s.value))
+            ident = frozenset(labels.items()) - {("le", le)}
+            series.setdefault(ident, []).append((edge, value))
             buckets = acc.setdefault(rank, {})
-            buckets[edge] = buckets.get(edge, 0.0) + s.value
+            buckets[edge] = buckets.get(edge, 0.0) + value
         for ident, points in series.items():
             fault = _bucket_order_fault(base, points)
             if fault:
