@@ -13,8 +13,10 @@ every 3 lines so runs are cut where the line reader looks at them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import product
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -23,15 +25,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sparktop.sources import promtext
 from sparktop.sources.prom import parse_page, promql_table_to_text, spellings
-from sparktop.sources.promtext import (
-    PLAIN_LABELS,
-    PLAIN_LINE,
-    SAMPLE,
-    NotUnderstood,
-    PageRefused,
-    ParseBounds,
-    scan_text,
-)
+from sparktop.sources.promgrammar import VALUE
+from sparktop.sources.promruns import MAX_BLOCK_CHARS, PLAIN_LABELS, PLAIN_LINE
+from sparktop.sources.promtext import SAMPLE, NotUnderstood, PageRefused, ParseBounds, scan_text
 from sparktop.sources.vllm import WANTED
 from sparktop.testing.vllm_page import FakeVllm, Load
 from tests.conftest import FIXTURES
@@ -184,7 +180,7 @@ def test_pages_with_runs_read_as_prometheus_client_reads_them(text: str) -> None
         ),
         max_size=3,
     ),
-    st.sampled_from(["1", "-0", "+Inf", "NaN", "1e-3", "5.", ".5", "1_0", "0x1"]),
+    st.sampled_from(["1", "-0", "+Inf", "NaN", "1e-3", "5.", ".5", "1_0", "0x1", "+", "1e"]),
     st.sampled_from(["", " 17", " -5", "\t9"]),
 )
 def test_a_plain_line_is_a_sample_line_with_the_same_groups(
@@ -195,9 +191,26 @@ def test_a_plain_line_is_a_sample_line_with_the_same_groups(
     match = PLAIN_LINE.fullmatch(line + "\n")
     if match is None or (match.group(2) and not PLAIN_LABELS.fullmatch(match.group(2))):
         return  # not plain: read by the line reader
+    try:
+        float(match.group(3))
+    except ValueError:
+        return  # not plain either
     sample = SAMPLE.fullmatch(line.strip())
     assert sample is not None and line.strip() == line
     assert (sample.group(1), sample.group(2) or "", sample.group(3)) == match.groups("")
+
+
+def test_float_reads_exactly_the_value_grammar_over_number_characters() -> None:
+    """What lets a run check its values with float(): every string of up to 5 of these
+    characters is read by float() exactly when it is a VALUE."""
+    strings = ("".join(chars) for n in range(6) for chars in product("0.eE+-", repeat=n))
+    for text in strings:
+        try:
+            float(text)
+            reads = True
+        except ValueError:
+            reads = False
+        assert reads == (re.fullmatch(VALUE, text) is not None), text
 
 
 # -- pages that matter --------------------------------------------------------------------------
@@ -252,6 +265,11 @@ def family_of(lines: int, odd: str | None = None, at: int = 0, name: str = "g") 
         ("", "read"),
         ("other 1", "read"),
         ("g 1 2 3", "not understood"),
+        ('g{a="1" 1', "not understood"),  # a block that would run into the next line
+        ("g 1e", "not understood"),
+        ("g +", "not understood"),
+        ("g 1.5e+3", "read"),
+        ('g{a="' + "x" * 600 + '"} 1', "read"),  # longer than a plain block
     ],
 )
 def test_one_odd_line_deep_in_a_long_family_is_met_where_it_is(odd: str, said: str) -> None:
@@ -284,9 +302,9 @@ def test_the_shared_block_memo_stays_bounded() -> None:
     promtext._BLOCKS.clear()
     both(family_of(promtext.MAX_BLOCKS + 100), None)
     assert 0 < len(promtext._BLOCKS) <= promtext.MAX_BLOCKS
-    long = 'g{a="' + "x" * promtext.MAX_BLOCK_CHARS + '"} 1\n'
+    long = 'g{a="' + "x" * MAX_BLOCK_CHARS + '"} 1\n'
     both("# TYPE g gauge\n" + long, None)
-    assert not any(len(b) > promtext.MAX_BLOCK_CHARS for b in promtext._BLOCKS)
+    assert not any(len(b) > MAX_BLOCK_CHARS for b in promtext._BLOCKS)
 
 
 def test_shared_labels_are_read_only() -> None:

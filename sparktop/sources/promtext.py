@@ -23,11 +23,24 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from prometheus_client.validation import get_legacy_validation
+
+from sparktop.sources.promgrammar import LABEL_NAME as _LABEL_NAME
+from sparktop.sources.promgrammar import NAME as _NAME
+from sparktop.sources.promgrammar import VALUE as _VALUE
+from sparktop.sources.promruns import (
+    MAX_BLOCK_CHARS,
+    MAX_RUN_LINES,
+    PLAIN_LABELS,
+    Row,
+    line_end,
+    plain_run,
+    read_run,
+)
 
 Raw = tuple[str, Mapping[str, str], float]
 """One sample as the library names it: sample name, labels, value. The fast reader's labels
@@ -58,12 +71,9 @@ class PageRefused(Exception):
     """A page over one of the :class:`ParseBounds`; the message says which and by how much."""
 
 
-_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-_LABEL_NAME = r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*"  # "__…" is reserved (the library refuses it)
 _LABEL_VALUE = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 _LABEL = _LABEL_NAME + "=" + _LABEL_VALUE
 _LABELS = rf"\{{(?:{_LABEL}(?:,{_LABEL})*,?)?\}}"
-_VALUE = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?Inf|NaN"
 _REST = rf"[ \t]+({_VALUE})(?:[ \t]+-?[0-9]+)?"
 SAMPLE = re.compile(rf"({_NAME})({_LABELS})?{_REST}")
 QUOTED_SAMPLE = re.compile(rf'\{{"([^"\\]+)"((?:,{_LABEL})*,?\}}){_REST}')
@@ -82,8 +92,8 @@ _SUFFIXES = {
     "summary": ("_count", "_sum", ""),
     "histogram": ("_count", "_sum", "_bucket"),
 }
-CHECK_EVERY = 2048
-"""Lines between two looks at the CPU clock (and at the series bound)."""
+CHECK_EVERY = MAX_RUN_LINES
+"""Lines between two looks at the CPU clock (and at the series bound); runs end there."""
 LONG_LINE = 4096
 """Lines longer than this have their labels counted before they are matched."""
 _LEADING_NAME = re.compile(rf'^[ \t]*\{{?"?({_NAME})', re.MULTILINE)
@@ -113,77 +123,6 @@ def cpu_guard(bounds: ParseBounds) -> Callable[[], None]:
     return check
 
 
-# -- runs of plain lines ---------------------------------------------------------------------
-# A *plain* line is what exporters write: a legacy name, an optional label block whose values
-# hold no '"', '\', '}' or line break, one space, a value, optionally one space and an integer
-# timestamp, then "\n". SAMPLE matches every plain line with the same three groups, and strip()
-# leaves it as it is, so a run of them read by one findall yields what reading them one by one
-# does; a line that is not plain is read by the line reader (tests/test_prom_runs.py).
-_PLAIN_LABEL = _LABEL_NAME + r'="[^"\\\n}]*"'
-PLAIN_LABELS = re.compile(rf"\{{(?:{_PLAIN_LABEL}(?:,{_PLAIN_LABEL})*,?)?\}}")
-"""A plain label block, checked once per distinct block (blocks repeat from line to line)."""
-_PLAIN_REST = rf" ({_VALUE})(?: -?[0-9]+)?\n"
-PLAIN_LINE = re.compile(rf"^({_NAME})(\{{[^}}\n]*\}})?{_PLAIN_REST}", re.MULTILINE)
-"""One line whose label block (up to its first ``}``) is then checked by PLAIN_LABELS."""
-PLAIN_RUN = re.compile(rf"(?:{_NAME}(?:{PLAIN_LABELS.pattern})?{_PLAIN_REST}){{0,{CHECK_EVERY}}}+")
-"""Up to CHECK_EVERY plain lines, stopping before the first other line."""
-WINDOW = 1 << 18
-"""Characters looked ahead for the end of a run (so a huge family costs linear time)."""
-Row = tuple[str, str, str]
-"""A plain line: sample name, label block (``""`` without one), value text."""
-
-
-def line_end(text: str, pos: int, lines: int) -> int:
-    """The position after ``lines`` more lines from ``pos`` (each ends with ``\\n``)."""
-    for _ in range(lines):
-        pos = text.find("\n", pos) + 1
-    return pos
-
-
-def plain_run(text: str, pos: int, max_lines: int, careful: bool) -> tuple[list[Row] | None, int]:
-    """The plain lines from ``pos`` (a line start) up to the next line starting with ``#``,
-    at most ``max_lines``, and the position after them.
-
-    ``(None, pos)`` when a line in that stretch is not plain: asked again ``careful``, the
-    plain lines before it (``[]`` when the first is not). ``careful`` reads the lines twice,
-    so it is for a family that has shown such a line.
-    """
-    if careful:
-        end = PLAIN_RUN.match(text, pos).end()  # type: ignore[union-attr]  # {0,n} matches ""
-        lines = text.count("\n", pos, end)
-    else:
-        limit = pos + WINDOW
-        comment = text.find("\n#", pos, limit)
-        end = comment + 1 if comment >= 0 else text.rfind("\n", pos, limit) + 1
-        lines = text.count("\n", pos, end) if end > pos else 0
-    if lines > max_lines:
-        end, lines = line_end(text, pos, max_lines), max_lines
-    if not lines:
-        return [], pos
-    rows: list[Row] = PLAIN_LINE.findall(text, pos, end)
-    if len(rows) != lines:  # "^" starts each row at a line start: some line is not one
-        return None, pos
-    return rows, end
-
-
-def accepted(
-    rows: list[Row], members: frozenset[str], plain: Callable[[str], bool], known: Collection[str]
-) -> int:
-    """How many leading ``rows`` belong to the family (name in ``members``) and have a label
-    block that is in ``known`` or that ``plain`` accepts."""
-    names, blocks, _values = zip(*rows, strict=True)
-    fresh = set(blocks).difference(known)
-    fresh.discard("")
-    if members.issuperset(names) and all(map(plain, fresh)):
-        return len(rows)
-    for i, (name, block, _value) in enumerate(rows):  # one is not: the first of them
-        if name not in members:
-            return i
-        if block and block not in known and not plain(block):
-            return i
-    return len(rows)  # not reached: the check above failed on one of them
-
-
 Block = tuple[int, Mapping[str, str] | None, bool]
 """A label block read: its label count, its labels unescaped (None when a name repeats) and
 whether it is a plain one (:data:`PLAIN_LABELS`)."""
@@ -192,7 +131,6 @@ _BLOCKS: dict[str, Block] = {}
 engine serves the same blocks scrape after scrape), bounded by :data:`MAX_BLOCKS` entries of
 at most :data:`MAX_BLOCK_CHARS`."""
 MAX_BLOCKS = 8192
-MAX_BLOCK_CHARS = 512
 
 
 def _read_block(block: str, max_labels: int) -> Block:
@@ -276,7 +214,8 @@ def scan_text(
     allowed: tuple[str, ...] = ()
     members: frozenset[str] = frozenset()  # ``allowed`` as a set, for a run's names
     careful = False  # this family has a line that is not plain: runs are found the slow way
-    pending: list[Row] = []  # the current family's wanted samples (their blocks are checked)
+    pending: list[Row] = []  # the current family's wanted samples (their blocks checked)
+    numbers: dict[str, float] = {}  # value text → value, for the runs' values (they repeat)
 
     def wanted(name: str) -> bool:
         return accept is None or name in accept or name + "_total" in accept
@@ -291,7 +230,9 @@ def scan_text(
             series += 1
             if series > bounds.max_series:
                 continue  # counted on, so the refusal can say how many there are
-            number = float(value)
+            number = numbers.get(value)
+            if number is None:
+                number = float(value)
             if not number and value.lstrip("+-").isdigit():
                 number = 0.0  # the library reads "-0" through int(): no sign
             out.append((name, read[block] if block else NO_LABELS, number))
@@ -318,8 +259,8 @@ def scan_text(
             rows, end = plain_run(text, pos, room, careful)
         if not rows:
             return 0, pos
-        taken = accepted(rows, members, labels.plain, labels.cache)
-        if taken < len(rows):  # the line after them is read alone (and may end the family)
+        taken = read_run(rows, members, labels.plain, labels.cache, numbers)
+        if taken < len(rows):  # the line after them is read alone (it may end the family)
             careful = True
             rows, end = rows[:taken], line_end(text, pos, taken)
         names = {name for name in members if wanted(name)}
