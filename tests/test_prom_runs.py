@@ -23,12 +23,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from sparktop.sources import promtext
+from sparktop.sources import promtext, vllm
 from sparktop.sources.prom import parse_page, promql_table_to_text, spellings
 from sparktop.sources.promgrammar import VALUE
 from sparktop.sources.promruns import MAX_BLOCK_CHARS, PLAIN_LABELS, PLAIN_LINE
 from sparktop.sources.promtext import SAMPLE, NotUnderstood, PageRefused, ParseBounds, scan_text
-from sparktop.sources.vllm import WANTED
+from sparktop.sources.vllm import WANTED, read_page
 from sparktop.testing.vllm_page import FakeVllm, Load
 from tests.conftest import FIXTURES
 from tests.prom_reference import observed, reference
@@ -319,3 +319,19 @@ def test_runs_end_where_the_clock_is_looked_at() -> None:
     """A long family is still refused by the CPU budget, at the same check both ways."""
     said = both(family_of(5000), None, ParseBounds(max_cpu_s=0.0))
     assert said == "refused: parsing took over 0 s of CPU; page refused"
+
+
+def test_histograms_read_the_same_from_remembered_buckets_and_library_labels() -> None:
+    """vllm's bucket memo (by the identity of a shared label mapping) changes no reading:
+    a page read twice, and the same page read by prometheus_client (its own dicts, never
+    remembered), give the same histograms."""
+    text = bench_page()
+    vllm._BUCKETS.clear()
+    first = read_page(parse_page(text, WANTED), "vllm")
+    remembered = len(vllm._BUCKETS)
+    again = read_page(parse_page(text, WANTED), "vllm")
+    assert remembered > 0 and len(vllm._BUCKETS) == remembered
+    by_library = parse_page(text + '# HELP "a.b" x\n', WANTED)  # only the library reads it
+    assert by_library.parser == "prometheus_client"
+    assert read_page(by_library, "vllm") == first == again
+    assert len(vllm._BUCKETS) == remembered

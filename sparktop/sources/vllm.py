@@ -22,6 +22,7 @@ import itertools
 import math
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from sparktop.model import NA, Num
 from sparktop.sources.prom import PromPage, PromSample, parse_page
@@ -332,6 +333,30 @@ def _bucket_order_fault(base: str, series: list[tuple[float, float]]) -> str:
     return ""
 
 
+Bucket = tuple[Mapping[str, str], str, float, frozenset[tuple[str, str]]]
+"""A bucket sample's labels → (those labels, rank, ``le`` as a number (NaN when it is not
+one), the labels without ``le``: its series)."""
+_BUCKETS: dict[int, Bucket] = {}
+"""Buckets by the identity of their labels, for the read-only mappings the fast reader shares
+between samples and pages (so a bucket is worked out once, not every scrape); a hit is checked
+to be that very mapping, which the entry keeps alive. Bounded by :data:`MAX_BUCKETS`."""
+MAX_BUCKETS = 16_384
+
+
+def _bucket(labels: Mapping[str, str]) -> Bucket:
+    le = labels.get("le", "nan")
+    try:
+        edge = float(le)
+    except ValueError:
+        edge = math.nan
+    known = (labels, rank_of(labels), edge, frozenset(labels.items()) - {("le", le)})
+    if isinstance(labels, MappingProxyType):  # a library dict is one sample's, never shared
+        if len(_BUCKETS) >= MAX_BUCKETS:
+            _BUCKETS.clear()
+        _BUCKETS[id(labels)] = known
+    return known
+
+
 def _read_hist(
     readings: dict[str, RankReading], key: str, base: str, page: PromPage, sum_count_only: bool
 ) -> None:
@@ -343,22 +368,15 @@ def _read_hist(
     # page order, as Prometheus requires; a broken one is said, never re-sorted into a figure.
     series: dict[frozenset[tuple[str, str]], list[tuple[float, float]]] = {}
     if not sum_count_only:
-        le_edges: dict[str, float] = {}  # le text → edge: a page repeats each le once per series
         for s in page.get(base + "_bucket"):
             labels, value = s.labels, s.value
-            rank = rank_of(labels)
-            le = labels.get("le", "nan")
-            edge = le_edges.get(le)
-            if edge is None:
-                try:
-                    edge = float(le)
-                except ValueError:
-                    edge = math.nan
-                le_edges[le] = edge
+            known = _BUCKETS.get(id(labels))
+            if known is None or known[0] is not labels:
+                known = _bucket(labels)
+            _labels, rank, edge, ident = known
             if not math.isfinite(value) or math.isnan(edge):
                 bad.setdefault(rank, f"{base} has a NaN or Inf sample or a bad le")
                 continue
-            ident = frozenset(labels.items()) - {("le", le)}
             series.setdefault(ident, []).append((edge, value))
             buckets = acc.setdefault(rank, {})
             buckets[edge] = buckets.get(edge, 0.0) + value
