@@ -9,6 +9,7 @@ the pane's width (~42 columns).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -240,7 +241,8 @@ def _time(b: Budget) -> list[list[Group]]:
         fig("decode", t.decode_tps, "tps", "/req"),
         fig("agg", t.aggregate_tps, "tps", f" {t.aggregate_kind}"),
         [[_label("total"), (f"≈ {fmt.seconds(total)}" if is_num(total) else "no data",
-                            "bold" if is_num(total) else "dim"), (" per request", "dim")]],
+                            "bold" if is_num(total) else "dim"),
+                           (" per request" if is_num(total) else "", "dim")]],
     ]  # fmt: skip
 
 
@@ -281,16 +283,62 @@ def _send_now(b: Budget) -> list[list[Group]]:
 def _lesson(b: Budget) -> list[Group]:
     x = b.lesson
 
-    def pct(value: object) -> str:
-        return f"{value:.0f}%" if is_num(value) else "?"
+    said: set[str] = set()
 
-    growth = f"{x.ttft_growth:,.1f}×" if is_num(x.ttft_growth) else "?"  # as the CLI
+    def no_data(value: object) -> str:
+        """``no data (reason)`` as the CLI says it; a reason already given is not repeated."""
+        why = _why(value)
+        if why in said:
+            return "no data"
+        said.add(why)
+        return f"no data ({why})"
+
+    def pct(value: object) -> str:
+        return f"{value:.0f}%" if is_num(value) else no_data(value)
+
+    # In the order they are read, so the first one without data gives the reason.
+    decode, e2e = pct(x.decode_keep_pct), pct(x.e2e_keep_pct)
+    growth = f"{x.ttft_growth:,.1f}×" if is_num(x.ttft_growth) else no_data(x.ttft_growth)
     return [
         [_label("lesson"), (f"vs {x.shortest_prompt_tokens:,} tok:", "dim")],
-        [("decode keeps ", "dim"), (pct(x.decode_keep_pct), "")],
-        [("e2e keeps ", "dim"), (pct(x.e2e_keep_pct), "")],
+        [("decode keeps ", "dim"), (decode, "")],
+        [("e2e keeps ", "dim"), (e2e, "")],
         [("TTFT ", "dim"), (growth, ""), (" [profile]", "dim")],
     ]
+
+
+_WORD = re.compile(r"\S+\s*|\s+")
+
+
+def fit(lines: list[Line], width: int, indent: str) -> list[Line]:
+    """Lines no wider than ``width``: one longer (a reply or reason :func:`pack` could not
+    split, being one group) breaks between words, its styles kept, and goes on under
+    ``indent``, instead of the terminal wrapping it at the edge into the next column."""
+    out: list[Line] = []
+    for line in lines:
+        if sum(len(text) for text, _ in line) <= width:
+            out.append(line)
+            continue
+        current: Line = []
+        used = 0
+        for text, style in line:
+            for word in _WORD.findall(text):
+                if used + len(word.rstrip()) > width and used > len(indent):
+                    last_text, last_style = current[-1]
+                    current[-1] = (last_text.rstrip(), last_style)
+                    out.append(current)
+                    current, used = [(indent, "")], len(indent)
+                    word = word.lstrip()
+                while len(word.rstrip()) > width - used:  # longer than a line: cut it
+                    cut = max(1, width - used)
+                    current.append((word[:cut], style))
+                    out.append(current)
+                    current, used = [(indent, "")], len(indent)
+                    word = word[cut:]
+                current.append((word, style))
+                used += len(word)
+        out.append(current)
+    return out
 
 
 def budget_lines(
@@ -322,7 +370,7 @@ def budget_lines(
         ]
         out: list[Line] = []
         for groups in sections_error:
-            out += pack(groups, width, indent=" " * 2)
+            out += fit(pack(groups, width, indent=" " * 2), width, " " * 2)
         return out
     overrides, tags = live_limits(live)
     try:
@@ -353,5 +401,5 @@ def budget_lines(
     ]  # fmt: skip
     lines: list[Line] = []
     for groups in sections:
-        lines += pack(groups, width, indent=" " * 8) if groups else [[]]
+        lines += fit(pack(groups, width, indent=" " * 8), width, " " * 8) if groups else [[]]
     return lines

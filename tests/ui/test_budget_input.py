@@ -212,3 +212,77 @@ async def test_a_slow_tokenize_is_said_as_slow_not_unreachable(
             handler.release.set()  # before the server joins its handler threads
     assert pane.inputs.prompt.method == "estimated"
     assert "/tokenize did not answer within 0.5 s" in text and "unreachable" not in text
+
+
+async def test_enter_in_another_field_applies_the_prompt_just_typed() -> None:
+    """The operator types a prompt, then a concurrency, and presses Enter there: both are the
+    question (the prompt used to be dropped until Enter was pressed in its own field)."""
+    app = make_app(Scripted(engine()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("b")
+        pane = app.query_one(BudgetPane)
+        pane.query_one("#prompt", Input).value = "40000"
+        await pilot.press("tab")  # typing in the concurrency field next
+        await pilot.press("backspace", "3", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert (pane.inputs.prompt.tokens, pane.inputs.prompt.method) == (40000, "given")
+        assert pane.inputs.concurrency == 3
+        text = static_text(pane.query_one("#budget-out", TextBlock))
+        assert "40,000 tok" in text and "conc    3" in text
+        out = pane.query_one("#output", Input)
+        out.focus()
+        out.value = "100"
+        await pilot.press("enter")  # the prompt unchanged: kept as it was counted
+        assert (pane.inputs.prompt.tokens, pane.inputs.output) == (40000, 100)
+
+
+async def test_at_80x24_the_pane_opens_under_the_nodes_table() -> None:
+    """Under 110 columns the pane used to take the whole body: the nodes were gone while it
+    was open. It now sits under the table's header and rows, and the header line stays."""
+    from sparktop.ui.widgets.node_table import NodeTable
+    from tests.ui.fakes import gpu, node, plan
+
+    nodes = [Scripted(node(f"spark-{i}", gpus=(gpu(),))) for i in range(1, 5)]
+    app = SparktopApp(plan(), [*nodes, Scripted(engine())], autostart=False, clock=Clock())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.poll_now()
+        await pilot.press("b")
+        await pilot.pause()
+        table, pane = app.query_one(NodeTable), app.query_one(BudgetPane)
+        assert table.region.height == 5  # its header and the four nodes
+        assert pane.region.y >= table.region.bottom and pane.region.height >= 12
+        assert pane.region.width >= 78
+        header = app.screen.get_widget_at(0, 0)[0]
+        assert header.region.y == 0 and header.region.width == 80
+
+
+def test_pane_lines_fit_80_columns_and_say_no_data_as_the_cli() -> None:
+    """A reply or reason longer than the pane breaks between words under the indent (it was
+    one group, cut by the terminal at the edge), and a figure without data reads
+    ``no data (reason)`` as ``sparktop budget`` says it, the reason given once."""
+    from sparktop.sweep import tokens
+    from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+    from sparktop.ui.budget_view import BudgetInputs, budget_lines
+
+    note = (
+        "estimated: endpoint http://192.168.100.10:8015/tokenize did not answer within 10 s "
+        "(read timeout), counted from characters instead"
+    )
+    count = tokens.with_note(tokens.TokenCount(12000, "estimated"), note)
+    profile = load_profile(DEFAULT_PROFILE)
+    for width in (41, 78):  # the pane beside the table, and under it at 80 columns
+        lines = budget_lines(BudgetInputs(count, 40), profile, engine(), width=width)
+        texts = ["".join(t for t, _ in line) for line in lines]
+        assert max(len(t) for t in texts) <= width
+        assert all(t == t.rstrip() for t in texts)
+        assert not [t for t in texts if t.startswith(" " * 9)]  # under the indent, not past it
+    joined = " ".join(" ".join(t.split()) for t in texts)
+    assert note in joined  # every word kept, in order
+    reason = "concurrency 40 is outside the measured columns (1, 2, 4, 8); no extrapolation"
+    assert f"decode keeps no data ({reason})" in joined
+    assert "e2e keeps no data (no TTFT or decode figure)" in joined
+    assert "TTFT no data [profile]" in joined  # the same reason, not said a third time
+    assert "?" not in joined.split("lesson")[1].split("!")[0]
+    assert "no data per request" not in joined

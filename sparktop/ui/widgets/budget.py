@@ -33,6 +33,10 @@ PASTE_AS_TEXT_CHARS = 200
 """A paste longer than this (or with a newline) is prompt text to count, not a number."""
 
 
+FIELDS = ("prompt", "concurrency", "output")
+"""The pane's fields, by widget id."""
+
+
 class TextPasted(Message):
     """Text was pasted into the prompt field: count it instead of inserting it."""
 
@@ -102,6 +106,9 @@ class BudgetPane(VerticalScroll, can_focus=True):
     BudgetPane {
         width: 46;
         display: none;
+        /* The scrollbar's room is kept from the start: lines packed for the width before it
+           appeared were cut again at its edge. */
+        scrollbar-gutter: stable;
         border-left: solid $panel;
         padding: 0 1;
     }
@@ -217,15 +224,36 @@ class BudgetPane(VerticalScroll, can_focus=True):
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
+        """Enter applies every field the operator changed, not only the one it was pressed
+        in: a prompt typed and then a concurrency entered are one question."""
         event.stop()
-        value = event.value.strip()
-        field = event.input.id
+        typed = {f: self.query_one(f"#{f}", Input).value.strip() for f in FIELDS}
+        shown = {
+            "prompt": str(self.inputs.prompt.tokens),
+            "concurrency": str(self.inputs.concurrency),
+            "output": str(self.inputs.output),
+        }
+        changed = [f for f in FIELDS if f == event.input.id or typed[f] not in ("", shown[f])]
+        if event.input.id == "prompt" and not typed["prompt"]:
+            changed.remove("prompt")  # Enter in the empty prompt field: nothing to count
+        # The numbers first: applying one rewrites both number fields from the inputs.
+        changes: dict[str, Any] = {}
         try:
-            if field == "concurrency":
-                self._set(concurrency=parse_count("concurrency", value))
-            elif field == "output":
-                self._set(output_tokens=parse_count("output tokens", value, low=0))
-            elif field == "prompt" and value:
+            if "concurrency" in changed:
+                changes["concurrency"] = parse_count("concurrency", typed["concurrency"])
+            if "output" in changed:
+                changes["output_tokens"] = parse_count("output tokens", typed["output"], low=0)
+        except UserError as exc:
+            self._fail(str(exc))
+            return
+        if changes or "prompt" not in changed:
+            self._set(**changes)
+        if "prompt" in changed:
+            self._apply_prompt(typed["prompt"])
+
+    def _apply_prompt(self, value: str) -> None:
+        try:
+            if value:
                 # A number is a token count (bounded like --prompt-tokens), unless a file of
                 # that name exists; anything else is a path to count.
                 if looks_like_number(value) and not Path(value).expanduser().exists():
