@@ -110,3 +110,12 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``1 file``, ``2 files``, ``1,024 files``: a count with its noun agreeing (``plural``
     for nouns that do not take an ``s``)."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def minutes_text(seconds: float) -> str:
+    """``6 min 20 s``, ``5 min``, ``45 s``: a length in whole seconds, for help texts."""
+    total = round(seconds)
+    minutes, rest = divmod(total, 60)
+    if not minutes:
+        return f"{rest} s"
+    return f"{minutes} min {rest} s" if rest else f"{minutes} min"

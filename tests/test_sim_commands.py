@@ -293,6 +293,14 @@ def test_demo_says_what_it_plays_and_why_its_inventory_differs() -> None:
     )
     assert "alerts: {hold_s: 5}" in result.stdout and "max_num_seqs: 32" in result.stdout
     assert "130 after Ctrl-C" in result.stdout
+    # The round's length is the tour's own (it said "five minutes" of a 6 min 20 s round).
+    from sparktop.sim.scenarios import SCENARIOS
+
+    tour = SCENARIOS["tour"]
+    assert tour.period_s == 380.0 and tour.steps[-1][0] < tour.period_s
+    help_text = " ".join(result.stdout.split())
+    assert help_text.count("6 min 20 s per round") == 2  # the description and the scenario
+    assert "five minutes" not in help_text and "6⅓" not in help_text
 
 
 def test_bad_options_are_one_line_usage_errors(tmp_path: Path) -> None:

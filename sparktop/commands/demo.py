@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from sparktop.commands.sim import add_common_arguments, options_from, scenario_help
 from sparktop.errors import RuntimeFailure, UserError
-from sparktop.sim.scenarios import SCENARIOS, timeline
+from sparktop.sim.scenarios import SCENARIOS, TOUR_PERIOD_S, timeline
 from sparktop.sim.signals import Terminated, raise_on_signals
+from sparktop.values import minutes_text
 
 if TYPE_CHECKING:
     from sparktop.alerts.pipeline import AlertOutputs
@@ -28,12 +29,12 @@ directory (printed) that is removed on exit, also when the terminal closes (SIGH
 process is killed with SIGTERM.
 
 The default scenario, 'tour', plays the faults in turn, 20 s each (25 s for the host
-faults) with 10 s or more of recovery between, five minutes per round, looping: thermal,
+faults) with 10 s or more of recovery between, {round} per round, looping: thermal,
 hidden-low-power, pool-exhaustion, node-down, server-restart, long-context, steady-slow,
 memory-pressure, link-down. Background load runs throughout.
 
 The generated inventory differs from a real cluster's in two ways:
-  alerts: {hold_s: 5}   a condition must hold 5 s (not the default 10 s) to raise an alert
+  alerts: {{hold_s: 5}}   a condition must hold 5 s (not the default 10 s) to raise an alert
                         and be gone 5 s to clear it, so each short fault's alert fires while
                         the fault is on screen (with --speed X: 5/X wall seconds);
   max_num_seqs: 32      the simulated server runs 32 sequences although the default profile's
@@ -61,7 +62,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "demo",
         help="a simulated cluster on loopback, opened in the monitor (no hardware needed)",
-        description=DESCRIPTION,
+        description=DESCRIPTION.format(round=minutes_text(TOUR_PERIOD_S)),
         epilog=EPILOG.format(scenarios=scenario_help()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

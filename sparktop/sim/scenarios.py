@@ -3,7 +3,7 @@
 A :class:`Scenario` is a list of ``(at_s, action)`` steps in simulated seconds from the
 moment it is selected; ``period_s`` makes it loop. Single scenarios inject their fault
 after ``LEAD_S`` seconds of normal load (so baselines exist) and hold it; ``node-down``
-comes back after 30 s. ``tour`` plays every fault in turn, 6⅓ minutes per round at speed
+comes back after 30 s. ``tour`` plays every fault in turn, ``TOUR_PERIOD_S`` per round at speed
 1: each fault lasts 20 s (15 s for node-down; 25 s for the steady-clock slow state, memory
 pressure and a link going down, which the slow tier reads every 10 s; 40 s for the thermal
 step, so the throttled node holds the group back over the monitor's whole 30 s window and is
@@ -21,6 +21,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+
+from sparktop.values import minutes_text
 
 
 class Act(enum.StrEnum):
@@ -174,7 +176,8 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
             Scenario(
                 "tour",
                 "every fault in turn for 20 s (the host faults 25 s), 10 s or more of recovery "
-                "between, 6⅓ minutes per round (its long-context step sends the sweep's 128K "
+                f"between, {minutes_text(TOUR_PERIOD_S)} per round (its long-context step "
+                "sends the sweep's 128K "
                 "prompt; a node blips during the pool exhaustion and the load changes at the "
                 "end, neither blamed)",
                 _TOUR,
