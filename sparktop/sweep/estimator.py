@@ -297,8 +297,16 @@ def fitted(profile: Profile, nested: bool = True) -> Fitted:
 # -- the public call ------------------------------------------------------------------------------
 
 
+NO_DATA_KEPT = 512
+"""Distinct "no data" figures kept (by reason): a reason names a prompt or a running count."""
+
+
+@functools.lru_cache(maxsize=NO_DATA_KEPT)
 def _no_data(reason: str) -> Estimated:
-    return Estimated(NA(reason), f"no data: {reason}", Basis.NO_DATA, NA(reason), NA(reason))
+    # One (immutable) figure per reason: the monitor keeps ~1,000 estimates, and most of a
+    # window's cells past the table share a handful of reasons ("concurrency 31 is outside").
+    na = NA(reason)
+    return Estimated(na, f"no data: {reason}", Basis.NO_DATA, na, na)
 
 
 ONE_CELL = "one cell gives no band: nothing to hold out"
