@@ -279,16 +279,16 @@ async def test_with_an_alert_engine_each_failure_is_logged_once() -> None:
 
 
 async def test_help_shows_keys_as_typed_and_low_power_by_the_rule_thresholds() -> None:
-    from textual.widgets import Markdown
-
     from sparktop.alerts.thresholds import Thresholds
-    from sparktop.ui.screens.help import HelpScreen
+    from sparktop.ui.screens.help import HelpScreen, HelpText
 
     app = SparktopApp(plan(), [Scripted(node("spark-1"))], autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
-        text = app.screen.query_one(Markdown).source
+        shown = app.screen.help_text
+        assert isinstance(shown, HelpText)
+        text = shown.markdown
         for typed, binding_id in (("?", "app.help"), ("+", "app.interval_up"),
                                   ("[", "budget.prompt_halve"), ("<", "budget.output_halve"),
                                   ("esc", "budget.close"), ("^p", "")):  # fmt: skip
@@ -427,3 +427,34 @@ async def test_the_budget_pane_takes_no_limit_from_a_profile_nobody_named() -> N
     assert "batched 8,192/? [server]" in default
     named = await pane_text(Plan.from_inventory(None, profile=DEFAULT_PROFILE))
     assert "max_num_seqs 8 [profile]" in named and "8,192/8,192 [profile]" in named
+
+
+async def test_help_is_one_widget_drawn_once_per_width_and_themed() -> None:
+    """``?`` showed nothing for 1.5–2.8 s in the demo: Textual's Markdown widget built a widget
+    per paragraph, list item and table cell (hundreds) on the event loop. The help is one
+    widget now, its text drawn by Rich once per width (0.13–0.26 s to appear in the demo,
+    measured in tmux), without Rich's fixed Markdown colours."""
+    from rich.console import Console
+
+    from sparktop.ui.screens.help import PLAIN_MARKDOWN, HelpScreen, HelpText
+
+    app = SparktopApp(plan(), [Scripted(node("spark-1"))], autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert len(app.screen.query("*")) <= 4  # scroll view, its scrollbars, the text
+        help_text = app.screen.help_text
+        assert isinstance(help_text, HelpText) and help_text._lines
+        drawn = "\n".join(
+            "".join(s.text for s in line) for line in help_text._lines[max(help_text._lines)]
+        )
+        assert "sparktop help" in drawn and "budget.prompt_halve" in drawn
+        assert "in progress" in drawn  # the engine fields' table is in it
+    console = Console(width=100, color_system="truecolor", record=True)
+    console.print(HelpText("# h\n\n`code` and **bold**\n\n| a | b |\n|---|---|\n| 1 | 2 |"))
+    for segment in console._record_buffer:
+        style = segment.style
+        assert style is None or (style.color is None and style.bgcolor is None), segment
+    ours = {k: v for k, v in PLAIN_MARKDOWN.styles.items() if k.startswith("markdown.")}
+    assert ours and all(not (v.color or v.bgcolor) for v in ours.values())
