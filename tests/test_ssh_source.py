@@ -414,6 +414,28 @@ async def test_driver_mismatch_output_is_that_nodes_state(
     assert sources[0].connects == 1  # the connection was fine all along
 
 
+async def test_a_driver_that_is_not_loaded_is_a_driver_problem_not_unreadable_output(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    """nvidia-smi's own words (exit 9) for an unloaded driver, from the field check and the
+    probe, read as ``no NVIDIA driver``, never ``unreadable output``."""
+    fake = FakeNvidiaSmi(driver="unloaded")
+    server = await start_node(fake)
+    source = ssh_source(files, node("spark-1", server.port))
+    try:
+        first = await source.sample()
+        second = await source.sample()
+        fake.driver = "current"  # the operator loaded the driver
+        fixed = await source.sample()
+    finally:
+        await source.aclose()
+    for sample in (first, second):
+        assert sample.state is NodeState.NO_DRIVER
+        assert sample.message == "cannot reach the NVIDIA driver (is it loaded?)"
+    assert "couldn't communicate with the NVIDIA driver" in first.raw
+    assert fixed.ok and source.connects == 1
+
+
 async def test_garbled_output_is_a_node_state_not_a_crash(
     files: ClientFiles, start_node: StartNode
 ) -> None:

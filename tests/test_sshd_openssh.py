@@ -190,6 +190,34 @@ async def test_driver_mismatch_over_sshd(files: ClientFiles, make_sshd: MakeSshd
     assert good.ok
 
 
+async def test_unloaded_driver_over_sshd_reads_as_no_driver(
+    files: ClientFiles, make_sshd: MakeSshd
+) -> None:
+    """nvidia-smi's exact words for an unloaded driver (exit 9), through a real shell and the
+    monitor's polling (field check, one-shot probe, stream attempts): ``no NVIDIA driver``
+    on every poll, never ``unreadable output``."""
+    daemon = make_sshd(FakeNvidiaSmi(driver="unloaded"))
+    source = sshd_source(files, node("spark-1", daemon.port), command_timeout_s=5)
+    arrived: list[NodeSample] = []
+    enough = asyncio.Event()
+
+    def on_sample(sample: Sample) -> None:
+        assert isinstance(sample, NodeSample)
+        arrived.append(sample)
+        if len(arrived) >= 4:
+            enough.set()
+
+    poller = Poller([source], interval_s=0.25, on_sample=on_sample)
+    poller.start()
+    try:
+        await asyncio.wait_for(enough.wait(), 30)
+    finally:
+        await poller.aclose()
+    assert {(s.state, s.message) for s in arrived} == {
+        (NodeState.NO_DRIVER, "cannot reach the NVIDIA driver (is it loaded?)")
+    }
+
+
 async def test_proxyjump_through_sshd(files: ClientFiles, make_sshd: MakeSshd) -> None:
     jump = make_sshd()
     target = make_sshd()

@@ -3,7 +3,8 @@
 :class:`FakeNvidiaSmi` answers ``--query-gpu`` / ``--query-compute-apps`` from the real case
 files in ``shared/cases/nvidia-smi`` (columns picked by the requested field names), as a
 current driver, one without the slowdown counters, an old (< 535) driver that only knows
-``clocks_throttle_reasons.*``, or one with the driver/library mismatch.
+``clocks_throttle_reasons.*``, one with the driver/library mismatch, or one whose driver is
+not loaded.
 :func:`asyncssh_responder` emulates the probe's shell commands for
 :func:`sparktop.sim.sshserver.start_ssh_server`.
 """
@@ -38,8 +39,12 @@ MISMATCH_TXT = NVSMI_CASES / "driver-mismatch.txt"
 APPS_CSV = FIXTURES / "nvidia-smi" / "gb10-query-compute-apps-noheader-nounits.csv"
 MEMINFO_PROBE = FIXTURES / "nvidia-smi" / "gb10-580.173.02-nvml-meminfo-probe.txt"
 
-DRIVERS = ("current", "no-counters", "old", "mismatch")
+DRIVERS = ("current", "no-counters", "old", "mismatch", "unloaded")
 MISMATCH_EXIT = 9  # nvidia-smi's exit status when NVML cannot initialise
+NO_DRIVER_TEXT = (  # nvidia-smi's own words (exit 9) when the kernel driver is not loaded
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+    "Make sure that the latest NVIDIA driver is installed and running.\n\n"
+)
 INVALID_ARG_EXIT = 2  # nvidia-smi's exit status for an unknown --query-gpu field
 
 
@@ -66,7 +71,7 @@ class FakeNvidiaSmi:
     ``driver``: ``current`` accepts every field sparktop asks for; ``no-counters`` refuses
     ``clocks_event_reasons_counters.*``; ``old`` also refuses ``clocks_event_reasons.*`` and
     prints ``clocks_throttle_reasons.active``; ``mismatch`` prints the driver/library
-    mismatch case for every call.
+    mismatch case for every call; ``unloaded`` prints :data:`NO_DRIVER_TEXT` for every call.
     """
 
     csv_path: Path = GB10_CSV
@@ -96,6 +101,8 @@ class FakeNvidiaSmi:
         """Output and exit status of ``nvidia-smi --query-gpu=<fields> --format=csv,nounits``."""
         if self.driver == "mismatch":
             return MISMATCH_TXT.read_text(), MISMATCH_EXIT
+        if self.driver == "unloaded":
+            return NO_DRIVER_TEXT, MISMATCH_EXIT
         bad = self.refused(fields)
         if bad is not None:
             return f'Field "{bad}" is not a valid field to query.\n\n', INVALID_ARG_EXIT
@@ -128,6 +135,8 @@ class FakeNvidiaSmi:
         """``--query-compute-apps=gpu_uuid,pid,used_memory --format=csv,nounits`` (with header)."""
         if self.driver == "mismatch":
             return MISMATCH_TXT.read_text(), MISMATCH_EXIT
+        if self.driver == "unloaded":
+            return NO_DRIVER_TEXT, MISMATCH_EXIT
         rows = []
         for line in APPS_CSV.read_text().splitlines():
             cells = [c.strip() for c in line.split(",")]
