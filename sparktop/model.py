@@ -186,6 +186,11 @@ class NodeSample:
     ``fabric`` is the RDMA ports (``/sys/class/infiniband``), ``power`` the ``spark_hwmon``
     (``spbm``) driver's channels, ``processes`` the GPU's compute processes, newest first
     (all from the slow tier; see :mod:`sparktop.hostmodel`).
+
+    A source that backs off after a failure answers the polls in between with that failure
+    again without re-checking: ``checked_s`` is then when it last really tried (wall clock;
+    None when this poll tried), and ``retry_s`` when it will try next (wall clock; None when
+    every poll tries). :func:`recheck_text` says both in words.
     """
 
     node: str
@@ -203,6 +208,8 @@ class NodeSample:
     fabric: FabricReading = FabricReading()
     power: PowerTelemetry = field(default_factory=PowerTelemetry)
     processes: tuple[GpuProcess, ...] = ()
+    checked_s: float | None = None
+    retry_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -469,3 +476,20 @@ def failure_text(state: str, message: str, since_s: float | None = None) -> str:
     if message.lower().startswith(state.lower()):
         return message
     return f"{head}: {message}"
+
+
+def recheck_text(sample: NodeSample, *, compact: bool = False) -> str:
+    """When a failed node was last really tried and when it is tried next, relative to the
+    poll (``sample.time_s``): ``checked 12 s ago, next try in 9 s``; ``next try in 4 s``
+    when this poll tried; ``""`` for a source that tries every poll (no ``retry_s``).
+    ``compact`` (a Nodes row, after the cause): ``12 s ago, retry in 9 s``."""
+    if sample.retry_s is None:
+        return ""
+    wait_s = sample.retry_s - sample.time_s
+    word = "retry" if compact else "next try"
+    retry = f"{word} now" if wait_s < 0.5 else f"{word} in {wait_s:.0f} s"
+    if sample.checked_s is None:
+        return retry
+    ago_s = max(0.0, sample.time_s - sample.checked_s)
+    ago = "just now" if ago_s < 0.5 else f"{ago_s:.0f} s ago"
+    return f"{ago}, {retry}" if compact else f"checked {ago}, {retry}"

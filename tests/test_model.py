@@ -5,7 +5,17 @@ from __future__ import annotations
 import decimal
 import math
 
-from sparktop.model import NA, decode_clock_events, fmt_num, is_num, slowdown_reasons, sort_key
+from sparktop.model import (
+    NA,
+    NodeSample,
+    NodeState,
+    decode_clock_events,
+    fmt_num,
+    is_num,
+    recheck_text,
+    slowdown_reasons,
+    sort_key,
+)
 
 
 def test_na_is_falsy_and_formats_as_na() -> None:
@@ -51,3 +61,15 @@ def test_decode_thermal_and_unknown_bits() -> None:
     assert decode_clock_events(0x1000) == ("other(0x1000)",)
     assert slowdown_reasons(0x1 | 0x2 | 0x100) == ()
     assert slowdown_reasons(0x80) == ("hw_power_brake_slowdown",)
+
+
+def test_recheck_text_is_relative_to_the_poll() -> None:
+    failed = NodeSample("n", 100.0, NodeState.UNREACHABLE, "refused", retry_s=109.4)
+    assert recheck_text(failed) == "next try in 9 s"
+    assert recheck_text(NodeSample("n", 100.0, NodeState.UNREACHABLE)) == ""
+    repeated = NodeSample("n", 100.0, NodeState.UNREACHABLE, checked_s=88.0, retry_s=109.0)
+    assert recheck_text(repeated) == "checked 12 s ago, next try in 9 s"
+    due = NodeSample("n", 100.0, NodeState.UNREACHABLE, checked_s=99.8, retry_s=100.2)
+    assert recheck_text(due) == "checked just now, next try now"
+    assert recheck_text(repeated, compact=True) == "12 s ago, retry in 9 s"
+    assert recheck_text(failed, compact=True) == "retry in 9 s"

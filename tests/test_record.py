@@ -139,6 +139,17 @@ def test_defaults_are_left_out_and_na_keeps_its_reason() -> None:
     assert data == {"index": 0, "uuid": "u", "name": "n", "power_w": {"na": "[Not Supported]"}}
 
 
+def test_a_repeated_failure_keeps_when_it_was_checked_and_old_records_still_decode() -> None:
+    repeated = NodeSample(
+        "spark-9", 20.0, NodeState.UNREACHABLE, "connection refused", since_s=5.0,
+        checked_s=8.0, retry_s=29.0,
+    )  # fmt: skip
+    assert roundtrip(repeated) == repeated
+    # A recording made before the fields existed: no checked_s/retry_s, read as "tried".
+    old = decode(NodeSample, {"node": "spark-9", "time_s": 20.0, "state": "unreachable"})
+    assert old.checked_s is None and old.retry_s is None
+
+
 def test_profile_round_trips() -> None:
     profile = load_profile("4x-spark-dsv41-flash-1017")
     assert roundtrip(profile) == profile

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.model import NodeSample, NodeState
+from sparktop.model import NodeSample, NodeState, recheck_text
 from sparktop.poller import Poller
 from sparktop.sim.sshserver import SshServerHandle, generate_key, public_key_line, start_ssh_server
 from sparktop.sources.probe import FIELD_SETS, field_check_command, probe_command
+from sparktop.sources.ssh import BACKOFF_CAP_S
 from tests.ssh_helpers import (
     GB10_CSV,
     LOW_POWER_CSV,
@@ -363,6 +364,66 @@ async def test_backoff_is_capped_jittered_and_skips_the_network(
     expected = [1.0, 2.0, 4.0, 4.0, 4.0, 4.0]
     for delay, ceiling in zip(delays, expected, strict=False):
         assert ceiling / 2 <= delay <= ceiling
+
+
+async def test_a_failure_not_rechecked_says_when_it_was_checked_and_the_next_try(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    """Issue 20: while backing off the source repeats its last failure; the repeat must say
+    it was not re-checked (``checked_s``) and when the next try is (``retry_s``), and the
+    node that came back is read at that try."""
+    server = await start_node()
+    clock = FakeClock()
+    base = ssh_source(files, node("spark-1", server.port))
+    source = type(base)(base.node, base.settings, clock=clock, stream=False)
+    try:
+        assert (await source.sample()).ok
+        await server.go_away()
+        gone = await source.sample()  # a real attempt: refused
+        clock.now += source.retry_in_s / 2
+        wait_s = source.retry_in_s
+        repeated = await source.sample()  # backing off: no attempt
+        attempts = server.connections_accepted
+        await server.come_back()
+        clock.now += source.retry_in_s
+        back = await source.sample()
+    finally:
+        await source.aclose()
+
+    assert gone.state is NodeState.UNREACHABLE and gone.checked_s is None
+    assert gone.retry_s is not None and gone.time_s < gone.retry_s <= gone.time_s + 1.0
+    assert repeated.state is NodeState.UNREACHABLE and repeated.message == gone.message
+    assert repeated.checked_s == gone.time_s and repeated.time_s >= gone.time_s
+    assert repeated.retry_s == pytest.approx(repeated.time_s + wait_s, abs=0.05)
+    assert recheck_text(repeated).startswith("checked ")
+    assert attempts == 1  # the repeat never touched the network
+    assert back.ok and back.checked_s is None and back.retry_s is None
+
+
+async def test_a_node_that_came_back_is_tried_within_the_default_cap(
+    files: ClientFiles, start_node: StartNode
+) -> None:
+    """The default backoff is capped at BACKOFF_CAP_S (10 s, was 30 s): after a long outage a
+    node that is back is seen within 10 s, not half a minute."""
+    server = await start_node()
+    clock = FakeClock()
+    base = ssh_source(files, node("spark-1", server.port))
+    source = type(base)(base.node, base.settings, clock=clock, stream=False)
+    try:
+        await server.go_away()
+        delays = []
+        for _ in range(8):  # 1, 2, 4, 8, then the cap
+            failed = await source.sample()
+            assert failed.state is NodeState.UNREACHABLE and failed.checked_s is None
+            delays.append(source.retry_in_s)
+            clock.now += source.retry_in_s
+        await server.come_back()
+        back = await source.sample()
+    finally:
+        await source.aclose()
+    assert BACKOFF_CAP_S == 10.0
+    assert max(delays) <= BACKOFF_CAP_S and delays[-1] >= BACKOFF_CAP_S / 2
+    assert back.ok
 
 
 @pytest.mark.parametrize(

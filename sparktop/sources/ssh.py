@@ -23,7 +23,8 @@ Failures are values: ``sample()`` never raises for a remote problem. It returns 
 "unreachable since 14:02:11: connection refused", ``HOST_KEY`` with the command that fixes
 it, ``AUTH``, or whatever the parser made of the output). After a connection-level failure
 the source backs off (exponential, jittered, capped at ``backoff_cap_s``); while it backs off
-``sample()`` returns the current failure at once without touching the network. Each probe
+``sample()`` returns the current failure at once without touching the network, saying when it
+was checked and when the next try is (``checked_s``, ``retry_s``). Each probe
 has a client deadline of ``command_timeout_s`` + :data:`PROBE_MARGIN_S`, and a node never has
 two probes in flight (a concurrent ``sample()`` joins the running one). A probe that sshd
 started but that missed the deadline is ``NOT_ANSWERING`` ("nvidia-smi not answering (probe
@@ -82,6 +83,9 @@ PROBE_MARGIN_S = 0.25
 CONNECT_MARGIN_S = 1.0
 """Safety net beyond asyncssh's own ``connect_timeout``."""
 
+BACKOFF_CAP_S = 10.0
+"""Longest wait between attempts on a failing node, s: one that came back is seen by then."""
+
 
 class _ProbeTimeout(Exception):
     """The field check plus probe did not finish before the client deadline; ``started``
@@ -103,7 +107,7 @@ class SshSource:
         settings: SshSettings,
         *,
         backoff_base_s: float = 1.0,
-        backoff_cap_s: float = 30.0,
+        backoff_cap_s: float = BACKOFF_CAP_S,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
         stream: bool | None = None,
@@ -195,8 +199,13 @@ class SshSource:
     # -- one poll ------------------------------------------------------------------------
 
     async def _sample(self) -> NodeSample:
-        if self._last_failure is not None and self._clock() < self._retry_at:
-            return dataclasses.replace(self._last_failure, time_s=time.time(), latency_s=None)
+        last = self._last_failure
+        if last is not None and self._clock() < self._retry_at:
+            now = time.time()  # not re-checked: the failure says when it was, and when next
+            retry_s = now + self.retry_in_s
+            return dataclasses.replace(
+                last, time_s=now, latency_s=None, checked_s=last.time_s, retry_s=retry_s
+            )
         started = time.perf_counter()
         reused = self._conn is not None and not self._conn.is_closed()
         try:
@@ -339,7 +348,8 @@ class SshSource:
             self._since = now
         self._failures += 1
         delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (self._failures - 1))
-        self._retry_at = self._clock() + delay * self._rng.uniform(0.5, 1.0)
+        wait_s = delay * self._rng.uniform(0.5, 1.0)
+        self._retry_at = self._clock() + wait_s
         message = reason  # the cause only: since_s says since when
         sample = NodeSample(
             node=self.name,
@@ -348,6 +358,7 @@ class SshSource:
             message=message,
             since_s=self._since,
             latency_s=time.perf_counter() - started,
+            retry_s=now + wait_s,
         )
         self._last_failure = sample
         if drop:

@@ -20,7 +20,7 @@ from sparktop.alerts.model import Severity
 from sparktop.alerts.peers import low_power_facts
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState, gpu_subject
-from sparktop.model import GpuSample, NodeSample, NodeState, is_num
+from sparktop.model import GpuSample, NodeSample, NodeState, is_num, recheck_text
 from sparktop.model import failure_text as state_message
 from sparktop.plan import Plan
 from sparktop.ui import format as fmt
@@ -210,8 +210,12 @@ def node_states(rows: Iterable[RowView]) -> dict[str, Cell]:
 
 
 def _cause(sample: NodeSample) -> str:
-    """What went wrong, for a failed row (the state column says ``down HH:MM:SS``)."""
-    return sample.message or str(sample.state)
+    """What went wrong, for a failed row (the state column says ``down HH:MM:SS``), and
+    how old it is and when it is tried next while the source backs off (``connection
+    refused · 12 s ago, retry in 9 s``: short, to fit the row's message cells)."""
+    recheck = recheck_text(sample, compact=True)
+    cause = sample.message or str(sample.state)
+    return f"{cause} · {recheck}" if recheck else cause
 
 
 def failure_text(sample: NodeSample) -> str:

@@ -579,6 +579,31 @@ async def test_node_detail_shows_the_last_good_fields_with_their_own_time_dimmed
         assert procs.endswith(f"last known, read at {fmt.clock_time(T0)}")
 
 
+async def test_node_detail_of_a_failure_not_rechecked_says_when_it_was_checked() -> None:
+    """Issue 20: while the source backs off, the details say the failure is as last checked,
+    and when the next try is, beside since when the node is down."""
+    from sparktop.ui import format as fmt
+
+    clock = Clock()
+    repeated = replace(
+        down("spark-1", clock.now, "connection refused", since=clock.now - 40),
+        checked_s=clock.now - 12,
+        retry_s=clock.now + 9,
+    )
+    app = make_app(Scripted(repeated), clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, NodeDetailScreen)
+        status = static_text(screen.query_one("#status", Static))
+        since = fmt.clock_time(clock.now - 40)
+        assert status == (
+            f"unreachable since {since}: connection refused · checked 12 s ago, next try in 9 s"
+        )
+
+
 async def test_node_detail_of_a_node_never_seen_healthy_says_why_processes_are_unknown() -> None:
     """A node down from the first poll has no processes to show: n/a with the reason, not
     "GPU processes none" (which says the GPU runs nothing)."""

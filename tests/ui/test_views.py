@@ -64,6 +64,21 @@ def test_a_down_row_shows_the_cause_and_the_state_cell_the_time() -> None:
     )
 
 
+def test_a_failure_not_rechecked_says_when_it_was_checked_and_the_next_try() -> None:
+    # Issue 20: a backed-off source repeats its failure; the row must not read as fresh.
+    sample = NodeSample(
+        "spark-4", T0, NodeState.UNREACHABLE, "connection refused", since_s=T0 - 40,
+        checked_s=T0 - 12, retry_s=T0 + 9,
+    )  # fmt: skip
+    cells = rows_for(sample)
+    assert message(cells) == "connection refused · 12 s ago, retry in 9 s"
+    assert cells["state"][0] == f"down {fmt.clock_time(T0 - 40)}"  # since the failure began
+    tried_now = replace(sample, checked_s=None, retry_s=T0 + 4)  # this poll tried
+    assert message(rows_for(tried_now)) == "connection refused · retry in 4 s"
+    every_poll = replace(sample, checked_s=None, retry_s=None)  # a source with no backoff
+    assert message(rows_for(every_poll)) == "connection refused"
+
+
 def case_node(name: str) -> NodeSample:
     gpus = parse_gpu_csv((NVSMI / name).read_text())
     return NodeSample("spark-1", T0, gpus=gpus, memory=UNIFIED)

@@ -18,7 +18,7 @@ from sparktop.alerts.counters import COUNTER_LABELS
 from sparktop.alerts.peers import PeerFact
 from sparktop.cluster import gpu_subject
 from sparktop.history import History
-from sparktop.model import NA, GpuSample, NodeSample, is_num
+from sparktop.model import NA, GpuSample, NodeSample, is_num, recheck_text
 from sparktop.ui import format as fmt
 from sparktop.ui.events import EventLike
 from sparktop.ui.host_view import (
@@ -228,6 +228,8 @@ class NodeDetailScreen(Screen[None]):
         since = ""
         if sample.since_s is not None and " since " not in status[0]:
             since = f" since {fmt.clock_time(sample.since_s)}"
+        recheck = recheck_text(sample)  # a backed-off failure was not re-checked this poll
+        since += f" · {recheck}" if recheck else ""
         self.query_one("#status", Static).update(Content.assemble(status, since))
         self._fill_fields(sample)
         mem = sample.memory if known is None else known.memory
