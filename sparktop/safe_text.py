@@ -29,6 +29,7 @@ import sys
 import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
@@ -184,3 +185,21 @@ def json_printable(text: str) -> str:
 def dumps_printable(obj: object, **kwargs: Any) -> str:
     """:func:`json.dumps` (non-ASCII text kept readable) through :func:`json_printable`."""
     return json_printable(json.dumps(obj, ensure_ascii=False, **kwargs))
+
+
+def without_credentials(url: str) -> str:
+    """``url`` with any ``user:password@`` cut from it (an IPv6 host keeps its brackets);
+    other URLs and text that is no URL come back unchanged. Secrets never reach output."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def cut_credentials(text: str, url: str) -> str:
+    """``text`` with the ``user:password@`` of ``url`` removed wherever it stands (an error
+    that quotes the URL, in any form that keeps its userinfo)."""
+    netloc = urlsplit(url).netloc
+    if "@" not in netloc:
+        return text
+    return text.replace(netloc.rpartition("@")[0] + "@", "")

@@ -584,3 +584,34 @@ def test_budget_wording_default_concurrency_plurals_and_one_no_data(
     assert cli_main(["budget", "--scan-dir", str(folder)]) == 2
     err = capsys.readouterr().err
     assert "1 file counted" in err and "1 files" not in err
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_endpoint_credentials_never_reach_the_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, engine_url: str, json_out: bool
+) -> None:
+    # A basic-auth proxy's user:password in --endpoint is a secret: not in the budget, not in
+    # the warning, whether the endpoint answers, is down or is not a URL.
+    (tmp_path / "p.txt").write_text("word " * 400, encoding="utf-8")
+    live = engine_url.replace("http://", "http://ops:hunter2@")
+    down = f"http://ops:hunter2@127.0.0.1:{_closed_port()}"
+    for url in (live, live + "/nothing-here", down):
+        argv = ["budget", "--file", str(tmp_path / "p.txt"), "--endpoint", url]
+        code, out, err = _run(capsys, *argv, *(["--json"] if json_out else []))
+        assert code in (0, 1) and out
+        assert "hunter2" not in out + err and "ops:" not in out + err
+    code, out, err = _run(
+        capsys, "budget", "--prompt-tokens", "9", "--endpoint", "ftp://ops:hunter2@x"
+    )
+    assert code == 2 and "hunter2" not in out + err and "ftp://x" in err
+
+
+def test_large_counts_in_messages_carry_thousands_separators(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 20 item 17: '10000' beside '1,000' reads as another number
+    code, out, _ = _run(capsys, "budget", "--prompt-tokens", "1000", "--concurrency", "10000")
+    assert code == 0
+    assert "concurrency 10,000 is outside the measured columns" in out
+    assert "the 10,000 prefills do not fit one batch" in out
+    assert "10000" not in out

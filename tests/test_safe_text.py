@@ -20,10 +20,12 @@ from sparktop.cli import main
 from sparktop.record.tick import make_header
 from sparktop.safe_text import (
     PrintableConsole,
+    cut_credentials,
     dumps_printable,
     json_printable,
     printable,
     printable_lines,
+    without_credentials,
 )
 from tests.ssh_helpers import GB10_CSV, ClientFiles, FakeNvidiaSmi, client_files
 from tests.test_record import record, ticks
@@ -187,3 +189,18 @@ def test_replay_summary_of_a_hostile_recording_is_printable(
     assert main(["replay", str(path), "--summary"]) == 0
     out = capsys.readouterr().out
     assert "cluster c␛]0;pwned␇" in out and invisible(out) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://ops:hunter2@10.0.0.1:8015/x", "http://10.0.0.1:8015/x"),
+        ("http://ops@[::1]:8015", "http://[::1]:8015"),
+        ("https://a:b@host", "https://host"),
+        ("http://10.0.0.1:8015", "http://10.0.0.1:8015"),
+        ("not a url", "not a url"),
+    ],
+)
+def test_without_credentials_cuts_only_the_userinfo(url: str, shown: str) -> None:
+    assert without_credentials(url) == shown
+    assert cut_credentials(f"GET {url}/metrics failed", url) == f"GET {shown}/metrics failed"

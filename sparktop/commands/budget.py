@@ -11,7 +11,13 @@ from typing import Any
 
 from sparktop import values
 from sparktop.errors import RuntimeFailure, UserError
-from sparktop.safe_text import dumps_printable, printable, printable_lines
+from sparktop.safe_text import (
+    cut_credentials,
+    dumps_printable,
+    printable,
+    printable_lines,
+    without_credentials,
+)
 from sparktop.sweep.counts import check_count
 
 DESCRIPTION = """\
@@ -121,7 +127,8 @@ def _check(args: argparse.Namespace) -> None:
     if args.ext and not args.scan_dir:
         raise UserError("--ext only applies to --scan-dir")
     if args.endpoint and not args.endpoint.startswith(("http://", "https://")):
-        raise UserError(f"--endpoint must be an http:// or https:// URL, got {args.endpoint!r}")
+        shown = without_credentials(args.endpoint)
+        raise UserError(f"--endpoint must be an http:// or https:// URL, got {shown!r}")
     if args.tokenizer and args.endpoint:
         raise UserError("use either --tokenizer or --endpoint for the exact count, not both")
     if args.tokenizer and args.prompt_tokens is not None:
@@ -261,6 +268,16 @@ def endpoint_problem(
 
 
 def run(args: argparse.Namespace) -> int:
+    """``sparktop budget``; the endpoint's ``user:password@`` never reaches the output."""
+    try:
+        return _run(args)
+    except (UserError, RuntimeFailure) as exc:
+        if not args.endpoint:
+            raise
+        raise type(exc)(cut_credentials(str(exc), args.endpoint)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
     _check(args)
     from sparktop.sweep.budget import Origin, budget_json, compute_budget, render_budget
     from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
@@ -293,9 +310,10 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency is None:
         budget = dataclasses.replace(budget, concurrency_origin=Origin.DEFAULT)
     if args.json:
-        sys.stdout.write(dumps_printable(budget_json(budget), indent=2) + "\n")
+        text = dumps_printable(budget_json(budget), indent=2) + "\n"
     else:
-        sys.stdout.write(printable_lines(render_budget(budget)))
+        text = printable_lines(render_budget(budget))
+    sys.stdout.write(cut_credentials(text, args.endpoint) if args.endpoint else text)
     problem = None
     if args.endpoint:
         given = args.kv_pool is not None
@@ -309,6 +327,9 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         # Live data was asked for and not obtained: the budget above is profile-only.
         sys.stdout.flush()
-        print(f"sparktop: warning: {printable(problem)}", file=sys.stderr)
+        print(
+            f"sparktop: warning: {printable(cut_credentials(problem, args.endpoint))}",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -10,9 +10,9 @@ import shlex
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from sparktop.errors import UserError
+from sparktop.safe_text import without_credentials
 
 DESCRIPTION = """\
 Measure a sweep profile of YOUR server: for every prompt length x concurrency cell, send
@@ -128,16 +128,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def redact(url: str) -> str:
-    """``url`` without user:password (the profile and the screen never show a secret)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     if not re.match(r"^https?://", args.endpoint):
         raise UserError(f"--endpoint must be an http:// or https:// URL, got '{args.endpoint}'")
@@ -177,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
 
     opts = _options(args)
     argv = getattr(args, "_argv", None) or sys.argv[1:]
-    command = "sparktop " + shlex.join(redact(a) for a in argv)
+    command = "sparktop " + shlex.join(without_credentials(a) for a in argv)
     flow = SweepFlow(args, opts, command)
     try:
         return asyncio.run(flow.main())

@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from sparktop import __version__
 from sparktop.alerts.model import Alert, Event
 from sparktop.cluster import ClusterState, gpu_subject
 from sparktop.model import EngineSample, NodeSample
 from sparktop.record.codec import CodecError, decode, encode
+from sparktop.safe_text import without_credentials
 from sparktop.sweep.profile import Profile
 
 if TYPE_CHECKING:
@@ -125,11 +125,7 @@ def redact(value: Any) -> Any:
     if isinstance(value, list):
         return [redact(v) for v in value]
     if isinstance(value, str) and "@" in value and "://" in value:
-        parts = urlsplit(value)
-        if parts.username or parts.password:
-            host = parts.hostname or ""
-            netloc = f"{host}:{parts.port}" if parts.port else host
-            return urlunsplit(parts._replace(netloc=netloc))
+        return without_credentials(value)
     return value
 
 
