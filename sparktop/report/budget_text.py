@@ -193,7 +193,7 @@ def _batched_section(b: Budget) -> list[str]:
             _line(
                 Origin.COMPUTED,
                 "⚠ over the limit",
-                f"{_fig_text(x.batched_tokens)} > {tokens(limit.value)}: the {b.concurrency} "
+                f"{_fig_text(x.batched_tokens)} > {tokens(limit.value)}: the {b.concurrency:,} "
                 f"prefills do not fit one batch and TTFT steps up{_step_cited(b, limit.value)}",
             )
         )
@@ -325,7 +325,7 @@ def _lesson_section(b: Budget) -> list[str]:
     growth = f"{x.ttft_growth:,.1f}×" if is_num(x.ttft_growth) else _fig_none(x.ttft_growth)
     return [
         f"The sweep's lesson at {tokens(x.prompt_tokens)} tokens vs its shortest prompt "
-        f"({tokens(x.shortest_prompt_tokens)}), concurrency {x.concurrency}",
+        f"({tokens(x.shortest_prompt_tokens)}), concurrency {x.concurrency:,}",
         _line(Origin.PROFILE, "decode keeps", pct(x.decode_keep_pct)),
         _line(Origin.PROFILE, "end-to-end keeps", f"{pct(x.e2e_keep_pct)} ({x.e2e_how})"),
         _line(Origin.PROFILE, "TTFT grows", growth),

@@ -325,8 +325,8 @@ def compute_budget(
         warnings.append(count.note)
     if is_num(seqs.value) and concurrency > seqs.value:
         warnings.append(
-            f"concurrency {concurrency} > max_num_seqs {int(seqs.value)}: only "
-            f"{int(seqs.value)} run at once, the rest wait"
+            f"concurrency {concurrency:,} > max_num_seqs {int(seqs.value):,}: only "
+            f"{int(seqs.value):,} run at once, the rest wait"
         )
     return Budget(
         profile=profile,

@@ -300,9 +300,9 @@ class Surface:
         if c in cols:
             return self._in_column(metric, p, c, outside)
         if not cols or c < cols[0] or c > cols[-1]:
-            listed = ", ".join(str(x) for x in cols)
+            listed = ", ".join(f"{x:,}" for x in cols)
             return Missing(
-                f"concurrency {c} is outside the measured columns ({listed}); no extrapolation"
+                f"concurrency {c:,} is outside the measured columns ({listed}); no extrapolation"
             )
         lo = max(x for x in cols if x < c)
         hi = min(x for x in cols if x > c)
