@@ -107,6 +107,11 @@ def test_summary_lists_alerts_with_offsets_and_the_damage(tmp_path: Path) -> Non
         in text
     )
     assert "+00:50  cleared" in text and "damage" not in text
+    one = tmp_path / "one.jsonl"
+    record(one, ticks(1, START), flush_s=0.0)
+    out = io.StringIO()
+    print_summary(ReplaySource(Recording(one)), out)
+    assert "1 tick from" in out.getvalue() and "0 alert events" in out.getvalue()
     cut = tmp_path / "cut.jsonl.gz"
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size * 3 // 5])
     out = io.StringIO()

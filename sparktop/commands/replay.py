@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from sparktop.errors import UserError
 from sparktop.safe_text import PrintableWriter
+from sparktop.values import counted
 
 DESCRIPTION = """\
 Replay a recording made with --record FILE (JSON lines; .zst and .gz are read as such).
@@ -125,10 +126,10 @@ def print_summary(source: Any, out: TextIO | PrintableWriter) -> None:
     out.write(f"recording {rec.path}  (sparktop {header.get('sparktop_version', '?')})\n")
     out.write(
         f"cluster {inventory.get('cluster', '?')}  profile {profile.get('name', 'none')}  "
-        f"{len(source)} ticks from {started} for {clock_text(source.duration_s)}\n"
+        f"{counted(len(source), 'tick')} from {started} for {clock_text(source.duration_s)}\n"
     )
     events = source.events_until(len(source) - 1, limit=10_000)
-    out.write(f"{len(events)} alert events\n")
+    out.write(f"{counted(len(events), 'alert event')}\n")
     for event in events:
         offset = clock_text(event.time_s - source.start_s)
         out.write(
