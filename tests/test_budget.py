@@ -615,3 +615,20 @@ def test_large_counts_in_messages_carry_thousands_separators(
     assert "concurrency 10,000 is outside the measured columns" in out
     assert "the 10,000 prefills do not fit one batch" in out
     assert "10000" not in out
+
+
+def test_an_unread_endpoint_is_not_said_to_export_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A refused port was reported as "not exported by the server": nothing was read from it.
+    url = f"http://127.0.0.1:{_closed_port()}"
+    code, out, _ = _run(capsys, "budget", "--prompt-tokens", "4000", "--endpoint", url, "--json")
+    doc = json.loads(out)
+    assert code == 1
+    for reason in (
+        doc["ceiling"]["max_model_len"]["reason"],
+        doc["kv"]["pool_tokens"]["reason"],
+        doc["kv"]["max_num_seqs"]["reason"],
+    ):
+        assert reason.startswith("the server's metrics were not read (unreachable); ")
+    assert "not exported" not in out

@@ -297,12 +297,22 @@ def compute_budget(
         raise ValueError("prompt tokens and concurrency must be >= 1, output tokens >= 0")
     output = DEFAULT_OUTPUT_TOKENS if output_tokens is None else output_tokens
     ok = live if live is not None and live.ok else None
-    server_mml = ok.max_model_len if ok else None
+    # A server whose page was not read is not one that "does not export" a limit.
+    unread = (
+        None
+        if live is None or live.ok
+        else NA(f"the server's metrics were not read ({live.state.value})")
+    )
+    server_mml = ok.max_model_len if ok else unread
     if not is_num(server_mml) and isinstance(count.max_model_len, int):
         server_mml = count.max_model_len
     # A pool the scrape itself filled in from an inventory or profile is not the server's.
     server_pool = (
-        ok.kv_pool_tokens if ok and ok.kv_pool_source not in ("inventory", "profile") else None
+        ok.kv_pool_tokens
+        if ok and ok.kv_pool_source not in ("inventory", "profile")
+        else None
+        if ok
+        else unread
     )
 
     def own(name: str) -> int | NA | None:
@@ -312,11 +322,12 @@ def compute_budget(
     pool = _limit(kv_pool_tokens, server_pool, own("kv_pool_tokens"), "--kv-pool")
     batch = _limit(
         max_num_batched_tokens,
-        _told(ok, "max_num_batched_tokens"),
+        _told(ok, "max_num_batched_tokens") if ok else unread,
         own("max_num_batched_tokens"),
         "--max-batched",
     )
-    seqs = _limit(max_num_seqs, _told(ok, "max_num_seqs"), own("max_num_seqs"), "--max-num-seqs")
+    told_seqs = _told(ok, "max_num_seqs") if ok else unread
+    seqs = _limit(max_num_seqs, told_seqs, own("max_num_seqs"), "--max-num-seqs")
     ceiling = _ceiling(count.tokens, output, mml)
     kv = _kv(count.tokens + output, concurrency, pool, seqs, live)
     est = estimate(profile, count.tokens, concurrency)
