@@ -122,6 +122,7 @@ from sparktop.hostmodel import FabricReading, PowerTelemetry
 from sparktop.model import (
     NA,
     EngineSample,
+    EngineState,
     GpuSample,
     NodeMemory,
     NodeSample,
@@ -160,7 +161,13 @@ class Snapshot:
 
 
 def _timed_out(source: Source, timeout_s: float) -> Sample:
-    return failure_sample(source, f"no answer within {timeout_s:g} s", NodeState.UNREACHABLE)
+    """A source past the snapshot's overall deadline. It may have connected and be sending
+    (a page that drips in): not answering in time, not unreachable."""
+    message = f"no complete answer within the snapshot's {timeout_s:g} s deadline"
+    sample = failure_sample(source, message, NodeState.SSH_NOT_ANSWERING)
+    if isinstance(sample, EngineSample):
+        return dataclasses.replace(sample, state=EngineState.NOT_ANSWERING)
+    return sample
 
 
 async def _poll(source: Source, timeout_s: float | None) -> Sample:

@@ -103,8 +103,8 @@ def add_parser(
         "--timeout",
         type=float,
         metavar="SECONDS",
-        help="overall deadline for the poll (default: the slowest node's connect_timeout_s + "
-        "command_timeout_s, plus a margin)",
+        help="overall deadline for the poll, to which --window is added (default: the slowest "
+        "node's connect_timeout_s + command_timeout_s, plus a margin)",
     )
     return parser
 
