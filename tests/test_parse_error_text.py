@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from sparktop.cli import main
 from sparktop.sources.prom import parse_page
-from sparktop.testing.http_stub import serve_threaded
+from sparktop.testing.http_stub import metrics_handler, serve_threaded
 
 BAD_PAGE = (
     "# TYPE vllm:num_requests_running gauge\n"
@@ -23,22 +22,9 @@ BAD_PAGE = (
 )
 
 
-class _Broken(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = BAD_PAGE.encode() if self.path == "/metrics" else b"{}"
-        self.send_response(200 if self.path == "/metrics" else 404)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def broken_url() -> Iterator[str]:
-    with serve_threaded(_Broken) as url:
+    with serve_threaded(metrics_handler(BAD_PAGE, b"{}")) as url:
         yield url
 
 

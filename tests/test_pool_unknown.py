@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from sparktop.cli import main
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.prom import parse_page
 from sparktop.sources.vllm import WANTED
-from sparktop.testing.http_stub import serve_threaded
+from sparktop.testing.http_stub import metrics_handler, serve_threaded
 from sparktop.ui.engine_views import load_groups
 from sparktop.ui.views import ViewConfig
 from tests.conftest import FIXTURES
@@ -26,22 +25,9 @@ PAGE = (FIXTURES / "metrics" / "vllm-0.8-v1-prodstack318-excerpt-a.prom").read_t
 WHERE = "no cache_config_info on the page (where vLLM states it: kv_cache_size_tokens"
 
 
-class _Vllm(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = PAGE.encode() if self.path == "/metrics" else b"not found"
-        self.send_response(200 if self.path == "/metrics" else 404)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def url() -> Iterator[str]:
-    with serve_threaded(_Vllm) as base:
+    with serve_threaded(metrics_handler(PAGE)) as base:
         yield base
 
 

@@ -155,3 +155,23 @@ def serve_threaded(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def metrics_handler(page: str, other: bytes = b"not found") -> type[BaseHTTPRequestHandler]:
+    """A handler for :func:`serve_threaded` that serves ``page`` at ``/metrics`` (Prometheus
+    text 0.0.4) and ``other`` with a 404 on every other path."""
+
+    class _Metrics(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            found = self.path == "/metrics"
+            body = page.encode() if found else other
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return _Metrics
