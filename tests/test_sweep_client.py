@@ -117,3 +117,15 @@ def test_cell_figures_follow_the_seed_definitions_and_skip_failures() -> None:
     assert figures is not None and cell.failed == 1 and cell.requests == 7
     assert figures["ttft_s"] == 1.5  # median of 1.5, 3.0, 1.0
     assert cell_figures(CellRuns("1K", 1024, 1, ((failed,),), (1.0,))) is None
+
+
+def test_a_request_read_back_from_the_runs_file_gives_the_same_figures() -> None:
+    # A resumed sweep derives its kept cells from this record, so the record must give the
+    # very figures the first run derived (stopwatch times carry more than 6 decimals).
+    results = [
+        RequestResult(True, 1024, 32, ttft_s=0.123456789, decode_s=0.587654321, e2e_s=0.71111),
+        RequestResult(True, 1024, 32, ttft_s=0.1234564, decode_s=0.5876549, e2e_s=0.7111113),
+    ]
+    back = [RequestResult.from_json(json.loads(json.dumps(r.as_json()))) for r in results]
+    assert back == results
+    assert run_figures(back, 0.8) == run_figures(results, 0.8)

@@ -66,13 +66,15 @@ class RequestResult:
         return (self.output_tokens - 1) / self.decode_s
 
     def as_json(self) -> dict[str, Any]:
+        """The runs file's record: times unrounded, so a resumed sweep derives the kept cells'
+        rows from exactly the numbers the first run derived them from."""
         return {
             "ok": self.ok,
             "prompt_tokens": self.prompt_tokens,
             "output_tokens": self.output_tokens,
-            "ttft_s": round(self.ttft_s, 6),
-            "decode_s": round(self.decode_s, 6),
-            "e2e_s": round(self.e2e_s, 6),
+            "ttft_s": self.ttft_s,
+            "decode_s": self.decode_s,
+            "e2e_s": self.e2e_s,
             "usage_reported": self.usage_reported,
             "error": self.error,
         }
