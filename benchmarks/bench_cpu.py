@@ -41,6 +41,7 @@ if __package__ in (None, ""):
 import psutil
 
 from benchmarks.common import ROOT, Figure, arg_parser, check, info, print_table, sim_process
+from benchmarks.reference import Speed, around, check_scaled
 from benchmarks.simsources import SimSources
 from sparktop.sim.scenarios import SCENARIOS
 
@@ -248,10 +249,14 @@ def history_bounded(points: list[Checkpoint]) -> tuple[bool, str]:
 # -- figures ---------------------------------------------------------------------------------
 
 
-def figures(run: CpuRun, hour: list[Checkpoint]) -> list[Figure]:
+def figures(run: CpuRun, hour: list[Checkpoint], speed: Speed) -> list[Figure]:
+    """The CPU target is scaled by the machine's speed around the CPU run
+    (:mod:`benchmarks.reference`); RSS and history are not times and are not scaled."""
     label = f"{NODES} nodes + {ENGINES} engine, 1 Hz, {run.seconds:.0f} s"
     out = [
-        check(f"monitor CPU s per wall s ({label})", run.cpu_per_s, CPU_TARGET, "{:.3f}"),
+        check_scaled(
+            f"monitor CPU s per wall s ({label})", run.cpu_per_s, CPU_TARGET, "{:.3f}", speed
+        ),
         check(
             f"monitor RSS growth after warm-up ({label})",
             run.rss_growth_mb,
@@ -279,9 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="measured window (default 60, quick 15)")
     args = parser.parse_args(argv)
     seconds = args.seconds or (15.0 if args.quick else 60.0)
-    run = measure_cpu(warmup_s=WARMUP_S / 2 if args.quick else WARMUP_S, measure_s=seconds)
+    warmup_s = WARMUP_S / 2 if args.quick else WARMUP_S
+    run, speed = around(lambda: measure_cpu(warmup_s=warmup_s, measure_s=seconds))
     hour = quick_hour() if args.quick else asyncio.run(simulated_hour())
-    print_table("Own CPU and memory", figures(run, hour))
+    print_table("Own CPU and memory", [*figures(run, hour, speed), speed.figure()])
     for p in hour:
         print(
             f"  min {p.minute:>3g}: {p.history_points:>7,} points in {p.series} series, "

@@ -32,7 +32,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ROOT, Figure, arg_parser, check, info, print_table
+from benchmarks.common import ROOT, Figure, arg_parser, info, print_table
+from benchmarks.reference import Speed, around, check_scaled
 from benchmarks.simsources import SimSources
 
 SIZES = (8, 16, 32, 64)
@@ -116,11 +117,12 @@ def _measure_apart(nodes: int, height: int, rounds: int) -> RenderResult:
     return RenderResult(**json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def figures(results: Sequence[RenderResult]) -> list[Figure]:
+def figures(results: Sequence[RenderResult], speed: Speed) -> list[Figure]:
     """Per size: tick() and tick+repaint. The target is judged on a whole UI tick as the
     operator gets it, ``SparktopApp.tick`` (cluster state into the widgets) plus Textual's
     layout and paint of what changed, at the largest size: on 200×60 (the table scrolls) and
-    on 200×180 (every row on screen)."""
+    on 200×180 (every row on screen), against the target scaled by the machine's speed in
+    the run (:mod:`benchmarks.reference`)."""
     out: list[Figure] = []
     for r in results:
         out.append(
@@ -138,7 +140,7 @@ def figures(results: Sequence[RenderResult]) -> list[Figure]:
         if r.height == TALL:
             where += ", all rows on screen"
         name = f"render: one UI tick + repaint (CPU), {where}"
-        out.append(check(name, r.tick_repaint_cpu_ms, TARGET_MS, "{:.1f} ms"))
+        out.append(check_scaled(name, r.tick_repaint_cpu_ms, TARGET_MS, "{:.1f} ms", speed))
     if big is not small:
         out.append(
             info(
@@ -148,6 +150,7 @@ def figures(results: Sequence[RenderResult]) -> list[Figure]:
                 f"for {big.rows / small.rows:.0f}× rows",
             )
         )
+    out.append(speed.figure())
     return out
 
 
@@ -163,8 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         result = asyncio.run(measure_one(nodes, rounds=rounds, height=height))
         print(json.dumps(dataclasses.asdict(result)))
         return 0
-    results = measure(args.sizes, rounds=5 if args.quick else 20)
-    print_table("Render: one UI tick (median)", figures(results))
+    results, speed = around(lambda: measure(args.sizes, rounds=5 if args.quick else 20))
+    print_table("Render: one UI tick (median)", figures(results, speed))
     return 0
 
 

@@ -28,7 +28,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import bench_budget, bench_cpu, bench_node, bench_peers, bench_poll, bench_render
-from benchmarks.common import Figure, arg_parser, check, info, machine, markdown_table, print_table
+from benchmarks.common import Figure, arg_parser, info, machine, markdown_table, print_table
+from benchmarks.reference import around, check_scaled, measure_speed
 
 BENCHMARKS = ("poll", "node", "cpu", "render", "scrape", "budget", "prometheus", "peers")
 
@@ -43,13 +44,16 @@ def node(quick: bool) -> list[Figure]:
 
 def cpu(quick: bool) -> list[Figure]:
     warmup = bench_cpu.WARMUP_S / 2 if quick else bench_cpu.WARMUP_S
-    run = bench_cpu.measure_cpu(warmup_s=warmup, measure_s=15.0 if quick else 60.0)
+    run, speed = around(
+        lambda: bench_cpu.measure_cpu(warmup_s=warmup, measure_s=15.0 if quick else 60.0)
+    )
     hour = bench_cpu.quick_hour() if quick else asyncio.run(bench_cpu.simulated_hour())
-    return bench_cpu.figures(run, hour)
+    return [*bench_cpu.figures(run, hour, speed), speed.figure()]
 
 
 def render(quick: bool) -> list[Figure]:
-    return bench_render.figures(bench_render.measure(rounds=5 if quick else 20))
+    results, speed = around(lambda: bench_render.measure(rounds=5 if quick else 20))
+    return bench_render.figures(results, speed)
 
 
 def scrape(quick: bool) -> list[Figure]:
@@ -75,6 +79,7 @@ def scrape_figures(repeats: int) -> list[Figure]:
         clock[0] += 1.0
         return deriver.derive(parse_engine_page(body.decode()), now_s=clock[0], wall_s=clock[0])
 
+    speed = measure_speed()
     prom = bs.median_ms(bs.time_sync(prometheus_client_parse, fake, repeats))
     ours = bs.median_ms(bs.time_sync(sparktop_parse_derive, fake, repeats))
     http_times, _state = asyncio.run(bs.time_http(fake, repeats))
@@ -89,7 +94,10 @@ def scrape_figures(repeats: int) -> list[Figure]:
             "scrape: sparktop parse + derive (in memory) ÷ prometheus_client parse",
             f"{ours:.1f} ms = {ours / prom:.2f}×",
         ),
-        check("scrape end to end (HTTP on loopback → EngineSample)", whole, 20.0, "{:.1f} ms"),
+        check_scaled(
+            "scrape end to end (HTTP on loopback → EngineSample)", whole, 20.0, "{:.1f} ms", speed
+        ),
+        speed.figure(),
     ]
 
 

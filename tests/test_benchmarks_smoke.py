@@ -24,6 +24,7 @@ from benchmarks import (
     run_all,
 )
 from benchmarks.common import Figure, check, markdown_table
+from benchmarks.reference import REFERENCE_SET_MS, Speed, check_scaled, measure_speed
 
 HAS_SSH = Path(bench_poll.SSH_BINARY).exists() or shutil.which("ssh") is not None
 
@@ -41,6 +42,17 @@ def test_check_reads_the_target_both_ways() -> None:
     assert check("x", 2.0, 1.5, "{:.1f}").verdict == "MISS"
     assert check("x", 6.0, 5.0, "{:.1f}", at_least=True).target == "≥ 5.0"
     assert check("x", 4.0, 5.0, "{:.1f}", at_least=True).passed is False
+
+
+def test_a_time_target_scales_with_the_machine_speed_measured_in_the_run() -> None:
+    speed = measure_speed(repeats=1)
+    assert speed.reference_ms > 0
+    twice_as_slow = Speed(2 * REFERENCE_SET_MS)
+    assert check_scaled("x", 30.0, 20.0, "{:.1f} ms", twice_as_slow).passed
+    missed = check_scaled("x", 41.0, 20.0, "{:.1f} ms", twice_as_slow)
+    assert not missed.passed
+    assert missed.measured == "41.0 ms (= 20.5 ms at reference speed)"
+    assert missed.target == "≤ 20.0 ms at reference speed (≤ 40.0 ms in this run)"
 
 
 @pytest.mark.skipif(not HAS_SSH, reason="needs OpenSSH's ssh client (Debian openssh-client)")
@@ -67,7 +79,7 @@ def test_monitor_cpu_run_draws_every_node() -> None:
     hour = asyncio.run(bench_cpu.simulated_hour(1, nodes=2, every_s=20, limit_minutes=1))
     assert [p.at_s for p in hour] == [20, 40, 60]
     assert hour[-1].history_points > 0 and hour[-1].series > 0
-    figures = bench_cpu.figures(run, hour)
+    figures = bench_cpu.figures(run, hour, Speed(REFERENCE_SET_MS))
     assert {f.name.split(" (")[0] for f in judged(figures)} == {
         "monitor CPU s per wall s",
         "monitor RSS growth after warm-up",
@@ -80,7 +92,7 @@ def test_render_tick_shows_every_row() -> None:
     results = [asyncio.run(bench_render.measure_one(n, engines=1, rounds=1)) for n in (2, 4)]
     results.append(asyncio.run(bench_render.measure_one(4, engines=1, rounds=1, height=30)))
     assert [r.rows for r in results] == [2, 4, 4]
-    figures = bench_render.figures(results)
+    figures = bench_render.figures(results, Speed(REFERENCE_SET_MS))
     assert names(judged(figures)) == [
         "render: one UI tick + repaint (CPU), 4 GPU rows + 1 engines, 200×60",
         "render: one UI tick + repaint (CPU), 4 GPU rows + 1 engines, 200×30",
@@ -90,8 +102,9 @@ def test_render_tick_shows_every_row() -> None:
 
 def test_scrape_figures_from_the_metrics_benchmark() -> None:
     figures = run_all.scrape_figures(repeats=1)
-    assert len(figures) == 3
+    assert len(figures) == 4
     assert figures[0].name.startswith("scrape 8-engine page, 5,")
+    assert figures[-1].name.startswith("machine speed: prometheus_client parse")
     assert judged(figures)[0].name == "scrape end to end (HTTP on loopback → EngineSample)"
 
 
