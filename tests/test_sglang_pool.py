@@ -144,6 +144,25 @@ def test_budget_endpoint_takes_no_limit_from_the_default_profile(
     assert "--max-num-seqs) run at once" not in out
 
 
+def test_budget_endpoint_says_the_default_profile_s_times_are_another_setup_s(
+    sglang_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The TTFT a DeepSeek-on-4-Sparks sweep gives is not this Llama-8B's: said beside the
+    times, in the warnings and in the JSON; a profile named with --profile is taken as this
+    server's."""
+    doc = _budget_json(["--endpoint", sglang_url], capsys)
+    assert doc["profile"]["describes_server"] is False
+    (warning,) = [w for w in doc["warnings"] if "another setup" in w]
+    assert "4 x DGX Spark, DeepSeek V4.1 Flash 1017" in warning and "--profile" in warning
+    main(["budget", "--prompt-tokens", "100000", "--endpoint", sglang_url])
+    out = capsys.readouterr().out
+    assert "Time (profile 4x-spark-dsv41-flash-1017: another setup's, not this server's" in out
+    named = ["--endpoint", sglang_url, "--profile", "4x-spark-dsv41-flash-1017"]
+    doc = _budget_json(named, capsys)
+    assert doc["profile"]["describes_server"] is True
+    assert not any("another setup" in w for w in doc["warnings"])
+
+
 def test_budget_endpoint_with_a_named_profile_or_flags_takes_their_limits(
     sglang_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

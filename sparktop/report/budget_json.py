@@ -61,6 +61,7 @@ def to_json(b: Budget) -> dict[str, Any]:
             "source": p.source,
             "aggregate_kind": p.aggregate_kind,
             "output_tokens": _jnum(p.output_tokens),
+            "describes_server": b.describes_server,
         },
         "tokens": {
             "prompt_tokens": t.tokens,

@@ -228,7 +228,9 @@ def _time_section(b: Budget) -> list[str]:
     t = b.timing
     agg_label = f"aggregate ({t.aggregate_kind})"
     out = [
-        f"Time (profile {b.profile.name})",
+        f"Time (profile {b.profile.name})"
+        if b.describes_server
+        else f"Time (profile {b.profile.name}: another setup's, not this server's; see Warnings)",
         _line(Origin.PROFILE, "TTFT", _est_text(t.ttft_s, "s")),
         _line(Origin.PROFILE, "prefill / request", _est_text(t.prefill_tps, "tps")),
         _line(Origin.PROFILE, "decode / request", _est_text(t.decode_tps, "tps")),

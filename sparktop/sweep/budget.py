@@ -121,6 +121,9 @@ class Budget:
     """The seed's lesson for this prompt against the profile's shortest."""
     concurrency_origin: Origin = Origin.GIVEN
     """``given`` (typed) or ``default`` (the command's default of 1, set by its caller)."""
+    describes_server: bool = True
+    """False: the profile was not named for the live server (the default profile beside
+    ``--endpoint``), so its times are another setup's (a warning says so)."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -334,6 +337,14 @@ def compute_budget(
     warnings = []
     if count.note:
         warnings.append(count.note)
+    if not profile_limits:
+        short = (profile.cluster.split(",")[0], profile.model.split(" (")[0])
+        setup = ", ".join(x for x in short if x) or "its cluster"
+        warnings.append(
+            f"the times are profile {profile.name}'s, measured on another setup ({setup}), "
+            "not on this server: name this server's profile with --profile, or measure one "
+            "with 'sparktop sweep'"
+        )
     if is_num(seqs.value) and concurrency > seqs.value:
         warnings.append(
             f"concurrency {concurrency:,} > max_num_seqs {int(seqs.value):,}: only "
@@ -354,6 +365,7 @@ def compute_budget(
         not_accounted_for=_caveats(profile, count),
         send_now=send_now(profile, count.tokens, output, live, seqs.value),
         lesson=lesson(profile, count.tokens, concurrency, output),
+        describes_server=profile_limits,
     )
 
 
