@@ -78,7 +78,7 @@ JSON document (``sparktop snapshot --json``), schema ``sparktop.snapshot/1``::
                                    "deviation_pct": 5.3, "in_band": true, "compared": true,
                                    "deficit": false, …},
                                    "decode_tps": {…}, "aggregate_tps": {…}},
-                       "missing": null} } ],  # why there is no row ("engine not answering")
+                       "missing": null} } ],  # why there is no row ("engine unreachable")
       "alerts": [                            # conditions present now (one poll: no hold_s)
         {"id": "node.down:spark-2#1", "rule": "node.down", "subject": "spark-2",
          "severity": "critical", "message": "unreachable since 14:01:58: …",

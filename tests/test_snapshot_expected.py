@@ -14,8 +14,9 @@ import os
 import re
 import sys
 
-from sparktop.model import EngineSample
-from sparktop.report.expected import expected_json
+from sparktop.model import EngineSample, EngineState
+from sparktop.plan import Plan
+from sparktop.report.expected import expected_json, expected_text
 from sparktop.snapshot import take_snapshot
 from sparktop.ui.expected import DeficitClock, expected_lines
 from tests.sim_helpers import running_sim, sim_plan
@@ -102,3 +103,14 @@ async def test_the_json_block_and_the_monitor_strip_say_the_same_deviations() ->
             assert dev is not None
             shown = f"{dev:+.0f}%".replace("-0%", "+0%")
             assert re.search(rf"{column}\s+[^%]*?{re.escape(shown)}", strip), (column, shown, strip)
+
+
+def test_an_engine_without_a_row_says_its_own_state() -> None:
+    """A degraded page answered (its load gauges were refused): it is not 'not answering'."""
+    plan = Plan.from_layout("c", {"dsv41": ("n1",)})
+    degraded = EngineSample("dsv41", 0.0, EngineState.DEGRADED, "running -3 refused")
+    assert expected_json(plan, degraded)["missing"] == (
+        "engine degraded: its load gauges were refused, so there is no load to match"
+    )
+    down = EngineSample("dsv41", 0.0, EngineState.UNREACHABLE, "connection refused")
+    assert expected_text(plan, down) == "expected: engine unreachable"

@@ -8,7 +8,7 @@ estimator's band and whether it is a deficit at the alert threshold.
 from __future__ import annotations
 
 from sparktop.alerts.comparisons import comparison_json, comparisons
-from sparktop.model import EngineSample, is_num
+from sparktop.model import EngineSample, EngineState, is_num
 from sparktop.plan import Plan
 from sparktop.sweep.matched import WindowExpected
 
@@ -20,7 +20,10 @@ def window_row(plan: Plan, sample: EngineSample) -> WindowExpected | str:
     if plan.matched is None:
         return plan.profile_problem or NO_PROFILE
     if not sample.ok:
-        return "engine not answering"
+        # Its state, not "not answering": a degraded page answered, with no load to match.
+        if sample.state is EngineState.DEGRADED:
+            return "engine degraded: its load gauges were refused, so there is no load to match"
+        return f"engine {sample.state.value}"
     return plan.matched(sample)
 
 
