@@ -208,7 +208,7 @@ async def test_a_long_prefill_in_progress_shows_before_its_prompt_is_counted() -
     rate = 501_869 / 181.4 * speed
     assert 0.5 * rate < seen.prefill_in_progress_tps < 1.5 * rate
     text = "".join(t for line in engine_lines(seen, seen.time_s, ViewConfig(), 32) for t, _ in line)
-    assert " in progress" in text
+    assert f" + ~{seen.prefill_in_progress_tps:,.0f} tok/s in progress" in text
 
 
 async def test_32_nodes_answer_at_once() -> None:

@@ -170,7 +170,7 @@ prompt in prefill is a large part of it."""
 
 
 def in_progress(sample: EngineSample) -> Group:
-    """`` + ~3,380 in progress``: KV filling faster than the counted prompts and decode
+    """`` + ~3,380 tok/s in progress``: KV filling faster than the counted prompts and decode
     explain (:attr:`~sparktop.model.EngineSample.prefill_in_progress_tps`), i.e. a long prompt
     still being prefilled, which TTFT and ``prefill`` only show once it is done."""
     rate = sample.prefill_in_progress_tps
@@ -179,7 +179,7 @@ def in_progress(sample: EngineSample) -> Group:
         IN_PROGRESS_MIN_TPS, IN_PROGRESS_MIN_SHARE * (counted if is_num(counted) else 0.0)
     ):
         return []
-    return [(" + ~", "dim"), (f"{rate:,.0f}", "warn"), (" in progress", "warn")]
+    return [(" + ~", "dim"), (f"{rate:,.0f}", "warn"), (" tok/s in progress", "warn")]
 
 
 def ttft_split(sample: EngineSample) -> Group:

@@ -125,7 +125,7 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
         "`rate(vllm:prompt_tokens_total)`, `rate(vllm:generation_tokens_total)`",
     ),
     (
-        "+ ~N in progress",
+        "+ ~N tok/s in progress",
         "a prompt still being prefilled: the KV gains about N tok/s more than the counted "
         "prompts and decode add (vLLM counts a prompt only when its first token is out, so a "
         "long prefill shows nowhere else until it ends)",
