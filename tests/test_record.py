@@ -254,12 +254,17 @@ def test_corruption_in_the_middle_stops_there(tmp_path: Path) -> None:
     rec, back = read_ticks(path)
     assert back == items[:20]
     assert rec.stop is not None and rec.stop.line == 22 and "not valid JSON" in rec.stop.reason
+    # The byte where the broken line starts, not the end of the buffer it was read in.
+    line_byte = sum(len(line) + 1 for line in lines[:21])
+    assert rec.stop.line_byte == line_byte
+    assert f"stopped at line 22 (file byte {line_byte:,}): not valid JSON" in str(rec.stop)
 
 
 def test_corrupt_compressed_data_stops_with_the_byte(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl.gz"
     items = ticks(120)
     record(path, items, flush_s=0.0)
+    lines = gzip.decompress(path.read_bytes()).split(b"\n")
     data = bytearray(path.read_bytes())
     middle = len(data) * 3 // 4
     for i in range(middle, middle + 64):
@@ -269,6 +274,8 @@ def test_corrupt_compressed_data_stops_with_the_byte(tmp_path: Path) -> None:
     assert 0 < len(back) < 120 and back == items[: len(back)]
     assert rec.stop is not None
     assert "gz" in rec.stop.reason or "JSON" in rec.stop.reason or "tick" in rec.stop.reason
+    assert rec.stop.line_byte == sum(len(line) + 1 for line in lines[: rec.stop.line - 1])
+    assert f"(byte {rec.stop.line_byte:,} of the decompressed text)" in str(rec.stop)
 
 
 def test_valid_json_that_is_not_a_tick_stops_the_replay(tmp_path: Path) -> None:

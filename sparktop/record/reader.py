@@ -33,15 +33,25 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 @dataclass(frozen=True, slots=True)
 class StopInfo:
-    """Where reading stopped early: 1-based ``line`` (the header is line 1), the
-    ``file_offset`` (bytes of the file read so far) and the ``reason``."""
+    """Where reading stopped early: 1-based ``line`` (the header is line 1), ``line_byte``
+    (where that line starts in the text: the file's byte for an uncompressed recording, the
+    decompressed data's for ``.zst``/``.gz``; None when unknown), ``compressed`` and the
+    ``reason``. A compressed file's own damage is located by the reason (``near file byte``):
+    a decompressor finds it only at the chunk it was fed."""
 
     line: int
-    file_offset: int
+    line_byte: int | None
     reason: str
+    compressed: bool = False
 
     def __str__(self) -> str:
-        return f"stopped at line {self.line} (file byte {self.file_offset:,}): {self.reason}"
+        if self.line_byte is None:
+            where = ""
+        elif self.compressed:
+            where = f" (byte {self.line_byte:,} of the decompressed text)"
+        else:
+            where = f" (file byte {self.line_byte:,})"
+        return f"stopped at line {self.line}{where}: {self.reason}"
 
 
 class _Damage(Exception):
@@ -99,6 +109,7 @@ class Recording:
         self.path = path
         self.header: dict[str, Any] = {}
         self.stop: StopInfo | None = None
+        self._compressed = False
         self._entries: list[_Entry] = []
         self._cache: dict[int, Tick] = {}
         self._read()
@@ -120,7 +131,7 @@ class Recording:
         """Treat tick ``index`` and after as damaged (a tick that failed to decode later)."""
         line = self._entries[index].line if index < len(self._entries) else 0
         del self._entries[index:]
-        self.stop = StopInfo(line, 0, reason)
+        self.stop = StopInfo(line, None, reason)
         self._cache.clear()
 
     def tick(self, index: int) -> Tick:
@@ -146,20 +157,27 @@ class Recording:
     def _scan(self) -> None:
         pending = b""
         line_no = 0
-        offset = 0
+        start = 0  # where the next line starts in the (decompressed) text
+        with self.path.open("rb") as fh:
+            head = fh.read(4)
+        self._compressed = head == ZSTD_MAGIC or head[:2] == GZIP_MAGIC
         try:
-            for chunk, offset in _chunks(self.path):
+            for chunk, _read_to in _chunks(self.path):
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     line_no += 1
-                    if not self._take(line, line_no, offset):
+                    if not self._take(line, line_no, start):
                         return
+                    start += len(line) + 1
         except _Damage as exc:
-            self.stop = StopInfo(line_no + 1, offset, str(exc))
+            self._stop(line_no + 1, start, str(exc))
             return
         if pending.strip():
-            self.stop = StopInfo(line_no + 1, offset, "last line is incomplete (truncated)")
+            self._stop(line_no + 1, start, "last line is incomplete (truncated)")
+
+    def _stop(self, line_no: int, start: int, reason: str) -> None:
+        self.stop = StopInfo(line_no, start, reason, self._compressed)
 
     def _take(self, line: bytes, line_no: int, offset: int) -> bool:
         if not line.strip():
@@ -168,7 +186,7 @@ class Recording:
             data = loads(line)
         except ValueError as exc:  # not JSON, or nested too deeply (JsonTooDeep)
             why = exc.msg if isinstance(exc, json.JSONDecodeError | JsonTooDeep) else str(exc)
-            self.stop = StopInfo(line_no, offset, f"not valid JSON ({why})")
+            self._stop(line_no, offset, f"not valid JSON ({why})")
             return False
         if line_no == 1:
             self._check_header(data)
@@ -180,7 +198,7 @@ class Recording:
             events = data.get("events") or []
             alerting = sum(1 for e in events if e.get("event") in ("fired", "escalated"))
         except (TypeError, KeyError, ValueError, AttributeError):
-            self.stop = StopInfo(line_no, offset, "not a tick (no time 't' or bad events)")
+            self._stop(line_no, offset, "not a tick (no time 't' or bad events)")
             return False
         self._entries.append(_Entry(line_no, time_s, alerting, len(events), zlib.compress(line, 1)))
         return True
