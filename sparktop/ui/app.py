@@ -383,6 +383,8 @@ class SparktopApp(App[int]):
         """Open the node's detail screen (Enter on a row, the palette)."""
         if node in self.state.nodes:
             self.push_screen(NodeDetailScreen(self.node_detail(node), gpu_key))
+        else:
+            self.notify(f"{node}: no details yet (its first poll has not answered)")
 
     def node_detail(self, node: str) -> NodeDetail:
         """What the detail screen shows of ``node``, as of now."""

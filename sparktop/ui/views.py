@@ -348,12 +348,36 @@ def failed_row(
     (default: the wide or narrow set) as one text, so it reads at that width without gaps.
     """
     status = state_cell(sample, now, config, narrow)
+    return _message_row(sample.node, gpu, status, _cause(sample), config, narrow, columns)
+
+
+PENDING_CELL: Cell = ("waiting…", "dim")
+PENDING_TEXT = "first poll not answered yet"
+
+
+def pending_row(
+    node: str, config: ViewConfig, narrow: bool, columns: Sequence[Column] | None = None
+) -> RowView:
+    """A row for an inventory node with no poll result yet: it holds the node's place, so
+    the table does not reorder as the first answers come in."""
+    return _message_row(node, None, PENDING_CELL, PENDING_TEXT, config, narrow, columns)
+
+
+def _message_row(
+    node: str,
+    gpu: GpuSample | None,
+    status: Cell,
+    message: str,
+    config: ViewConfig,
+    narrow: bool,
+    columns: Sequence[Column] | None,
+) -> RowView:
     gap = (fmt.DASH, "dim")
     shown = columns or (NARROW_COLUMNS if narrow else WIDE_COLUMNS)
     spans = [c for c in shown if c.key in MESSAGE_COLUMNS]
     cells: dict[str, Cell] = {
-        "node": (sample.node, status[1]),
-        "tp": _tp_cell(config, sample.node),
+        "node": (node, status[1]),
+        "tp": _tp_cell(config, node),
         "gpu": (str(gpu.index) if gpu else fmt.DASH, "dim"),
         "sm": gap, "max": gap, "temp": gap, "power": gap, "util": gap,
         "mem": ("", ""), "why": ("", ""), "trend": ("", ""),
@@ -362,12 +386,10 @@ def failed_row(
     # One text across the span (the table draws CONTINUED cells as part of the one on their
     # left): split into cells, words broke at each cell's edge and left odd gaps.
     for i, column in enumerate(spans):
-        cells[column.key] = (_cause(sample), status[1]) if i == 0 else CONTINUED
+        cells[column.key] = (message, status[1]) if i == 0 else CONTINUED
     key = gpu.key if gpu else None
     index = gpu.index if gpu else -1
-    return RowView(
-        row_key(sample.node, key), sample.node, key, _order(config, sample.node, index), cells
-    )
+    return RowView(row_key(node, key), node, key, _order(config, node, index), cells)
 
 
 def judges_as_shown(ctx: RuleContext, config: ViewConfig) -> bool:
@@ -389,7 +411,8 @@ def node_rows(
     columns: Sequence[Column] | None = None,
     ctx: RuleContext | None = None,
 ) -> list[RowView]:
-    """Every row the Nodes table should show, sorted (inventory order, then GPU index).
+    """Every row the Nodes table should show, sorted (inventory order, then GPU index); an
+    inventory node not polled yet has a ``waiting…`` row in its place.
 
     ``known_gpus`` holds each node's GPUs from its last healthy poll, so a node that goes
     down keeps its GPU rows (marked down) instead of collapsing to one row. ``columns`` is
@@ -421,5 +444,10 @@ def node_rows(
             rows += [failed_row(sample, g, now, config, narrow, columns) for g in known_gpus[node]]
         else:
             rows.append(failed_row(sample, None, now, config, narrow, columns))
+    rows += [
+        pending_row(node, config, narrow, columns)
+        for node in config.node_order
+        if node not in state.nodes
+    ]
     rows.sort(key=lambda r: r.order)
     return rows

@@ -8,6 +8,7 @@ from textual.command import CommandPalette
 from textual.widgets import Input, Label, Static
 
 from sparktop.alerts.model import Alert, Severity
+from sparktop.inventory import parse_inventory
 from sparktop.model import EngineState
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.events import EventRecord
@@ -264,7 +265,6 @@ async def test_unknown_or_bad_theme_falls_back_with_a_notification(tmp_path: obj
 
 
 async def test_inventory_keys_remap_bindings() -> None:
-    from sparktop.inventory import parse_inventory
 
     text = (
         "cluster: keys-test\nnodes: [{name: spark-1, host: 127.0.0.1}]\nkeys: {app.pause: space}\n"
@@ -354,6 +354,34 @@ async def test_a_hung_node_does_not_block_the_others() -> None:
         table = app.query_one(NodeTable)
         assert table.row_count == 1
         assert cell_text(table, "spark-1", "state") == "ok"
+
+
+async def test_inventory_nodes_hold_their_place_until_their_first_poll_answers() -> None:
+    """Rows did appear in the order the first answers came in, then jump into place."""
+    first, second, third = Hung("spark-1"), Hung("spark-2"), Scripted(node("spark-3"))
+    nodes = ", ".join(f"{{name: spark-{i}, host: 127.0.0.{i}}}" for i in (1, 2, 3))
+    inventory = parse_inventory(f"cluster: test\nnodes: [{nodes}]\n", "cluster.yaml")
+    app = SparktopApp(plan(inventory=inventory), [first, second, third], clock=Clock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await first.started.wait()
+        await third.polled.wait()
+        app.tick()
+        await pilot.pause()
+        table = app.query_one(NodeTable)
+        keys = [
+            row_key("spark-1", None),
+            row_key("spark-2", None),
+            row_key("spark-3", "GPU-spark-3"),
+        ]
+        assert list(table.row_keys) == keys
+        assert table.cell_text(keys[0], "state") == "waiting…"
+        assert "first poll not answered yet" in table.cell_text(keys[1], "mem")
+        assert cell_text(table, "spark-3", "state") == "ok"
+        table.focus()
+        table.move_cursor(0)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, NodeDetailScreen)
 
 
 async def test_events_api_and_alert_bar_accept_generic_records() -> None:
