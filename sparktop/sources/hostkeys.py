@@ -6,7 +6,8 @@ config, else OpenSSH's defaults) and remembers what the host's entries were, so 
 can be reported as OpenSSH would: *unknown* (add it with ``ssh-keyscan``), *changed* (remove
 the stale entry with ``ssh-keygen -R``; with the time the old key was last verified),
 *REVOKED* (marked ``@revoked``: no command, since the fix would re-trust a stolen key), or not
-signed by the ``@cert-authority`` trusted for the host.
+signed by the ``@cert-authority`` trusted for the host. :class:`HostKeyClient` is the asyncssh
+client that applies OpenSSH's ``accept-new`` (an unknown key, never a changed one).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,3 +178,28 @@ def record_host_key(path: str, matcher: KnownHostsMatcher) -> None:
         os.makedirs(folder, mode=0o700, exist_ok=True)
     with open(path, "a", encoding="ascii") as out:
         out.write(f"{_pattern(matcher.host, matcher.port)} {' '.join(line)}\n")
+
+
+class HostKeyClient(asyncssh.SSHClient):
+    """Accepts an unknown host key only with ``accept_new``; a changed key is always refused."""
+
+    def __init__(
+        self, matcher: KnownHostsMatcher, accept_new: bool, accepted: Callable[[], None]
+    ) -> None:
+        self._matcher = matcher
+        self._accept_new = accept_new
+        self._accepted = accepted
+
+    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+        """The TCP connection is up (before the SSH handshake): a timeout after this is a
+        node that took the connection and did not answer, not one never reached."""
+        self._accepted()
+
+    def validate_host_public_key(
+        self, host: str, addr: str, port: int, key: asyncssh.SSHKey
+    ) -> bool:
+        if not self._accept_new or self._matcher.had_entry:
+            return False
+        # Recorded only after the connection succeeds (the server proved it holds the key).
+        self._matcher.new_key = key
+        return True

@@ -44,7 +44,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import asyncssh
 from asyncssh.encryption import get_default_encryption_algs
@@ -52,6 +52,7 @@ from asyncssh.encryption import get_default_encryption_algs
 from sparktop.model import NodeSample, NodeState
 from sparktop.sources.fabric_rates import FabricRates
 from sparktop.sources.hostkeys import (
+    HostKeyClient,
     KnownHostsMatcher,
     cert_authority_problem,
     host_key_fix,
@@ -69,7 +70,13 @@ from sparktop.sources.probe import (
     probe_command,
 )
 from sparktop.sources.remote import OutputTooLarge, Progress, run_bounded
-from sparktop.sources.sshutil import expand_path, failure_reason, gcm_first
+from sparktop.sources.sshutil import (
+    connect_kwargs,
+    expand_path,
+    failure_reason,
+    gcm_first,
+    local_file_problem,
+)
 from sparktop.sources.stream import StreamProbe
 
 if TYPE_CHECKING:
@@ -222,7 +229,7 @@ class SshSource:
             reason = f"no connection within {timeout_s:g} s (connect timed out)"
             return await self._fail(NodeState.UNREACHABLE, reason, started)
         except (OSError, asyncssh.Error) as exc:
-            problem = self._local_file_problem(exc)
+            problem = local_file_problem(self.settings, exc)
             if problem is not None:
                 return await self._fail(NodeState.ERROR, problem, started)
             return await self._fail(NodeState.UNREACHABLE, failure_reason(exc), started)
@@ -379,7 +386,7 @@ class SshSource:
             # Nothing could be trusted; say so rather than "not in known_hosts" (accept-new
             # creates the file, as OpenSSH does).
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), known_hosts)
-        kwargs = self._connect_kwargs()
+        kwargs = connect_kwargs(self.settings, self.host)
         # Resolve the SSH config for this host to learn which known_hosts files apply.
         options = await asyncssh.SSHClientConnectionOptions.construct(**kwargs)
         if list(options.encryption_algs) == get_default_encryption_algs():
@@ -397,7 +404,7 @@ class SshSource:
                 conn = await asyncssh.connect(
                     **kwargs,
                     known_hosts=matcher,
-                    client_factory=lambda: _Client(matcher, accept_new, accepted),
+                    client_factory=lambda: HostKeyClient(matcher, accept_new, accepted),
                 )
         except asyncssh.HostKeyNotVerifiable as exc:
             problem = host_key_fix(matcher, exc.reason, self.host_key_verified_s)
@@ -418,47 +425,6 @@ class SshSource:
         self.connects += 1
         return conn
 
-    def _connect_kwargs(self) -> dict[str, Any]:
-        """asyncssh arguments: the SSH config applies, then the inventory's overrides."""
-        s = self.settings
-        kwargs: dict[str, Any] = {
-            "host": self.host,
-            "connect_timeout": s.connect_timeout_s,
-            "encoding": "utf-8",
-            "errors": "replace",
-        }
-        config = expand_path(s.config)
-        if config is not None:
-            kwargs["config"] = [config]
-        if s.port is not None:
-            kwargs["port"] = int(s.port)
-        if s.user is not None:
-            kwargs["username"] = str(s.user)
-        identity = expand_path(s.identity_file)
-        if identity is not None:
-            kwargs["client_keys"] = [identity]
-            # Like OpenSSH: an encrypted key is left to the agent rather than failing here.
-            kwargs["ignore_encrypted"] = True
-        return kwargs
-
-    def _local_file_problem(self, exc: BaseException) -> str | None:
-        """``identity file /tmp/k/id_ed25519 not found`` when a file of this machine's SSH
-        settings is missing or unreadable (None for anything else): without it the message
-        would be a bare "No such file or directory"."""
-        name = getattr(exc, "filename", None)
-        if not isinstance(exc, OSError) or not name:
-            return None
-        path = os.path.expanduser(os.fsdecode(name))
-        roles = {
-            expand_path(self.settings.identity_file): "identity file",
-            expand_path(self.settings.known_hosts): "known_hosts file",
-            expand_path(self.settings.config): "SSH config file",
-        }
-        role = roles.get(path, "file")
-        if isinstance(exc, FileNotFoundError):
-            return f"{role} {path} not found"
-        return f"{role} {path}: {exc.strerror or type(exc).__name__}"
-
     def _auth_message(self, exc: asyncssh.PermissionDenied) -> str:
         user = f"{self.settings.user}@" if self.settings.user else ""
         return (
@@ -474,31 +440,6 @@ class SshSource:
             conn.abort()
             with contextlib.suppress(Exception):
                 await conn.wait_closed()
-
-
-class _Client(asyncssh.SSHClient):
-    """Accepts an unknown host key only with ``accept_new``; a changed key is always refused."""
-
-    def __init__(
-        self, matcher: KnownHostsMatcher, accept_new: bool, accepted: Callable[[], None]
-    ) -> None:
-        self._matcher = matcher
-        self._accept_new = accept_new
-        self._accepted = accepted
-
-    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
-        """The TCP connection is up (before the SSH handshake): a timeout after this is a
-        node that took the connection and did not answer, not one never reached."""
-        self._accepted()
-
-    def validate_host_public_key(
-        self, host: str, addr: str, port: int, key: asyncssh.SSHKey
-    ) -> bool:
-        if not self._accept_new or self._matcher.had_entry:
-            return False
-        # Recorded only after the connection succeeds (the server proved it holds the key).
-        self._matcher.new_key = key
-        return True
 
 
 class _HostKeyRefused(Exception):

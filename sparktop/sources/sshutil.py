@@ -1,4 +1,5 @@
-"""Small helpers of the SSH node source: cipher order, failure reasons, paths, clock text."""
+"""Small helpers of the SSH node source: cipher order, failure reasons, paths, clock text,
+asyncssh connection arguments from the SSH settings, and which local SSH file is missing."""
 
 from __future__ import annotations
 
@@ -6,8 +7,12 @@ import os
 import socket
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import asyncssh
+
+if TYPE_CHECKING:
+    from sparktop.inventory import SshSettings
 
 
 def gcm_first(algs: Sequence[bytes]) -> list[str]:
@@ -45,3 +50,45 @@ def failure_reason(exc: BaseException) -> str:
 def expand_path(value: object) -> str | None:
     """A configured path with ``~`` expanded (None when unset)."""
     return os.path.expanduser(os.fspath(value)) if value else None  # type: ignore[call-overload]
+
+
+def connect_kwargs(s: SshSettings, host: str) -> dict[str, Any]:
+    """asyncssh arguments: the SSH config applies, then the inventory's overrides."""
+    kwargs: dict[str, Any] = {
+        "host": host,
+        "connect_timeout": s.connect_timeout_s,
+        "encoding": "utf-8",
+        "errors": "replace",
+    }
+    config = expand_path(s.config)
+    if config is not None:
+        kwargs["config"] = [config]
+    if s.port is not None:
+        kwargs["port"] = int(s.port)
+    if s.user is not None:
+        kwargs["username"] = str(s.user)
+    identity = expand_path(s.identity_file)
+    if identity is not None:
+        kwargs["client_keys"] = [identity]
+        # Like OpenSSH: an encrypted key is left to the agent rather than failing here.
+        kwargs["ignore_encrypted"] = True
+    return kwargs
+
+
+def local_file_problem(settings: SshSettings, exc: BaseException) -> str | None:
+    """``identity file /tmp/k/id_ed25519 not found`` when a file of this machine's SSH
+    settings is missing or unreadable (None for anything else): without it the message
+    would be a bare "No such file or directory"."""
+    name = getattr(exc, "filename", None)
+    if not isinstance(exc, OSError) or not name:
+        return None
+    path = os.path.expanduser(os.fsdecode(name))
+    roles = {
+        expand_path(settings.identity_file): "identity file",
+        expand_path(settings.known_hosts): "known_hosts file",
+        expand_path(settings.config): "SSH config file",
+    }
+    role = roles.get(path, "file")
+    if isinstance(exc, FileNotFoundError):
+        return f"{role} {path} not found"
+    return f"{role} {path}: {exc.strerror or type(exc).__name__}"
