@@ -307,6 +307,20 @@ def test_the_shared_block_memo_stays_bounded() -> None:
     assert not any(len(b) > MAX_BLOCK_CHARS for b in promtext._BLOCKS)
 
 
+def test_the_tables_shared_by_pages_start_afresh_once_full() -> None:
+    """Blocks passed and values read are kept from page to page (an engine serves the same
+    ones every scrape), bounded: a page that fills them leaves the next page fresh ones."""
+    big = "# TYPE g gauge\n" + "".join(
+        f'g{{i="{i}"}} {i}.5\n' for i in range(promtext.MAX_VALUES + 10)
+    )
+    assert both(big, frozenset()) == ([], [("TYPE", "g", "gauge")])
+    small = family_of(4)
+    first = both(small, None)
+    assert len(promtext._PASSED[DEFAULT.max_labels]) < 10
+    assert len(promtext._VALUES[0]) < 10
+    assert both(small, None) == first  # read again from the tables it filled
+
+
 def test_shared_labels_are_read_only() -> None:
     raws, _ = scan_text(family_of(4) + 'h{engine="3",i="3"} 7\n', None, ParseBounds())
     assert raws[3] == ("g", {"engine": "3", "i": "3"}, 3.0)

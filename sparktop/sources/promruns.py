@@ -79,11 +79,20 @@ def plain_run(text: str, pos: int, max_lines: int, careful: bool) -> tuple[list[
     return rows, end
 
 
+def number(text: str) -> float:
+    """A value's text → the value the library reads (raises ValueError for no number)."""
+    value = float(text)
+    if not value and text.lstrip("+-").isdigit():
+        return 0.0  # the library reads "-0" through int(): no sign
+    return value
+
+
 def _numbers(values: Collection[str], numbers: dict[str, float]) -> bool:
-    """Read ``values`` into ``numbers`` (value text → value); False when one is no number."""
+    """Read ``values`` into ``numbers`` (value text → :func:`number`); False when one is no
+    number."""
     fresh = set(values).difference(numbers)
     try:
-        numbers.update(zip(fresh, map(float, fresh), strict=True))
+        numbers.update(zip(fresh, map(number, fresh), strict=True))
     except ValueError:
         return False
     return True

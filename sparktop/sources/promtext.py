@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from types import MappingProxyType
 
 from prometheus_client.validation import get_legacy_validation
@@ -38,6 +39,7 @@ from sparktop.sources.promruns import (
     PLAIN_LABELS,
     Row,
     line_end,
+    number,
     plain_run,
     read_run,
 )
@@ -152,17 +154,41 @@ def _read_block(block: str, max_labels: int) -> Block:
     return known
 
 
+_PASSED: dict[int, dict[str, Mapping[str, str]]] = {}
+"""Label bound → the blocks that passed under it (``""`` → :data:`NO_LABELS`), shared by the
+pages read: whether a block passes depends on the block and the bound alone, and an engine
+serves the same blocks scrape after scrape. A page starts a fresh table once one holds
+:data:`MAX_BLOCKS` (never mid-page: its rows look their blocks up there)."""
+_VALUES: list[dict[str, float]] = [{}]
+"""Value text → value (:func:`~sparktop.sources.promruns.number`), shared by the pages read
+the same way (bucket counts and gauges repeat from scrape to scrape); a page starts a fresh
+one once it holds :data:`MAX_VALUES`."""
+MAX_VALUES = 32_768
+
+
+def _page_values() -> dict[str, float]:
+    """The value table a page reads into (a fresh one when the shared one is full)."""
+    if len(_VALUES[0]) >= MAX_VALUES:
+        _VALUES[0] = {}
+    return _VALUES[0]
+
+
 class _Labels:
-    """Label blocks (``{…}``) checked once per page: they repeat on most lines.
+    """Label blocks (``{…}``) checked once: they repeat on most lines, and from page to page.
 
     Every block is checked (a repeated label name or one over the label bound), wanted or
     not: the library refuses the page for a bad one anywhere. ``cache`` holds the blocks
-    this page has passed.
+    that passed (this page's and the earlier pages', :data:`_PASSED`).
     """
 
     def __init__(self, max_labels: int) -> None:
         self.max_labels = max_labels
-        self.cache: dict[str, Mapping[str, str]] = {}
+        cache = _PASSED.get(max_labels)
+        if cache is None or len(cache) >= MAX_BLOCKS:
+            if len(_PASSED) >= 8:  # bounds other than the default: tests, a few at most
+                _PASSED.clear()
+            cache = _PASSED[max_labels] = {"": NO_LABELS}
+        self.cache = cache
 
     def parse(self, block: str, line_no: int) -> Mapping[str, str]:
         """The labels of ``block`` (on line ``line_no``), unescaped, read-only and shared.
@@ -214,28 +240,40 @@ def scan_text(
     allowed: tuple[str, ...] = ()
     members: frozenset[str] = frozenset()  # ``allowed`` as a set, for a run's names
     careful = False  # this family has a line that is not plain: runs are found the slow way
-    pending: list[Row] = []  # the current family's wanted samples (their blocks checked)
-    numbers: dict[str, float] = {}  # value text → value, for the runs' values (they repeat)
+    taking: frozenset[str] = frozenset()  # the wanted names in ``members``
+    pending: list[Row] = []  # the current family's wanted samples (blocks and values read)
+    numbers = _page_values()  # value text → value, every queued row's value in it
 
     def wanted(name: str) -> bool:
         return accept is None or name in accept or name + "_total" in accept
 
     def emit(rows: list[Row], rename: bool) -> None:
+        """Queued rows out as samples (every block and value was read before a row was
+        queued), a whole family at a time: one lookup per row and column, no Python loop."""
         nonlocal series
-        read = labels.cache  # every block was checked (and kept) before its row was queued
-        for raw, block, value in rows:
-            name = raw + "_total" if rename else raw
-            if accept is not None and name not in accept:
-                continue
-            series += 1
-            if series > bounds.max_series:
-                continue  # counted on, so the refusal can say how many there are
-            number = numbers.get(value)
-            if number is None:
-                number = float(value)
-            if not number and value.lstrip("+-").isdigit():
-                number = 0.0  # the library reads "-0" through int(): no sign
-            out.append((name, read[block] if block else NO_LABELS, number))
+        if not rows:
+            return
+        raw_names = dict.fromkeys(map(itemgetter(0), rows))
+        names = {raw: raw + "_total" if rename else raw for raw in raw_names}
+        if accept is not None and not accept.issuperset(names.values()):
+            names = {raw: name for raw, name in names.items() if name in accept}
+            rows = [row for row in rows if row[0] in names]
+        room = bounds.max_series - series
+        series += len(rows)  # counted on past the bound, so the refusal can say how many
+        if len(rows) > room:
+            rows = rows[: max(room, 0)]
+        if not rows:
+            return
+        raws, blocks, values = zip(*rows, strict=True)
+        column = map(names.__getitem__, raws) if rename else raws
+        out.extend(
+            zip(
+                column,
+                map(labels.cache.__getitem__, blocks),
+                map(numbers.__getitem__, values),
+                strict=True,
+            )
+        )
 
     def flush() -> None:
         if not family:
@@ -246,8 +284,9 @@ def scan_text(
         pending.clear()
 
     def start(name: str, kind: str, names: tuple[str, ...]) -> None:
-        nonlocal family, typ, allowed, members, careful
+        nonlocal family, typ, allowed, members, careful, taking
         family, typ, allowed, members, careful = name, kind, names, frozenset(names), False
+        taking = frozenset(filter(wanted, names))
 
     def take_run(pos: int, line_no: int) -> tuple[int, int]:
         """Plain lines of the current family from ``pos``: (lines taken, position after)."""
@@ -263,10 +302,9 @@ def scan_text(
         if taken < len(rows):  # the line after them is read alone (it may end the family)
             careful = True
             rows, end = rows[:taken], line_end(text, pos, taken)
-        names = {name for name in members if wanted(name)}
-        if names:
+        if taking:
             pending.extend(
-                rows if len(names) == len(members) else [r for r in rows if r[0] in names]
+                rows if len(taking) == len(members) else [r for r in rows if r[0] in taking]
             )
         return taken, end
 
@@ -320,6 +358,8 @@ def scan_text(
         name, block, value = match.group(1), match.group(2) or "", match.group(3)
         if block:
             labels.parse(block, here)
+        if value not in numbers:
+            numbers[value] = number(value)
         if name not in allowed:
             flush()
             start("", "untyped", ())
