@@ -217,8 +217,8 @@ def test_span_median_reads_a_histogram_as_histogram_quantile_does() -> None:
     import random
 
     from sparktop.model import Quantile
+    from sparktop.sources.histread import Hist
     from sparktop.sources.quantile import histogram_quantile
-    from sparktop.sources.vllm import Hist
     from sparktop.sweep.mixture import span_median
 
     rng = random.Random(7)

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from sparktop.model import NA, EngineSample, EngineState, Quantile, is_num
+from sparktop.sources.histread import Hist
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.pool import Limits
 from sparktop.sources.prom import parse_page
 from sparktop.sources.quantile import histogram_quantile
-from sparktop.sources.vllm import WANTED, Hist
+from sparktop.sources.vllm import WANTED
 from sparktop.testing.vllm_page import FakeVllm, Load
 from tests.conftest import CASES
 

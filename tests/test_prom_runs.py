@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from sparktop.sources import promtext, vllm
+from sparktop.sources import histread, promtext
 from sparktop.sources.prom import parse_page, promql_table_to_text, spellings
 from sparktop.sources.promgrammar import VALUE
 from sparktop.sources.promruns import MAX_BLOCK_CHARS, PLAIN_LABELS, PLAIN_LINE
@@ -340,12 +340,12 @@ def test_histograms_read_the_same_from_remembered_buckets_and_library_labels() -
     a page read twice, and the same page read by prometheus_client (its own dicts, never
     remembered), give the same histograms."""
     text = bench_page()
-    vllm._BUCKETS.clear()
+    histread._BUCKETS.clear()
     first = read_page(parse_page(text, WANTED), "vllm")
-    remembered = len(vllm._BUCKETS)
+    remembered = len(histread._BUCKETS)
     again = read_page(parse_page(text, WANTED), "vllm")
-    assert remembered > 0 and len(vllm._BUCKETS) == remembered
+    assert remembered > 0 and len(histread._BUCKETS) == remembered
     by_library = parse_page(text + '# HELP "a.b" x\n', WANTED)  # only the library reads it
     assert by_library.parser == "prometheus_client"
     assert read_page(by_library, "vllm") == first == again
-    assert len(vllm._BUCKETS) == remembered
+    assert len(histread._BUCKETS) == remembered

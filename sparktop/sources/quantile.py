@@ -8,9 +8,11 @@ one in ``+Inf`` is ``> last finite edge``.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from itertools import accumulate
 
 from sparktop.model import NA, Quantile
-from sparktop.sources.vllm import Hist
+from sparktop.sources.histread import Hist
 
 
 def histogram_quantile(q: float, hist: Hist, empty_reason: str) -> Quantile | NA:
@@ -22,19 +24,15 @@ def histogram_quantile(q: float, hist: Hist, empty_reason: str) -> Quantile | NA
     if not hist.edges or hist.edges[-1] != math.inf:
         return NA("histogram has no +Inf bucket")
     # Cumulative counts can dip by float noise or a partial scrape; keep them monotone.
-    cum: list[float] = []
-    running = 0.0
-    for value in hist.cum:
-        running = max(running, value)
-        cum.append(running)
+    cum = list(accumulate(hist.cum, max, initial=0.0))[1:]
     total = cum[-1]
     if total <= 0:
         return NA(empty_reason)
-    finite = [e for e in hist.edges if e != math.inf]
+    finite = hist.edges[:-1]  # ascending, one +Inf, and that is the last
     if not finite:
         return NA("histogram has only the +Inf bucket")
     rank = q * total
-    index = next(i for i, c in enumerate(cum) if c >= rank)
+    index = bisect_left(cum, rank)  # the first bucket holding the rank: cum never falls
     edge = hist.edges[index]
     if edge == math.inf:
         return Quantile(finite[-1], ">")

@@ -18,13 +18,11 @@ the window diffs them like any other counter.
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 from sparktop.model import NA, Num
+from sparktop.sources.histread import RANK_LABELS, Hist, rank_of, read_hist
 from sparktop.sources.prom import PromPage, PromSample, parse_page
 
 
@@ -143,6 +141,7 @@ SGLANG = Flavour(
 FLAVOURS: Mapping[str, Flavour] = {"vllm": VLLM, "sglang": SGLANG}
 WANTED: frozenset[str] = VLLM.wanted() | SGLANG.wanted()
 """Every sample name either flavour reads: the filter for :func:`parse_page`."""
+_FLAVOUR_NAMES = {kind: flavour.wanted() for kind, flavour in FLAVOURS.items()}
 
 _SUFFIXES = ("", "_bucket", "_sum", "_count")
 
@@ -173,7 +172,6 @@ def parse_engine_page(text: str, *, openmetrics: bool = False) -> PromPage:
     return parse_page(text, WANTED, older_aliases, openmetrics=openmetrics)
 
 
-RANK_LABELS = ("engine", "dp_rank")
 MAX_GAUGES = frozenset(
     {
         "kv_usage",
@@ -187,23 +185,6 @@ MAX_GAUGES = frozenset(
     }
 )
 """Gauges that are per-rank properties: the max over a rank's series, not the sum."""
-
-
-@dataclass(frozen=True, slots=True)
-class Hist:
-    """A cumulative histogram: ``edges`` ascending (last is +Inf), ``cum`` counts per edge."""
-
-    edges: tuple[float, ...]
-    cum: tuple[float, ...]
-    sum: float
-    count: float
-
-    def minus(self, base: Hist) -> Hist | None:
-        """Bucket deltas since ``base``; None when the edges differ."""
-        if base.edges != self.edges:
-            return None
-        cum = tuple(a - b for a, b in zip(self.cum, base.cum, strict=True))
-        return Hist(self.edges, cum, self.sum - base.sum, self.count - base.count)
 
 
 @dataclass(slots=True)
@@ -230,11 +211,6 @@ class PageReading:
     """Gauge slot → the metric read for it (the gauges the page has)."""
     refused: dict[str, str] = field(default_factory=dict)
     """Gauge slot → why its first refused sample was refused (``vllm:… is nan``)."""
-
-
-def rank_of(labels: Mapping[str, str]) -> str:
-    """The first non-empty of :data:`RANK_LABELS`, else ``"0"`` (called per sample)."""
-    return labels.get("engine") or labels.get("dp_rank") or "0"
 
 
 def _pick(
@@ -316,96 +292,9 @@ def _read_labelled(
             store[sub] = s.value if old is None else old + s.value
 
 
-def _bucket_order_fault(base: str, series: list[tuple[float, float]]) -> str:
-    """Why one series' buckets (in page order) are not a cumulative histogram, or ""."""
-    for (edge_a, cum_a), (edge_b, cum_b) in itertools.pairwise(series):
-        if edge_b <= edge_a:
-            return (
-                f"histogram invalid: {base} buckets out of order (le={edge_b:g} after {edge_a:g})"
-            )
-        if cum_b < cum_a:
-            return (
-                f"histogram invalid: {base} not cumulative "
-                f"(le={edge_b:g} has {cum_b:g} < {cum_a:g} at le={edge_a:g})"
-            )
-    if series and series[-1][0] != math.inf:
-        return f"histogram invalid: {base} has no le=+Inf bucket"
-    return ""
-
-
-Bucket = tuple[Mapping[str, str], str, float, frozenset[tuple[str, str]]]
-"""A bucket sample's labels → (those labels, rank, ``le`` as a number (NaN when it is not
-one), the labels without ``le``: its series)."""
-_BUCKETS: dict[int, Bucket] = {}
-"""Buckets by the identity of their labels, for the read-only mappings the fast reader shares
-between samples and pages (so a bucket is worked out once, not every scrape); a hit is checked
-to be that very mapping, which the entry keeps alive. Bounded by :data:`MAX_BUCKETS`."""
-MAX_BUCKETS = 16_384
-
-
-def _bucket(labels: Mapping[str, str]) -> Bucket:
-    le = labels.get("le", "nan")
-    try:
-        edge = float(le)
-    except ValueError:
-        edge = math.nan
-    known = (labels, rank_of(labels), edge, frozenset(labels.items()) - {("le", le)})
-    if isinstance(labels, MappingProxyType):  # a library dict is one sample's, never shared
-        if len(_BUCKETS) >= MAX_BUCKETS:
-            _BUCKETS.clear()
-        _BUCKETS[id(labels)] = known
-    return known
-
-
-def _read_hist(
-    readings: dict[str, RankReading], key: str, base: str, page: PromPage, sum_count_only: bool
-) -> None:
-    acc: dict[str, dict[float, float]] = {}
-    sums: dict[str, float] = {}
-    counts: dict[str, float] = {}
-    bad: dict[str, str] = {}
-    # One series = one label set without ``le``: its buckets must ascend and accumulate in
-    # page order, as Prometheus requires; a broken one is said, never re-sorted into a figure.
-    series: dict[frozenset[tuple[str, str]], list[tuple[float, float]]] = {}
-    if not sum_count_only:
-        for s in page.get(base + "_bucket"):
-            labels, value = s.labels, s.value
-            known = _BUCKETS.get(id(labels))
-            if known is None or known[0] is not labels:
-                known = _bucket(labels)
-            _labels, rank, edge, ident = known
-            if not math.isfinite(value) or math.isnan(edge):
-                bad.setdefault(rank, f"{base} has a NaN or Inf sample or a bad le")
-                continue
-            series.setdefault(ident, []).append((edge, value))
-            buckets = acc.setdefault(rank, {})
-            buckets[edge] = buckets.get(edge, 0.0) + value
-        for ident, points in series.items():
-            fault = _bucket_order_fault(base, points)
-            if fault:
-                bad.setdefault(rank_of(dict(ident)), fault)
-    for suffix, store in (("_sum", sums), ("_count", counts)):
-        for s in page.get(base + suffix):
-            rank = rank_of(s.labels)
-            if not s.finite:
-                bad.setdefault(rank, f"{base} has a NaN or Inf sample")
-            store[rank] = store.get(rank, 0.0) + s.value
-    for rank in set(acc) | set(sums) | set(counts):
-        reading = readings.setdefault(rank, RankReading())
-        if rank in bad:
-            reading.hists[key] = NA(bad[rank])
-            continue
-        buckets = acc.get(rank, {})
-        edges = tuple(sorted(buckets))
-        count = counts.get(rank, buckets.get(math.inf, math.nan))
-        reading.hists[key] = Hist(
-            edges, tuple(buckets[e] for e in edges), sums.get(rank, math.nan), count
-        )
-
-
 def detect_kind(page: PromPage, hint: str = "vllm") -> str:
     """``vllm`` or ``sglang``: the flavour with samples on the page (``hint`` breaks ties)."""
-    has = {kind: any(page.get(n) for n in flavour.wanted()) for kind, flavour in FLAVOURS.items()}
+    has = {kind: any(map(page.samples.get, names)) for kind, names in _FLAVOUR_NAMES.items()}
     if has.get(hint) or not any(has.values()):
         return hint if hint in FLAVOURS else "vllm"
     return next(kind for kind, present in has.items() if present)
@@ -456,7 +345,8 @@ def read_page(page: PromPage, kind: str) -> PageReading:
             empty.extend(a for a in aliases if a in page.declared)
             continue
         count += len(samples)
-        _read_hist(readings, key, name, page, only)
+        for rank, hist in read_hist(page, name, only).items():
+            readings.setdefault(rank, RankReading()).hists[key] = hist
     shared: dict[str, str] | None = None
     if flavour.info:
         for s in page.get(flavour.info):

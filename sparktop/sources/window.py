@@ -16,11 +16,13 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
+from operator import add
 from typing import TypedDict
 
 from sparktop.model import NA, Num, Quantile, RankStats, is_num
+from sparktop.sources.histread import Hist
 from sparktop.sources.quantile import histogram_quantile
-from sparktop.sources.vllm import Hist, PageReading
+from sparktop.sources.vllm import PageReading
 
 RATES = {
     "prefill_tps": "prompt_tokens",
@@ -153,7 +155,7 @@ def merge(hists: Iterable[Hist | NA | None]) -> Hist | NA | None:
             continue
         if h.edges != merged.edges:
             return NA("ranks use different bucket edges")
-        cum = tuple(a + b for a, b in zip(merged.cum, h.cum, strict=True))
+        cum = tuple(map(add, merged.cum, h.cum))  # as long: the edges are the same
         merged = Hist(merged.edges, cum, merged.sum + h.sum, merged.count + h.count)
     return merged
 
