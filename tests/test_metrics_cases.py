@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from sparktop.model import NA, EngineSample, EngineState, Quantile, is_num
+from sparktop.sources.breakdown import PHASE_VALUES
 from sparktop.sources.histread import Hist
-from sparktop.sources.metrics import MetricsDeriver
+from sparktop.sources.metrics import ENGINE_VALUES, LIFETIME_FIELDS, MetricsDeriver
 from sparktop.sources.pool import Limits
 from sparktop.sources.prom import parse_page
 from sparktop.sources.quantile import histogram_quantile
@@ -173,6 +174,28 @@ def test_no_requests_in_window_says_so() -> None:
     assert second.mean_prompt_tokens == first.mean_prompt_tokens
     assert "mean_prompt_tokens" in second.since_start
     assert second.decode_tps == 0.0
+
+
+def test_a_window_where_no_request_finished_takes_only_those_fields_from_the_lifetime() -> None:
+    """First tokens in the window, no request finished (long requests): TTFT is the
+    window's, the per-request phases the lifetime's, equal to a first scrape's of the page."""
+    fake = FakeVllm(engines=2, full=True)
+    for e in fake.engines:
+        fake.load[e] = Load(requests_per_s=5)
+    fake.advance(10)
+    d = MetricsDeriver("dsv4")
+    fake_scrape(d, fake, 0.0)
+    fake.advance(5)
+    second = fake_scrape(d, fake, 5.0)
+    lifetime = fake_scrape(MetricsDeriver("dsv4"), fake, 5.0)
+    assert set(LIFETIME_FIELDS) <= ENGINE_VALUES | PHASE_VALUES  # each is derived somewhere
+    assert set(second.since_start) == PHASE_VALUES
+    assert {k: getattr(second, k) for k in PHASE_VALUES} == {
+        k: getattr(lifetime, k) for k in PHASE_VALUES
+    }
+    assert "ttft_p50" not in second.since_start  # the window's own, as are the rows
+    assert second.prompt_tokens_dist != lifetime.prompt_tokens_dist
+    assert second.ranks[0].ttft_p50 == second.ttft_p50
 
 
 def test_spec_decode_acceptance() -> None:

@@ -161,16 +161,29 @@ def _spec_positions(win: Window, ranks: list[str]) -> tuple[float, ...]:
     return tuple(out)
 
 
-def breakdown(win: Window, ranks: list[str]) -> Breakdown:
-    """The request breakdown of ``win`` over ``ranks`` (see the module docstring)."""
+PHASE_VALUES = frozenset(
+    f"{stem}_{end}" for stem in PHASE_FIELDS.values() for end in ("p50", "mean_s")
+)
+"""The fields :func:`phases` computes."""
+
+
+def phases(win: Window, ranks: list[str]) -> dict[str, object]:
+    """The per-request phases of ``win`` over ``ranks``: each phase's median and mean."""
     kind = win.reading.kind
-    out: Breakdown = {}
     fields: dict[str, object] = {}
     for key in PHASES:
         merged = merge(win.hist(r, key) for r in ranks)
         stem = PHASE_FIELDS[key]
         fields[f"{stem}_p50"] = named(quantile(0.5, merged, win.empty), kind, key)
         fields[f"{stem}_mean_s"] = named(mean(merged, win.empty), kind, key)
+    return fields
+
+
+def breakdown(win: Window, ranks: list[str]) -> Breakdown:
+    """The request breakdown of ``win`` over ``ranks`` (see the module docstring)."""
+    kind = win.reading.kind
+    out: Breakdown = {}
+    fields = phases(win, ranks)
     sources = _subkeys(win, ranks, "counters", "prompt_by_source")
     fields["prefill_computed_tps"] = _present_rate(
         win, ranks, "prompt_by_source", "local_compute", sources

@@ -13,16 +13,16 @@ the alert rules and the expected row read only windowed figures); rates are NA u
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
 from sparktop.model import NA, EngineSample, EngineState, Num, RankStats, is_num
-from sparktop.sources.breakdown import breakdown
+from sparktop.sources.breakdown import PHASE_VALUES, breakdown, phases
 from sparktop.sources.pool import Limits, label_int, resolve_limit, resolve_pool
 from sparktop.sources.prom import PromPage
 from sparktop.sources.vllm import FLAVOURS, SGLANG, VLLM, PageReading, detect_kind, read_page
-from sparktop.sources.window import Snap, Window, combine
+from sparktop.sources.window import EngineValues, Snap, Window, combine
 
 LIFETIME_FIELDS = (
     "ttft_p50",
@@ -155,7 +155,8 @@ class MetricsDeriver:
         if base is not None and any(isinstance(found.get(k), NA) for k in LIFETIME_FIELDS):
             # Nothing finished in the window: the server's lifetime figures, marked so, as on
             # a first scrape (one derivation for the monitor, snapshot and recordings).
-            stats, life = _from_lifetime(reading, ranks, pools, stats, restarted, self._seen, now_s)
+            whole = Window(reading, deque(), now_s, restarted, frozenset(self._seen))
+            stats, life = _from_lifetime(whole, ranks, pools, stats, found)
             fill = {k: v for k, v in life.items() if isinstance(found.get(k), NA)}
             since_start = tuple(k for k in LIFETIME_FIELDS if k in fill)
         state, stale = self._staleness(now_s, (running, waiting, kv), moved)
@@ -242,31 +243,43 @@ class MetricsDeriver:
         return EngineState.OK, ""
 
 
+ROW_LIFETIME_FIELDS = tuple(k for k in LIFETIME_FIELDS if k in RankStats.__dataclass_fields__)
+"""The lifetime fields a rank's row has."""
+ENGINE_VALUES = frozenset(EngineValues.__annotations__)
+"""The fields :meth:`Window.engine_values` computes."""
+
+
 def _from_lifetime(
-    reading: PageReading,
+    whole: Window,
     ranks: list[str],
     pools: dict[str, Num],
     stats: list[RankStats],
-    restarted: bool,
-    seen: set[tuple[str, str]],
-    now_s: float,
+    found: Mapping[str, object],
 ) -> tuple[list[RankStats], dict[str, object]]:
     """The rank rows with their empty-window fields taken from the server's lifetime (the
-    page's cumulative histograms), and the engine's lifetime values that exist."""
-    whole = Window(reading, deque(), now_s, restarted, frozenset(seen))
-    lifetime = [whole.rank_stats(r, pools[r]) for r in ranks]
-    rows = []
-    for row, life in zip(stats, lifetime, strict=True):
-        fields = {
-            k: getattr(life, k)
-            for k in LIFETIME_FIELDS
-            if hasattr(row, k)
-            and isinstance(getattr(row, k), NA)
-            and not isinstance(getattr(life, k), NA)
-        }
-        rows.append(replace(row, **fields))
-    found: dict[str, object] = {**whole.engine_values(ranks, lifetime), **breakdown(whole, ranks)}
-    return rows, {k: found[k] for k in LIFETIME_FIELDS if not isinstance(found.get(k), NA)}
+    page's cumulative histograms, read by ``whole``: a window without a base), and the
+    lifetime values that exist of the engine fields ``found`` has NA. Only what is missing
+    is derived again: the rows only when one has an empty field, the phases (the requests
+    that finished) apart from the rest."""
+    missing = {k for k in LIFETIME_FIELDS if isinstance(found.get(k), NA)}
+    empty_row = any(isinstance(getattr(row, k), NA) for row in stats for k in ROW_LIFETIME_FIELDS)
+    life: dict[str, object] = {}
+    if empty_row or missing & ENGINE_VALUES:
+        lifetime = [whole.rank_stats(r, pools[r]) for r in ranks]
+        rows = []
+        for row, past in zip(stats, lifetime, strict=True):
+            fields = {
+                k: getattr(past, k)
+                for k in ROW_LIFETIME_FIELDS
+                if isinstance(getattr(row, k), NA) and not isinstance(getattr(past, k), NA)
+            }
+            rows.append(replace(row, **fields))
+        stats = rows
+        if missing & ENGINE_VALUES:
+            life.update(whole.engine_values(ranks, lifetime))
+    if missing & PHASE_VALUES:
+        life.update(phases(whole, ranks))
+    return stats, {k: life[k] for k in LIFETIME_FIELDS if not isinstance(life.get(k, NA()), NA)}
 
 
 LOAD_GAUGES = ("running", "waiting", "kv_usage")
