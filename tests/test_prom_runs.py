@@ -26,7 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sparktop.sources import histread, promtext
 from sparktop.sources.prom import parse_page, promql_table_to_text, spellings
 from sparktop.sources.promgrammar import VALUE
-from sparktop.sources.promruns import MAX_BLOCK_CHARS, PLAIN_LABELS, PLAIN_LINE
+from sparktop.sources.promruns import MAX_BLOCK_CHARS, PLAIN_LABELS, PLAIN_LINE, PassedRuns
 from sparktop.sources.promtext import SAMPLE, NotUnderstood, PageRefused, ParseBounds, scan_text
 from sparktop.sources.vllm import WANTED, read_page
 from sparktop.testing.vllm_page import FakeVllm, Load
@@ -49,13 +49,14 @@ def checks_every(lines: int) -> Iterator[None]:
 
 @contextmanager
 def lines_only() -> Iterator[None]:
-    """Every line through the line reader: no run is ever found."""
-    real = promtext.plain_run
+    """Every line through the line reader: no run is ever found (nor known from before)."""
+    real, runs = promtext.plain_run, promtext._page_runs
     promtext.plain_run = lambda text, pos, max_lines, careful: ([], pos)
+    promtext._page_runs = lambda max_labels: PassedRuns()
     try:
         yield
     finally:
-        promtext.plain_run = real
+        promtext.plain_run, promtext._page_runs = real, runs
 
 
 def reading(text: str, accept: frozenset[str] | None, bounds: ParseBounds) -> object:
@@ -313,12 +314,27 @@ def test_the_tables_shared_by_pages_start_afresh_once_full() -> None:
     big = "# TYPE g gauge\n" + "".join(
         f'g{{i="{i}"}} {i}.5\n' for i in range(promtext.MAX_VALUES + 10)
     )
-    assert both(big, frozenset()) == ([], [("TYPE", "g", "gauge")])
+    slow_machine = ParseBounds(max_cpu_s=60.0)  # the lines one by one take seconds here
+    assert both(big, frozenset(), slow_machine) == ([], [("TYPE", "g", "gauge")])
     small = family_of(4)
     first = both(small, None)
     assert len(promtext._PASSED[DEFAULT.max_labels]) < 10
     assert len(promtext._VALUES[0]) < 10
     assert both(small, None) == first  # read again from the tables it filled
+
+
+def test_a_stretch_known_plain_counts_only_for_its_family_and_bound() -> None:
+    """A family nothing is read from is checked once per text: the same lines under another
+    family, under a smaller label bound, or with one line changed are checked again."""
+    text = family_of(10)
+    nothing = frozenset[str]()
+    assert both(text, nothing) == ([], both(text, None)[1])  # type: ignore[index]
+    assert both(text, nothing) == both(text, nothing)  # now known
+    said = both(text, nothing, ParseBounds(max_labels=1))
+    assert said == "refused: line 2 has 2 labels; limit 1"
+    assert both(text.replace('i="3"', 'i="3",i="4"'), nothing) == "not understood"
+    moved = "# TYPE y gauge\n" + text.split("\n", 1)[1]  # g's lines: no longer y's
+    assert both(moved, frozenset({"g"}))[0][:1] == [("g", {"engine": "0", "i": "0"}, "0.0")]  # type: ignore[index]
 
 
 def test_shared_labels_are_read_only() -> None:

@@ -53,6 +53,51 @@ def line_end(text: str, pos: int, lines: int) -> int:
     return pos
 
 
+def stretch_end(text: str, pos: int) -> int:
+    """The position after the lines from ``pos`` up to the next line starting with ``#``
+    (or the last whole line within :data:`WINDOW`); ``pos`` or less when there is none."""
+    limit = pos + WINDOW
+    comment = text.find("\n#", pos, limit)
+    return comment + 1 if comment >= 0 else text.rfind("\n", pos, limit) + 1
+
+
+class PassedRuns:
+    """Stretches of lines found to be plain lines of a family, by the family's names and
+    the stretch's text: whether one is depends on those and the label bound alone.
+
+    For the families sparktop reads nothing from (most of a vLLM page), which must still
+    be checked (the library refuses a page for one bad line anywhere) and which an engine
+    serves unchanged scrape after scrape (``_created`` samples, idle histograms): such a
+    stretch seen before costs a hash of its text, not a match. Two generations of at most
+    :data:`MAX_RUN_CHARS` characters each: a stretch read every scrape stays, one that
+    changed is dropped within two generations.
+    """
+
+    def __init__(self) -> None:
+        self.new: dict[tuple[frozenset[str], str], None] = {}
+        self.old: dict[tuple[frozenset[str], str], None] = {}
+        self.chars = 0
+
+    def __contains__(self, key: tuple[frozenset[str], str]) -> bool:
+        if key in self.new:
+            return True
+        if key in self.old:
+            self.add(key)
+            return True
+        return False
+
+    def add(self, key: tuple[frozenset[str], str]) -> None:
+        self.chars += len(key[1])
+        if self.chars > MAX_RUN_CHARS:
+            self.old, self.new, self.chars = self.new, {}, len(key[1])
+        self.new[key] = None
+
+
+MAX_RUN_CHARS = 1 << 22
+"""Characters of stretches :class:`PassedRuns` keeps in a generation (4 Mi: the unread
+families of several 8-engine pages)."""
+
+
 def plain_run(text: str, pos: int, max_lines: int, careful: bool) -> tuple[list[Row] | None, int]:
     """The plain lines from ``pos`` (a line start) up to the next line starting with ``#``,
     at most ``max_lines``, and the position after them.
@@ -65,9 +110,7 @@ def plain_run(text: str, pos: int, max_lines: int, careful: bool) -> tuple[list[
         end = PLAIN_RUN.match(text, pos).end()  # type: ignore[union-attr]  # {0,n} matches ""
         lines = text.count("\n", pos, end)
     else:
-        limit = pos + WINDOW
-        comment = text.find("\n#", pos, limit)
-        end = comment + 1 if comment >= 0 else text.rfind("\n", pos, limit) + 1
+        end = stretch_end(text, pos)
         lines = text.count("\n", pos, end) if end > pos else 0
     if lines > max_lines:
         end, lines = line_end(text, pos, max_lines), max_lines

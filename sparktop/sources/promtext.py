@@ -37,11 +37,13 @@ from sparktop.sources.promruns import (
     MAX_BLOCK_CHARS,
     MAX_RUN_LINES,
     PLAIN_LABELS,
+    PassedRuns,
     Row,
     line_end,
     number,
     plain_run,
     read_run,
+    stretch_end,
 )
 
 Raw = tuple[str, Mapping[str, str], float]
@@ -173,6 +175,20 @@ def _page_values() -> dict[str, float]:
     return _VALUES[0]
 
 
+_RUNS: dict[int, PassedRuns] = {}
+"""Label bound → the stretches found plain under it, shared by the pages read."""
+
+
+def _page_runs(max_labels: int) -> PassedRuns:
+    """The stretches found plain under this label bound (a table kept per bound)."""
+    runs = _RUNS.get(max_labels)
+    if runs is None:
+        if len(_RUNS) >= 8:  # bounds other than the default: tests, a few at most
+            _RUNS.clear()
+        runs = _RUNS[max_labels] = PassedRuns()
+    return runs
+
+
 class _Labels:
     """Label blocks (``{…}``) checked once: they repeat on most lines, and from page to page.
 
@@ -243,6 +259,7 @@ def scan_text(
     taking: frozenset[str] = frozenset()  # the wanted names in ``members``
     pending: list[Row] = []  # the current family's wanted samples (blocks and values read)
     numbers = _page_values()  # value text → value, every queued row's value in it
+    runs = _page_runs(bounds.max_labels)
 
     def wanted(name: str) -> bool:
         return accept is None or name in accept or name + "_total" in accept
@@ -290,8 +307,24 @@ def scan_text(
 
     def take_run(pos: int, line_no: int) -> tuple[int, int]:
         """Plain lines of the current family from ``pos``: (lines taken, position after)."""
-        nonlocal careful
         room = CHECK_EVERY - line_no % CHECK_EVERY  # a run ends where the clock is looked at
+        if careful or taking:
+            return read_plain(pos, room)
+        end = stretch_end(text, pos)  # a family nothing is read from: checked, or known
+        lines = text.count("\n", pos, end) if end > pos else 0
+        if not 0 < lines <= room:
+            return read_plain(pos, room)
+        key = (members, text[pos:end])
+        if key in runs:
+            return lines, end
+        taken, after = read_plain(pos, room)
+        if taken == lines:
+            runs.add(key)
+        return taken, after
+
+    def read_plain(pos: int, room: int) -> tuple[int, int]:
+        """:func:`take_run` by matching the lines."""
+        nonlocal careful
         rows, end = plain_run(text, pos, room, careful)
         if rows is None:
             careful = True
