@@ -93,9 +93,9 @@ class PassedRuns:
         self.new[key] = None
 
 
-MAX_RUN_CHARS = 1 << 22
-"""Characters of stretches :class:`PassedRuns` keeps in a generation (4 Mi: the unread
-families of several 8-engine pages)."""
+MAX_RUN_CHARS = 1 << 20
+"""Characters of stretches :class:`PassedRuns` keeps in a generation (1 Mi: the unread
+families of three 8-engine pages; the monitor's memory must stay flat, so at most 2 MB)."""
 
 
 def plain_run(text: str, pos: int, max_lines: int, careful: bool) -> tuple[list[Row] | None, int]:
