@@ -15,10 +15,11 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, NotRequired
+from typing import Any, Literal, NamedTuple, NoReturn, NotRequired
 
 import httpx
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import from_json
 from typing_extensions import TypedDict
 
 from sparktop.sources.engine_http import describe
@@ -53,8 +54,9 @@ class _Answer(TypedDict):
 
 
 _ANSWER = TypeAdapter(_Answer)
-"""The envelope, checked in one pass from JSON bytes. Vector elements are checked by hand in
-:func:`parse_answer`: validating 4,000 of them per tick costs 2-3× the JSON decoding itself."""
+"""The envelope, for the reason an answer that is not a vector is refused. A vector answer
+is decoded and checked by hand in :func:`parse_answer`, its elements too: validating 4,000
+of them per tick costs 2-3× the JSON decoding itself."""
 
 
 class Series(NamedTuple):
@@ -81,15 +83,63 @@ class QueryResult:
     latency_s: float
 
 
-def _value(text: str) -> float:
-    try:
-        return float(text)  # Prometheus writes "NaN", "+Inf", "-Inf"; float() reads them
-    except ValueError:
-        return math.nan
+_new_series = tuple.__new__
+"""Builds a :class:`Series` without the named tuple's Python-level ``__new__`` (thousands a
+tick)."""
+
+
+def _vector(answer: object) -> tuple[list[Any], list[str]] | None:
+    """(result, warnings) of a well-formed ``success`` vector answer, else None. Every check
+    the envelope's TypeAdapter makes, by hand on the decoded object: the adapter builds the
+    whole answer a second time, which cost 2-3× the decoding itself."""
+    if type(answer) is not dict or answer.get("status") != "success":
+        return None
+    data, warnings = answer.get("data"), answer.get("warnings", [])
+    if type(data) is not dict or data.get("resultType") != "vector":
+        return None
+    result = data.get("result")
+    if type(result) is not list or type(warnings) is not list:
+        return None
+    if not all(type(w) is str for w in warnings) or not all(
+        type(answer.get(key, "")) is str for key in ("errorType", "error")
+    ):
+        return None
+    return result, warnings
 
 
 def parse_answer(body: bytes, status_code: int, latency_s: float = 0.0) -> QueryResult:
     """Check and convert one ``/api/v1/query`` answer; :class:`PromFailure` if unusable."""
+    try:
+        decoded: object = from_json(body)
+    except ValueError:
+        decoded = None
+    vector = _vector(decoded)
+    if vector is None:
+        _refuse(body, status_code)
+    result, warnings = vector
+    series: list[Series] = []
+    append = series.append
+    try:
+        for item in result:
+            labels = item["metric"]  # a fresh dict from the decoder: ours to change
+            at, text = item["value"]
+            if type(labels) is not dict or type(text) is not str:
+                raise TypeError
+            name = labels.pop("__name__", "")
+            if DERIVED_LABEL in labels:
+                name = "sparktop:" + labels.pop(DERIVED_LABEL)
+            try:
+                value = float(text)  # Prometheus writes "NaN", "+Inf", "-Inf"; float() reads them
+            except ValueError:
+                value = math.nan
+            append(_new_series(Series, (name, labels, value, float(at))))
+    except (TypeError, KeyError, ValueError):
+        raise PromFailure("malformed instant vector") from None
+    return QueryResult(tuple(series), tuple(w[:200] for w in warnings), latency_s)
+
+
+def _refuse(body: bytes, status_code: int) -> NoReturn:
+    """Why an answer that is not a well-formed vector is unusable, as :class:`PromFailure`."""
     try:
         answer = _ANSWER.validate_json(body)
     except ValidationError:
@@ -100,24 +150,8 @@ def parse_answer(body: bytes, status_code: int, latency_s: float = 0.0) -> Query
         kind = answer.get("errorType") or f"HTTP {status_code}"
         raise PromFailure(f"query refused ({kind}): {answer.get('error', '')[:200]}")
     data = answer.get("data")
-    if data is None or data["resultType"] != "vector":
-        kind = data["resultType"] if data else "no data"
-        raise PromFailure(f"expected an instant vector, got {kind}")
-    series = []
-    try:
-        for item in data["result"]:
-            labels = item["metric"]  # a fresh dict from the decoder: ours to change
-            at, text = item["value"]
-            if not isinstance(labels, dict) or not isinstance(text, str):
-                raise TypeError
-            name = labels.pop("__name__", "")
-            if DERIVED_LABEL in labels:
-                name = "sparktop:" + labels.pop(DERIVED_LABEL)
-            series.append(Series(name, labels, _value(text), float(at)))
-    except (TypeError, KeyError, ValueError):
-        raise PromFailure("malformed instant vector") from None
-    warnings = tuple(w[:200] for w in answer.get("warnings", ()))
-    return QueryResult(tuple(series), warnings, latency_s)
+    kind = data["resultType"] if data else "no data"
+    raise PromFailure(f"expected an instant vector, got {kind}")
 
 
 _FORM_HEADERS = {"Content-Type": "application/x-www-form-urlencoded"}

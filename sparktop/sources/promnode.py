@@ -23,7 +23,9 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from math import isfinite
 
+from sparktop.hostmodel import PowerTelemetry
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, SlowdownCounters
 from sparktop.sources.nvsmi import is_unified
 from sparktop.sources.promapi import PromFailure, QueryResult, Series
@@ -36,6 +38,12 @@ RAW_MAX = 4000
 
 _GPU_NAMES = frozenset((*DCGM_FIELDS, GPU_TS))
 NO_PROCESS_MEMORY = "per-process GPU memory is not in dcgm-exporter's default fields"
+NO_PROCESS_MEMORY_NA = NA(NO_PROCESS_MEMORY)
+NO_PSTATE = NA("not in dcgm-exporter's default fields")
+NO_POWER = PowerTelemetry()
+"""Prometheus has no ``spark_hwmon`` readings: one empty value shared (the field's default
+factory makes three empty maps per sample)."""
+NO_HW_COUNTER = NA("dcgm-exporter has one thermal and one power violation counter")
 _REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
 
 
@@ -56,9 +64,15 @@ class PromNodeSource:
         self._since: float | None = None
         self._last: NodeSample | None = None
         self._expr_head = hub.exprs["nodes"][:300] + "…"
+        self._absent: dict[str, NA] = {}
 
     def _missing(self, name: str) -> NA:
-        return NA(f"no {name}{{{self.target.selector_text()}}} series in Prometheus")
+        """The reason a field is NA, made once per field: a GB10 lacks some every tick."""
+        na = self._absent.get(name)
+        if na is None:
+            selector = self.target.selector_text()
+            na = self._absent[name] = NA(f"no {name}{{{selector}}} series in Prometheus")
+        return na
 
     async def sample(self) -> NodeSample:
         wall = time.time()
@@ -81,18 +95,22 @@ class PromNodeSource:
         gpus: dict[tuple[str, str, str], dict[str, Series]] = {}
         node: dict[str, Series] = {}
         for s in series:
-            labels = s.labels
-            if s.name == DOWN or (down and labels.get("instance", "?") in down):
+            name, labels = s.name, s.labels
+            if name == DOWN or (down and labels.get("instance", "?") in down):
                 continue  # a target Prometheus cannot scrape: what is left of it is old
-            if s.name in _GPU_NAMES:
+            if name in _GPU_NAMES:
                 key = (
                     labels.get("instance", ""),
                     labels.get("gpu", ""),
                     labels.get("GPU_I_ID", ""),
                 )
-                gpus.setdefault(key, {}).setdefault(s.name, s)
-            else:
-                node.setdefault(s.name, s)
+                fields = gpus.get(key)
+                if fields is None:
+                    gpus[key] = {name: s}
+                elif name not in fields:
+                    fields[name] = s
+            elif name not in node:
+                node[name] = s
         if gpus and not down:  # the common case, kept cheap: every node, every tick
             raw = f"{len(series)} series from Prometheus {self.hub.url}; PromQL: {self._expr_head}"
         else:
@@ -121,7 +139,10 @@ class PromNodeSource:
                 state=NodeState.NO_GPU, message=message, memory=self._memory(node, ()),
                 latency_s=result.latency_s, raw=raw,
             )  # fmt: skip
-        samples = tuple(self._gpu(fields) for _, fields in sorted(gpus.items(), key=_gpu_order))
+        ordered: Iterable[dict[str, Series]] = gpus.values()
+        if len(gpus) > 1:
+            ordered = [fields for _, fields in sorted(gpus.items(), key=_gpu_order)]
+        samples = tuple([self._gpu(fields) for fields in ordered])
         times = [f[GPU_TS].value for f in gpus.values() if GPU_TS in f]
         memory = self._memory(node, samples)
         self._since = None
@@ -134,6 +155,7 @@ class PromNodeSource:
             latency_s=result.latency_s,
             raw=raw,
             driver_version=_label(series, "DCGM_FI_DRIVER_VERSION") or "",
+            power=NO_POWER,
         )
         self._last = sample
         return sample
@@ -147,7 +169,7 @@ class PromNodeSource:
         return NodeMemory(
             total_mib=total,
             used_mib=used,
-            gpu_held_mib=NA(NO_PROCESS_MEMORY),
+            gpu_held_mib=NO_PROCESS_MEMORY_NA,
             unified=is_unified(gpus, total),
         )
 
@@ -155,25 +177,25 @@ class PromNodeSource:
         s = fields.get(name)
         if s is None:
             return self._missing(name)
-        if not s.finite:
-            return NA(f"{name} is {s.value}")
-        return s.value / scale
+        value = s.value
+        if not isfinite(value):
+            return NA(f"{name} is {value}")
+        return value / scale
 
     def _gpu(self, fields: Mapping[str, Series]) -> GpuSample:
+        field = self._field
         full = fields.get("DCGM_FI_DEV_SM_CLOCK")  # the one field with every label
         labels = (full or next(iter(fields.values()))).labels
         mask: int | NA = self._missing(_REASONS[0])
         for name in _REASONS:
-            value = self._field(fields, name)
-            if not isinstance(value, NA):
-                mask = int(value)
-                break
-        used, free = (
-            self._field(fields, "DCGM_FI_DEV_FB_USED"),
-            self._field(fields, "DCGM_FI_DEV_FB_FREE"),
-        )
+            if name in fields:
+                value = field(fields, name)
+                if not isinstance(value, NA):
+                    mask = int(value)
+                    break
+        used = field(fields, "DCGM_FI_DEV_FB_USED")
+        free = field(fields, "DCGM_FI_DEV_FB_FREE")
         total: Num = used + free if not isinstance(used, NA) and not isinstance(free, NA) else free
-        no_hw = NA("dcgm-exporter has one thermal and one power violation counter")
         try:
             index = int(labels.get("gpu", "0"))
         except ValueError:
@@ -182,24 +204,22 @@ class PromNodeSource:
             index=index,
             uuid=labels.get("UUID", ""),
             name=labels.get("modelName", ""),
-            sm_clock_mhz=self._field(fields, "DCGM_FI_DEV_SM_CLOCK"),
-            max_sm_clock_mhz=self._field(fields, "DCGM_FI_DEV_MAX_SM_CLOCK"),
-            temperature_c=self._field(fields, "DCGM_FI_DEV_GPU_TEMP"),
-            power_w=self._field(fields, "DCGM_FI_DEV_POWER_USAGE"),
-            utilization_pct=self._field(fields, "DCGM_FI_DEV_GPU_UTIL"),
+            sm_clock_mhz=field(fields, "DCGM_FI_DEV_SM_CLOCK"),
+            max_sm_clock_mhz=field(fields, "DCGM_FI_DEV_MAX_SM_CLOCK"),
+            temperature_c=field(fields, "DCGM_FI_DEV_GPU_TEMP"),
+            power_w=field(fields, "DCGM_FI_DEV_POWER_USAGE"),
+            utilization_pct=field(fields, "DCGM_FI_DEV_GPU_UTIL"),
             memory_used_mib=used,
             memory_total_mib=total,
-            pstate=NA("not in dcgm-exporter's default fields"),
+            pstate=NO_PSTATE,
             clock_event_mask=mask,
             counters=SlowdownCounters(
-                sw_thermal_us=self._field(fields, "DCGM_FI_DEV_THERMAL_VIOLATION", 1000.0),
-                hw_thermal_us=no_hw,
-                sw_power_cap_us=self._field(fields, "DCGM_FI_DEV_POWER_VIOLATION", 1000.0),
-                hw_power_brake_us=no_hw,
+                sw_thermal_us=field(fields, "DCGM_FI_DEV_THERMAL_VIOLATION", 1000.0),
+                hw_thermal_us=NO_HW_COUNTER,
+                sw_power_cap_us=field(fields, "DCGM_FI_DEV_POWER_VIOLATION", 1000.0),
+                hw_power_brake_us=NO_HW_COUNTER,
             ),
-            process_memory_mib=NA(
-                "per-process GPU memory is not in dcgm-exporter's default fields"
-            ),
+            process_memory_mib=NO_PROCESS_MEMORY_NA,
         )
 
     async def aclose(self) -> None:
