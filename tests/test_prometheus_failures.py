@@ -16,6 +16,7 @@ from sparktop.inventory import parse_inventory
 from sparktop.model import EngineState, NodeState
 from sparktop.plan import Plan
 from sparktop.sim.promrun import free_port
+from sparktop.sources.promapi import is_loopback_url
 from sparktop.sources.promql import Target, filters, host_part, node_query
 
 PROM = "prometheus: {url: http://p:9090}\n"
@@ -156,6 +157,40 @@ async def test_partial_answer_keeps_rows_and_says_so_and_token_is_sent(
     assert engine.state is EngineState.UNAVAILABLE and "found nothing" in engine.message
     for sample in (node1, node2, engine):
         assert "s3cret" not in json.dumps(str(sample))
+
+
+async def test_a_cancelled_source_leaves_the_shared_query_to_the_others() -> None:
+    arrived, gate = asyncio.Event(), asyncio.Event()
+    labels = {"gpu": "0", "UUID": "GPU-2", "modelName": "NVIDIA GB10", "instance": "10.0.0.2:9400"}
+
+    async def answer(request: web.Request) -> web.Response:
+        arrived.set()
+        await gate.wait()
+        result = [{"metric": {"__name__": "DCGM_FI_DEV_SM_CLOCK", **labels}, "value": [1, "2500"]}]
+        body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+        return web.json_response(body)
+
+    async with stand_in(answer) as (url, seen):
+        inventory = parse_inventory(_inventory(url), "cluster.yaml")
+        node1, node2, engine = Plan.from_inventory(inventory).sources()
+        first = asyncio.ensure_future(node1.sample())
+        second = asyncio.ensure_future(node2.sample())
+        await arrived.wait()  # the node query is at Prometheus: both sources wait on it
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        gate.set()
+        sample = await second
+        await asyncio.gather(*(s.aclose() for s in (node1, node2, engine)))
+    assert first.cancelled()
+    assert len(seen) == 1  # one query for both nodes, not cancelled with the first
+    assert sample.ok and sample.gpus[0].sm_clock_mhz == 2500.0
+    assert seen[0].headers["Accept-Encoding"] == "identity"  # a Prometheus on this machine
+
+
+def test_only_a_prometheus_on_this_machine_is_asked_not_to_compress() -> None:
+    here = ("http://127.0.0.1:9090", "http://[::1]:9090", "http://localhost", "http://127.3.0.1")
+    assert all(is_loopback_url(url) for url in here)
+    assert not any(is_loopback_url(url) for url in ("http://10.0.0.1:9090", "https://prom.lan/"))
 
 
 def test_instance_matching_and_one_regex_for_all_instances() -> None:

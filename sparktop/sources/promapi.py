@@ -10,6 +10,7 @@ in a reason. Bodies over 64 MiB are refused (a query matching far more than inte
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 import urllib.parse
@@ -157,6 +158,17 @@ def _refuse(body: bytes, status_code: int) -> NoReturn:
 _FORM_HEADERS = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
+def is_loopback_url(url: str) -> bool:
+    """True when ``url`` names this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class PromClient:
     """One keep-alive connection pool to one Prometheus. ``token``: a bearer token."""
 
@@ -164,6 +176,10 @@ class PromClient:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
         headers = {"Accept": "application/json"}
+        if is_loopback_url(self.url):
+            # Over loopback compression saves nothing and costs both sides CPU: inflating a
+            # 256-node answer was ~1 ms of the head node's tick, and Prometheus deflates it.
+            headers["Accept-Encoding"] = "identity"
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._client = httpx.AsyncClient(

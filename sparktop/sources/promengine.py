@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -92,7 +92,7 @@ class PromEngineSource:
             engine=self.name, time_s=wall, state=state, message=message, since_s=self._since
         )
 
-    def _build(self, wall: float, series: list[Series], latency: float) -> EngineSample:
+    def _build(self, wall: float, series: Sequence[Series], latency: float) -> EngineSample:
         servers = {_server(s) for s in series if s.name.startswith(("vllm", "sparktop:"))}
         if len(servers) > 1:
             names = ", ".join(sorted(i for i, _ in servers))

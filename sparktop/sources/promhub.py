@@ -3,8 +3,9 @@
 Each source asks the hub for its tick's answer; the hub runs at most one query per kind
 (``nodes``, ``engines``) per tick however many sources ask: a query in flight is shared, and
 an answer younger than half the poll interval is reused. So the HTTP cost per tick is two
-queries for 2 nodes or 256. The answer is indexed once (by the host part and the whole of
-``instance``) so each source finds its series without scanning everyone's.
+queries for 2 nodes or 256. The answer is indexed once (by the host part of ``instance``, and
+by the whole label if a target names a port) so each source finds its series without
+scanning everyone's.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ class PromHub:
         self.queries = 0
         self._clock = clock
         self._answers: dict[str, _Answer] = {}
-        self._index: dict[str, tuple[QueryResult, _Index, _Index]] = {}
+        self._index: dict[tuple[str, bool], tuple[QueryResult, _Index]] = {}
+        """(kind, by whole ``instance``) → the answer indexed: built once per answer."""
         self._hosts: dict[str, str] = {}
         """``instance`` label → its host part: the same few hundred labels every tick."""
         self._users = 0
@@ -118,35 +120,36 @@ class PromHub:
         back to back, faster than the reuse window)."""
         self._answers.clear()
 
-    def select(self, kind: str, result: QueryResult, target: Target) -> list[Series]:
-        """The series of ``result`` (this tick's ``kind`` answer) that belong to ``target``."""
+    def select(self, kind: str, result: QueryResult, target: Target) -> Sequence[Series]:
+        """The series of ``result`` (this tick's ``kind`` answer) that belong to ``target`` (not
+        to be changed: shared with the index)."""
         if target.match:
             return [s for s in result.series if target.matches(s.labels)]
-        index = self._index.get(kind)
+        key = (kind, target.with_port)
+        index = self._index.get(key)
         if index is None or index[0] is not result:
-            by_host: _Index = {}
-            by_instance: _Index = {}
-            hosts = self._hosts
-            if len(hosts) > MAX_INSTANCES:
-                hosts.clear()
-            for s in result.series:
-                instance = s.labels.get("instance", "")
+            index = self._index[key] = (result, self._group(result, by_host=not target.with_port))
+        return index[1].get(target.instance or "", ())  # the index's own list: never changed
+
+    def _group(self, result: QueryResult, *, by_host: bool) -> _Index:
+        """``result``'s series by the host part of ``instance`` or by the whole label."""
+        hosts = self._hosts
+        if len(hosts) > MAX_INSTANCES:
+            hosts.clear()
+        groups: _Index = {}
+        for s in result.series:
+            instance = s.labels.get("instance", "")
+            if by_host:
                 host = hosts.get(instance)
                 if host is None:
                     host = hosts[instance] = host_part(instance)
-                group = by_host.get(host)
-                if group is None:
-                    by_host[host] = [s]
-                else:
-                    group.append(s)
-                group = by_instance.get(instance)
-                if group is None:
-                    by_instance[instance] = [s]
-                else:
-                    group.append(s)
-            index = self._index[kind] = (result, by_host, by_instance)
-        found = index[2] if target.with_port else index[1]
-        return list(found.get(target.instance or "", ()))
+                instance = host
+            group = groups.get(instance)
+            if group is None:
+                groups[instance] = [s]
+            else:
+                group.append(s)
+        return groups
 
     async def aclose(self) -> None:
         """Close the connection pool when the last attached source closes."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from math import isfinite
 
@@ -90,27 +90,10 @@ class PromNodeSource:
             raw=raw or f"PromQL: {self.hub.exprs['nodes'][:RAW_MAX]}",
         )  # fmt: skip
 
-    def _build(self, wall: float, result: QueryResult, series: list[Series]) -> NodeSample:
-        down = sorted(s.labels.get("instance", "?") for s in series if s.name == DOWN)
-        gpus: dict[tuple[str, str, str], dict[str, Series]] = {}
-        node: dict[str, Series] = {}
-        for s in series:
-            name, labels = s.name, s.labels
-            if name == DOWN or (down and labels.get("instance", "?") in down):
-                continue  # a target Prometheus cannot scrape: what is left of it is old
-            if name in _GPU_NAMES:
-                key = (
-                    labels.get("instance", ""),
-                    labels.get("gpu", ""),
-                    labels.get("GPU_I_ID", ""),
-                )
-                fields = gpus.get(key)
-                if fields is None:
-                    gpus[key] = {name: s}
-                elif name not in fields:
-                    fields[name] = s
-            elif name not in node:
-                node[name] = s
+    def _build(self, wall: float, result: QueryResult, series: Sequence[Series]) -> NodeSample:
+        gpus, node, down = _group(series, _ALL_UP)
+        if down:  # a target Prometheus cannot scrape: what is left of it is old
+            gpus, node, _ = _group(series, frozenset(down))
         if gpus and not down:  # the common case, kept cheap: every node, every tick
             raw = f"{len(series)} series from Prometheus {self.hub.url}; PromQL: {self._expr_head}"
         else:
@@ -226,7 +209,39 @@ class PromNodeSource:
         await self.hub.aclose()
 
 
-def _gpu_order(item: tuple[tuple[str, str, str], object]) -> tuple[float, str, str]:
+_GpuKey = tuple[str, str, str]
+_ALL_UP: frozenset[str] = frozenset()
+
+
+def _group(
+    series: Iterable[Series], down: frozenset[str]
+) -> tuple[dict[_GpuKey, dict[str, Series]], dict[str, Series], list[str]]:
+    """(GPU fields by (instance, gpu, GPU_I_ID), node fields, the instances Prometheus cannot
+    scrape, sorted), the first series of each name kept and the ``down`` instances' left out.
+    One pass: a node's targets are all up nearly always."""
+    gpus: dict[_GpuKey, dict[str, Series]] = {}
+    node: dict[str, Series] = {}
+    seen_down: list[str] = []
+    for s in series:
+        name, labels = s.name, s.labels
+        if name == DOWN:
+            seen_down.append(labels.get("instance", "?"))
+            continue
+        if down and labels.get("instance", "?") in down:
+            continue
+        if name in _GPU_NAMES:
+            key = (labels.get("instance", ""), labels.get("gpu", ""), labels.get("GPU_I_ID", ""))
+            fields = gpus.get(key)
+            if fields is None:
+                gpus[key] = {name: s}
+            elif name not in fields:
+                fields[name] = s
+        elif name not in node:
+            node[name] = s
+    return gpus, node, sorted(seen_down)
+
+
+def _gpu_order(item: tuple[_GpuKey, object]) -> tuple[float, str, str]:
     instance, index, mig = item[0]
     try:
         return float(index), mig, instance
@@ -238,7 +253,7 @@ def _label(series: Iterable[Series], key: str) -> str | None:
     return next((s.labels[key] for s in series if key in s.labels), None)
 
 
-def _raw(expr: str, series: list[Series]) -> str:
+def _raw(expr: str, series: Sequence[Series]) -> str:
     lines = [f"PromQL: {expr[:1000]}", f"{len(series)} series for this node:"]
     for s in series:
         labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
