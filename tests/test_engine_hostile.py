@@ -98,6 +98,29 @@ class Trickle:
         writer.close()
 
 
+async def test_a_port_that_answers_garbage_is_not_http_in_a_few_words() -> None:
+    """Random bytes for an answer: h11 quotes them back as a Python bytes repr of hundreds of
+    characters; the row says what it means instead."""
+
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(bytes(range(256)) * 4 + b"\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        source = EngineSource(Cfg("dsv4", f"http://127.0.0.1:{port}"), timeout_s=2)
+        sample = await source.sample()
+        await source.aclose()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert sample.state is EngineState.UNAVAILABLE
+    assert sample.message == "not an HTTP answer (illegal status line)"
+
+
 @pytest.mark.parametrize(
     ("mode", "state", "words"),
     [

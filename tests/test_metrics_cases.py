@@ -223,8 +223,10 @@ def test_stale_gauges_while_no_counter_moves() -> None:
     fake = FakeVllm()
     fake.set_gauges("0", running=5, waiting=2, kv_usage=0.6)
     d = MetricsDeriver("dsv4", stale_after_s=60)
-    states = [fake_scrape(d, fake, float(t)).state for t in (0, 30, 59, 61)]
+    samples = [fake_scrape(d, fake, float(t)) for t in (0, 30, 59, 61)]
+    states = [s.state for s in samples]
     assert states == [EngineState.OK, EngineState.OK, EngineState.OK, EngineState.STALE]
+    assert "(running 5, waiting 2): gauges may be frozen" in samples[-1].message
     fake.load["0"].decode_tps = 10
     fake.advance(1)
     assert fake_scrape(d, fake, 62.0).state is EngineState.OK  # a counter moved

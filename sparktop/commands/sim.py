@@ -35,6 +35,9 @@ terminal closes (SIGHUP) or the process gets SIGTERM).
 The simulated server runs max_num_seqs 32 where the default profile's sweep used 8, so the
 KV pool can fill (pool-exhaustion); the inventory says 32. Its alerts keep the monitor's
 default hold (10 s); 'sparktop demo' writes 5 s so the tour's 20 s faults alert in time.
+
+Exit status: 0 after Ctrl-C, SIGHUP or SIGTERM (the ways it is meant to stop; unlike the
+monitor and the demo, where q is the normal end and Ctrl-C gives 130), 2 on a bad option.
 """
 
 EPILOG = """\

@@ -41,9 +41,22 @@ class ScrapeFailure(Exception):
 
 
 def describe(exc: BaseException) -> str:
-    """``TypeName: message`` (or just the type name when the message is empty)."""
+    """``TypeName: message`` (or just the type name when the message is empty); an HTTP
+    protocol error as :func:`protocol_reason` says it."""
+    if isinstance(exc, httpx.ProtocolError):
+        return protocol_reason(exc)
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def protocol_reason(exc: httpx.ProtocolError) -> str:
+    """``not an HTTP answer (illegal status line)``: h11's words before the bytes it quotes
+    (a Python bytes repr of whatever the port sent, hundreds of characters, is no reason);
+    a server that hung up says so."""
+    head = str(exc).split(":", 1)[0].strip().rstrip(".")[:80] or type(exc).__name__
+    head = head[:1].lower() + head[1:]
+    hung_up = "disconnected" in head or "closed" in head
+    return head if hung_up else f"not an HTTP answer ({head})"
 
 
 def transport_reason(exc: BaseException) -> str:
@@ -209,6 +222,8 @@ async def fetch_metrics(
             data = await read_capped(response, MAX_BODY_BYTES, progress)
     except httpx.TimeoutException as exc:
         raise ScrapeFailure(*no_answer(progress, timeout_s)) from exc
+    except httpx.ProtocolError as exc:  # it answered, not in HTTP: reachable, no page
+        raise ScrapeFailure(EngineState.UNAVAILABLE, protocol_reason(exc)) from exc
     except httpx.TransportError as exc:
         raise ScrapeFailure(EngineState.UNREACHABLE, transport_reason(exc)) from exc
     content_type = response.headers.get("content-type", "")

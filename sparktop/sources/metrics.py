@@ -238,7 +238,7 @@ class MetricsDeriver:
         if busy > 0 and quiet >= self.stale_after_s:
             return EngineState.STALE, (
                 f"running/waiting/KV unchanged for {quiet:.0f} s while no counter moved "
-                f"(running {gauges[0]}, waiting {gauges[1]}): gauges may be frozen"
+                f"(running {_count(gauges[0])}, waiting {_count(gauges[1])}): gauges may be frozen"
             )
         return EngineState.OK, ""
 
@@ -354,3 +354,8 @@ def _kv_freed(win: Window, ranks: list[str]) -> Num:
                 return h
             total += h.sum
     return total / win.dt
+
+
+def _count(value: Num) -> str:
+    """A request count as the panel shows it (``2,826``), or the gauge's own n/a."""
+    return f"{value:,.0f}" if is_num(value) else str(value)
