@@ -73,7 +73,9 @@ def test_running_requests_count_by_their_prefill_share_and_prompt() -> None:
     )  # fmt: skip
     n = compute_budget(30_000, 1, p, 128, live=live, max_num_seqs=32).send_now
     assert n.concurrency == 8 and n.prefill_concurrency == 3  # 1 + 7 × 0.25 × 1
-    assert n.prefill_how == "7 running, 25% of their time prefilling, prompts 100% of this one's"
+    assert n.prefill_how == (
+        "7 others running with it, 25% of their time prefilling, prompts 100% of this one's"
+    )
     assert n.ttft_s is not None and n.ttft_s.value == estimate(p, 30_000, 3).ttft_s.value
     short = replace(live, mean_prompt_tokens=7_500.0)
     m = compute_budget(30_000, 1, p, 128, live=short, max_num_seqs=32).send_now
@@ -92,7 +94,10 @@ def test_a_full_scheduler_queues_at_the_measured_finish_rate() -> None:
     assert (n.queue_wait_s, n.wait_origin) == (6.0, "server")  # 3 must finish, 0.5/s
     assert n.ttft_s is not None and is_num(n.ttft_s.value)
     assert n.ttft_total_s == pytest.approx(n.ttft_s.value + 6.0)
-    assert "the scheduler is full (running = max_num_seqs): ≈ 6.00 s" in render_budget(b)
+    text = render_budget(b)
+    assert "the scheduler is full (running = max_num_seqs): ≈ 6.00 s" in text
+    # 8 + 1 is not 8: the cap is said where the count is.
+    assert "→ concurrency 8 with this request (at most max_num_seqs: it waits" in text
 
 
 def test_a_prompt_bigger_than_the_free_pool_waits_for_tokens() -> None:
@@ -148,7 +153,7 @@ async def test_budget_endpoint_on_the_simulator(capsys: pytest.CaptureFixture[st
     profile = load_profile(FOUR)
     # 2 running with short prompts, mostly decoding: the new prompt prefills nearly alone
     prefill = now["prefill_concurrency"]  # type: ignore[index]
-    assert 1 <= prefill["value"] <= 3 and prefill["how"].startswith("2 running")
+    assert 1 <= prefill["value"] <= 3 and prefill["how"].startswith("2 others running with it")
     assert now["ttft_s"]["value"] == pytest.approx(  # type: ignore[index]
         estimate(profile, 30_000, prefill["value"]).ttft_s.value, rel=1e-3
     )

@@ -266,6 +266,7 @@ QUEUED = {
 def _send_now_section(b: Budget) -> list[str]:
     n = b.send_now
     out = ["If sent now (one more request on the live load)"]
+    capped = is_num(n.running) and is_num(n.concurrency) and n.concurrency < n.running + 1
     out.append(_line(Origin.PROFILE, "TTFT idle", _est_text(n.idle_ttft_s, "s")))
     if n.ttft_s is None:
         out.append(_line(Origin.SERVER, "TTFT now", f"no data ({_why(n.running)})"))
@@ -275,7 +276,8 @@ def _send_now_section(b: Budget) -> list[str]:
             Origin.SERVER,
             "live load",
             f"running {_num(n.running)}, waiting {_num(n.waiting)} → concurrency "
-            f"{_num(n.concurrency)} with this request",
+            f"{_num(n.concurrency)} with this request"
+            + (" (at most max_num_seqs: it waits for a slot)" if capped else ""),
         )
     )
     out.append(

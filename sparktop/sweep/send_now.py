@@ -142,7 +142,7 @@ def _prefill_concurrency(live: EngineSample, prompt_tokens: int, conc: int) -> t
     weight = min(1.0, float(mean) / prompt_tokens) if is_num(mean) and mean > 0 else 1.0
     value = max(1, round(1 + others * share * weight))
     return value, (
-        f"{others} running, {share * 100:.0f}% of their time prefilling, prompts "
+        f"{others} others running with it, {share * 100:.0f}% of their time prefilling, prompts "
         f"{weight * 100:.0f}% of this one's"
     )
 
