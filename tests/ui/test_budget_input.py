@@ -88,6 +88,17 @@ async def test_the_untouched_default_is_labelled_default() -> None:
         assert "prompt  8,192 tok  [default]" in text and "[default] not set yet" in text
 
 
+async def test_a_cleared_prompt_field_goes_back_to_the_default() -> None:
+    """The field emptied and Enter: the pane still said the old prompt [given] beside it."""
+    app = make_app(Scripted(engine()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await pilot.press("b")
+        assert "prompt  4,096 tok  [given]" in await _enter(app, pilot, "prompt", "4096")
+        text = await _enter(app, pilot, "prompt", "")
+        assert "prompt  8,192 tok  [default]" in text and "4,096" not in text
+
+
 async def test_errors_are_phrased_for_the_pane(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -89,6 +89,10 @@ class PromptInput(BudgetInput):
             self.post_message(TextPasted(event.text))
 
 
+DEFAULT_PROMPT = tokens.TokenCount(8192, "default")
+"""The prompt before the operator sets one, and again once the field is cleared."""
+
+
 class BudgetPane(VerticalScroll, can_focus=True):
     """The context budget beside the live view (``b`` toggles it, the prompt field focused).
 
@@ -134,9 +138,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
         self.profile_limits = profile_limits
         self.engine_urls = dict(engine_urls)
         self.live: EngineSample | None = None
-        self.inputs = BudgetInputs(
-            prompt=tokens.TokenCount(8192, "default"), concurrency=1, output_tokens=None
-        )
+        self.inputs = BudgetInputs(prompt=DEFAULT_PROMPT, concurrency=1, output_tokens=None)
         self.counting = ""
         self.error = ""
         """The last field's problem, shown instead of figures that would be for older input."""
@@ -209,7 +211,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
         self._set(concurrency=min(MAX_COUNT, max(1, self.inputs.concurrency + step)))
 
     def action_prompt(self, factor: float) -> None:
-        current = self.inputs.prompt.tokens if self.inputs.prompt else 8192
+        current = self.inputs.prompt.tokens if self.inputs.prompt else DEFAULT_PROMPT.tokens
         prompt = min(MAX_COUNT, max(1, round(current * factor)))
         self._set(prompt=tokens.TokenCount(prompt, "what-if"))
         self.query_one("#prompt", Input).value = str(self.inputs.prompt.tokens)
@@ -234,8 +236,9 @@ class BudgetPane(VerticalScroll, can_focus=True):
             "output": str(self.inputs.output),
         }
         changed = [f for f in FIELDS if f == event.input.id or typed[f] not in ("", shown[f])]
-        if event.input.id == "prompt" and not typed["prompt"]:
-            changed.remove("prompt")  # Enter in the empty prompt field: nothing to count
+        cleared = event.input.id == "prompt" and not typed["prompt"]
+        if cleared:
+            changed.remove("prompt")  # nothing to count: a field cleared goes back to the default
         # The numbers first: applying one rewrites both number fields from the inputs.
         changes: dict[str, Any] = {}
         try:
@@ -246,6 +249,8 @@ class BudgetPane(VerticalScroll, can_focus=True):
         except UserError as exc:
             self._fail(str(exc))
             return
+        if cleared and self.inputs.prompt.method != DEFAULT_PROMPT.method:
+            changes["prompt"] = DEFAULT_PROMPT
         if changes or "prompt" not in changed:
             self._set(**changes)
         if "prompt" in changed:
