@@ -71,7 +71,7 @@ def test_demo_without_tui_prints_tables_and_removes_its_directory() -> None:
     assert not Path(directory.group(1)).exists()
     assert "spark-2" in result.stdout and "dsv41" in result.stdout
     assert "faults are played in turn" in result.stdout
-    assert "thermal 0:02-0:10" in result.stdout  # 8-48 simulated seconds at speed 5
+    assert "thermal 0:02–0:10" in result.stdout  # 8-48 simulated seconds at speed 5
 
 
 def _replayable(path: Path) -> list[Tick]:
@@ -284,8 +284,11 @@ async def test_demo_inventory_holds_alerts_5_s_and_runs_32_sequences() -> None:
 def test_demo_says_what_it_plays_and_why_its_inventory_differs() -> None:
     text = startup_text("tour", 1.0)
     assert text.startswith("faults are played in turn, one at a time")
-    assert "thermal 0:08-0:48" in text and "long-context 2:36" in text
-    assert "thermal-blip 1:36-1:43" in text and "load-change 5:20-5:55" in text
+    assert "thermal 0:08–0:48" in text and "long-context 2:36," in text
+    # Each fault ends at its own end step: a restart or a long request plays out by itself.
+    assert "pool-exhaustion 1:28–1:48" in text and "server-restart 2:28," in text
+    assert "every 6 min 20 s" in text
+    assert "thermal-blip 1:36–1:43" in text and "load-change 5:20–5:55" in text
     assert "alerts hold 5 s" in text
     assert "alerts hold 1 s" in startup_text("tour", 5.0)
     result = subprocess.run(

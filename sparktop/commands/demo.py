@@ -28,8 +28,9 @@ code as a real cluster. The generated inventory, keys and known_hosts live in a 
 directory (printed) that is removed on exit, also when the terminal closes (SIGHUP) or the
 process is killed with SIGTERM.
 
-The default scenario, 'tour', plays the faults in turn, 20 s each (25 s for the host
-faults) with 10 s or more of recovery between, {round} per round, looping: thermal,
+The default scenario, 'tour', plays the faults in turn, 15-40 s each (thermal 40 s,
+node-down 15 s, the host faults 25 s, the others 20 s) with 10 s or more of recovery
+between, {round} per round, looping: thermal,
 hidden-low-power, pool-exhaustion, node-down, server-restart, long-context, steady-slow,
 memory-pressure, link-down. Background load runs throughout.
 
@@ -137,7 +138,7 @@ def startup_text(scenario: str, speed: float) -> str:
         round_s = chosen.period_s / speed
         return (
             f"faults are played in turn, one at a time, then the round repeats every "
-            f"{round_s / 60:.3g} min: {when}; {hold}"
+            f"{minutes_text(round_s)}: {when}; {hold}"
         )
     return f"{chosen.description}: {when}; {hold}"
 

@@ -175,7 +175,8 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
             ),
             Scenario(
                 "tour",
-                "every fault in turn for 20 s (the host faults 25 s), 10 s or more of recovery "
+                "every fault in turn, 15–40 s each (thermal 40 s, node-down 15 s, the host "
+                "faults 25 s, the others 20 s), 10 s or more of recovery "
                 f"between, {minutes_text(TOUR_PERIOD_S)} per round (its long-context step "
                 "sends the sweep's 128K "
                 "prompt; a node blips during the pool exhaustion and the load changes at the "
@@ -219,6 +220,15 @@ class Player:
 
 
 _ENDS = {Act.RECOVER, Act.END_FLOOD, Act.NODE_UP, Act.BLIP_END, Act.LOAD_BACK}
+_ENDED_BY = {
+    Act.FLOOD: Act.END_FLOOD,
+    Act.NODE_DOWN: Act.NODE_UP,
+    Act.BLIP: Act.BLIP_END,
+    Act.LOAD_SHIFT: Act.LOAD_BACK,
+}
+"""The step that ends a fault (default: ``RECOVER``)."""
+_INSTANT = {Act.RESTART, Act.LONG_CONTEXT}
+"""Faults that play out by themselves: a restart (3 s unavailable), one long request."""
 _SHOWN = {Act.FLOOD: "pool-exhaustion"}
 
 
@@ -229,13 +239,15 @@ def _clock(seconds: float) -> str:
 
 def timeline(scenario: Scenario, speed: float = 1.0) -> str:
     """When each fault plays, in wall time at ``speed`` from the scenario's start:
-    ``thermal 0:08-0:28, …, server-restart 2:10`` (a fault without an end is one instant)."""
+    ``thermal 0:08–0:48, …, server-restart 2:28`` (a fault that plays out by itself, or one
+    without an end step, is shown at its start)."""
     steps = scenario.steps
     parts = []
     for i, (at, act) in enumerate(steps):
         if act in _ENDS:
             continue
-        end = next((t for t, a in steps[i + 1 :] if a in _ENDS), None)
-        span = _clock(at / speed) + (f"-{_clock(end / speed)}" if end is not None else "")
+        ender = _ENDED_BY.get(act, Act.RECOVER)
+        end = None if act in _INSTANT else next((t for t, a in steps[i + 1 :] if a is ender), None)
+        span = _clock(at / speed) + (f"–{_clock(end / speed)}" if end is not None else "")
         parts.append(f"{_SHOWN.get(act, act.value)} {span}")
     return ", ".join(parts)
