@@ -373,25 +373,36 @@ def expected_for(estimator: EstimateFn, load: Load, aggregate_kind: str) -> Wind
     aggregate: list[Cell] = []
     kinds = {aggregate_kind} if aggregate_kind else set()
     counts = [c for c, _ in load.running]
+    # Each cell is asked for again by the other counts' checks and the TTFT spreads: look
+    # it up once (the estimator rounds the prompt onto its grid at every call).
+    looked_up: dict[tuple[float, int], Estimate] = {}
 
-    def held(p: float, metric: str) -> bool:
-        """Whether some running count of the window has data at prompt ``p``."""
-        return any(is_num(getattr(estimator(p, c), metric).value) for c in counts)
+    def cell(p: float, c: int) -> Estimate:
+        est = looked_up.get((p, c))
+        if est is None:
+            est = looked_up[p, c] = estimator(p, c)
+        return est
+
+    def has_data(fig: Estimated, p: float, metric: str) -> bool:
+        """Whether some running count of the window has data at prompt ``p`` (asked only
+        for a cell without a value: :func:`_at` keeps a cell that has one as it is)."""
+        return is_num(fig.value) or any(is_num(getattr(cell(p, c), metric).value) for c in counts)
 
     spreads: list[Spread] = []
     for c, seconds in load.running:
         for i, (p, n) in enumerate(load.ttft_prompts):
-            fig = estimator(p, c).ttft_s
-            ttft.append((_at(load, c, fig, held(p, "ttft_s")), seconds * n))
+            fig = cell(p, c).ttft_s
+            ttft.append((_at(load, c, fig, has_data(fig, p, "ttft_s")), seconds * n))
             if i < len(load.ttft_spans):
-                spreads.append(_spread(estimator, fig, load.ttft_spans[i], c))
+                spreads.append(_spread(cell, fig, load.ttft_spans[i], c))
         for p, n in load.prompts:
-            est = estimator(p, c)
+            est = cell(p, c)
             kinds.add(est.aggregate_kind)
-            decode.append((_at(load, c, est.decode_tps, held(p, "decode_tps")), seconds * c * n))
-            aggregate.append(
-                (_at(load, c, est.aggregate_tps, held(p, "aggregate_tps")), seconds * n)
-            )
+            decode_fig, aggregate_fig = est.decode_tps, est.aggregate_tps
+            decode_fig = _at(load, c, decode_fig, has_data(decode_fig, p, "decode_tps"))
+            decode.append((decode_fig, seconds * c * n))
+            aggregate_fig = _at(load, c, aggregate_fig, has_data(aggregate_fig, p, "aggregate_tps"))
+            aggregate.append((aggregate_fig, seconds * n))
     return WindowExpected(
         load,
         _combine(ttft, "weighted median", median=True, spreads=spreads),
