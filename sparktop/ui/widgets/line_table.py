@@ -166,6 +166,8 @@ class LineTable(ScrollView, can_focus=True):
         self._truecolor_filter: ANSIToTruecolor | None = None
         self._truecolor_background: Color | None = None
         """The filter and the background it draws over, until the styles change."""
+        self._true_styles: dict[Style, Style] = {}
+        """Each style as :meth:`_turned` turned it, until the styles change."""
         self._header_base: Style | None = None
         self._shown_size = Size(0, 0)
         """The size at the last repaint: a row below it is drawn when it comes into view."""
@@ -367,6 +369,7 @@ class LineTable(ScrollView, can_focus=True):
     def _restyled(self) -> None:
         """Styles resolve differently (theme, focus): draw everything again."""
         self._styles.clear()
+        self._true_styles.clear()
         self._truecolor_background = None
         self._header_base = None
         self._base = None
@@ -407,36 +410,55 @@ class LineTable(ScrollView, can_focus=True):
             resolved = styles[style] = base + own
         return resolved
 
-    def _draw(self, cells: Callable[[LineColumn], LineCell], base: Style) -> Strip:
-        """One line of cells, each padded by blanks in ``base``; neighbouring text in one
-        style shares a segment (most cells and all padding are in ``base``)."""
+    def _draw(self, cells: Sequence[LineCell], base: Style) -> Strip:
+        """One line of ``cells`` (one per column), each padded by blanks in ``base``;
+        neighbouring text in one style shares a segment (most cells and all padding are in
+        ``base``). Drawn for every changed row of every tick: the loop is kept flat."""
         pad = " " * CELL_PADDING
         runs: list[tuple[list[str], Style]] = []
-
-        def add(text: str, style: Style) -> None:
-            if runs and runs[-1][1] is style:
-                runs[-1][0].append(text)
-            else:
-                runs.append(([text], style))
-
+        run: list[str] = []
+        run_style = base
         columns = self.columns
+        count = len(columns)
         at = 0
-        while at < len(columns):
-            text, role = cells(columns[at])
+        while at < count:
+            text, role = cells[at]
             width = columns[at].width
             at += 1
-            while at < len(columns) and cells(columns[at]) == CONTINUED:
+            while at < count and cells[at] == CONTINUED:
                 width += 2 * CELL_PADDING + columns[at].width
                 at += 1
-            add(pad, base)
-            add(_fit(text, width), self._style(role, base) if role else base)
-            add(pad, base)
+            style = self._style(role, base) if role else base
+            # pad, text, pad: the pads in ``base``, each piece joining the run of its style.
+            if run_style is not base:
+                runs.append((run, run_style))
+                run, run_style = [], base
+            run.append(pad)
+            if style is not base:
+                runs.append((run, base))
+                run, run_style = [], style
+            run.append(_fit(text, width))
+            if run_style is not base:
+                runs.append((run, run_style))
+                run, run_style = [], base
+            run.append(pad)
         # As wide as the widget too, so a repaint takes the line as it is (no crop or pad).
         columns_width = self.virtual_size.width
         width = max(columns_width, self._frame[0] if self._frame else self.size.width)
         if width > columns_width:
-            add(" " * (width - columns_width), base)
-        return Strip([Segment("".join(t), self._true(st)) for t, st in runs], width)
+            run.append(" " * (width - columns_width))
+        if run:
+            runs.append((run, run_style))
+        turned = self._turned
+        return Strip([Segment("".join(texts), turned(st)) for texts, st in runs], width)
+
+    def _turned(self, style: Style) -> Style:
+        """:meth:`_true` of ``style``, kept until the styles change: a dict look-up where the
+        filter's own memo hashes its three arguments, for every run of every drawn row."""
+        turned = self._true_styles.get(style)
+        if turned is None:
+            turned = self._true_styles[style] = self._true(style)
+        return turned
 
     def _header_style(self) -> Style:
         if self._header_base is None:
@@ -447,14 +469,18 @@ class LineTable(ScrollView, can_focus=True):
 
     def _header_strip(self) -> Strip:
         if self._header is None:
-            self._header = self._draw(lambda c: (c.label, ""), self._header_style())
+            self._header = self._draw([(c.label, "") for c in self.columns], self._header_style())
         return self._header
+
+    def _cells(self, row: _Row) -> list[LineCell]:
+        get = row.cells.get
+        return [get(c.key, EMPTY) for c in self.columns]
 
     def _row_strip(self, key: str) -> Strip:
         row = self._rows[key]
         if row.strip is None:
             self.strips_built += 1
-            row.strip = self._draw(lambda c: row.cells.get(c.key, EMPTY), self.base_style)
+            row.strip = self._draw(self._cells(row), self.base_style)
         return row.strip
 
     def render_lines(self, crop: Region) -> list[Strip]:
@@ -469,14 +495,14 @@ class LineTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width, x, top = self._frame or (self.size.width, round(self.scroll_x), round(self.scroll_y))
         if y == 0:  # the header and its background span the whole width, as the cursor
-            return self._fitted(self._header_strip(), x, width, self._true(self._header_style()))
+            return self._fitted(self._header_strip(), x, width, self._turned(self._header_style()))
         index = top + y - 1
         if index >= len(self._ordered):
-            return Strip.blank(width, self._true(self.base_style))
+            return Strip.blank(width, self._turned(self.base_style))
         key = self._ordered[index]
         if index != self.cursor_row:
-            return self._fitted(self._row_strip(key), x, width, self._true(self.base_style))
-        return self._fitted(self._cursor_strip(key), x, width, self._true(self.cursor_base))
+            return self._fitted(self._row_strip(key), x, width, self._turned(self.base_style))
+        return self._fitted(self._cursor_strip(key), x, width, self._turned(self.cursor_base))
 
     @staticmethod
     def _fitted(strip: Strip, x: int, width: int, style: Style) -> Strip:
@@ -490,7 +516,7 @@ class LineTable(ScrollView, can_focus=True):
         own colour (a throttled reading stays red when selected), the rest take the cursor's."""
         row = self._rows[key]
         if row.cursor_strip is None:
-            row.cursor_strip = self._draw(lambda c: row.cells.get(c.key, EMPTY), self.cursor_base)
+            row.cursor_strip = self._draw(self._cells(row), self.cursor_base)
         return row.cursor_strip
 
     @property
