@@ -25,6 +25,10 @@ from sparktop.ui.safe_text import without_control_filter
 BARS = "▁▂▃▄▅▆▇█"
 
 
+BAR_STYLES_KEPT = 2048
+"""Bar styles a SparkRow keeps by ratio (two sparklines of 48 columns); it starts over past
+this."""
+
 Scale = tuple[float | None, float | None]
 """A sparkline's fixed bottom and top (``(0, 100)`` for a percentage, ``(0, None)`` for a rate:
 0 up to the data's maximum); ``None`` takes the data's minimum / maximum as Textual does."""
@@ -87,11 +91,14 @@ def spark_lines(
     base: Style,
     low: RichColor,
     high: RichColor,
+    styles: dict[float, Style] | None = None,
 ) -> list[Strip]:
     """The ``height`` lines (top first) of a sparkline ``width`` cells wide: bars ▁…█ coloured
     from ``low`` (the data's minimum) to ``high`` (its maximum) over the ``base`` style.
     ``ratios`` is :func:`column_ratios` of ``data``. No data: a floor of ▁ in ``low``; one
-    value without a fixed scale (no ``ratios``): full █ bars in ``high``."""
+    value without a fixed scale (no ``ratios``): full █ bars in ``high``. ``styles``: each
+    ratio's bar style, filled as drawn and kept by the caller for these same colours (a
+    shifted window draws mostly the ratios of the last tick)."""
     if width <= 0 or height <= 0:
         return [Strip([])] * max(height, 0)
     if len(data) == 0:
@@ -101,7 +108,8 @@ def spark_lines(
         return [Strip([Segment("█" * width, base + Style.from_color(high))], width)] * height
     levels = len(BARS)
     top = levels * height - 1
-    styles: dict[float, Style] = {}
+    if styles is None:
+        styles = {}
     strips: list[Strip] = []
     for line in reversed(range(height)):
         floor, ceiling = line * levels, (line + 1) * levels
@@ -177,6 +185,12 @@ class SparkRow(Widget):
         self._widths: tuple[int, ...] = ()
         self._strip: Strip | None = None
         self._strip_key: tuple[object, ...] | None = None
+        self._colour_set: tuple[Style, Style, RichColor, RichColor] | None = None
+        """:meth:`_colours`, kept until the styles change (``rich_style`` walks every
+        ancestor's styles: most of a line's cost when read for each repaint)."""
+        self._bar_styles: dict[float, Style] = {}
+        """Each bar ratio's style in :attr:`_colour_set`'s colours (bounded: see
+        :data:`BAR_STYLES_KEPT`)."""
         self.builds = 0
         """How many times the line was rebuilt (tests count repaints that did work)."""
 
@@ -214,7 +228,19 @@ class SparkRow(Widget):
         widths = [free * (i + 1) // count - free * i // count for i in range(count)]
         return tuple(min(w, self.max_width) for w in widths)
 
+    def notify_style_update(self) -> None:
+        # Textual calls this on the widget and on every descendant of a node whose styles
+        # change (theme, classes, pseudo-classes such as :focus).
+        super().notify_style_update()
+        self._colour_set = None
+        self._bar_styles = {}
+
     def _colours(self) -> tuple[Style, Style, RichColor, RichColor]:
+        if self._colour_set is None:
+            self._colour_set = self._resolve_colours()
+        return self._colour_set
+
+    def _resolve_colours(self) -> tuple[Style, Style, RichColor, RichColor]:
         _, background = self.background_colors
         low: Color = background + self.get_component_styles("spark--min-color").color
         high: Color = background + self.get_component_styles("spark--max-color").color
@@ -235,6 +261,8 @@ class SparkRow(Widget):
                     for d, w, scale in zip(self._data, widths, self.scales, strict=True)
                 ]
             base, label_style, low, high = colours
+            if len(self._bar_styles) > BAR_STYLES_KEPT:
+                self._bar_styles = {}
             blank = Style(bgcolor=base.bgcolor)  # as the padding and margins between widgets
             segments: list[Segment] = []
             for label, data, ratios, spark_width in zip(
@@ -242,7 +270,9 @@ class SparkRow(Widget):
             ):
                 segments += (Segment(label, label_style), Segment(" ", blank))
                 if data:
-                    (bars,) = spark_lines(data, ratios, spark_width, 1, base, low, high)
+                    (bars,) = spark_lines(
+                        data, ratios, spark_width, 1, base, low, high, self._bar_styles
+                    )
                     segments += bars
                 else:  # no readings (not provided, or none yet): never a floor that reads as 0
                     segments.append(Segment(set_cell_size("n/a", spark_width), label_style))
