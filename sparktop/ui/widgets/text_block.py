@@ -54,6 +54,8 @@ class TextBlock(Widget):
         self._strips: dict[int, Strip] = {}
         self._block: list[Strip] | None = None
         self._rich_styles: dict[tuple[int, int, VisualStyle], RichStyle] = {}
+        self._span_styles: dict[str | VisualStyle, VisualStyle] = {}
+        """Each span style over the widget's, as drawn (kept with :attr:`_rich_styles`)."""
         self._key: tuple[object, ...] | None = None
         self.line_builds = 0
         """Lines rendered so far (tests count how many a change rebuilt)."""
@@ -109,6 +111,7 @@ class TextBlock(Widget):
     def _forget(self) -> None:
         self._strips.clear()
         self._rich_styles.clear()
+        self._span_styles.clear()
         self._block = None
 
     def _per_line(self, width: int) -> bool:
@@ -164,7 +167,11 @@ class TextBlock(Widget):
         cache = self._rich_styles
         if len(cache) > RICH_STYLES_KEPT:
             cache.clear()
-        for text, text_style in line.render(style, end="", parse_style=self._get_style):
+            self._span_styles.clear()
+        pieces = self._pieces(line, style)
+        if pieces is None:
+            pieces = list(line.render(style, end="", parse_style=self._get_style))
+        for text, text_style in pieces:
             # Most spans keep their style and place from one tick to the next (only the
             # numbers change): building their Rich style is most of a line's cost.
             rich_style = cache.get((x, y, text_style))
@@ -174,3 +181,29 @@ class TextBlock(Widget):
             segments.append(Segment(text, rich_style))
             x += len(text)
         return Strip(segments, line.cell_length)
+
+    def _pieces(self, line: Content, style: VisualStyle) -> list[tuple[str, VisualStyle]] | None:
+        """What ``line.render(style)`` yields for a line whose spans follow one another
+        without overlapping (the views' lines: one span per styled part), without its
+        general span stack; None for any other line (``Content.render`` draws it)."""
+        text = line.plain
+        spans = line.spans
+        if not spans:
+            return [(text, style)]  # an empty line too, as Content.render yields it
+        span_styles = self._span_styles
+        pieces: list[tuple[str, VisualStyle]] = []
+        at = 0
+        for start, end, span_style in spans:
+            if start < at or end < start or end > len(text):
+                return None
+            if start > at:
+                pieces.append((text[at:start], style))
+            if end > start:
+                combined = span_styles.get(span_style)
+                if combined is None:
+                    combined = span_styles[span_style] = style + self._get_style(span_style)
+                pieces.append((text[start:end], combined))
+            at = end
+        if at < len(text):
+            pieces.append((text[at:], style))
+        return pieces
