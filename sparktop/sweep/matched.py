@@ -214,8 +214,29 @@ def too_little_load(finished: float, loaded_s: float, window_s: float) -> str:
     )
 
 
+LOADS_KEPT = 64
+"""Engines whose last sample's load :func:`window_load` keeps (it starts over past this)."""
+
+_last_loads: dict[str, tuple[EngineSample, Load | str]] = {}
+
+
 def window_load(sample: EngineSample) -> Load | str:
-    """The load of ``sample``'s window, or why there is none to compare (one line)."""
+    """The load of ``sample``'s window, or why there is none to compare (one line).
+
+    Kept for each engine's latest sample (samples are frozen; the identity is checked): the
+    expected row and every live figure that reads the waiting peak (the alert rules' and the
+    expected strip's, each tick) ask for the same sample's load."""
+    held = _last_loads.get(sample.engine)
+    if held is not None and held[0] is sample:
+        return held[1]
+    load = _window_load(sample)
+    if len(_last_loads) >= LOADS_KEPT:
+        _last_loads.clear()
+    _last_loads[sample.engine] = (sample, load)
+    return load
+
+
+def _window_load(sample: EngineSample) -> Load | str:
     if not sample.ok:
         return "no live values to compare"
     if not is_num(sample.running):  # the server does not report it: unknown, not idle
