@@ -22,7 +22,7 @@ examples:
   sparktop profiles 2x-spark-dsv4-flash-0731        print one as a table
   sparktop profiles ./my-sweep.yaml                 validate and print a profile file
   sparktop profiles 4x-spark-dsv41-flash-1017 --json
-  sparktop profiles --import results/*.json --name my-sweep --kv-pool 2493464 \
+  sparktop profiles --import results/*.json --name my-sweep --kv-pool 2493464 \\
       -o ~/.config/sparktop/profiles/my-sweep.yaml
   sparktop profiles --import benchy.json --name spark-benchy -o benchy.yaml   (llama-benchy)
   sparktop profiles --import benchmarks.json --name guidellm -o g.yaml          (GuideLLM)

@@ -165,7 +165,7 @@ def _ceiling(b: Budget, tags: Tags) -> list[Group]:
 
 def _kv(b: Budget, tags: Tags) -> list[list[Group]]:
     kv = b.kv
-    pct = f" {kv.pool_used_pct.value:.1f}%" if is_num(kv.pool_used_pct.value) else ""
+    pct = f" {kv.pool_used_pct.value:,.1f}%" if is_num(kv.pool_used_pct.value) else ""
     pool: list[Group] = [
         _ok("KV", kv.fits, "fits", "OVER POOL"),
         [(f"{_tok(kv.total_tokens.value)}/{fmt.si_tokens(kv.pool_tokens.value)}{pct}", ""),
@@ -176,7 +176,7 @@ def _kv(b: Budget, tags: Tags) -> list[list[Group]]:
         now: list[Group] = [
             _ok(" now", kv.fits_now, "fits", "NOT NOW"),
             [(f"{fmt.si_tokens(kv.free_tokens_now.value)} free", ""),
-             (f" → {used:.1f}%" if is_num(used) else "", ""), _tag(kv.free_tokens_now)],
+             (f" → {used:,.1f}%" if is_num(used) else "", ""), _tag(kv.free_tokens_now)],
         ]  # fmt: skip
     else:
         now = [[_label(" now"), (_why(kv.free_tokens_now.value), "dim")]]
@@ -384,7 +384,7 @@ def budget_lines(
         [[_label("profile"), (profile.name, "accent")]],
         *([[[(counting, "warn")]]] if counting else []),
         _prompt(b),
-        [[_label("conc"), (str(b.concurrency), "bold")],
+        [[_label("conc"), (f"{b.concurrency:,}", "bold")],
          [("output ", "dim"), (f"{b.output_tokens:,} tok", "")]],
         [],
         _ceiling(b, tags),
