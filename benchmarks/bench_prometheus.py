@@ -16,11 +16,13 @@ Run: ``python benchmarks/bench_prometheus.py [--quick] [--nodes 256]``
 from __future__ import annotations
 
 import asyncio
+import gc
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,13 +43,17 @@ from benchmarks.common import (
     sim_process,
     stop_child,
 )
-from sparktop.inventory import parse_inventory
+from sparktop import gcpolicy
+from sparktop.cluster import ClusterState
+from sparktop.inventory import Inventory, load_inventory, parse_inventory
 from sparktop.plan import Plan
 from sparktop.poller import Poller
 from sparktop.sim.promrun import missing_binaries, start_prometheus, until
+from sparktop.sources.promhub import PromHub
 
 FARM = Path(__file__).resolve().parent / "promfarm.py"
 SCRAPE_S = 5.0
+TICKS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,39 +68,93 @@ class PromRun:
     polled: int
 
 
-async def poll_through(inventory_text: str, cycles: int, prom_pid: int) -> PromRun:
-    inventory = parse_inventory(inventory_text, "prom-cluster.yaml")
-    sources = Plan.from_inventory(inventory).sources()
-    hub = sources[0].hub  # type: ignore[attr-defined]
-    poller = Poller(sources, inventory.interval_s, lambda s: None)
-    prom = psutil.Process(prom_pid)
-    try:
-        await poller.poll_once()  # connection set up: not part of a cycle
-        cpu, wall, ok, polled = [], [], 0, 0
-        queries0 = hub.queries
-        prom0 = sum(prom.cpu_times()[:2])
-        for _ in range(cycles):
-            hub.next_tick()  # every cycle is a tick of its own
-            c, t = time.process_time(), time.perf_counter()
-            samples = await poller.poll_once()
-            cpu.append(time.process_time() - c)
-            wall.append(time.perf_counter() - t)
-            ok += sum(1 for s in samples if s.ok)
-            polled += len(samples)
-        prom_cpu = (sum(prom.cpu_times()[:2]) - prom0) / cycles
-        rss = psutil.Process().memory_info().rss / 2**20
+CADENCE_S = 1.0
+"""Every way ticks at the monitor's 1 s (the simulator's interval): a tick's CPU includes what
+the way does between polls (the streaming probe's rows arrive then)."""
+
+
+class Way:
+    """One way of polling, measured in blocks of ticks at :data:`CADENCE_S`, the ways' blocks
+    alternating: this VM's speed drifts by a quarter within minutes (measured back to back,
+    256 nodes through Prometheus gave 22-31 ms a tick from one run to the next, and the SSH
+    side it is divided by 21-32 ms). A block has its own poller, closed after it, so no way's
+    background (SSH streams) is counted in another's."""
+
+    def __init__(self, make: Callable[[], tuple[Poller, PromHub | None]], prom_pid: int = 0):
+        self.make = make
+        self.cycles = bench_poll.Cycles()
+        self.block_cpu_s: list[float] = []
+        self.queries = 0
+        self.prometheus_cpu_s: list[float] = []
+        self.rss_mb = 0.0
+        self._prom = psutil.Process(prom_pid) if prom_pid else None
+
+    def _prom_cpu(self) -> float:
+        return sum(self._prom.cpu_times()[:2]) if self._prom else 0.0
+
+    async def block(self, ticks: int) -> None:
+        poller, hub = self.make()
+        loop = asyncio.get_running_loop()
+        try:
+            await poller.poll_once()  # connections set up, field set learned: not counted
+            await asyncio.sleep(CADENCE_S)
+            await poller.poll_once()  # streams started
+            queries, prom = hub.queries if hub else 0, self._prom_cpu()
+            cpu, due = time.process_time(), loop.time()
+            for _ in range(ticks):  # the window: ``ticks`` intervals, each ending in a poll
+                due += CADENCE_S
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                started = time.perf_counter()
+                samples = await poller.poll_once()
+                self.cycles.seconds.append(time.perf_counter() - started)
+                self.cycles.ok += sum(1 for s in samples if s.ok)
+                self.cycles.polled += len(samples)
+            self.block_cpu_s.append((time.process_time() - cpu) / ticks)
+            self.prometheus_cpu_s.append((self._prom_cpu() - prom) / ticks)
+            self.queries += (hub.queries - queries) if hub else 0
+            self.rss_mb = max(self.rss_mb, psutil.Process().memory_info().rss / 2**20)
+        finally:
+            await poller.aclose()
+
+    def result(self, nodes: int) -> PromRun:
+        ticks = max(1, len(self.cycles.seconds))
         return PromRun(
-            len(inventory.nodes),
-            (hub.queries - queries0) / cycles,
-            statistics.median(cpu),
-            statistics.median(wall),
-            rss,
-            prom_cpu,
-            ok,
-            polled,
+            nodes,
+            self.queries / ticks,
+            statistics.median(self.block_cpu_s),
+            self.cycles.median_ms / 1000,
+            self.rss_mb,
+            statistics.median(self.prometheus_cpu_s),
+            self.cycles.ok,
+            self.cycles.polled,
         )
-    finally:
-        await poller.aclose()
+
+    def ssh_cycles(self) -> bench_poll.Cycles:
+        self.cycles.cpu = [statistics.median(self.block_cpu_s)]
+        return self.cycles
+
+
+def prom_way(inventory_text: str, prom_pid: int) -> tuple[Way, int]:
+    """Every node of ``inventory_text`` through its Prometheus (and how many nodes)."""
+    inventory = parse_inventory(inventory_text, "prom-cluster.yaml")
+
+    def make() -> tuple[Poller, PromHub | None]:
+        sources = Plan.from_inventory(inventory).sources()
+        hub = sources[0].hub  # type: ignore[attr-defined]
+        return Poller(sources, inventory.interval_s, lambda s: None), hub
+
+    return Way(make, prom_pid), len(inventory.nodes)
+
+
+def ssh_way(inventory: Inventory, nodes: int) -> Way:
+    """The monitor's SSH polling of the first ``nodes`` simulated nodes."""
+    sub = inventory.model_copy(update={"nodes": inventory.nodes[:nodes], "engines": ()})
+
+    def make() -> tuple[Poller, PromHub | None]:
+        state = ClusterState()
+        return Poller(Plan.from_inventory(sub).node_sources(), sub.interval_s, state.apply), None
+
+    return Way(make)
 
 
 def _subset(text: str, url: str, nodes: int) -> str:
@@ -102,12 +162,22 @@ def _subset(text: str, url: str, nodes: int) -> str:
     doc["prometheus"]["url"] = url
     doc["nodes"] = doc["nodes"][:nodes]
     doc["engines"] = []
+    doc["interval_s"] = CADENCE_S  # the hub asks again every tick (it reuses within half of it)
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def measure_prometheus(nodes: int, cycles: int) -> tuple[PromRun, PromRun]:
-    """(all ``nodes``, the first 32) read through one real Prometheus."""
-    with tempfile.TemporaryDirectory(prefix="sparktop-prom-bench-") as tmp:
+@dataclass(frozen=True, slots=True)
+class Measured:
+    prom: PromRun
+    small: PromRun
+    ssh: dict[int, bench_poll.Cycles]
+
+
+def measure(nodes: int, rounds: int) -> Measured:
+    """``nodes`` and 32 read through one real Prometheus, 32 and 64 simulated nodes over SSH:
+    ``rounds`` blocks of :data:`TICKS` ticks of each, alternating (32 through Prometheus: one
+    block, for its query count)."""
+    with tempfile.TemporaryDirectory(prefix="sparktop-prom-bench-") as tmp, sim_process(64) as sim:
         out = Path(tmp)
         log = open(out / "farm.log", "w+")  # noqa: SIM115 - closed below
         farm = subprocess.Popen(
@@ -133,15 +203,22 @@ def measure_prometheus(nodes: int, cycles: int) -> tuple[PromRun, PromRun]:
                 time.sleep(0.1)
             config = yaml.safe_load((out / "prometheus.yml").read_text())
             text = (out / "prom-cluster.yaml").read_text()
-            return asyncio.run(_with_prometheus(config, text, out, nodes, cycles))
+            inventory = load_inventory(sim.inventory)
+            threshold = gc.get_threshold()
+            gcpolicy.tune()  # the monitor's process settings (sparktop.gcpolicy), both ways
+            try:
+                return asyncio.run(_with_prometheus(config, text, out, inventory, nodes, rounds))
+            finally:
+                gc.unfreeze()
+                gc.set_threshold(*threshold)
         finally:
             stop_child(farm)
             log.close()
 
 
 async def _with_prometheus(
-    config: dict[str, object], text: str, out: Path, nodes: int, cycles: int
-) -> tuple[PromRun, PromRun]:
+    config: dict[str, object], text: str, out: Path, inventory: Inventory, nodes: int, rounds: int
+) -> Measured:
     prom = await start_prometheus(config, out / "prometheus")
     try:
         targets = 2 * nodes
@@ -152,24 +229,20 @@ async def _with_prometheus(
             60,
             "every node's SM clock",
         )
-        full = await poll_through(_subset(text, prom.url, nodes), cycles, prom.process.pid)
-        small = await poll_through(_subset(text, prom.url, 32), cycles, prom.process.pid)
-        return full, small
+        full, count = prom_way(_subset(text, prom.url, nodes), prom.process.pid)
+        small, _ = prom_way(_subset(text, prom.url, 32), prom.process.pid)
+        ssh32, ssh64 = ssh_way(inventory, 32), ssh_way(inventory, 64)
+        for _ in range(rounds):
+            for way in (full, ssh32, ssh64):
+                await way.block(TICKS)
+        await small.block(TICKS)
+        return Measured(
+            full.result(count),
+            small.result(32),
+            {32: ssh32.ssh_cycles(), 64: ssh64.ssh_cycles()},
+        )
     finally:
         prom.close()
-
-
-def measure_ssh(sizes: tuple[int, ...], cycles: int) -> dict[int, bench_poll.Cycles]:
-    out: dict[int, bench_poll.Cycles] = {}
-    with sim_process(max(sizes)) as sim:
-        from sparktop.inventory import load_inventory
-
-        inventory = load_inventory(sim.inventory)
-        for n in sizes:
-            out[n] = asyncio.run(
-                bench_poll.poll_sparktop(inventory, inventory.nodes[:n], cycles, sim)
-            )
-    return out
 
 
 def figures(prom: PromRun, small: PromRun, ssh: dict[int, bench_poll.Cycles]) -> list[Figure]:
@@ -215,10 +288,8 @@ def run(quick: bool = False, nodes: int = 256) -> list[Figure]:
     missing = missing_binaries("prometheus")
     if missing:
         return [info("scale through Prometheus", f"skipped: {', '.join(missing)} not installed")]
-    cycles = 5 if quick else 15
-    prom, small = measure_prometheus(nodes, cycles)
-    ssh = measure_ssh((32, 64), cycles)
-    return figures(prom, small, ssh)
+    m = measure(nodes, 2 if quick else 4)
+    return figures(m.prom, m.small, m.ssh)
 
 
 def main(argv: list[str] | None = None) -> int:

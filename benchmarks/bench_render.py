@@ -35,6 +35,7 @@ if __package__ in (None, ""):
 from benchmarks.common import ROOT, Figure, arg_parser, info, print_table
 from benchmarks.reference import Speed, around, check_scaled
 from benchmarks.simsources import SimSources
+from sparktop import gcpolicy
 
 SIZES = (8, 16, 32, 64)
 WARM_POLLS = 125
@@ -58,7 +59,12 @@ class RenderResult:
 
 
 async def measure_one(
-    nodes: int, engines: int = ENGINES, rounds: int = 20, height: int = HEIGHT
+    nodes: int,
+    engines: int = ENGINES,
+    rounds: int = 20,
+    height: int = HEIGHT,
+    *,
+    tune_gc: bool = False,
 ) -> RenderResult:
     from sparktop.plan import Plan
     from sparktop.ui.app import SparktopApp
@@ -67,6 +73,8 @@ async def measure_one(
     sim = SimSources(nodes, engines)
     plan = Plan.from_layout(f"sim-{nodes}x", sim.groups, interval_s=1.0)
     app = SparktopApp(plan, sim.sources, plan.alert_engine(), clock=sim.wall, autostart=False)
+    if tune_gc:
+        gcpolicy.tune()  # as the monitor's run_tui does (a process of its own: --one)
     ticks: list[float] = []
     repaint: list[float] = []
     cells: list[int] = []
@@ -163,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.one:
         nodes, height, rounds = args.one
-        result = asyncio.run(measure_one(nodes, rounds=rounds, height=height))
+        result = asyncio.run(measure_one(nodes, rounds=rounds, height=height, tune_gc=True))
         print(json.dumps(dataclasses.asdict(result)))
         return 0
     results, speed = around(lambda: measure(args.sizes, rounds=5 if args.quick else 20))

@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+from sparktop import gcpolicy
 from sparktop.interrupt import EXIT_INTERRUPTED
 
 DESCRIPTION = """\
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop_on, sig)
         # Said once a stop signal is handled, so a supervisor may stop it from then on.
         print(f"sparktop exporter: serving {endpoint.url}{note}", file=sys.stderr, flush=True)
+        gcpolicy.tune()  # a long-running process: see sparktop.gcpolicy
         await Exporter(plan, endpoint).run(stop)
 
     asyncio.run(main())

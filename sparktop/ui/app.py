@@ -20,6 +20,7 @@ from textual.css.query import NoMatches
 from textual.filter import LineFilter
 from textual.widgets import Input, Static
 
+from sparktop import gcpolicy
 from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.peers import node_facts
 from sparktop.alerts.pipeline import AlertPipeline
@@ -481,6 +482,7 @@ def run_tui(
         alerts.bell = app.bell
     if metrics is not None:
         serve_metrics(app, metrics)
+    gcpolicy.tune()  # a long-running process: see sparktop.gcpolicy
     with held_warnings():  # never written over the screen
         result = app.run()
     return int(result or 0)

@@ -14,6 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from textual.widgets import Static
 
+from sparktop import gcpolicy
 from sparktop.cluster import ClusterState
 from sparktop.plan import Plan
 from sparktop.record.replay import Pacer, ReplaySource, Step
@@ -188,5 +189,6 @@ def run_replay_tui(
 ) -> int:
     """Run the replay until the operator quits; returns the exit code."""
     app = ReplayApp(source, speed=speed, start_s=start_s, theme=theme)
+    gcpolicy.tune()  # a long-running process: see sparktop.gcpolicy
     with held_warnings():  # never written over the screen
         return int(app.run() or 0)
