@@ -10,7 +10,7 @@ table: figure | measured | target | PASS/MISS, with the machine it ran on. Ratio
 one run (both sides of a ratio on the same machine, minutes apart at most); absolute times
 depend on the machine and on what else it is doing.
 
-Run: ``python benchmarks/run_all.py`` (about 5 minutes on 2 cores) or ``--quick`` (about 2);
+Run: ``python benchmarks/run_all.py`` (about 16 minutes on 2 cores) or ``--quick`` (shorter);
 ``--only poll,render`` runs some; ``--markdown FILE`` also writes the table as markdown.
 Exit status 0 when every figure passes, 1 when one misses.
 """

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from sparktop.alerts.context import Expected, RuleContext
@@ -232,6 +233,18 @@ def test_expected_deficits_ttft_and_decode() -> None:
     )
     ok = engine(ttft_p50=Quantile(1.2), itl_mean_s=1 / 50.0)
     assert run(cluster(ok), expected=expected_row) == {}
+
+
+def test_a_deficit_against_another_models_profile_says_so() -> None:
+    note = "the profile measured DeepSeek V4 Flash 0731; this engine serves Qwen/Qwen3-32B"
+
+    def other_model(sample: EngineSample) -> Expected:
+        return dataclasses.replace(expected_row(sample), model_note=note)
+
+    live = engine(ttft_p50=Quantile(1.60), itl_mean_s=1 / 35.3)
+    found = run(cluster(live), expected=other_model)
+    assert f"; {note})" in found["expected.ttft:dsv41"].message
+    assert f"; {note})" in found["expected.decode:dsv41"].message
 
 
 def test_a_live_value_inside_the_band_is_no_deficit_whatever_the_percentage() -> None:

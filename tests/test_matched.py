@@ -239,3 +239,49 @@ def test_span_median_reads_a_histogram_as_histogram_quantile_does() -> None:
         ref = histogram_quantile(0.5, hist, "empty")
         assert isinstance(ref, Quantile)
         assert span_median(spans) == pytest.approx(ref.value_s, abs=1e-9)
+
+
+def test_a_profile_measured_on_another_model_is_said_beside_the_row() -> None:
+    """The seed profiles name their model in free text; an engine serving one of them by
+    its Hugging Face id is the same model, one serving anything else gets a note (in the
+    monitor's strip, the alert message and the snapshot line), and the row is still shown."""
+    from sparktop.alerts.engine import profile_expected
+    from sparktop.sweep.matched import MatchedExpected, model_mismatch
+    from sparktop.ui.expected import DeficitClock, expected_lines
+
+    other = load_profile("2x-spark-dsv4-flash-0731")
+    assert model_mismatch(PROFILE.model, "deepseek-ai/DeepSeek-V4.1-Flash-1017") == ""
+    assert model_mismatch(other.model, "deepseek-ai/DeepSeek-V4-Flash-0731") == ""
+    assert model_mismatch(PROFILE.model, "") == "" and model_mismatch("", "Qwen/Qwen3-32B") == ""
+    note = model_mismatch(PROFILE.model, "Qwen/Qwen3-32B")
+    assert (
+        note == "the profile measured DeepSeek V4.1 Flash 1017; this engine serves Qwen/Qwen3-32B"
+    )
+    assert model_mismatch(other.model, "deepseek-ai/DeepSeek-V4.1-Flash-1017") != ""
+
+    fake = FakeVllm()
+    d = MetricsDeriver("dsv41", window_s=30)
+    fake.load["0"] = Load(decode_tps=300, requests_per_s=1, prompt_tokens=3800)
+    fake.set_gauges(running=8, waiting=0, kv_usage=0.3)
+    scrape(d, fake, 0.0)
+    for t in range(1, 21):
+        fake.advance(1)
+        s = scrape(d, fake, float(t))
+    same = dataclasses.replace(s, model="deepseek-ai/DeepSeek-V4.1-Flash-1017")
+    served = dataclasses.replace(s, model="Qwen/Qwen3-32B")
+    row = MatchedExpected(PROFILE)
+    got_same, got_other = row(same), row(served)
+    assert not isinstance(got_same, str) and not isinstance(got_other, str)
+    assert got_same.model_note == "" and got_other.model_note == note
+    assert got_other.ttft_s == got_same.ttft_s  # still compared: a note, not a refusal
+
+    def strip(sample: EngineSample, width: int) -> str:
+        lines = expected_lines(sample, PROFILE.name, row, 25.0, DeficitClock(), 20.0, width)
+        return " ".join(text for line in lines for text, _ in line)
+
+    assert note not in strip(same, 160)
+    assert f"({note})" in strip(served, 160) and f"({note})" in strip(served, 80)
+    expected = profile_expected(PROFILE, row)
+    assert expected is not None
+    shown = expected(served)
+    assert shown is not None and shown.model_note == note

@@ -24,7 +24,8 @@ class Expected:
     uncertainty band (same units; None: no band, the % threshold alone decides). A live value
     inside the band is not a deficit. ``prompt_tokens`` / ``concurrency`` are the window's mean
     load (:mod:`sparktop.sweep.matched`); ``load`` says it in words and ``window_s`` how long
-    the window is (None: the instant reading, no window yet).
+    the window is (None: the instant reading, no window yet). ``model_note``: set when the
+    profile looks like another model's (:func:`sparktop.sweep.matched.model_mismatch`).
     """
 
     prompt_tokens: float
@@ -37,6 +38,7 @@ class Expected:
     decode_high_tps: float | None = None
     window_s: float | None = None
     load: str = ""
+    model_note: str = ""
 
 
 ExpectedFn = Callable[[EngineSample], Expected | None]

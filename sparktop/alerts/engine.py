@@ -265,6 +265,7 @@ def profile_expected(
             decode_high_tps=_num(got.decode_tps.high),
             window_s=load.window_s,
             load=load.describe(),
+            model_note=got.model_note,
         )
 
     return expected

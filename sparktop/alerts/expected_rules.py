@@ -47,6 +47,7 @@ class Deficit:
     ttft_label: str = "p50"
     decode_label: str = "1/mean ITL"
     ttft_note: str = ""
+    model_note: str = ""
 
     def ttft_past(self, limit_pct: float) -> bool:
         """TTFT at least ``limit_pct`` above expected and above the band's top."""
@@ -101,6 +102,7 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
         ttft.label,
         decode.label,
         ttft.note,
+        exp.model_note,
     )
 
 
@@ -161,7 +163,7 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
         d = deficit(ctx, s)
         if d is None:
             continue
-        at = f"at {d.load}"
+        at = f"at {d.load}" + (f"; {d.model_note}" if d.model_note else "")
         window = {"window_s": d.window_s} if d.window_s is not None else {}
         if d.ttft_past(limit) and d.ttft_over_pct is not None and d.ttft_live_s:
             why, values = _cause_text(ctx, s, "ttft")

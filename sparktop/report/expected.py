@@ -30,12 +30,16 @@ def window_row(plan: Plan, sample: EngineSample) -> WindowExpected | str:
 def expected_json(plan: Plan, sample: EngineSample) -> dict[str, object]:
     """``{"profile", "window_s", "load", "mean_running", "mean_prompt_tokens", "basis",
     "figures": {column: comparison}, "missing"}``; ``missing`` is why there is no row (then
-    ``figures`` is empty). ``deficit`` is judged at the plan's ``expected_deficit_pct``."""
+    ``figures`` is empty). ``deficit`` is judged at the plan's ``expected_deficit_pct``.
+    ``model_note``: the profile looks like another model's (else None)."""
     got = window_row(plan, sample)
     threshold_pct = plan.thresholds.expected_deficit_pct
     block: dict[str, object] = {"profile": plan.profile_name or None}
     if isinstance(got, str):
-        return {**block, "window_s": None, "load": None, "figures": {}, "missing": got}
+        return {
+            **block, "window_s": None, "load": None, "figures": {}, "missing": got,
+            "model_note": None,
+        }  # fmt: skip
     load = got.load
     return {
         **block,
@@ -46,6 +50,7 @@ def expected_json(plan: Plan, sample: EngineSample) -> dict[str, object]:
         "basis": str(got.ttft_s.basis),
         "figures": {c.column: comparison_json(c, threshold_pct) for c in comparisons(got, sample)},
         "missing": None,
+        "model_note": got.model_note or None,
     }
 
 
@@ -87,4 +92,6 @@ def expected_text(plan: Plan, sample: EngineSample) -> str:
                 )
         parts.append(text)
     basis = str(got.ttft_s.basis)
-    return f"expected {plan.profile_name} @ {got.load.describe()} ({basis}): " + " · ".join(parts)
+    model = f" ({got.model_note})" if got.model_note else ""
+    head = f"expected {plan.profile_name}{model} @ {got.load.describe()} ({basis}): "
+    return head + " · ".join(parts)

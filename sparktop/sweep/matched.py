@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sparktop.model import NA, EngineSample, is_num
 from sparktop.sweep.estimator import Basis, Estimate, Estimated, estimate
@@ -295,6 +295,9 @@ class WindowExpected:
     decode_tps: Estimated
     aggregate_tps: Estimated
     aggregate_kind: str
+    model_note: str = ""
+    """Set when the profile names a model and the engine serves one it does not name
+    (:func:`model_mismatch`): the figures are another model's."""
 
 
 Cell = tuple[Estimated, float]
@@ -443,6 +446,29 @@ def window_expected(
     return expected_for(estimator, load, aggregate_kind)
 
 
+def _model_key(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def model_mismatch(profile_model: str, served: str) -> str:
+    """Why ``served`` (``EngineSample.model``: ``vllm:cache_config_info`` / ``/v1/models``)
+    looks like another model than the profile measured (``Profile.model``, free text such as
+    ``DeepSeek V4.1 Flash 1017 (checkpoint …)``), or "" when it may be the same one or
+    either is unknown. Same: the served name's last path part, letters and digits only, is
+    found in the profile's model text (``deepseek-ai/DeepSeek-V4.1-Flash-1017`` →
+    ``deepseekv41flash1017``), or the profile's first word is found in the served name. An
+    alias (``--served-model-name``) that names neither reads as another model: shown as a
+    note, never a reason to drop the comparison."""
+    if not profile_model.strip() or not served.strip():
+        return ""
+    profile_key, served_key = _model_key(profile_model), _model_key(served.rsplit("/", 1)[-1])
+    first = _model_key(profile_model.split()[0].rsplit("/", 1)[-1])
+    if (served_key and served_key in profile_key) or (first and first in _model_key(served)):
+        return ""
+    shown = profile_model.split(" (")[0].strip()
+    return f"the profile measured {shown[:60]}; this engine serves {served[:60]}"
+
+
 RowFn = Callable[[EngineSample], "WindowExpected | str"]
 """A sample's window-matched expected row, or why there is none (:class:`MatchedExpected`)."""
 
@@ -469,6 +495,10 @@ class MatchedExpected:
         if held is not None and held[0] is sample:
             return held[1]
         got = window_expected(self.estimator, sample, self.profile.aggregate_kind)
+        if not isinstance(got, str):
+            note = model_mismatch(self.profile.model, sample.model)
+            if note:
+                got = replace(got, model_note=note)
         self.computed += 1
         self._last[sample.engine] = (sample, got)
         return got

@@ -95,6 +95,7 @@ def expected_lines(
         [(f"@ {got.load.describe()}", "")],
         [(_basis(got.ttft_s), "dim")],
     ]
+    model: list[Group] = [[(f"({got.model_note})", "warn")]] if got.model_note else []
     if compact:
         # A narrow terminal: the comparisons first and without columns or bands (the wide
         # strip and the help screen name them), the load and the profile after.
@@ -105,6 +106,8 @@ def expected_lines(
               f"{load.mean_prompt:,.0f} tok, {window}", "dim")],
             [(profile_name, "accent"), (f" {_basis(got.ttft_s)}", "dim")],
         ]  # fmt: skip
+        if model:
+            groups.insert(1, model[0])
     comps: list[Group] = []
     for comp in found:
         estimated = comp.estimated
@@ -140,7 +143,7 @@ def expected_lines(
         comps.append(group)
     if compact:
         return pack([[head[0], *comps[0]], *comps[1:], *groups], width)
-    return pack([*groups, *comps], width)
+    return pack([*groups[:1], *model, *groups[1:], *comps], width)
 
 
 COLUMN_NOTES = (
