@@ -5,10 +5,13 @@ The simulator runs in a child process with a dcgm-exporter and a node_exporter p
 (:mod:`benchmarks.promfarm`), scraped by Debian's ``prometheus`` every 5 s. sparktop then
 polls the whole cluster through Prometheus (``source: prometheus``: one batched
 ``/api/v1/query`` per tick for every node) and, for comparison, 32 and 64 simulated nodes over
-loopback SSH the way the monitor does (one persistent connection per node). Figures per poll
-cycle (one tick): HTTP queries, this process's CPU seconds (the head node's cost), wall time;
-and this process's RSS after the polls. Prometheus's own CPU per tick is shown too (it runs
-somewhere, often on the head node). The simulator's CPU is not counted.
+loopback SSH the way the monitor does (one persistent connection per node), with the
+monitor's collector settings (:mod:`sparktop.gcpolicy`). Each way ticks at 1 s in blocks
+that alternate with the other ways' (:class:`Way`). Figures per tick: HTTP queries, this
+process's CPU seconds over a block ÷ its ticks (the head node's cost; median of the blocks),
+the poll's wall time; and this process's RSS after the first block through Prometheus.
+Prometheus's own CPU per tick is shown too (it runs somewhere, often on the head node). The
+simulator's CPU is not counted.
 
 Run: ``python benchmarks/bench_prometheus.py [--quick] [--nodes 256]``
 """
