@@ -245,6 +245,10 @@ def test_a_deficit_against_another_models_profile_says_so() -> None:
     found = run(cluster(live), expected=other_model)
     assert f"; {note})" in found["expected.ttft:dsv41"].message
     assert f"; {note})" in found["expected.decode:dsv41"].message
+    # The note after the band, which would otherwise read as part of the served name.
+    banded = Expected(2048.0, 2, 1.11, 57.0, 1.0, 1.3, 50.0, 65.0, model_note=note)
+    found = run(cluster(live), expected=lambda sample: banded)
+    assert f"band ≥ 50.0 tok/s; {note})" in found["expected.decode:dsv41"].message
 
 
 def test_a_live_value_inside_the_band_is_no_deficit_whatever_the_percentage() -> None:
@@ -306,6 +310,21 @@ def test_straggler_names_the_node_and_ties_it_to_the_decode_deficit() -> None:
     )
     # The deficit's own alert names the same cause.
     assert "cause: spark-3 slow throughout the window" in found["expected.decode:dsv41"].message
+    # Against another model's profile the critical says so too, as the warnings do.
+    note = "the profile measured DeepSeek V4 Flash 0731; this engine serves Qwen/Qwen3-32B"
+
+    def other_model(sample: EngineSample) -> Expected:
+        return dataclasses.replace(expected_row(sample), model_note=note)
+
+    found = run(
+        state,
+        tracker=tracker,
+        expected=other_model,
+        tp_groups={"dsv41": ("spark-1", "spark-2", "spark-3")},
+    )
+    assert found["tp.straggler:dsv41@spark-3"].message.startswith(
+        f"decode 38 % below expected, 2,048 prompt tokens × 2 ({note}); spark-3 at 1,833 MHz"
+    )
 
 
 GROUP = ("spark-1", "spark-2", "spark-3")

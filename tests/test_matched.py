@@ -258,6 +258,12 @@ def test_a_profile_measured_on_another_model_is_said_beside_the_row() -> None:
         note == "the profile measured DeepSeek V4.1 Flash 1017; this engine serves Qwen/Qwen3-32B"
     )
     assert model_mismatch(other.model, "deepseek-ai/DeepSeek-V4.1-Flash-1017") != ""
+    # Another model of the same family is another model (the trial's V4-Flash and R1).
+    assert model_mismatch(PROFILE.model, "deepseek-ai/DeepSeek-V4-Flash-0731") != ""
+    assert model_mismatch(PROFILE.model, "deepseek-ai/DeepSeek-R1") != ""
+    assert model_mismatch("Llama 3.3 70B", "meta-llama/Llama-3.3-70B-Instruct") == ""
+    long = "meta-llama/Llama-3.3-70B-Instruct-with-a-really-long-suffix-beyond-sixty"
+    assert model_mismatch(PROFILE.model, long).endswith("…")
 
     fake = FakeVllm()
     d = MetricsDeriver("dsv41", window_s=30)
@@ -277,7 +283,7 @@ def test_a_profile_measured_on_another_model_is_said_beside_the_row() -> None:
 
     def strip(sample: EngineSample, width: int) -> str:
         lines = expected_lines(sample, PROFILE.name, row, 25.0, DeficitClock(), 20.0, width)
-        return " ".join(text for line in lines for text, _ in line)
+        return " ".join(" ".join("".join(text for text, _ in line).split()) for line in lines)
 
     assert note not in strip(same, 160)
     assert f"({note})" in strip(served, 160) and f"({note})" in strip(served, 80)
@@ -285,3 +291,7 @@ def test_a_profile_measured_on_another_model_is_said_beside_the_row() -> None:
     assert expected is not None
     shown = expected(served)
     assert shown is not None and shown.model_note == note
+    # Said from the names alone, also while the window has no load to compare.
+    idle = dataclasses.replace(served, running=0.0, load_dist=(), time_s=21.0)
+    reason = row(idle)
+    assert isinstance(reason, str) and reason.endswith(f"({note})")

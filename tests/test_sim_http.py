@@ -163,3 +163,25 @@ async def test_models_tokenize_health_version_and_errors() -> None:
     assert "maximum context length is 1048576 tokens" in too_long.json()["message"]
     assert bad_json.status_code == 400 and bad_json.json()["object"] == "error"
     assert restarting.status_code == 503
+
+
+def test_the_simulator_serves_the_model_its_profile_measured() -> None:
+    """A simulator run with either seed profile serves a model name the expected row takes
+    for that profile's (no "another model" note on the simulator's own inventory)."""
+    from sparktop.sim.model import SimCluster
+    from sparktop.sim.rates import ProfileRates
+    from sparktop.sim.runner import served_model
+    from sparktop.sweep.matched import model_mismatch
+    from sparktop.sweep.profile import builtin_profile_names
+
+    served = {}
+    for name in builtin_profile_names():
+        rates = ProfileRates.load(name, None, None)
+        cluster = SimCluster(rates, nodes=2, engines=1, **served_model(rates.profile.model))
+        (engine,) = cluster.engines.values()
+        served[name] = engine.model_name
+        assert model_mismatch(rates.profile.model, engine.model_name) == "", name
+    assert served == {
+        "2x-spark-dsv4-flash-0731": "deepseek-ai/DeepSeek-V4-Flash-0731",
+        "4x-spark-dsv41-flash-1017": "deepseek-ai/DeepSeek-V4.1-Flash-1017",
+    }

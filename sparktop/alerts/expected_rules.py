@@ -163,7 +163,8 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
         d = deficit(ctx, s)
         if d is None:
             continue
-        at = f"at {d.load}" + (f"; {d.model_note}" if d.model_note else "")
+        at = f"at {d.load}"
+        model = f"; {d.model_note}" if d.model_note else ""
         window = {"window_s": d.window_s} if d.window_s is not None else {}
         if d.ttft_past(limit) and d.ttft_over_pct is not None and d.ttft_live_s:
             why, values = _cause_text(ctx, s, "ttft")
@@ -174,7 +175,7 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                 Severity.WARNING,
                 f"TTFT {d.ttft_over_pct:.0f} % above expected "
                 f"({d.ttft_label} {d.ttft_live_s:.2f} s vs profile ttft_s "
-                f"{d.ttft_expected_s:.2f} s {at}{d.band_text('ttft')}{note}); {why}",
+                f"{d.ttft_expected_s:.2f} s {at}{d.band_text('ttft')}{note}{model}); {why}",
                 {
                     "ttft_s": d.ttft_live_s,
                     "expected_ttft_s": d.ttft_expected_s or 0.0,
@@ -192,7 +193,8 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                 Severity.WARNING,
                 f"decode {d.decode_under_pct:.0f} % below expected "
                 f"({d.decode_label} {d.decode_live_tps:.1f} vs profile decode_tps "
-                f"{d.decode_expected_tps:.1f} tok/s per stream {at}{d.band_text('decode')}); "
+                f"{d.decode_expected_tps:.1f} tok/s per stream {at}{d.band_text('decode')}"
+                f"{model}); "
                 f"{why}",
                 {
                     "decode_tps": d.decode_live_tps or 0.0,
@@ -236,6 +238,8 @@ def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
         if past and cause is not None and cause.overlap_s is not None:
             values["overlap_s"] = cause.overlap_s
             window = f", {d.load}" if d is not None else ""
+            if d is not None and d.model_note:
+                window += f" ({d.model_note})"
             message = (
                 f"{'; '.join(past)}{window}; {where}, {', '.join(node.phrases)}; "
                 f"{cause.text.removeprefix(view.node + ' ')}"

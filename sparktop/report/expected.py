@@ -34,12 +34,10 @@ def expected_json(plan: Plan, sample: EngineSample) -> dict[str, object]:
     ``model_note``: the profile looks like another model's (else None)."""
     got = window_row(plan, sample)
     threshold_pct = plan.thresholds.expected_deficit_pct
-    block: dict[str, object] = {"profile": plan.profile_name or None}
+    note = plan.matched.model_note(sample) if plan.matched is not None else ""
+    block: dict[str, object] = {"profile": plan.profile_name or None, "model_note": note or None}
     if isinstance(got, str):
-        return {
-            **block, "window_s": None, "load": None, "figures": {}, "missing": got,
-            "model_note": None,
-        }  # fmt: skip
+        return {**block, "window_s": None, "load": None, "figures": {}, "missing": got}
     load = got.load
     return {
         **block,
@@ -50,7 +48,6 @@ def expected_json(plan: Plan, sample: EngineSample) -> dict[str, object]:
         "basis": str(got.ttft_s.basis),
         "figures": {c.column: comparison_json(c, threshold_pct) for c in comparisons(got, sample)},
         "missing": None,
-        "model_note": got.model_note or None,
     }
 
 

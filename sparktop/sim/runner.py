@@ -121,7 +121,7 @@ class SimHandle:
         rates = ProfileRates.load(options.profile, options.max_num_seqs, options.kv_pool_tokens)
         self.cluster = SimCluster(
             rates, nodes=options.nodes, engines=options.engines, seed=options.seed,
-            load=options.load,
+            load=options.load, **served_model(rates.profile.model),
         )  # fmt: skip
         self.ssh: dict[str, SshServerHandle] = {}
         self.http: dict[str, EngineServer] = {}
@@ -401,3 +401,12 @@ def _profile_ref(profile: str) -> str:
         return profile
     path = Path(profile).expanduser()
     return str(path.resolve()) if path.exists() else profile
+
+
+def served_model(profile_model: str) -> dict[str, str]:
+    """The model the simulated engines serve for a profile: the profile's model when it is a
+    Hugging Face id (``deepseek-ai/DeepSeek-V4-Flash-0731 (304B MoE), …``), else the
+    simulator's default (the DeepSeek V4.1 Flash 1017 the other seed profile measured), so
+    the simulator serves the model its profile describes."""
+    name = profile_model.split(" (")[0].split(",")[0].strip()
+    return {"model_name": name} if "/" in name and " " not in name else {}

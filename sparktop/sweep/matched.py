@@ -454,19 +454,24 @@ def model_mismatch(profile_model: str, served: str) -> str:
     """Why ``served`` (``EngineSample.model``: ``vllm:cache_config_info`` / ``/v1/models``)
     looks like another model than the profile measured (``Profile.model``, free text such as
     ``DeepSeek V4.1 Flash 1017 (checkpoint …)``), or "" when it may be the same one or
-    either is unknown. Same: the served name's last path part, letters and digits only, is
-    found in the profile's model text (``deepseek-ai/DeepSeek-V4.1-Flash-1017`` →
-    ``deepseekv41flash1017``), or the profile's first word is found in the served name. An
-    alias (``--served-model-name``) that names neither reads as another model: shown as a
-    note, never a reason to drop the comparison."""
-    if not profile_model.strip() or not served.strip():
-        return ""
-    profile_key, served_key = _model_key(profile_model), _model_key(served.rsplit("/", 1)[-1])
-    first = _model_key(profile_model.split()[0].rsplit("/", 1)[-1])
-    if (served_key and served_key in profile_key) or (first and first in _model_key(served)):
-        return ""
+    either is unknown. Compared: the last path part of each name (the profile's up to its first
+    " ("), letters and digits only; the same model when one is found in the other
+    (``deepseek-ai/DeepSeek-V4.1-Flash-1017`` → ``deepseekv41flash1017``, in ``DeepSeek V4.1
+    Flash 1017 (checkpoint …)``; ``meta-llama/Llama-3.3-70B-Instruct`` holds ``Llama 3.3
+    70B``). An alias (``--served-model-name``) that names neither reads as another model:
+    shown as a note, never a reason to drop the comparison."""
     shown = profile_model.split(" (")[0].strip()
-    return f"the profile measured {shown[:60]}; this engine serves {served[:60]}"
+    if not shown or not served.strip():
+        return ""
+    profile_key = _model_key(shown.rsplit("/", 1)[-1])
+    served_key = _model_key(served.rsplit("/", 1)[-1])
+    if profile_key and served_key and (served_key in profile_key or profile_key in served_key):
+        return ""
+    return f"the profile measured {_cut(shown)}; this engine serves {_cut(served.strip())}"
+
+
+def _cut(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 RowFn = Callable[[EngineSample], "WindowExpected | str"]
@@ -489,16 +494,26 @@ class MatchedExpected:
         self.estimator = estimator if estimator is not None else cached_estimator(profile)
         self.computed = 0
         self._last: dict[str, tuple[EngineSample, WindowExpected | str]] = {}
+        self._notes: dict[str, str] = {}
+
+    def model_note(self, sample: EngineSample) -> str:
+        """:func:`model_mismatch` of the profile's model and the one ``sample``'s engine
+        serves, worked out once per served name."""
+        note = self._notes.get(sample.model)
+        if note is None:
+            if len(self._notes) >= 64:  # names come from servers: bound it
+                self._notes.clear()
+            note = self._notes[sample.model] = model_mismatch(self.profile.model, sample.model)
+        return note
 
     def __call__(self, sample: EngineSample) -> WindowExpected | str:
         held = self._last.get(sample.engine)
         if held is not None and held[0] is sample:
             return held[1]
         got = window_expected(self.estimator, sample, self.profile.aggregate_kind)
-        if not isinstance(got, str):
-            note = model_mismatch(self.profile.model, sample.model)
-            if note:
-                got = replace(got, model_note=note)
+        note = self.model_note(sample)
+        if note:  # from the names alone: said also while there is no load to compare
+            got = f"{got} ({note})" if isinstance(got, str) else replace(got, model_note=note)
         self.computed += 1
         self._last[sample.engine] = (sample, got)
         return got

@@ -95,7 +95,10 @@ def expected_lines(
         [(f"@ {got.load.describe()}", "")],
         [(_basis(got.ttft_s), "dim")],
     ]
-    model: list[Group] = [[(f"({got.model_note})", "warn")]] if got.model_note else []
+    measured, _, serves = got.model_note.partition("; ")
+    model: list[Group] = (
+        [[(f"({measured};", "warn")], [(f"{serves})", "warn")]] if got.model_note else []
+    )
     if compact:
         # A narrow terminal: the comparisons first and without columns or bands (the wide
         # strip and the help screen name them), the load and the profile after.
@@ -106,8 +109,7 @@ def expected_lines(
               f"{load.mean_prompt:,.0f} tok, {window}", "dim")],
             [(profile_name, "accent"), (f" {_basis(got.ttft_s)}", "dim")],
         ]  # fmt: skip
-        if model:
-            groups.insert(1, model[0])
+        groups[1:1] = model
     comps: list[Group] = []
     for comp in found:
         estimated = comp.estimated
