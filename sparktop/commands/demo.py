@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
     sim = SimThread(options)
     # SIGHUP/SIGTERM unwind through the finally below like Ctrl-C: the key directory goes.
-    with raise_on_signals():
+    with raise_on_signals() as stopping:
         try:
             try:
                 handle = sim.start()
@@ -121,8 +121,10 @@ def run(args: argparse.Namespace) -> int:
                 )
             return open_monitor(handle.inventory_path, theme=args.theme, outputs=outputs)
         except Terminated as exc:
+            stopping.cleaning()
             return exc.exit_code
         finally:
+            stopping.cleaning()
             outputs.close()
             sim.stop()
 

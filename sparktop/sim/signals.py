@@ -29,20 +29,62 @@ class Terminated(KeyboardInterrupt):
         self.exit_code = 128 + signum
 
 
+RETRY_S = 1.0
+"""How long after a stop signal its :class:`Terminated` is raised again while clean-up has
+not started (it was swallowed where it landed)."""
+
+_ALARM = getattr(signal, "SIGALRM", None)
+
+
+class Stopping:
+    """What :func:`raise_on_signals` yields: call :meth:`cleaning` when clean-up starts."""
+
+    def __init__(self, signals: tuple[signal.Signals, ...]) -> None:
+        self.signals = signals
+        self.signum: int | None = None
+        self.started = False
+
+    def fired(self, signum: int) -> None:
+        self.signum = self.signum or signum
+        if _ALARM is not None and not self.started:
+            signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+
+    def cleaning(self) -> None:
+        """From now on the stop signals are ignored, so clean-up is not cut short."""
+        self.started = True
+        if _ALARM is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        for s in self.signals:
+            signal.signal(s, signal.SIG_IGN)
+
+
 @contextmanager
-def raise_on_signals(signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> Iterator[None]:
-    """Inside the block, the first of ``signals`` raises :class:`Terminated` in the main
-    thread and later ones are ignored (so clean-up is not cut short); the previous handlers
-    come back afterwards. Call from the main thread only."""
+def raise_on_signals(signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> Iterator[Stopping]:
+    """Inside the block the first of ``signals`` raises :class:`Terminated` in the main
+    thread, and again every :data:`RETRY_S` until the block calls :meth:`Stopping.cleaning`
+    (from then on they are ignored, so clean-up is not cut short); the previous handlers come
+    back afterwards. Raised again because a handler's exception can be swallowed where it
+    lands (a finalizer run by the garbage collector, a callback that catches it), and a
+    process deaf to its SIGTERM is stopped only by SIGKILL, its key left behind. Call from
+    the main thread only."""
+    stopping = Stopping(signals)
 
     def _raise(signum: int, frame: FrameType | None) -> None:
-        for s in signals:
-            signal.signal(s, signal.SIG_IGN)
+        stopping.fired(signum)
         raise Terminated(signum)
 
+    def _again(signum: int, frame: FrameType | None) -> None:
+        if stopping.signum is not None and not stopping.started:
+            stopping.fired(stopping.signum)
+            raise Terminated(stopping.signum)
+
     previous = {s: signal.signal(s, _raise) for s in signals}
+    alarm = signal.signal(_ALARM, _again) if _ALARM is not None else None
     try:
-        yield
+        yield stopping
     finally:
+        if _ALARM is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(_ALARM, alarm)
         for s, handler in previous.items():
             signal.signal(s, handler)
