@@ -93,7 +93,7 @@ def print_table(title: str, figures: Sequence[Figure], caption: str | None = Non
 
 
 def markdown_table(figures: Sequence[Figure]) -> str:
-    """The same table as GitHub markdown (for the README)."""
+    """The same table as GitHub markdown (for docs/performance.md)."""
 
     def cell(text: str) -> str:
         return text.replace("|", "\\|")

@@ -171,7 +171,7 @@ def test_without_removes_one_cell() -> None:
 
 
 def test_leave_one_out_every_cell_beats_column_log_log() -> None:
-    # Measured (benchmarks/leave_one_out.py, README Performance): 4-Spark TTFT median 3.6 %,
+    # Measured (benchmarks/leave_one_out.py, docs/performance.md): 4-Spark TTFT median 3.6 %,
     # max 10 % with no refusals, against 5.6 % / 147 % and 4 refusals for column-wise
     # log-log. Loose bounds so a table edit does not flake.
     four = load_profile(FOUR)

@@ -22,7 +22,7 @@ poll latency and failures per source. The exporters' raw readings are not repeat
 
 Runs in the foreground until SIGTERM or Ctrl-C (exit 0). --listen defaults to loopback;
 anything else must be an address spelled out (an IP, or 0.0.0.0 for every interface). There
-is no TLS or authentication: put a reverse proxy in front for that (see README).
+is no TLS or authentication: put a reverse proxy in front for that (see docs/prometheus.md).
 """
 
 EPILOG = """\
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--interval must be 0.2–60 s, got {args.interval:g}")
     plan = Plan.from_inventory(load_inventory(args.inventory), interval_s=args.interval)
     endpoint = MetricsEndpoint(args.listen)
-    note = "" if endpoint.loopback else " (not loopback: no TLS or auth, see README)"
+    note = "" if endpoint.loopback else " (not loopback: no TLS or auth, see docs/prometheus.md)"
 
     received: list[int] = []
 

@@ -8,8 +8,8 @@ type hints and raises :class:`CodecError` (with the path of the first bad field)
 that does not fit, unknown fields included, so a damaged record is never half-read.
 
 One adapter per type, built once. Against the hand-written codec it replaced, a full
-``NodeSample`` decodes about 10× and encodes about 5× faster (measured in one run, see the
-README's performance notes).
+``NodeSample`` decodes about 10× and encodes about 5× faster (measured in one run, see
+``docs/performance.md``).
 """
 
 from __future__ import annotations
