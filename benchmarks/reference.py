@@ -27,7 +27,8 @@ from benchmarks.common import Figure, info
 T = TypeVar("T")
 
 REFERENCE_SET_MS = 60.5
-"""The reference workload's median on the day the millisecond targets were set (docs/performance.md: 'prometheus_client's own parse of the scrape page took 60.5 ms')."""
+"""The reference workload's median on the day the millisecond targets were set
+(docs/performance.md: 'prometheus_client's own parse of the scrape page took 60.5 ms')."""
 
 
 @dataclass(frozen=True, slots=True)
