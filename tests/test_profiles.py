@@ -21,6 +21,7 @@ from tests.conftest import PROFILES, REPO
 
 TWO = "2x-spark-dsv4-flash-0731"
 FOUR = "4x-spark-dsv41-flash-1017"
+FOUR_OLD = "4x-spark-dsv41-flash-1015"  # the seed's previous version (tests/test_compare.py)
 
 # CSV header -> ProfileRow field
 RENAMES = {
@@ -66,7 +67,7 @@ def test_generated_files_are_up_to_date() -> None:
 
 
 def test_builtin_metadata_matches_the_seeds() -> None:
-    assert builtin_profile_names() == (TWO, FOUR)
+    assert builtin_profile_names() == (TWO, FOUR_OLD, FOUR)
     assert DEFAULT_PROFILE in builtin_profile_names()
     two, four = load_profile(TWO), load_profile(FOUR)
     assert (two.kv_pool_tokens, two.max_model_len, two.max_num_seqs) == (2_493_464, 1_048_576, 6)
@@ -92,7 +93,8 @@ def test_builtin_metadata_matches_the_seeds() -> None:
 
 
 def test_unknown_profile_lists_the_builtins() -> None:
-    with pytest.raises(UserError, match=rf"unknown profile 'nope'; built-in: {TWO}, {FOUR}"):
+    listed = rf"unknown profile 'nope'; built-in: {TWO}, {FOUR_OLD}, {FOUR}"
+    with pytest.raises(UserError, match=listed):
         load_profile("nope")
 
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from sparktop.commands.profiles_compare import EXIT_HELP, REGRESSED, run_compare
 from sparktop.errors import UserError
 from sparktop.safe_text import dumps_printable, printable, printable_lines
 
@@ -28,14 +29,25 @@ examples:
   sparktop profiles --import benchmarks.json --name guidellm -o g.yaml          (GuideLLM)
   sparktop profiles --import results/20260101_120000 --name sw -o sw.yaml       (vllm bench sweep)
   sparktop profiles --from-recording run.jsonl.zst --name normal -o learnt.yaml
+  sparktop profiles --compare 4x-spark-dsv41-flash-1015 4x-spark-dsv41-flash-1017
+      cell by cell OLD -> NEW with the % change; '~' = within the cell's noise
+  sparktop profiles --compare last-week.yaml staging.yaml --fail-on-regression 10 --json
+      a CI gate: exit 3 when a figure got worse by > 10 % and beyond the noise somewhere
 
 A vllm bench serve run by --request-rate has no set concurrency: its mean concurrency is
 measured (request throughput x mean latency) and the row is marked approximate in the notes.
 --from-recording builds cells (prompt length bucket x running requests) from the steady
 stretches of a recording: "observed on this cluster, not a sweep"; sparse cells are left out.
 
+--compare pairs cells by nominal context (else prompt tokens within 10 %) and concurrency,
+compares only figures both profiles define the same way (a decode-only aggregate is not an
+end-to-end one; a column marked derived is left out) and counts a change only when it is larger
+than the noise: the run-to-run spread kept by 'sparktop sweep' (FILE.runs.jsonl beside the
+profile), else the estimator's held-out band. Details: docs/compare.md.
+
 File format: sparktop/sweep/README.md.
-"""
+
+{exit_help}"""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -43,11 +55,24 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "profiles",
         help="list sweep profiles, or print one",
         description=DESCRIPTION,
-        epilog=EPILOG,
+        epilog=EPILOG.format(exit_help=EXIT_HELP),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("profile", nargs="?", metavar="NAME|PATH", help="profile to print")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    versus = parser.add_argument_group("compare two profiles (before/after an upgrade)")
+    versus.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("OLD", "NEW"),
+        help="compare NEW against OLD cell by cell (names or paths: built-in, sweep, imported)",
+    )
+    versus.add_argument(
+        "--fail-on-regression",
+        metavar="PCT",
+        help=f"exit {REGRESSED} when a figure of NEW is worse by more than PCT %% and beyond "
+        "the noise in any cell",
+    )
     group = parser.add_argument_group("build a profile from other benchmarks or a recording")
     group.add_argument(
         "--import",
@@ -243,6 +268,7 @@ def _profile_json(profile: Any) -> dict[str, Any]:
             "temperature_c": list(profile.baseline_temperature_c),
         },
         "columns": dict(profile.columns),
+        "derived_columns": list(profile.derived_columns),
         "rows": [{f: val(getattr(r, f)) for f in used} for r in profile.rows],
         "acceptance": [
             {f: val(getattr(a, f)) for f in ACCEPTANCE_FIELDS} for a in profile.acceptance
@@ -292,7 +318,8 @@ def _show(name: str, as_json: bool) -> int:
             lines.append("  " + "  ".join("-" * w for w in widths))
     lines.append("")
     lines.append("  columns (rates in tok/s):")
-    lines += [f"    {n}: {m}" for n, m in profile.columns]
+    derived = set(profile.derived_columns)
+    lines += [f"    {n}: {m}" + (" (derived)" if n in derived else "") for n, m in profile.columns]
     for a in profile.acceptance:
         lines.append(
             f"  acceptance point: {a.prompt_tokens:,} tokens x {a.concurrency}: TTFT "
@@ -305,6 +332,12 @@ def _show(name: str, as_json: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.compare:
+        if args.profile or args.import_files or args.from_recording:
+            raise UserError("--compare OLD NEW takes its two profiles alone; drop the others")
+        return run_compare(args.compare, args.json, args.fail_on_regression)
+    if args.fail_on_regression is not None:
+        raise UserError("--fail-on-regression needs --compare OLD NEW")
     if args.import_files and args.from_recording:
         raise UserError("--import and --from-recording build a profile each: give one")
     if args.import_files or args.from_recording:

@@ -49,8 +49,16 @@ request's measurements (what --resume reads). The server's max_num_seqs and
 max_num_batched_tokens are not on /metrics: give them with --max-num-seqs/--max-batched to
 record them in the profile.
 
-exit status: 0 done, 1 the server failed or is busy, 2 a bad option or file, 130 interrupted
-(the finished cells are kept).
+--compare-to PROFILE prints 'sparktop profiles --compare PROFILE FILE' when the sweep ends
+(stdout): each cell old -> new with its % change, '~' when within the noise (this sweep's
+run-to-run spread, the other profile's own or its estimator band). docs/compare.md.
+  sparktop sweep --endpoint http://staging:8000 -o tonight.yaml --yes \\
+      --compare-to last-week.yaml --fail-on-regression 10        a nightly CI gate
+
+exit status: 0 done, 1 the server failed or is busy, 2 a bad option or file, 3 with
+--fail-on-regression PCT: a figure got worse than --compare-to's by more than PCT % and beyond
+the noise in some cell (the comparison is printed), 130 interrupted (the finished cells are
+kept).
 """
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([km]?)$", re.IGNORECASE)
@@ -117,6 +125,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add("--api-key-env", metavar="VAR", help="environment variable holding the bearer token")
     add("--max-num-seqs", type=int, metavar="N", help="the server's max_num_seqs, to record")
     add("--max-batched", type=int, metavar="N", help="its max_num_batched_tokens, to record")
+    add("--compare-to", metavar="PROFILE", help="when done, compare with this profile (old)")
+    add(
+        "--fail-on-regression",
+        metavar="PCT",
+        help="with --compare-to: exit 3 when a figure is worse by > PCT %% beyond the noise",
+    )
     add("--timeout", type=float, default=1800.0, metavar="S", help="per read (default 1800)")
     add(
         "--time-scale",
@@ -152,7 +166,10 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         key = os.environ.get(args.api_key_env)
         if not key:
             raise UserError(f"environment variable {args.api_key_env} is not set")
+    compare_to, fail_pct = _compare_options(args)
     return {
+        "compare_to": compare_to,
+        "fail_pct": fail_pct,
         "output": output,
         "name": name,
         "prompts": parse_sizes(args.prompts),
@@ -160,6 +177,21 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "api_key": key,
         "endpoint": args.endpoint.rstrip("/"),
     }
+
+
+def _compare_options(args: argparse.Namespace) -> tuple[Any, float | None]:
+    """The --compare-to profile, loaded before anything is measured (a typo must not cost a
+    sweep), and the --fail-on-regression %."""
+    from sparktop.commands.profiles_compare import fail_pct
+
+    if args.fail_on_regression is not None and not args.compare_to:
+        raise UserError("--fail-on-regression needs --compare-to PROFILE")
+    if not args.compare_to:
+        return None, None
+    from sparktop.plan import load_named
+
+    pct = None if args.fail_on_regression is None else fail_pct(args.fail_on_regression)
+    return load_named(args.compare_to), pct
 
 
 def run(args: argparse.Namespace) -> int:

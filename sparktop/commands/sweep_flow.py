@@ -237,7 +237,7 @@ class SweepFlow:
             self._show_plan(self.plan, info, todo)
             if not todo:
                 self.say(f"nothing left to measure: {self.output} is complete")
-                return 0
+                return self._compare(load_profile_file(self.output))
             if info.busy and not args.allow_busy:
                 raise RuntimeFailure(
                     f"the server is busy ({info.load_note}): a sweep would measure its traffic "
@@ -308,7 +308,15 @@ class SweepFlow:
             f"use it: sparktop budget --prompt-tokens 40000 --profile {self.output}\n"
             f"        sparktop --inventory cluster.yaml --profile {self.output}"
         )
-        return 0
+        return self._compare(profile)
+
+    def _compare(self, profile: Profile) -> int:
+        """--compare-to: the comparison on stdout, and its exit status (0, or 3)."""
+        if self.opts["compare_to"] is None:
+            return 0
+        from sparktop.commands.profiles_compare import print_comparison
+
+        return print_comparison(self.opts["compare_to"], profile, False, self.opts["fail_pct"])
 
     def interrupted(self) -> None:
         kept = len(self.cells)

@@ -20,6 +20,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+from sparktop.errors import UserError
 from sparktop.model import is_num
 from sparktop.sweep.estimator import estimate
 from sparktop.sweep.profile import Profile
@@ -47,7 +48,10 @@ class ServingLimits:
 
 def _int(value: object, what: str, profile: Profile) -> int:
     if not is_num(value):
-        raise ValueError(f"profile {profile.name} does not state {what}; the simulator needs it")
+        raise UserError(
+            f"profile {profile.name} does not state {what}; the simulator needs it "
+            f"(limits.{what} in the profile file)"
+        )
     return int(value)
 
 

@@ -93,7 +93,9 @@ class Profile:
     Limits are token counts (``int``) or NA when the profile does not state them.
     ``baseline_sm_clock_mhz`` holds one clock per node measured during the sweep;
     ``baseline_temperature_c`` the temperatures as published (per node, or a low–high range).
-    ``columns`` pairs each column name with its meaning as the file declares it. ``origin``
+    ``columns`` pairs each column name with its meaning as the file declares it;
+    ``derived_columns`` names the columns computed by whoever wrote the file from other
+    columns rather than measured (comparisons leave them out). ``origin``
     is ``"built-in"`` or the file path.
     """
 
@@ -102,6 +104,7 @@ class Profile:
     aggregate_kind: str
     rows: tuple[ProfileRow, ...]
     columns: tuple[tuple[str, str], ...] = ()
+    derived_columns: tuple[str, ...] = ()
     acceptance: tuple[AcceptancePoint, ...] = ()
     cluster: str = ""
     model: str = ""

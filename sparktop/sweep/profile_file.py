@@ -72,6 +72,7 @@ class _Baseline(_Strict):
 class _Column(_Strict):
     name: str
     meaning: str = Field(min_length=1)
+    derived: bool = False
 
 
 class _Acceptance(_Strict):
@@ -298,6 +299,7 @@ def parse_profile(text: str, where: str, origin: str) -> Profile:
         aggregate_kind=doc.aggregate_kind,
         rows=tuple(sorted(rows, key=lambda r: (r.concurrency, r.prompt_tokens))),
         columns=tuple((c.name, c.meaning) for c in doc.columns),
+        derived_columns=tuple(c.name for c in doc.columns if c.derived),
         acceptance=acceptance,
         cluster=doc.cluster,
         model=doc.model,
