@@ -134,6 +134,7 @@ from sparktop.model import (
 )
 from sparktop.poller import error_sample, failure_sample
 from sparktop.report import engines as engine_report
+from sparktop.sources.promnode import PromNodeSource
 
 SCHEMA = "sparktop.snapshot/1"
 
@@ -164,6 +165,8 @@ def _timed_out(source: Source, timeout_s: float) -> Sample:
     """A source past the snapshot's overall deadline. It may have connected and be sending
     (a page that drips in): not answering in time, not unreachable."""
     message = f"no complete answer within the snapshot's {timeout_s:g} s deadline"
+    if isinstance(source, PromNodeSource):  # no SSH involved: name what did not answer
+        return failure_sample(source, f"Prometheus not answering: {message}")
     sample = failure_sample(source, message, NodeState.SSH_NOT_ANSWERING)
     if isinstance(sample, EngineSample):
         return dataclasses.replace(sample, state=EngineState.NOT_ANSWERING)

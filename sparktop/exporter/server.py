@@ -5,20 +5,27 @@ loopback. Any other address must be spelled out (an IP literal, ``[::1]:9464`` f
 ``0.0.0.0`` for every interface), never inferred from a host name. :class:`MetricsEndpoint`
 binds the socket at once (so a taken port is a usage error before anything else starts) and
 serves it with aiohttp on the running loop: the collector reads the cluster state on the
-same loop that updates it, no thread.
+same loop that updates it, no thread. Every label value and HELP text it serves goes through
+:func:`~sparktop.safe_text.printable` (a node's GPU UUID or an engine's message can hold ESC
+and BEL, and ``curl …/metrics`` in a terminal would run them). A client has
+:data:`CLIENT_TIMEOUT_S` to send its request and read the answer (a slowloris client that
+opens sockets and sends nothing is closed).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterable, Iterator
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from sparktop.errors import UserError
+from sparktop.safe_text import printable
 
 DEFAULT_PORT = 9464
 
@@ -43,6 +50,36 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, port
 
 
+CLIENT_TIMEOUT_S = 10.0
+"""Seconds a client may take between connecting and its request's last header, and an idle
+keep-alive connection is kept (Prometheus scrapes every few seconds and sends at once)."""
+
+
+class PrintableCollector(Collector):
+    """``collector``'s metrics with every label value and HELP text made printable."""
+
+    def __init__(self, collector: Collector) -> None:
+        self.collector = collector
+
+    def collect(self) -> Iterable[Metric]:
+        return _printable(self.collector.collect())
+
+    def describe(self) -> Iterable[Metric]:
+        return ()
+
+
+def _printable(metrics: Iterable[Metric]) -> Iterator[Metric]:
+    for metric in metrics:
+        metric.documentation = printable(metric.documentation)
+        metric.samples = [
+            s._replace(labels={k: printable(v) for k, v in s.labels.items()})
+            if not all(v.isprintable() for v in s.labels.values())
+            else s
+            for s in metric.samples
+        ]
+        yield metric
+
+
 def is_loopback(host: str) -> bool:
     return ipaddress.ip_address(host).is_loopback
 
@@ -50,8 +87,15 @@ def is_loopback(host: str) -> bool:
 class MetricsEndpoint:
     """A bound socket serving one collector at ``/metrics`` once :meth:`start` runs."""
 
-    def __init__(self, listen: str, collector: Collector | None = None) -> None:
+    def __init__(
+        self,
+        listen: str,
+        collector: Collector | None = None,
+        *,
+        client_timeout_s: float = CLIENT_TIMEOUT_S,
+    ) -> None:
         self.host, port = parse_listen(listen)
+        self.client_timeout_s = client_timeout_s
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -64,7 +108,7 @@ class MetricsEndpoint:
         self.port = int(self.sock.getsockname()[1])
         self.registry = CollectorRegistry(auto_describe=False)
         if collector is not None:
-            self.registry.register(collector)
+            self.register(collector)
         self._runner: web.AppRunner | None = None
 
     @property
@@ -77,7 +121,7 @@ class MetricsEndpoint:
         return is_loopback(self.host)
 
     def register(self, collector: Collector) -> None:
-        self.registry.register(collector)
+        self.registry.register(PrintableCollector(collector))
 
     async def _metrics(self, request: web.Request) -> web.Response:
         return web.Response(
@@ -87,7 +131,14 @@ class MetricsEndpoint:
     async def start(self) -> None:
         app = web.Application()
         app.add_routes([web.get("/metrics", self._metrics)])
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            # aiohttp closes a connection with no complete request after this, from the
+            # moment it connects (its default is an hour).
+            keepalive_timeout=self.client_timeout_s,
+        )
         await self._runner.setup()
         await web.SockSite(self._runner, self.sock).start()
 

@@ -5,13 +5,18 @@ httpx does the HTTP; a pydantic TypeAdapter checks the JSON answer (``status``, 
 a ``"status": "error"`` answer becomes one :class:`PromFailure` with the reason, never an
 exception from deep inside the parser. The query goes in a form body, so a long batched
 query never hits a URL length limit. The bearer token is sent as a header and never appears
-in a reason. Bodies over 64 MiB are refused (a query matching far more than intended).
+in a reason. An answer is refused while it is read, before any parsing, past 64 MiB or
+:data:`MAX_SERIES` series (a query matching far more than intended); the whole query has one
+deadline (``timeout_s``), not one per read, so a server trickling its answer is cut off; and
+the answer is parsed in a worker thread, off the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import math
+import re
 import time
 import urllib.parse
 from collections.abc import Mapping
@@ -27,6 +32,10 @@ from sparktop.sources.engine_http import describe
 
 QUERY_PATH = "/api/v1/query"
 MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_SERIES = 50_000
+"""Series one answer may hold. A 256-node inventory's answers hold ~5,000 and ~13,000; an
+answer of hundreds of thousands (a label filter gone wrong) took seconds to parse and
+hundreds of MB, so it is refused while it is read."""
 DERIVED_LABEL = "sparktop_series"
 """A series sparktop's query derived carries its name here; it is read as ``sparktop:NAME``."""
 
@@ -35,10 +44,23 @@ class PromFailure(Exception):
     """A query that gave no usable answer. ``unreachable``: no connection or no answer in
     time; otherwise Prometheus (or something in front of it) answered with an error."""
 
-    def __init__(self, reason: str, *, unreachable: bool = False) -> None:
+    def __init__(
+        self, reason: str, *, unreachable: bool = False, refused: bool = False, silent: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.unreachable = unreachable
+        self.refused = refused
+        """An answer over a cap: asking again at once would get the same (it is backed off)."""
+        self.silent = silent
+        """Connected, but no complete answer within the deadline (hung or trickling)."""
+
+    def message(self, url: str) -> str:
+        """The reason as a row shows it: ``Prometheus not answering (URL): …`` for a server
+        that took the query and gave no complete answer in time, else ``Prometheus URL: …``."""
+        if self.silent:
+            return f"Prometheus not answering ({url}): {self.reason}"
+        return f"Prometheus {url}: {self.reason}"
 
 
 class _Data(TypedDict):
@@ -169,6 +191,42 @@ def is_loopback_url(url: str) -> bool:
         return False
 
 
+_VALUE_KEY = re.compile(rb'"value"[ \t\r\n]{0,8}:[ \t\r\n]{0,8}\[')
+"""One per element of an instant vector: a label's value is a string, never an array."""
+
+
+class SeriesCounter:
+    """Counts the series of an instant-vector answer as its chunks arrive (``"value": [``,
+    also when split across two chunks), so an oversized answer is refused before parsing."""
+
+    __slots__ = ("_tail", "count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> int:
+        """Add ``chunk``; the series counted so far."""
+        data = self._tail + chunk
+        skip = len(self._tail)  # a match ending there was counted with the previous chunk
+        self.count += sum(1 for m in _VALUE_KEY.finditer(data) if m.end() > skip)
+        self._tail = data[-32:]
+        return self.count
+
+
+@dataclass(slots=True)
+class _Progress:
+    """How far a query got, for the reason when its deadline passes."""
+
+    answered: bool = False
+    size: int = 0
+
+    def overdue(self, timeout_s: float) -> str:
+        if self.answered:
+            return f"answer incomplete after {timeout_s:g} s ({self.size:,} bytes received)"
+        return f"accepted the connection, no HTTP response within {timeout_s:g} s"
+
+
 class PromClient:
     """One keep-alive connection pool to one Prometheus. ``token``: a bearer token."""
 
@@ -201,30 +259,50 @@ class PromClient:
         return body
 
     async def query(self, expr: str) -> QueryResult:
-        """Evaluate ``expr`` now; :class:`PromFailure` for every way it can fail."""
+        """Evaluate ``expr`` now, within ``timeout_s`` overall; :class:`PromFailure` for every
+        way it can fail."""
         started = time.perf_counter()
+        progress = _Progress()
         try:
-            async with self._client.stream(
-                "POST", QUERY_PATH, content=self._form(expr), headers=_FORM_HEADERS
-            ) as response:
-                chunks: list[bytes] = []
-                size = 0
-                async for chunk in response.aiter_bytes():
-                    size += len(chunk)
-                    if size > MAX_BODY_BYTES:
-                        raise PromFailure("answer over 64 MiB: the query matches too much")
-                    chunks.append(chunk)
+            async with asyncio.timeout(self.timeout_s):
+                status, body = await self._send(expr, progress)
+        except TimeoutError:
+            raise PromFailure(progress.overdue(self.timeout_s), silent=True) from None
         except httpx.ConnectTimeout as exc:
             reason = f"no connection within {self.timeout_s:g} s (connect timed out)"
             raise PromFailure(reason, unreachable=True) from exc
         except httpx.TimeoutException as exc:  # connected: a hung or overloaded Prometheus
-            reason = f"accepted the connection, no HTTP response within {self.timeout_s:g} s"
-            raise PromFailure(reason) from exc
+            raise PromFailure(progress.overdue(self.timeout_s), silent=True) from exc
         except httpx.TransportError as exc:
             raise PromFailure(describe(exc), unreachable=True) from exc
-        if response.status_code in (401, 403):
-            raise PromFailure(f"HTTP {response.status_code}: check bearer_token_env")
-        return parse_answer(b"".join(chunks), response.status_code, time.perf_counter() - started)
+        if status in (401, 403):
+            raise PromFailure(f"HTTP {status}: check bearer_token_env")
+        # Decoding is CPU-bound (bounded by the caps above): off the event loop.
+        return await asyncio.to_thread(parse_answer, body, status, time.perf_counter() - started)
+
+    async def _send(self, expr: str, progress: _Progress) -> tuple[int, bytes]:
+        """(status, body) of one query, the body refused past the byte and series caps."""
+        async with self._client.stream(
+            "POST", QUERY_PATH, content=self._form(expr), headers=_FORM_HEADERS
+        ) as response:
+            progress.answered = True
+            chunks: list[bytes] = []
+            counter = SeriesCounter()
+            async for chunk in response.aiter_bytes():
+                progress.size += len(chunk)
+                if progress.size > MAX_BODY_BYTES:
+                    raise PromFailure(
+                        "answer over 64 MiB: the query matches too much", refused=True
+                    )
+                if counter.feed(chunk) > MAX_SERIES:
+                    raise PromFailure(
+                        f"answer refused: over {MAX_SERIES:,} series (the cap) in its first "
+                        f"{progress.size / 1e6:.1f} MB: the query matches far more than the "
+                        "inventory's targets",
+                        refused=True,
+                    )
+                chunks.append(chunk)
+        return response.status_code, b"".join(chunks)
 
     async def aclose(self) -> None:
         await self._client.aclose()

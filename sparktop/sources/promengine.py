@@ -78,7 +78,7 @@ class PromEngineSource:
             result = await self.hub.fetch("engines")
         except PromFailure as failure:
             state = EngineState.UNREACHABLE if failure.unreachable else EngineState.UNAVAILABLE
-            return self._failed(wall, state, f"Prometheus {self.hub.url}: {failure.reason}")
+            return self._failed(wall, state, failure.message(self.hub.url))
         series = self.hub.select("engines", result, self.target)
         sample = self._build(wall, series, result.latency_s)
         if result.warnings and sample.ok:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from sparktop.sources.promapi import PromClient, QueryResult, Series
+from sparktop.sources.promapi import PromClient, PromFailure, QueryResult, Series
 from sparktop.sources.promql import Target, engine_query, host_part, node_query
 
 
@@ -28,6 +28,8 @@ class _Answer:
 
     started: float
     task: asyncio.Future[QueryResult]
+    hold_s: float
+    """Seconds from ``started`` the settled answer is reused for."""
     waiters: list[asyncio.Future[QueryResult]] = field(default_factory=list)
 
     def settle(self, task: asyncio.Future[QueryResult]) -> None:
@@ -47,7 +49,17 @@ class _Answer:
                 waiter.set_exception(error)
 
 
+def _refused(task: asyncio.Future[QueryResult]) -> bool:
+    """True when ``task`` failed with an answer over a cap."""
+    if not task.done() or task.cancelled():
+        return False
+    error = task.exception()
+    return isinstance(error, PromFailure) and error.refused
+
+
 _Index = dict[str, list[Series]]
+BACKOFF_MAX_S = 60.0
+"""Longest wait before asking again for an answer that was refused as over a cap."""
 MAX_INSTANCES = 65_536
 """Bound of the remembered ``instance`` → host parts (a cluster has a few per node)."""
 
@@ -84,6 +96,9 @@ class PromHub:
         self._hosts: dict[str, str] = {}
         """``instance`` label → its host part: the same few hundred labels every tick."""
         self._users = 0
+        self._backoff: dict[str, float] = {}
+        """Kind → seconds its refused answer is reused: doubled per refusal, up to
+        :data:`BACKOFF_MAX_S` (fetching 30 MB to refuse it again every second cost 0.4 CPU s/s)."""
 
     @property
     def url(self) -> str:
@@ -105,15 +120,23 @@ class PromHub:
     def _answer(self, kind: str) -> _Answer:
         now = self._clock()
         answer = self._answers.get(kind)
-        if answer is not None and (
-            not answer.task.done() or now - answer.started < self.interval_s / 2
-        ):
+        if answer is not None and (not answer.task.done() or now - answer.started < answer.hold_s):
             return answer
         self.queries += 1
         task = asyncio.ensure_future(self.client.query(self.exprs[kind]))
-        answer = self._answers[kind] = _Answer(now, task)
+        answer = self._answers[kind] = _Answer(now, task, self.interval_s / 2)
         task.add_done_callback(answer.settle)
+        task.add_done_callback(lambda done: self._hold(kind, answer, done))
         return answer
+
+    def _hold(self, kind: str, answer: _Answer, task: asyncio.Future[QueryResult]) -> None:
+        """How long ``answer`` is reused: half a poll interval, or for an answer refused as
+        over a cap, twice as long as the last refusal's (from one interval, up to a minute)."""
+        if _refused(task):
+            last = self._backoff.get(kind, max(self.interval_s, 0.5))
+            answer.hold_s = self._backoff[kind] = min(BACKOFF_MAX_S, 2 * last)
+        else:
+            self._backoff.pop(kind, None)
 
     def next_tick(self) -> None:
         """Forget this tick's answers: the next :meth:`fetch` queries again (benchmarks poll

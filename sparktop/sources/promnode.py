@@ -80,7 +80,7 @@ class PromNodeSource:
             result = await self.hub.fetch("nodes")
         except PromFailure as failure:
             state = NodeState.UNREACHABLE if failure.unreachable else NodeState.ERROR
-            return self._failed(wall, state, f"Prometheus {self.hub.url}: {failure.reason}")
+            return self._failed(wall, state, failure.message(self.hub.url))
         return self._build(wall, result, self.hub.select("nodes", result, self.target))
 
     def _failed(self, wall: float, state: NodeState, message: str, raw: str = "") -> NodeSample:
