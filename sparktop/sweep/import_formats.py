@@ -26,6 +26,7 @@ Anything else is refused in one line that says what the file looks like.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Iterable
 from pathlib import Path
@@ -43,16 +44,37 @@ MAX_SWEEP_FILES = 10_000
 EXPECTED = "expected a llama-benchy report, a GuideLLM benchmarks.json or a vllm bench result"
 
 
+MAX_FIGURE = 1e15
+"""Larger than any count, rate, duration or Unix time a benchmark writes: past it a figure is
+refused (JSON allows a 4,000-digit integer, and ``Infinity``/``NaN`` from Python writers)."""
+MAX_CONCURRENCY = 1_000_000
+
+
 def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+    """``value`` as a float when it is a finite positive number up to :data:`MAX_FIGURE`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not 0 < value <= MAX_FIGURE:  # NaN fails it; an int of any size compares exactly
         return None
     return float(value)
+
+
+def _what(value: Any) -> str:
+    """A refused figure in a few words: ``Infinity``, ``a 4,001-digit integer``, ``-3``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {math.inf: "Infinity", -math.inf: "-Infinity"}.get(value, "NaN")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_FIGURE:
+        return f"a {len(str(abs(value))):,}-digit integer"
+    return printable(json.dumps(value))[:40] if value is not None else "missing"
 
 
 def _need(doc: dict[str, Any], key: str, where: str) -> float:
     value = _num(doc.get(key))
     if value is None:
-        raise UserError(f"{where}: '{key}' missing or not a positive number")
+        raise UserError(
+            f"{where}: '{key}' is {_what(doc.get(key))}, not a finite positive number "
+            f"(up to {MAX_FIGURE:.0e})"
+        )
     return value
 
 
@@ -90,7 +112,7 @@ def _llama_benchy(doc: dict[str, Any], where: str) -> list[ImportedRow]:
             raise UserError(f"{at}: not an object")
         if run.get("is_context_prefill_phase"):
             continue
-        context = int(run.get("context_size") or 0)
+        context = round(_num(run.get("context_size")) or 0)
         if cached and context:
             continue  # the context came from the prefix cache: TTFT is not the whole prompt's
         conc = _need(run, "concurrency", at)
@@ -200,6 +222,8 @@ def _vllm(doc: dict[str, Any], where: str) -> ImportedRow:
     tpot_ms = _need(doc, "mean_tpot_ms", where)
     conc = doc.get("max_concurrency")
     approx = ""
+    if isinstance(conc, int) and not isinstance(conc, bool) and conc > MAX_CONCURRENCY:
+        raise UserError(f"{where}: 'max_concurrency' is {_what(conc)}, not a concurrency")
     if isinstance(conc, bool) or not isinstance(conc, int) or conc < 1:
         rate, e2e_ms = doc.get("request_rate"), _num(doc.get("mean_e2el_ms"))
         throughput = _num(doc.get("request_throughput"))
@@ -342,9 +366,12 @@ def import_results(paths: Iterable[str | Path], name: str, *, limits: dict[str, 
     rows: list[ImportedRow] = []
     for item in paths:
         path = Path(item)
-        if path.is_dir():
-            rows += _sweep_folder(path)
-            continue
-        for where, doc in _documents(path):
-            rows += rows_of(where, doc)
+        try:
+            if path.is_dir():
+                rows += _sweep_folder(path)
+                continue
+            for where, doc in _documents(path):
+                rows += rows_of(where, doc)
+        except (OverflowError, ValueError, ZeroDivisionError) as exc:  # a figure out of range
+            raise UserError(f"{path}: a figure out of range ({exc})") from None
     return profile_yaml(rows, name, limits=limits)
