@@ -12,7 +12,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -22,23 +21,24 @@ from textual.widgets import Input, Static
 
 from sparktop import gcpolicy
 from sparktop.alerts.engine import AlertEngine
-from sparktop.alerts.peers import node_facts
 from sparktop.alerts.pipeline import AlertPipeline
 from sparktop.cluster import ClusterState
-from sparktop.model import EngineSample, GpuSample, NodeSample, NodeState, Sample, Source
+from sparktop.model import GpuSample, NodeSample, NodeState, Sample, Source
 from sparktop.plan import Plan
 from sparktop.poller import MAX_INTERVAL_S, MIN_INTERVAL_S, Poller
 from sparktop.safe_text import held_warnings
 from sparktop.ui import themes
+from sparktop.ui.app_details import DetailNavigation
 from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
-from sparktop.ui.messages import EventRecorded, LayoutChanged, NodeChosen, SampleArrived
+from sparktop.ui.messages import EventRecorded, LayoutChanged, SampleArrived
 from sparktop.ui.notices import no_driver_text, no_engine_text
 from sparktop.ui.safe_text import ControlCharacters
-from sparktop.ui.screens.engine_detail import EngineDetail, EngineDetailScreen
+from sparktop.ui.screens.curve import CurveScreen
+from sparktop.ui.screens.engine_detail import EngineDetailScreen
 from sparktop.ui.screens.help import HelpScreen, all_bindings, keys_markdown
-from sparktop.ui.screens.node_detail import NodeDetail, NodeDetailScreen
-from sparktop.ui.views import ROW_SEP, Cell, ViewConfig, node_rows, node_states
+from sparktop.ui.screens.node_detail import NodeDetailScreen
+from sparktop.ui.views import Cell, ViewConfig, node_rows, node_states
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.engine_panel import EnginePanel
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 INTERVAL = Binding.Group("interval", compact=True)
 
 
-class SparktopApp(App[int]):
+class SparktopApp(DetailNavigation):
     """The monitor of one :class:`~sparktop.plan.Plan`, polling ``sources`` (usually
     ``plan.sources()``; tests pass their own) and judging with ``alerts`` (the plan's alert
     engine, or the pipeline around it that delivers and records)."""
@@ -74,6 +74,9 @@ class SparktopApp(App[int]):
                 id="app.pause"),
         Binding("e", "toggle_events", "Events", tooltip="show / hide the events pane",
                 id="app.events"),
+        Binding("c", "show_curve", "Curve", tooltip="the profile's curve (TTFT, aggregate vs "
+                "prompt tokens) with the live window on it, for the engine in focus",
+                id="app.curve"),
         Binding("plus", "interval(1)", "+interval", group=INTERVAL,
                 tooltip="poll less often (next longer interval)", id="app.interval_up"),
         Binding("minus", "interval(-1)", "-interval", group=INTERVAL,
@@ -301,6 +304,8 @@ class SparktopApp(App[int]):
             self.screen.show(self.node_detail(self.screen.node))
         elif isinstance(self.screen, EngineDetailScreen):
             self.screen.show(self.engine_detail(self.screen.engine))
+        elif isinstance(self.screen, CurveScreen):
+            self.screen.show(self.curve_detail(self.screen.engine))
         nodes = self.state.nodes.values()
         no_driver = bool(nodes) and all(s.state is NodeState.NO_DRIVER for s in nodes)
         self.query_one("#notice").display = no_driver
@@ -315,6 +320,8 @@ class SparktopApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.MAIN_SCREEN_ACTIONS:
             return self.screen is self.screen_stack[0]
+        if action == "show_curve":
+            return not isinstance(self.screen, CurveScreen)
         # An input types + and - itself; Textual cannot tell these keys are printable, so
         # without this the footer would offer them while typing.
         return not (action == "interval" and self.typing())
@@ -375,70 +382,6 @@ class SparktopApp(App[int]):
 
     async def action_poll_now(self) -> None:
         await self.poll_now()
-
-    @on(NodeChosen)
-    def _node_chosen(self, message: NodeChosen) -> None:
-        self.show_node_details(message.node, message.gpu_key)
-
-    def show_node_details(self, node: str, gpu_key: str | None = None) -> None:
-        """Open the node's detail screen (Enter on a row, the palette)."""
-        if node in self.state.nodes:
-            self.push_screen(NodeDetailScreen(self.node_detail(node), gpu_key))
-        else:
-            self.notify(f"{node}: no details yet (its first poll has not answered)")
-
-    def node_detail(self, node: str) -> NodeDetail:
-        """What the detail screen shows of ``node``, as of now."""
-        events = self.query_one(EventLog).events
-        return NodeDetail(
-            node=node,
-            sample=self.state.nodes.get(node),
-            known_gpus=self.known_gpus.get(node, ()),
-            known_time_s=self.known_time_s.get(node),
-            known_sample=self.known_nodes.get(node),
-            state=self.node_states.get(node, ("ok", "ok")),
-            history=self.state.history,
-            events=tuple(e for e in events if e.subject.split("/")[0] == node),
-            peers=tuple(
-                node_facts(
-                    self.state, self.view_config.thresholds, self.view_config.engine_nodes, node
-                )
-            ),
-        )
-
-    def show_engine_details(self, engine: str) -> None:
-        """Open the engine's detail screen (the palette)."""
-        if engine in self.state.engines:
-            self.push_screen(EngineDetailScreen(self.engine_detail(engine), self.view_config))
-
-    def engine_detail(self, engine: str) -> EngineDetail:
-        """What the engine detail screen shows of ``engine``, as of now."""
-        events = self.query_one(EventLog).events
-        return EngineDetail(
-            engine=engine,
-            sample=self.state.engines.get(engine),
-            events=tuple(e for e in events if e.subject == engine),
-        )
-
-    def live_engine(self) -> EngineSample | None:
-        """The engine the budget is about: the first in the plan's order that has a sample."""
-        engines = self.state.engines
-        names = sorted(engines, key=lambda n: (self.engine_order.get(n, 1_000_000), n))
-        return engines[names[0]] if names else None
-
-    def jump_to_node(self, node: str) -> None:
-        """Move the Nodes cursor to the node's first row (command palette)."""
-        table = self.query_one(NodeTable)
-        for key in table.row_keys:
-            if key.partition(ROW_SEP)[0] == node:
-                table.move_cursor(table.get_row_index(key))
-                table.focus()
-                return
-
-    def jump_to_engine(self, engine: str) -> None:
-        block = self.query_one(EnginePanel).blocks.get(engine)
-        if block is not None:
-            block.scroll_visible()
 
     async def action_quit(self) -> None:
         await self.poller.aclose()

@@ -48,5 +48,12 @@ class NodeChosen(Message):
 
 
 @dataclass
+class EngineChosen(Message):
+    """The operator asked for an engine's detail screen (Enter or a click on its block)."""
+
+    engine: str
+
+
+@dataclass
 class LayoutChanged(Message):
     """A widget's width changed so its content must be laid out again (render now)."""

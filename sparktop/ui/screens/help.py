@@ -20,9 +20,11 @@ from sparktop.cluster import LOADED_UTIL_PCT
 from sparktop.model import BENIGN_CLOCK_EVENTS
 from sparktop.ui import format as fmt
 from sparktop.ui.expected import COLUMN_NOTES
+from sparktop.ui.screens.curve import CurveScreen
 from sparktop.ui.views import WIDE_COLUMNS
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetInput, BudgetPane
+from sparktop.ui.widgets.engine_panel import EngineBlock
 from sparktop.ui.widgets.node_table import NodeTable
 
 
@@ -258,7 +260,7 @@ def all_bindings(app_class: type[App[Any]]) -> list[Binding]:
         if issubclass(c, App) and not c.__module__.startswith("textual.")
     ]
     found: list[Binding] = []
-    for owner in (*owners, NodeTable, Body, BudgetPane, BudgetInput):
+    for owner in (*owners, NodeTable, EngineBlock, Body, BudgetPane, BudgetInput, CurveScreen):
         found += [b for b in owner.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id]
     return found
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.events import Resize
+from textual.events import Click, Resize
 from textual.widgets import Static
 
 from sparktop.cluster import ClusterState
@@ -15,7 +16,7 @@ from sparktop.model import EngineSample
 from sparktop.ui import styles
 from sparktop.ui.engine_views import engine_lines, limit_seqs
 from sparktop.ui.expected import DeficitClock, RowFn, expected_lines
-from sparktop.ui.messages import LayoutChanged
+from sparktop.ui.messages import EngineChosen, LayoutChanged
 from sparktop.ui.views import ViewConfig
 from sparktop.ui.widgets.spark import SparkRow
 from sparktop.ui.widgets.text_block import TextBlock
@@ -35,15 +36,21 @@ class ExpectedStrip(TextBlock):
     """
 
 
-class EngineBlock(Vertical):
+class EngineBlock(Vertical, can_focus=True):
     """One engine: text lines, decode tok/s and KV % sparklines (one :class:`SparkRow`), and
-    its ExpectedStrip."""
+    its ExpectedStrip. Focusable (Tab, a click): Enter opens its details, ``c`` its curve."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "details", "Details", tooltip="open the engine's detail screen",
+                id="engine.details"),
+    ]  # fmt: skip
 
     DEFAULT_CSS = """
     EngineBlock {
         height: auto;
         margin: 0 0 1 0;
     }
+    EngineBlock:focus { background: $boost; }
     EngineBlock:last-of-type { margin: 0; }
     EngineBlock > .engine-lines { height: auto; }
     EngineBlock SparkRow > .spark-row--label { color: $spark-dim; }
@@ -103,6 +110,13 @@ class EngineBlock(Vertical):
             self.query_one(ExpectedStrip).set_lines([styles.line(r) for r in strip])
             changed = True
         return changed
+
+    def action_details(self) -> None:
+        self.post_message(EngineChosen(self.engine))
+
+    def on_click(self, event: Click) -> None:
+        if event.chain >= 2:  # a double click opens, as Enter does; one click focuses
+            self.action_details()
 
     def on_resize(self, event: Resize) -> None:
         # Lines are packed to the width: lay them out again now (a height change, which
