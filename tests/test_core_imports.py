@@ -46,3 +46,22 @@ def test_import_linter_contract_is_kept() -> None:
     result = subprocess.run([exe], capture_output=True, text=True, cwd=repo)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "1 kept, 0 broken" in result.stdout
+
+
+def test_monitor_path_does_not_import_numpy_or_scipy() -> None:
+    """NumPy and SciPy (about 50 MB of RSS) are test references only: the app, the plan, the
+    alert rules and a fitted estimator run without them (sparktop.sweep.fitmath)."""
+    code = (
+        "import sys\n"
+        "import sparktop.ui.app, sparktop.commands.monitor, sparktop.plan, sparktop.alerts.rules\n"
+        "import sparktop.exporter.run, sparktop.commands.budget\n"
+        "from sparktop.sweep.estimator import estimate\n"
+        "from sparktop.sweep.profile import builtin_profile_names, load_profile\n"
+        "for name in builtin_profile_names():\n"
+        "    estimate(load_profile(name), 3000, 2)\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy'))\n"
+        "print(bad[:5])\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

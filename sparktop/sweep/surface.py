@@ -32,8 +32,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-from scipy.optimize import minimize_scalar, nnls
+from sparktop.sweep.fitmath import minimize_bounded, nnls
 
 METRICS = ("ttft_s", "prefill_tps", "decode_tps", "aggregate_tps")
 PRIMARY = ("ttft_s", "decode_tps")
@@ -125,15 +124,19 @@ def _decode_features(p: float, c: float) -> list[float]:
     return [1.0, c, k, (c - 1.0) * k]
 
 
-def _nnls_relative(rows: list[list[float]], targets: list[float]) -> np.ndarray:
-    """Non-negative coefficients minimising the relative error of ``rows · θ`` to targets."""
-    x = np.array(rows, dtype=float)
-    y = np.array(targets, dtype=float)
-    x = x / y[:, None]
-    scale = np.abs(x).max(axis=0)
-    scale[scale == 0] = 1.0
-    theta, _ = nnls(x / scale, np.ones_like(y))
-    return np.asarray(theta / scale)
+def _nnls_relative(rows: list[list[float]], targets: list[float]) -> tuple[float, ...]:
+    """Non-negative coefficients minimising the relative error of ``rows · θ`` to targets
+    (each column scaled to its largest magnitude first, so the solve is well conditioned)."""
+    if not rows:
+        return ()
+    x = [[v / y for v in row] for row, y in zip(rows, targets, strict=True)]
+    scale = [max(abs(row[j]) for row in x) or 1.0 for j in range(len(x[0]))]
+    theta = nnls([[v / s for v, s in zip(row, scale, strict=True)] for row in x], [1.0] * len(x))
+    return tuple(t / s for t, s in zip(theta, scale, strict=True))
+
+
+def _dot(a: list[float], b: tuple[float, ...]) -> float:
+    return math.fsum(u * v for u, v in zip(a, b, strict=False))
 
 
 class Surface:
@@ -201,9 +204,9 @@ class Surface:
 
     def _model_primary(self, metric: str, p: float, c: float) -> float:
         if metric == "ttft_s":
-            value = float(np.dot(_ttft_features(p, c, self.batch), self._ttft_theta))
+            value = _dot(_ttft_features(p, c, self.batch), self._ttft_theta)
         else:
-            per_token = float(np.dot(_decode_features(p, c), self._dec_theta))
+            per_token = _dot(_decode_features(p, c), self._dec_theta)
             value = 1.0 / per_token if per_token > 0 else math.inf
         return value if value > 0 and math.isfinite(value) else 1e-9
 
@@ -226,8 +229,7 @@ class Surface:
             n = math.exp(ln_n)
             return sum(math.log(a * (t + n / d) / (c * n)) ** 2 for c, t, d, a in usable)
 
-        best = minimize_scalar(loss, bounds=(math.log(8), math.log(1 << 20)), method="bounded")
-        return float(math.exp(best.x))
+        return math.exp(minimize_bounded(loss, math.log(8), math.log(1 << 20)))
 
     def model_ln(self, metric: str, p: float, c: int, at_cell: Point | None = None) -> Result:
         """ln of the model at (p, c); derived metrics use the cell's own figures at a cell,
