@@ -5,7 +5,9 @@ The file is read once, streaming; every complete, valid JSON line becomes an ent
 index (time, whether it carries alert events, the line kept zlib-compressed in memory and
 decoded on demand). Reading stops at the first damage — a corrupt compressed block, a file
 that ends mid-stream, a line that is not JSON or not a tick — and :attr:`Recording.stop`
-says which line and byte it was and why; everything before it replays.
+says which line and byte it was and why; everything before it replays. A line longer than
+:data:`MAX_LINE_BYTES` is damage too, found while reading: a compressed file of a few hundred
+KB can inflate to gigabytes without a newline (a zstd bomb), and is never held whole.
 """
 
 from __future__ import annotations
@@ -25,7 +27,12 @@ from sparktop.record.codec import CodecError
 from sparktop.record.tick import FORMAT, FORMAT_VERSION, Tick, tick_from_json
 
 CHUNK = 1 << 10
-"""Compressed bytes fed at a time: damage costs at most this much of the data before it."""
+"""Compressed bytes read at a time: damage costs at most this much of the data before it."""
+FEED = 256
+"""Compressed bytes given to the decompressor at once (``decompress`` has no output bound):
+a zstd block of 4 bytes can inflate to 128 KiB, so one call's output stays under 8 MiB."""
+MAX_LINE_BYTES = 16 << 20
+"""Longest line read: a 256-node tick is a few hundred KB."""
 CACHE_TICKS = 64
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -69,7 +76,7 @@ def _chunks(path: Path) -> Iterator[tuple[bytes, int]]:
                 yield block, fh.tell()
             return
         dec: Any = _decompressor(kind)
-        while block := fh.read(CHUNK):
+        while block := fh.read(FEED):
             while block:
                 if dec.eof:  # another frame / gzip member follows
                     dec = _decompressor(kind)
@@ -82,6 +89,13 @@ def _chunks(path: Path) -> Iterator[tuple[bytes, int]]:
                 block = dec.unused_data if dec.eof else b""
         if not dec.eof:
             raise _Damage("file ends mid-stream (truncated: the recorder did not finish)")
+
+
+def _too_long(line_no: int) -> str:
+    return (
+        f"line {line_no} is longer than {MAX_LINE_BYTES >> 20} MiB (no line break): "
+        "not a recording's tick"
+    )
 
 
 def _decompressor(kind: str) -> Any:
@@ -155,25 +169,35 @@ class Recording:
             raise UserError(f"{self.path} is not a sparktop recording ({reason})")
 
     def _scan(self) -> None:
-        pending = b""
         line_no = 0
         start = 0  # where the next line starts in the (decompressed) text
         with self.path.open("rb") as fh:
             head = fh.read(4)
         self._compressed = head == ZSTD_MAGIC or head[:2] == GZIP_MAGIC
+        parts: list[bytes] = []  # the line being read, unjoined: it may arrive in KB pieces
+        size = 0
         try:
             for chunk, _read_to in _chunks(self.path):
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
+                if b"\n" not in chunk:  # no line ends here: only its length to check
+                    parts.append(chunk)
+                    size += len(chunk)
+                    if size > MAX_LINE_BYTES:
+                        raise _Damage(_too_long(line_no + 1))
+                    continue
+                first, *lines, rest = chunk.split(b"\n")
+                parts.append(first)
+                for line in (b"".join(parts), *lines):
+                    if len(line) > MAX_LINE_BYTES:
+                        raise _Damage(_too_long(line_no + 1))
                     line_no += 1
                     if not self._take(line, line_no, start):
                         return
                     start += len(line) + 1
+                parts, size = [rest], len(rest)
         except _Damage as exc:
             self._stop(line_no + 1, start, str(exc))
             return
-        if pending.strip():
+        if b"".join(parts).strip():
             self._stop(line_no + 1, start, "last line is incomplete (truncated)")
 
     def _stop(self, line_no: int, start: int, reason: str) -> None:
