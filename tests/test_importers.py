@@ -121,3 +121,45 @@ def test_profiles_import_cli_writes_a_profile_budget_reads(
     budget = json.loads(capsys.readouterr().out)
     assert budget["profile"]["name"] == "benchy"
     assert budget["time"]["ttft_s"]["basis"] == "exact"
+
+
+TENSTORRENT = FIXTURES / "vllm-bench-serve-tenstorrent-test-sample.json"
+
+
+def test_a_test_sample_with_impossible_decode_is_flagged_with_its_cell(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = imported(tmp_path, TENSTORRENT)
+    (row,) = profile.rows  # kept: a flag is a doubt, not a refusal
+    assert row.decode_tps == pytest.approx(1000 / 0.010592051617808856, abs=0.01)
+    (flag,) = [n for n in profile.notes if "implausible" in n]
+    assert flag.startswith(f"prompt 127 x concurrency 64 ({TENSTORRENT}): implausible: ")
+    assert "decode 94,410 tok/s per request" in flag and "above 10,000" in flag
+    out = tmp_path / "tt.yaml"
+    assert main(["profiles", "--import", str(TENSTORRENT), "--name", "tt", "-o", str(out)]) == 0
+    assert f"warning: {flag}\n" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "fixture", [BENCHY, GUIDE_SYNC, GUIDE_C4, VLLM_8B, VLLM_3B, SWEEP], ids=lambda p: p.name
+)
+def test_real_published_results_raise_no_flag(tmp_path: Path, fixture: Path) -> None:
+    assert not [n for n in imported(tmp_path, fixture).notes if "implausible" in n]
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"mean_ttft_ms": 0.4}, "TTFT 0.400 ms is below 1 ms"),
+        ({"mean_ttft_ms": 0.06}, "prefill 3,333,333 tok/s per request is above 1,000,000"),
+        ({"output_throughput": 600.0}, "aggregate 600.0 tok/s is 4.2x concurrency x"),
+    ],
+)
+def test_each_implausible_value_names_its_reason(
+    tmp_path: Path, changes: dict[str, float], reason: str
+) -> None:
+    doc = json.loads(VLLM_8B.read_text()) | {"max_concurrency": 4} | changes
+    path = tmp_path / "changed.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    flags = [n for n in imported(tmp_path, path).notes if "implausible" in n]
+    assert any(f"prompt 200 x concurrency 4 ({path}): implausible: {reason}" in f for f in flags)

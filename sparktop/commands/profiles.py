@@ -102,7 +102,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _import(args: argparse.Namespace) -> int:
     import re
 
-    from sparktop.sweep.import_formats import import_results
+    from sparktop.sweep.import_formats import import_profile
 
     if not args.name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", args.name):
         flag = "--import" if args.import_files else "--from-recording"
@@ -122,7 +122,9 @@ def _import(args: argparse.Namespace) -> int:
         "max_num_batched_tokens": args.max_batched,
     }
     if args.import_files:
-        text = import_results(args.import_files, args.name, limits=limits)
+        text, flags = import_profile(args.import_files, args.name, limits=limits)
+        for flag in flags:  # also in the profile's notes; said here so nobody misses it
+            print(printable(f"warning: {flag}"), file=sys.stderr)
     else:
         from sparktop.sweep.learn import learn_profile
 

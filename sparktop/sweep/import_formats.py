@@ -36,7 +36,7 @@ from sparktop.errors import UserError
 from sparktop.inputfile import read_limited
 from sparktop.jsontext import JsonTooDeep, loads
 from sparktop.safe_text import printable
-from sparktop.sweep.import_profile import ImportedRow, profile_yaml
+from sparktop.sweep.import_profile import ImportedProfile, ImportedRow, profile_yaml
 
 MAX_FILE_BYTES = 256 << 20
 """GuideLLM keeps every request in benchmarks.json; hundreds of MB is still a result file."""
@@ -363,6 +363,13 @@ def rows_of(where: str, doc: Any) -> list[ImportedRow]:
 
 def import_results(paths: Iterable[str | Path], name: str, *, limits: dict[str, int | None]) -> str:
     """Profile YAML from result files and vllm bench sweep folders of one tool."""
+    return import_profile(paths, name, limits=limits).text
+
+
+def import_profile(
+    paths: Iterable[str | Path], name: str, *, limits: dict[str, int | None]
+) -> ImportedProfile:
+    """Profile YAML and its implausible-value flags (see :func:`import_results`)."""
     rows: list[ImportedRow] = []
     for item in paths:
         path = Path(item)

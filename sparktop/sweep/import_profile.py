@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import yaml
 
 from sparktop.errors import UserError
+from sparktop.sweep.import_checks import implausible
 from sparktop.sweep.profile_file import parse_profile
 
 COLUMNS = (
@@ -53,17 +55,26 @@ class ImportedRow:
         return self.prompt_tokens / self.ttft_s
 
 
+class ImportedProfile(NamedTuple):
+    """The profile's YAML text and the implausible values flagged in its notes."""
+
+    text: str
+    flags: list[str]
+
+
 def profile_yaml(
     rows: Sequence[ImportedRow],
     name: str,
     *,
     limits: dict[str, int | None],
     notes: Sequence[str] = (),
-) -> str:
-    """Profile YAML (format 1) from ``rows``; validated by loading it back.
+) -> ImportedProfile:
+    """Profile YAML (format 1) from ``rows``, validated by loading it back, and its flags.
 
-    Raises UserError when the rows mix tools whose aggregates mean different things, or two
-    exact rows share a cell (approximate duplicates are dropped with a note)."""
+    Implausible values (:mod:`sparktop.sweep.import_checks`) are kept and flagged in the
+    notes, one per cell and reason. Raises UserError when the rows mix tools whose aggregates
+    mean different things, or two exact rows share a cell (approximate duplicates are dropped
+    with a note)."""
     if not rows:
         raise UserError("no benchmark results found in the files given")
     kinds = {r.aggregate_kind for r in rows}
@@ -92,6 +103,8 @@ def profile_yaml(
             )
     chosen = sorted(kept.values(), key=lambda r: (r.concurrency, r.prompt_tokens))
     extra += [f"{r.where}: {r.approximate}" for r in chosen if r.approximate]
+    flags = implausible(chosen)
+    extra += flags
     outputs = sorted({r.output_tokens for r in chosen})
     models = sorted({r.model for r in chosen if r.model})
     tools = sorted({r.tool for r in chosen})
@@ -128,4 +141,4 @@ def profile_yaml(
         doc, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
     )
     parse_profile(text, f"<imported {name}>", "imported")  # the output must load
-    return text
+    return ImportedProfile(text, flags)
