@@ -392,6 +392,10 @@ class EngineSample:
     prompt_tokens_dist: tuple[tuple[float, float, float], ...] = ()
     first_token_prompt_tokens: Num = NA()
     window_start_s: float | None = None
+    server_version: str = ""
+    """The server's own version (vLLM's ``GET /version``: ``0.32.0``); "" when it does not
+    say. How it treats prompt + ``max_tokens`` over ``max_model_len`` depends on it
+    (:mod:`sparktop.sweep.ceiling`)."""
 
     @property
     def ok(self) -> bool:

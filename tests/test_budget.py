@@ -16,6 +16,7 @@ import pytest
 from sparktop.cli import main
 from sparktop.model import NA, EngineSample, EngineState
 from sparktop.sweep.budget import Origin, budget_json, compute_budget, render_budget
+from sparktop.sweep.ceiling import Verdict
 from sparktop.sweep.estimator import Basis
 from sparktop.sweep.profile import load_profile
 from sparktop.testing.http_stub import serve_threaded
@@ -53,12 +54,15 @@ def test_the_900k_acceptance_point() -> None:
     assert b.kv.max_concurrency_by_pool.value == 2  # 2,493,464 // 902,042
 
 
-def test_over_the_ceiling_says_how_much_to_cut_and_gives_no_times() -> None:
+def test_over_the_ceiling_without_a_server_gives_both_answers_and_what_to_lower() -> None:
     b = compute_budget(1_048_000, 1, load_profile(TWO), output_tokens=2048)
-    assert b.ceiling.rejected is True
+    assert b.ceiling.rejected is None and b.ceiling.verdict is Verdict.DEPENDS
     assert b.ceiling.over_by_tokens.value == 1_048_000 + 2048 - 1_048_576
     assert b.ceiling.max_prompt_tokens.value == 1_048_576 - 2048
-    assert "rejects" in getattr(b.timing.ttft_s.value, "reason", "")
+    assert b.ceiling.served_output_tokens == 576  # what vLLM >= 0.32 leaves it
+    assert "lower the output to ≤ 576 tokens" in b.ceiling.advice
+    assert "vLLM < 0.32 refuses" in b.ceiling.why and "576 tokens" in b.ceiling.why
+    assert any("version is not known" in w for w in b.warnings)
 
 
 def test_kv_pool_does_not_fit_three_near_1m_requests() -> None:

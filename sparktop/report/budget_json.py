@@ -85,6 +85,11 @@ def to_json(b: Budget) -> dict[str, Any]:
             "over_by_tokens": _jfig(b.ceiling.over_by_tokens),
             "max_prompt_tokens": _jfig(b.ceiling.max_prompt_tokens),
             "rejected": b.ceiling.rejected,
+            "verdict": b.ceiling.verdict.value,
+            "served_output_tokens": b.ceiling.served_output_tokens,
+            "why": b.ceiling.why or None,
+            "advice": b.ceiling.advice or None,
+            "rule": b.ceiling.rule or None,
         },
         "kv": {
             "pool_tokens": _jfig(b.kv.pool_tokens),
@@ -137,6 +142,7 @@ def _send_now(b: Budget) -> dict[str, Any]:
         "ttft_s": _jest(n.ttft_s) if n.ttft_s is not None else None,
         "ttft_total_s": _val(n.ttft_total_s),
         "idle_ttft_s": _jest(n.idle_ttft_s),
+        "refused": n.refused or None,
     }
 
 

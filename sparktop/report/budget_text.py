@@ -10,6 +10,7 @@ from __future__ import annotations
 from sparktop.model import NA, is_num
 from sparktop.sweep.batch_step import batch_step
 from sparktop.sweep.budget import Budget, Figure, Origin
+from sparktop.sweep.ceiling import Verdict
 from sparktop.sweep.estimator import Basis, Estimated
 
 TAGS = {
@@ -105,25 +106,36 @@ def _tokens_section(b: Budget) -> list[str]:
 
 def _ceiling_section(b: Budget) -> list[str]:
     c = b.ceiling
+    served = c.served_output_tokens
+    output = f"output {tokens(served)}"
+    if served != b.output_tokens:
+        output += f" of the {tokens(b.output_tokens)} asked"
     out = [
         "Ceiling (max_model_len)",
         _line(
             Origin.COMPUTED,
             "live tokens / request",
-            f"{_fig_text(c.live_tokens_per_request)} (prompt {tokens(b.prompt_tokens)} + "
-            f"output {tokens(b.output_tokens)})",
+            f"{_fig_text(c.live_tokens_per_request)} (prompt {tokens(b.prompt_tokens)} + {output})",
         ),
         _line(c.max_model_len.origin, "max_model_len", _fig_text(c.max_model_len)),
     ]
-    if c.rejected:
-        cut = f"cut at least {_fig_text(c.over_by_tokens)} tokens"
-        if is_num(c.max_prompt_tokens.value):
-            cut += f" (prompt ≤ {_fig_text(c.max_prompt_tokens)} with this output)"
-        out.append(_line(Origin.COMPUTED, "⛔ over the ceiling", f"the server rejects it; {cut}"))
-    elif c.rejected is False:
+    if c.verdict is Verdict.FITS:
         out.append(
             _line(Origin.COMPUTED, "fits", f"prompt may grow to {_fig_text(c.max_prompt_tokens)}")
         )
+        return out
+    if c.verdict is Verdict.UNKNOWN:
+        return out
+    out.append(_line(Origin.SERVER if b.send_now.live else "", "server", c.rule))
+    head = {
+        Verdict.REJECTED: "⛔ rejected",
+        Verdict.SHORTENED: "✂ output shortened",
+        Verdict.DEPENDS: "⚠ rejected or shortened",
+    }[c.verdict]
+    out.append(_line(Origin.COMPUTED, head, c.why))
+    if c.advice:
+        label = "to fit" if c.verdict is Verdict.REJECTED else "whole output"
+        out.append(_line(Origin.COMPUTED, label, c.advice))
     return out
 
 
@@ -242,7 +254,8 @@ def _time_section(b: Budget) -> list[str]:
             _line(
                 Origin.COMPUTED,
                 "total / request",
-                f"{hms(t.total_s.value)} (TTFT + {tokens(b.output_tokens)} tokens at "
+                f"{hms(t.total_s.value)} (TTFT + {tokens(b.ceiling.served_output_tokens)} "
+                f"tokens at "
                 f"{_rate(decode)} tok/s)",
             )
         )
@@ -267,6 +280,24 @@ def _send_now_section(b: Budget) -> list[str]:
     n = b.send_now
     out = ["If sent now (one more request on the live load)"]
     capped = is_num(n.running) and is_num(n.concurrency) and n.concurrency < n.running + 1
+    if n.refused:
+        out.append(_line(Origin.COMPUTED, "not sent", f"{n.refused}: no TTFT"))
+        return out
+    c = b.ceiling
+    if c.verdict in (Verdict.SHORTENED, Verdict.DEPENDS):
+        when = (
+            " if the server is vLLM ≥ 0.32 (older: rejected)"
+            if c.verdict is Verdict.DEPENDS
+            else ""
+        )
+        out.append(
+            _line(
+                Origin.COMPUTED,
+                "output",
+                f"cut to {tokens(c.served_output_tokens)} tokens of the "
+                f"{tokens(b.output_tokens)} asked (finish_reason length){when}",
+            )
+        )
     out.append(_line(Origin.PROFILE, "TTFT idle", _est_text(n.idle_ttft_s, "s")))
     if n.ttft_s is None:
         out.append(_line(Origin.SERVER, "TTFT now", f"no data ({_why(n.running)})"))

@@ -4,7 +4,8 @@ One ``httpx.AsyncClient`` per engine (keep-alive, timeouts, redirects followed o
 the engine's origin so ``/metrics`` → ``/metrics/`` works, ``Accept: text/plain``), an optional
 bearer token read from the environment variable the inventory names (never logged, and
 redacted from every message), and ``GET /v1/models`` once per connection for
-``max_model_len`` (the entry with ``parent: null``).
+``max_model_len`` (the entry with ``parent: null``), with the kind's version path (vLLM's
+``GET /version``) for ``EngineSample.server_version``.
 
 Bounded: each network step has ``timeout_s`` and the whole scrape (both requests, headers and
 body) one deadline (``deadline_s``, default twice that), so a server that trickles its answer
@@ -37,12 +38,13 @@ from sparktop.sources.engine_http import (
     describe,
     fetch_metrics,
     fetch_models,
+    fetch_version,
     no_answer,
 )
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.pool import Limits
 from sparktop.sources.prom import PromPage
-from sparktop.sources.vllm import parse_engine_page
+from sparktop.sources.vllm import FLAVOURS, parse_engine_page
 
 ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
 
@@ -102,6 +104,7 @@ class EngineSource:
         self._deadline_s = deadline_s or 2 * timeout_s
         self._client: httpx.AsyncClient | None = None
         self._models: tuple[Num, str] | None = None
+        self._version: str | None = None
         self._since: float | None = None
         self._clock = clock
         self.deriver = MetricsDeriver(
@@ -177,6 +180,10 @@ class EngineSource:
                 body = await fetch_metrics(client, self._timeout_s, progress)
                 if self._models is None:
                     self._models = await fetch_models(client)
+                if self._version is None:
+                    flavour = FLAVOURS.get(self.engine_kind)
+                    path = flavour.version_path if flavour else ""
+                    self._version = await fetch_version(client, path) if path else ""
         except ScrapeFailure as failure:
             return await self._failed(wall, started, failure.state, failure.reason)
         except TimeoutError:
@@ -195,9 +202,11 @@ class EngineSource:
             max_model_len=max_model_len,
             model=model,
             latency_s=time.perf_counter() - started,
+            server_version=self._version or "",
         )
         if sample.restarted:
             self._models = None  # a new server may serve another model or length
+            self._version = None
         if sample.answered:
             self._since = None
             return sample
@@ -231,6 +240,7 @@ class EngineSource:
         """A new connection later means a fresh ``/v1/models`` and a fresh baseline."""
         await self.aclose()
         self._models = None
+        self._version = None
         self.deriver.reset()
 
     async def aclose(self) -> None:

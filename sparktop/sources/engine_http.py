@@ -3,9 +3,11 @@
 ``fetch_metrics``: ``GET /metrics`` streamed (so a body cut off mid-way is told from a server
 that never answered), size-capped, status and content type checked. ``fetch_models``:
 ``GET /v1/models`` → ``max_model_len`` and id of the base model (the entry with
-``parent: null``; LoRA adapters name their parent). Redirects are followed only within the
-engine's origin. Request headers (and so the bearer token) and bodies never appear in a
-reason; what a server sends (content type, a redirect's host) is shown escaped.
+``parent: null``; LoRA adapters name their parent). ``fetch_version``: ``GET /version`` →
+the server's version (vLLM answers ``{"version": "0.32.0"}``), which decides how it treats
+a request over ``max_model_len`` (:mod:`sparktop.sweep.ceiling`). Redirects are followed
+only within the engine's origin. Request headers (and so the bearer token) and bodies never
+appear in a reason; what a server sends (content type, a redirect's host) is shown escaped.
 """
 
 from __future__ import annotations
@@ -264,3 +266,29 @@ async def fetch_models(client: httpx.AsyncClient) -> tuple[Num, str]:
                 return NA(f"{MODELS_PATH} says max_model_len {length:.3g}: not plausible"), model
             return NA(f"{MODELS_PATH} has no max_model_len"), model
     return NA(f"{MODELS_PATH} lists no base model"), ""
+
+
+MAX_VERSION_BYTES = 4096
+"""A ``/version`` answer is one short JSON object."""
+
+
+async def fetch_version(client: httpx.AsyncClient, path: str) -> str:
+    """The server's version string from ``GET path`` (``{"version": "0.32.0"}``), printable
+    and at most 60 characters; "" when it has none (404, not JSON, no ``version``). Never
+    raises (the caller's deadline may cancel it)."""
+    progress = Progress()
+    try:
+        async with open_stream(
+            client, path, progress, headers={"Accept": "application/json"}
+        ) as response:
+            # Read whatever the status (a 404 page too): an unread body closes the connection.
+            data = await read_capped(response, MAX_VERSION_BYTES, progress)
+            if response.status_code != 200:
+                return ""
+            answer: Any = loads(data)
+    except (ScrapeFailure, httpx.HTTPError, ValueError):
+        return ""
+    version = answer.get("version") if isinstance(answer, dict) else None
+    if not isinstance(version, str):
+        return ""
+    return ascii(version.strip()[:60])[1:-1]

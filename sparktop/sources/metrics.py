@@ -99,16 +99,24 @@ class MetricsDeriver:
         max_model_len: Num | None = None,
         model: str = "",
         latency_s: float | None = None,
+        server_version: str = "",
     ) -> EngineSample:
         """One sample from one page. ``now_s`` is monotonic (rates); ``wall_s`` is time.time().
 
-        ``max_model_len`` and ``model`` come from ``GET /v1/models`` when the caller has them.
+        ``max_model_len`` and ``model`` come from ``GET /v1/models`` when the caller has them,
+        ``server_version`` from the server's version path.
         A page refused whole (``page.error``: invalid, or over a parse bound) or without any
         engine sample gives an UNAVAILABLE sample saying why.
         """
         kind = detect_kind(page, self.kind)
         reading = read_page(page, kind)
-        head = EngineSample(engine=self.engine, time_s=wall_s, kind=kind, latency_s=latency_s)
+        head = EngineSample(
+            engine=self.engine,
+            time_s=wall_s,
+            kind=kind,
+            latency_s=latency_s,
+            server_version=server_version,
+        )
         if page.error:
             return replace(head, state=EngineState.UNAVAILABLE, message=page.error)
         notes = []

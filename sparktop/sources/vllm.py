@@ -37,6 +37,8 @@ class Flavour:
     info: str = ""
     labelled: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
     """key → (slot ``gauges``|``counters``, sample name, label read per value)."""
+    version_path: str = ""
+    """Where the server says its version (``GET``, JSON ``{"version": …}``); "" for none."""
 
     def wanted(self) -> frozenset[str]:
         """Every normalised sample name this flavour reads (for :func:`parse_page`)."""
@@ -92,6 +94,7 @@ VLLM = Flavour(
         "tpot": ("vllm:request_time_per_output_token_seconds",),
     },
     info="vllm:cache_config_info",
+    version_path="/version",
     labelled={
         "waiting_by_reason": ("gauges", "vllm:num_requests_waiting_by_reason", "reason"),
         "prompt_by_source": ("counters", "vllm:prompt_tokens_by_source_total", "source"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparktop.model import NA, EngineSample, EngineState, is_num
+from sparktop.sweep.ceiling import UNKNOWN_RULE, Rule, Verdict, advice, rule_for, verdict
 from sparktop.sweep.estimator import Basis, Estimate, Estimated, estimate
 from sparktop.sweep.profile import Profile
 from sparktop.sweep.send_now import Lesson, SendNow, lesson, send_now
@@ -52,13 +53,27 @@ def _here(value: float | NA) -> Figure:
 
 @dataclass(frozen=True, slots=True)
 class Ceiling:
-    """``max_model_len`` check: prompt + output per request against the server's ceiling."""
+    """``max_model_len`` check: prompt + output per request against the server's ceiling,
+    and what the server does over it (:mod:`sparktop.sweep.ceiling`: vLLM ≥ 0.32 shortens
+    the output, older vLLM refuses the request, a prompt that fills the limit is refused by
+    all).
+
+    ``live_tokens_per_request``: prompt + the output the request can produce
+    (``served_output_tokens``: the output asked for, or ``max_model_len − prompt`` when it
+    is shortened, or may be). ``rejected``: True refused, False served (whole or shortened),
+    None unknown (the limit, or the server's version). ``why``: the verdict in words, with
+    the rule's source; ``advice``: what to lower so it fits whole ("" when it does)."""
 
     max_model_len: Figure
     live_tokens_per_request: Figure
     over_by_tokens: Figure
     max_prompt_tokens: Figure
     rejected: bool | None
+    verdict: Verdict = Verdict.UNKNOWN
+    served_output_tokens: int = 0
+    why: str = ""
+    advice: str = ""
+    rule: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,16 +181,43 @@ def _told(live: EngineSample | None, name: str) -> float | NA | None:
     return getattr(live, name)  # type: ignore[no-any-return]
 
 
-def _ceiling(prompt: int, output: int, mml: Figure) -> Ceiling:
-    live = prompt + output
+def _ceiling(prompt: int, output: int, mml: Figure, rule: Rule) -> Ceiling:
     if not is_num(mml.value):
         reason = f"max_model_len unknown ({getattr(mml.value, 'reason', '')})"
-        return Ceiling(mml, _here(live), _here(NA(reason)), _here(NA(reason)), None)
+        return Ceiling(
+            mml, _here(prompt + output), _here(NA(reason)), _here(NA(reason)), None,
+            Verdict.UNKNOWN, output, reason, "", rule.server,
+        )  # fmt: skip
     limit = int(mml.value)
-    over = max(0, live - limit)
+    over = max(0, prompt + output - limit)
     room = limit - output
     max_prompt = _here(room) if room > 0 else _here(NA("the output alone reaches max_model_len"))
-    return Ceiling(mml, _here(live), _here(over), max_prompt, over > 0)
+    found = verdict(prompt, output, limit, rule)
+    served = output if found in (Verdict.FITS, Verdict.REJECTED) else limit - prompt
+    rejected = {Verdict.FITS: False, Verdict.SHORTENED: False, Verdict.REJECTED: True}.get(found)
+    return Ceiling(
+        mml, _here(prompt + served), _here(over), max_prompt, rejected, found, served,
+        _why_verdict(found, prompt, output, limit, rule), advice(prompt, output, limit),
+        rule.server,
+    )  # fmt: skip
+
+
+def _why_verdict(found: Verdict, prompt: int, output: int, limit: int, rule: Rule) -> str:
+    cut = f"stops the output at {limit - prompt:,} tokens (finish_reason length)"
+    if found is Verdict.FITS:
+        return f"prompt + output ≤ max_model_len {limit:,}"
+    if found is Verdict.SHORTENED:
+        return f"{rule.server} accepts it and {cut}"
+    if found is Verdict.DEPENDS:
+        return f"vLLM < 0.32 refuses it; vLLM ≥ 0.32 {cut}"
+    if prompt >= limit:
+        return (
+            f"the prompt alone ({prompt:,}) leaves no room in max_model_len {limit:,} for an "
+            "output token: every vLLM version refuses it"
+        )
+    if output > limit:
+        return f"max_tokens {output:,} > max_model_len {limit:,}: every vLLM version refuses it"
+    return f"{rule.server} refuses prompt + output > max_model_len (as every vLLM < 0.32 does)"
 
 
 def _kv(
@@ -224,10 +266,13 @@ def _batched(prompt: int, concurrency: int, limit: Figure) -> Batched:
     return Batched(limit, _here(batched), chunks, batched > cap, fit)
 
 
-def _timing(est: Estimate, output: int, rejected: bool | None) -> Timing:
+REFUSED = "the server rejects this request (see the ceiling)"
+
+
+def _timing(est: Estimate, output: int, ceiling: Ceiling) -> Timing:
     figures = [est.ttft_s, est.prefill_tps, est.decode_tps, est.aggregate_tps]
-    if rejected:
-        reason = "the server rejects this request (prompt + output > max_model_len)"
+    if ceiling.rejected:
+        reason = REFUSED
         figures = [Estimated(NA(reason), f"no data: {reason}", Basis.NO_DATA)] * 4
     ttft, prefill, decode, aggregate = figures
     if is_num(ttft.value) and is_num(decode.value):
@@ -292,6 +337,8 @@ def compute_budget(
     ``profile_limits`` False: the profile does not describe the live server (the default
     profile beside ``--endpoint``, as the plan rules), so its limits are not used and a limit
     neither the caller nor the server gives is unknown; its figures still give the times.
+    Over ``max_model_len``, the verdict follows the live server's version
+    (``live.server_version``, :mod:`sparktop.sweep.ceiling`); without one it gives both.
     Raises ``ValueError`` for a prompt, concurrency or output below the minimum (callers
     validate user input first).
     """
@@ -331,8 +378,10 @@ def compute_budget(
     )
     told_seqs = _told(ok, "max_num_seqs") if ok else unread
     seqs = _limit(max_num_seqs, told_seqs, own("max_num_seqs"), "--max-num-seqs")
-    ceiling = _ceiling(count.tokens, output, mml)
-    kv = _kv(count.tokens + output, concurrency, pool, seqs, live)
+    rule = rule_for(ok.kind, ok.server_version) if ok else UNKNOWN_RULE
+    ceiling = _ceiling(count.tokens, output, mml, rule)
+    served = ceiling.served_output_tokens
+    kv = _kv(count.tokens + served, concurrency, pool, seqs, live)
     est = estimate(profile, count.tokens, concurrency)
     warnings = []
     if count.note:
@@ -344,6 +393,12 @@ def compute_budget(
             f"the times are profile {profile.name}'s, measured on another setup ({setup}), "
             "not on this server: name this server's profile with --profile, or measure one "
             "with 'sparktop sweep'"
+        )
+    if ceiling.verdict is Verdict.DEPENDS:
+        warnings.append(
+            f"prompt + output > max_model_len and the server's version is not known: "
+            f"{ceiling.why}; the KV and times are for the shortened request "
+            f"({ceiling.served_output_tokens:,} output tokens)"
         )
     if is_num(seqs.value) and concurrency > seqs.value:
         warnings.append(
@@ -359,11 +414,18 @@ def compute_budget(
         ceiling=ceiling,
         kv=kv,
         batched=_batched(count.tokens, concurrency, batch),
-        timing=_timing(est, output, ceiling.rejected),
+        timing=_timing(est, served, ceiling),
         estimate=est,
         warnings=tuple(warnings),
         not_accounted_for=_caveats(profile, count),
-        send_now=send_now(profile, count.tokens, output, live, seqs.value),
+        send_now=send_now(
+            profile,
+            count.tokens,
+            served,
+            live,
+            seqs.value,
+            refused=REFUSED if ceiling.rejected else "",
+        ),
         lesson=lesson(profile, count.tokens, concurrency, output),
         describes_server=profile_limits,
     )

@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 
 from sparktop.model import NA, EngineSample, is_num
-from sparktop.sweep.estimator import Estimated, estimate
+from sparktop.sweep.estimator import Basis, Estimated, estimate
 from sparktop.sweep.profile import Profile
 
 
@@ -66,6 +66,8 @@ class SendNow:
     ttft_s: Estimated | None
     ttft_total_s: float | NA
     idle_ttft_s: Estimated
+    refused: str = ""
+    """Why the server refuses the request (then no TTFT is given, idle or now); "" when not."""
 
     @property
     def live(self) -> bool:
@@ -153,8 +155,19 @@ def send_now(
     output_tokens: int,
     live: EngineSample | None,
     max_num_seqs: float | NA,
+    *,
+    refused: str = "",
 ) -> SendNow:
-    """TTFT for one more request of ``prompt_tokens`` on ``live``'s load (module doc)."""
+    """TTFT for one more request of ``prompt_tokens`` on ``live``'s load (module doc).
+
+    ``output_tokens``: what the request will produce (shortened when the server cuts it).
+    ``refused``: why the server refuses it (the budget's ceiling): no TTFT at all then."""
+    if refused:
+        none = NA(refused)
+        no = Estimated(none, f"no data: {refused}", Basis.NO_DATA)
+        running = live.running if live is not None and live.ok else none
+        waiting = live.waiting if live is not None and live.ok else none
+        return SendNow(running, waiting, none, none, "", "", none, "", None, none, no, refused)
     idle = estimate(profile, prompt_tokens, 1).ttft_s
     if live is None or not live.ok:
         why = NA(

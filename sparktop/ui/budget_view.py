@@ -15,6 +15,7 @@ from typing import Any
 
 from sparktop.model import NA, EngineSample, is_num
 from sparktop.sweep.budget import DEFAULT_OUTPUT_TOKENS, Budget, Figure, Origin, compute_budget
+from sparktop.sweep.ceiling import Verdict
 from sparktop.sweep.profile import Profile
 from sparktop.sweep.tokens import TokenCount
 from sparktop.ui import format as fmt
@@ -151,15 +152,33 @@ def _prompt(b: Budget) -> list[Group]:
     return groups
 
 
+CEILING_HEAD = {
+    Verdict.FITS: ("fits", "ok"),
+    Verdict.SHORTENED: ("OUTPUT CUT", "warn"),
+    Verdict.DEPENDS: ("REJECTED OR CUT", "warn"),
+    Verdict.REJECTED: ("REJECTED", "crit"),
+    Verdict.UNKNOWN: ("?", "dim"),
+}
+"""The ceiling's verdict at a glance (:mod:`sparktop.sweep.ceiling`)."""
+
+
 def _ceiling(b: Budget, tags: Tags) -> list[Group]:
     c = b.ceiling
+    word, style = CEILING_HEAD[c.verdict]
     groups: list[Group] = [
-        _ok("ceiling", None if c.rejected is None else not c.rejected, "fits", "REJECTED"),
+        [_label("ceiling"), (word, style)],
         [(f"{_tok(b.prompt_tokens + b.output_tokens)}/{_tok(c.max_model_len.value)}", ""),
          _tag(c.max_model_len, tags.get("max_model_len"))],
     ]  # fmt: skip
-    if c.rejected:
-        groups.append([(f"over by {_tok(c.over_by_tokens.value)} tokens", "crit")])
+    cut = f"output cut to {c.served_output_tokens:,} tok"
+    if c.verdict is Verdict.SHORTENED:
+        groups.append([(cut, "warn"), (f" by {c.rule}", "dim")])
+    elif c.verdict is Verdict.DEPENDS:
+        groups.append([("vLLM < 0.32 rejects; ≥ 0.32: ", "dim"), (cut, "warn")])
+    elif c.verdict is Verdict.REJECTED:
+        groups.append([(c.why, "crit")])
+    if c.advice:
+        groups.append([(c.advice, "warn" if c.verdict is not Verdict.REJECTED else "crit")])
     return groups
 
 
@@ -258,6 +277,8 @@ def _send_now(b: Budget) -> list[list[Group]]:
     n = b.send_now
     idle = n.idle_ttft_s.value
     out: list[list[Group]] = []
+    if n.refused:
+        return [[[_label("now"), ("not sent", "crit")], [("the server rejects it", "dim")]]]
     if n.ttft_s is None:
         out.append([[_label("now"), ("no data", "dim")], [(_why(n.ttft_total_s), "dim")]])
     else:
@@ -275,6 +296,10 @@ def _send_now(b: Budget) -> list[list[Group]]:
                 [_label(" queue"), (text, "warn")],
                 [(QUEUE_WHY[n.queued_because], "dim"), (f" [{n.wait_origin or 'here'}]", "dim")],
             ])  # fmt: skip
+    if b.ceiling.verdict in (Verdict.SHORTENED, Verdict.DEPENDS):
+        served = b.ceiling.served_output_tokens
+        when = " if vLLM ≥ 0.32" if b.ceiling.verdict is Verdict.DEPENDS else ""
+        out.append([[_label(" output"), (f"cut to {served:,} tok{when}", "warn")]])
     out.append([[_label("idle"), (f"TTFT {fmt.seconds(idle)}" if is_num(idle) else "no data",
                                   ""), (" [profile]", "dim")]])  # fmt: skip
     return out
