@@ -3,14 +3,23 @@ told to, including errors and garbage, and cells computed by hand."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import tracemalloc
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import httpx
-from aiohttp import web
+import pytest
+from aiohttp import ClientConnectionResetError, web
 
-from sparktop.sweep.bench_client import RequestResult, stream_completion
+from sparktop.sweep.bench_client import (
+    LineTooLong,
+    RequestResult,
+    capped_lines,
+    stream_completion,
+)
 from sparktop.sweep.sweep_cells import CellRuns, cell_figures, run_figures
 
 
@@ -129,3 +138,67 @@ def test_a_request_read_back_from_the_runs_file_gives_the_same_figures() -> None
     back = [RequestResult.from_json(json.loads(json.dumps(r.as_json()))) for r in results]
     assert back == results
     assert run_figures(back, 0.8) == run_figures(results, 0.8)
+
+
+async def test_a_stream_that_never_ends_is_cut_at_the_request_deadline() -> None:
+    """Issue 30 case 3: the timeout was per read, so a stream sending a token every second
+    ran past 150 s under ``--timeout 20``."""
+
+    async def endless(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionError, ClientConnectionResetError):
+            while True:
+                await response.write(chunk({"choices": [{"index": 0, "text": " tok"}]}))
+                await asyncio.sleep(0.05)
+        return response
+
+    async with server(endless) as client:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        result = await stream_completion(client, "m", "x", 4, sent_prompt_tokens=1, deadline_s=1.0)
+        elapsed_s = loop.time() - started
+    assert not result.ok
+    assert result.error == "no complete answer within the 1 s deadline (--timeout)"
+    assert elapsed_s < 3, elapsed_s
+
+
+async def test_an_oversized_stream_line_is_refused_while_read() -> None:
+    """``sweep`` grew to 280-373 MB on a giant line before refusing it."""
+    sent = [0]
+
+    async def giant(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionError, ClientConnectionResetError):
+            await response.write(b'data: {"choices": [{"text": "')
+            for _ in range(256):  # 256 MiB, no newline
+                await response.write(b"x" * (1 << 20))
+                sent[0] += 1
+        return response
+
+    async with server(giant) as client:
+        tracemalloc.start()
+        try:
+            result = await stream_completion(client, "m", "x", 4, sent_prompt_tokens=1)
+            _now, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert not result.ok and result.error == "a stream line over 1 MiB: not a completion stream"
+    assert peak < 32 << 20, f"peak {peak >> 20} MiB"
+    assert sent[0] < 256
+
+
+def test_capped_lines_splits_like_sse_and_refuses_past_the_limit() -> None:
+    async def lines(parts: list[bytes], limit: int = 8) -> list[str]:
+        async def gen() -> AsyncIterator[bytes]:
+            for part in parts:
+                yield part
+
+        return [line async for line in capped_lines(gen(), limit)]
+
+    assert asyncio.run(lines([b"ab\r\ncd", b"e\n\nf"])) == ["ab", "cde", "", "f"]
+    assert asyncio.run(lines([b"12345678\n"])) == ["12345678"]
+    for parts in ([b"12345", b"6789"], [b"123456789\n"], [b"ok\n1234", b"56789\n"]):
+        with pytest.raises(LineTooLong):
+            asyncio.run(lines(parts))

@@ -131,7 +131,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="PCT",
         help="with --compare-to: exit 3 when a figure is worse by > PCT %% beyond the noise",
     )
-    add("--timeout", type=float, default=1800.0, metavar="S", help="per read (default 1800)")
+    add(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        metavar="S",
+        help="deadline of each request, whole stream included (default 1800)",
+    )
     add(
         "--time-scale",
         type=float,

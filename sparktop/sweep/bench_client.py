@@ -12,14 +12,18 @@ seconds from the moment the request is sent:
 Token counts come from ``usage`` when the server sends it, else prompt = what was sent and
 output = content chunks (one token each on vLLM; marked ``usage_reported=False``).
 A request that fails (HTTP error, broken or garbled stream, no token) is a result with
-``ok=False`` and a one-line ``error``; it is counted, never averaged in.
+``ok=False`` and a one-line ``error``; it is counted, never averaged in. So is one past its
+deadline (the whole request, not one read: a stream that never ends is cut there) and one
+whose stream sends a line over :data:`MAX_LINE_BYTES` (refused while it is read, never held).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +122,35 @@ def _usage(doc: Any) -> tuple[int, int] | None:
     return None
 
 
+class LineTooLong(Exception):
+    """A stream line over :data:`MAX_LINE_BYTES`."""
+
+
+async def capped_lines(
+    chunks: AsyncIterator[bytes], limit: int = MAX_LINE_BYTES
+) -> AsyncIterator[str]:
+    """The lines of a byte stream (LF or CRLF; decoded as UTF-8, errors replaced), each
+    refused with :class:`LineTooLong` as soon as it passes ``limit`` bytes unfinished."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        if b"\n" not in chunk:
+            parts.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise LineTooLong
+            continue
+        first, *lines, rest = chunk.split(b"\n")
+        parts.append(first)
+        for line in (b"".join(parts), *lines):
+            if len(line) > limit:
+                raise LineTooLong
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+        parts, size = [rest], len(rest)
+    if size:
+        yield b"".join(parts).rstrip(b"\r").decode("utf-8", "replace")
+
+
 def request_body(
     model: str, prompt: list[int] | str, max_tokens: int, *, ignore_eos: bool = True
 ) -> dict[str, Any]:
@@ -143,49 +176,32 @@ async def stream_completion(
     max_tokens: int,
     *,
     sent_prompt_tokens: int,
+    deadline_s: float | None = None,
 ) -> RequestResult:
     """Send one streamed completion and time it; never raises for a server's fault.
 
     ``sent_prompt_tokens`` is what the prompt holds by our count (used when the server
-    reports no ``usage``)."""
+    reports no ``usage``). ``deadline_s`` bounds the whole request (default: the client's
+    read timeout)."""
     body = request_body(model, prompt, max_tokens)
     start = time.perf_counter()
-    first = last = 0.0
-    chunks = 0
-    usage: tuple[int, int] | None = None
+    deadline = deadline_s if deadline_s is not None else client.timeout.read
+    timings = _Timings()
     try:
-        async with client.stream("POST", "/v1/completions", json=body) as response:
-            if response.status_code != 200:
-                raw = await response.aread()
-                message = raw[:2000].decode("utf-8", "replace")
-                with contextlib.suppress(ValueError, AttributeError):
-                    message = str(json.loads(message).get("message", message))
-                return _failed(f"HTTP {response.status_code}: {message}", start)
-            async for line in response.aiter_lines():
-                if len(line) > MAX_LINE_BYTES:
-                    return _failed("a stream line over 1 MiB: not a completion stream", start)
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                try:
-                    doc = json.loads(data)
-                except ValueError:
-                    return _failed(f"garbled stream chunk: {data[:80]}", start)
-                if isinstance(doc, dict) and "error" in doc:
-                    return _failed(f"error in the stream: {doc['error']}", start)
-                usage = _usage(doc) or usage
-                if _chunk_text(doc):
-                    now = time.perf_counter()
-                    chunks += 1
-                    first = first or now
-                    last = now
+        async with asyncio.timeout(deadline):
+            failed = await _stream(client, body, start, timings)
+    except TimeoutError:
+        return _failed(f"no complete answer within the {deadline:g} s deadline (--timeout)", start)
+    except LineTooLong:
+        return _failed("a stream line over 1 MiB: not a completion stream", start)
     except httpx.TimeoutException:
         return _failed("timed out", start)
     except httpx.HTTPError as exc:
         return _failed(connect_reason(exc), start)
+    if failed is not None:
+        return failed
     end = time.perf_counter()
+    first, last, chunks, usage = timings.first, timings.last, timings.chunks, timings.usage
     if not chunks:
         return _failed("the stream ended without a token", start)
     prompt_tokens, output_tokens = usage or (sent_prompt_tokens, chunks)
@@ -198,3 +214,50 @@ async def stream_completion(
         e2e_s=end - start,
         usage_reported=usage is not None,
     )
+
+
+@dataclass(slots=True)
+class _Timings:
+    """What a stream gave so far: first and last content token (perf_counter s), content
+    chunks, the server's usage."""
+
+    first: float = 0.0
+    last: float = 0.0
+    chunks: int = 0
+    usage: tuple[int, int] | None = None
+
+
+async def _stream(
+    client: httpx.AsyncClient, body: dict[str, Any], start: float, timings: _Timings
+) -> RequestResult | None:
+    """Read one completion stream into ``timings``; a failed result, or None when it ended."""
+    async with client.stream("POST", "/v1/completions", json=body) as response:
+        if response.status_code != 200:
+            raw = b""
+            async for piece in response.aiter_bytes():  # the start is the message
+                raw += piece
+                if len(raw) >= 2000:
+                    break
+            message = raw[:2000].decode("utf-8", "replace")
+            with contextlib.suppress(ValueError, AttributeError):
+                message = str(json.loads(message).get("message", message))
+            return _failed(f"HTTP {response.status_code}: {message}", start)
+        async for line in capped_lines(response.aiter_bytes()):
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            try:
+                doc = json.loads(data)
+            except ValueError:
+                return _failed(f"garbled stream chunk: {data[:80]}", start)
+            if isinstance(doc, dict) and "error" in doc:
+                return _failed(f"error in the stream: {doc['error']}", start)
+            timings.usage = _usage(doc) or timings.usage
+            if _chunk_text(doc):
+                now = time.perf_counter()
+                timings.chunks += 1
+                timings.first = timings.first or now
+                timings.last = now
+    return None

@@ -63,7 +63,8 @@ class ServerInfo:
 
 def client_for(url: str, headers: dict[str, str], timeout_s: float) -> httpx.AsyncClient:
     """One client for the sweep: generous read timeout (a long prefill sends nothing for
-    minutes), a pool large enough for the widest cell."""
+    minutes), which is also each request's overall deadline (``stream_completion``), and a
+    pool large enough for the widest cell."""
     timeout = httpx.Timeout(timeout_s, connect=10.0)
     limits = httpx.Limits(max_connections=512, max_keepalive_connections=64)
     return httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout, limits=limits)
