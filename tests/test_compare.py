@@ -142,11 +142,17 @@ def test_profiles_without_context_labels_pair_by_prompt_within_10_percent() -> N
 def test_noise_from_runs_beats_the_band_and_the_rule_is_the_sum_of_both_sides() -> None:
     old, new = load_profile(OLD), load_profile(NEW)
     row = new.column(1)[0]  # 1K x 1
-    runs = {(1024, 1): {"ttft_s": (1.0, 1.1, 1.3), "decode_tps": (55.0,)}}
+    runs = {
+        (1024, 1): {"ttft_s": (1.0, 1.1, 1.3), "decode_tps": (55.0,)},
+        (4096, 1): {"ttft_s": (2.0, 2.02, 2.04)},
+        (8192, 1): {"ttft_s": (3.0, 3.3)},
+    }
     model = NoiseModel(new, runs, "x.runs.jsonl")
     spread = model.noise("ttft_s", row.prompt_tokens, 1, 1024)
     assert spread.basis is NoiseBasis.RUNS and spread.runs == 3
-    assert spread.ln == pytest.approx(math.log(1.3 / 1.0))
+    assert spread.ln == pytest.approx(math.log(1.3 / 1.0))  # its own range: the widest
+    steadied = model.noise("ttft_s", 3800, 1, 4096)  # a narrow range: the sweep's median one
+    assert steadied.ln == pytest.approx(math.log(3.3 / 3.0)) and steadied.runs == 3
     one_run = model.noise("decode_tps", row.prompt_tokens, 1, 1024)  # one run: no spread
     assert one_run.basis is NoiseBasis.BAND and one_run.ln > NOISE_FLOOR_LN
     assert "run-to-run spread (x.runs.jsonl, up to 3 runs" in model.source

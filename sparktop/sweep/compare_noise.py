@@ -6,7 +6,9 @@ Two sources, best first, per cell and figure:
   the sweep keeps ``X.yaml.runs.jsonl`` (:mod:`sparktop.sweep.sweep_state`) with every request
   of every run; each run's figures are recomputed as the sweep computed them
   (:func:`sparktop.sweep.sweep_cells.run_figures`) and the noise is the full range over the
-  runs, ``ln(max / min)``. A cell needs at least 2 runs with the figure;
+  runs, ``ln(max / min)``, but at least the median of that range over the sweep's cells (the
+  range of 2 or 3 runs is small by chance every few cells; the sweep's typical range steadies
+  it). A cell needs at least 2 runs with the figure;
 - **band**: the estimator's held-out band at the cell (:meth:`sparktop.sweep.estimator.Fitted.band`
   as if the cell were estimated, not read): 1.5 × the distance-weighted RMS of the errors the
   surface made on nearby cells held out. It measures how irregular the table is around the
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +100,11 @@ def read_run_values(path: Path) -> RunValues:
     return out
 
 
+def _spread(values: tuple[float, ...]) -> float:
+    """The full range of ``values`` as a log ratio, ``ln(max / min)``."""
+    return math.log(max(values) / min(values))
+
+
 class NoiseModel:
     """The noise of one profile's cells: from its runs file when it has one, else its
     estimator band. ``source`` says which in one line."""
@@ -106,6 +114,11 @@ class NoiseModel:
         self.runs = runs or {}
         self.runs_from = runs_from
         self._fit = fitted(profile) if len(profile.rows) >= 3 else None
+        self._typical: dict[str, float] = {}
+        for name in {k for figures in self.runs.values() for k in figures}:
+            spreads = [_spread(f[name]) for f in self.runs.values() if len(f.get(name, ())) >= 2]
+            if spreads:
+                self._typical[name] = statistics.median(spreads)
 
     @classmethod
     def of(cls, profile: Profile) -> NoiseModel:
@@ -132,7 +145,7 @@ class NoiseModel:
         runs file's key; 0 when the profile has none)."""
         values = self.runs.get((context, concurrency), {}).get(column, ())
         if len(values) >= 2:
-            spread = math.log(max(values) / min(values))
+            spread = max(_spread(values), self._typical.get(column, 0.0))
             return Noise(max(NOISE_FLOOR_LN, spread), NoiseBasis.RUNS, len(values))
         metric = BAND_METRIC.get(column)
         if self._fit is not None and metric is not None:
