@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from sparktop.sources.prom import parse_page
 from sparktop.sources.promtext import ParseBounds
 from sparktop.sources.vllm import WANTED
 from sparktop.testing.vllm_page import FakeVllm
+from tests.test_prometheus_hostile import LoopWatch
 
 
 @dataclass
@@ -235,8 +237,78 @@ async def test_a_page_with_too_many_series_is_a_row_error_parsed_off_the_loop(
         sample = await source.sample()
         await source.aclose()
     assert sample.state is EngineState.UNAVAILABLE
-    assert sample.message == "page has 12,000 series; limit 10,000"
+    assert sample.message == "page has 12,000 series; limit 10,000; asked again in 2 s"
     assert threads and threads[0] is not threading.main_thread()
+
+
+async def test_a_refused_page_is_backed_off_not_fetched_every_tick() -> None:
+    """A 31 MB page of 543,617 series was fetched and refused every second (0.4 CPU s/s)."""
+    hits = [0]
+    serve = await serve_bytes(wide_page(12_000))
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        hits[0] += 1
+        return await serve(request)
+
+    now = [0.0]
+    async with aiohttp_server({"/metrics": handler}) as url:
+        source = EngineSource(Cfg("wide", url), clock=lambda: now[0])
+        messages = []
+        for tick in range(12):  # one poll a second
+            now[0] = float(tick)
+            messages.append((await source.sample()).message)
+        await source.aclose()
+    assert hits[0] == 3  # at 0, then after 2 and 4 s (0, 2, 6), not 12 times
+    assert all(
+        m.startswith("page has 12,000 series; limit 10,000; asked again in") for m in messages
+    )
+    assert messages[-1].endswith("asked again in 8 s")
+
+
+def _gzip_bomb() -> bytes:
+    """Gzip of 64 MiB of spaces: ~64 KB on the wire, twice the 32 MiB page cap inflated."""
+    return gzip.compress(b" " * (64 << 20), 9)
+
+
+async def test_a_gzip_bomb_is_inflated_off_the_loop_and_refused_at_the_cap() -> None:
+    """Inflating it on the event loop (httpx does) held the loop 3.4-5.3 s a scrape, so a
+    healthy engine's samples arrived 3.2 s late in the exporter."""
+    bomb = _gzip_bomb()
+
+    async def handler(request: web.Request) -> web.Response:
+        assert "gzip" in request.headers["Accept-Encoding"]
+        return web.Response(
+            body=bomb, headers={"Content-Type": "text/plain", "Content-Encoding": "gzip"}
+        )
+
+    healthy = await serve_bytes(full_page())
+    async with aiohttp_server({"/metrics": handler, "/ok/metrics": healthy}) as url:
+        bad, good = EngineSource(Cfg("bomb", url)), EngineSource(Cfg("ok", url + "/ok"))
+        async with LoopWatch() as watch:
+            samples = await asyncio.gather(bad.sample(), bad.sample(), good.sample())
+        await asyncio.gather(bad.aclose(), good.aclose())
+    assert samples[0].state is EngineState.UNAVAILABLE
+    assert samples[0].message.startswith(
+        "page over 32 MiB once decompressed (gzip): not a /metrics page"
+    )
+    assert samples[2].ok
+    assert watch.worst_s < 0.5, f"event loop held {watch.worst_s:.2f} s"
+
+
+async def test_a_gzip_page_reads_as_the_plain_one() -> None:
+    page = full_page(kv=0.5, waiting=2)
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(
+            body=gzip.compress(page),
+            headers={"Content-Type": "text/plain", "Content-Encoding": "gzip"},
+        )
+
+    async with aiohttp_server({"/metrics": handler}) as url:
+        source = EngineSource(Cfg("gz", url))
+        sample = await source.sample()
+        await source.aclose()
+    assert sample.ok and sample.waiting == 2 and sample.kv_usage == 0.5
 
 
 def test_a_line_with_64000_labels_is_refused_not_parsed() -> None:

@@ -9,9 +9,10 @@ redacted from every message), and ``GET /v1/models`` once per connection for
 
 Bounded: each network step has ``timeout_s`` and the whole scrape (both requests, headers and
 body) one deadline (``deadline_s``, default twice that), so a server that trickles its answer
-is given up on; the body is decoded and
-parsed in a worker thread within :class:`~sparktop.sources.promtext.ParseBounds`, so a huge
-page never blocks the event loop.
+is given up on; the body is inflated (gzip, at most 32 MiB out), decoded and parsed in a
+worker thread within :class:`~sparktop.sources.promtext.ParseBounds`, so a huge page or a
+gzip bomb never blocks the event loop. A page refused as over a cap is asked for again after
+2, 4, 8 … up to :data:`BACKOFF_MAX_S` s, not every tick (the row keeps saying why).
 
 Failures are values, never exceptions: no answer within the deadline or refused connection →
 UNREACHABLE; 404 → METRICS_DISABLED; 5xx, an HTML page, an answer started but not finished
@@ -32,6 +33,7 @@ import httpx
 
 from sparktop.model import EngineSample, EngineState, Num
 from sparktop.sources.engine_http import (
+    ACCEPT_ENCODING,
     Body,
     Progress,
     ScrapeFailure,
@@ -62,6 +64,8 @@ class EngineConfigLike(Protocol):
     def api_key_env(self) -> str | None: ...
 
 
+BACKOFF_MAX_S = 60.0
+"""Longest wait before scraping again a page refused as over a cap."""
 FIRST_WINDOW_STEP_S = 1.0
 """Scrape period across a one-shot command's window (the monitor's default interval)."""
 
@@ -107,6 +111,10 @@ class EngineSource:
         self._version: str | None = None
         self._since: float | None = None
         self._clock = clock
+        self._refused = False  # the last scrape's page was over a cap
+        self._backoff_s = 0.0
+        self._held: EngineSample | None = None  # the refusal repeated until ``_retry_at``
+        self._retry_at = 0.0
         self.deriver = MetricsDeriver(
             self.name,
             kind=self.engine_kind,
@@ -119,7 +127,7 @@ class EngineSource:
 
     def _client_now(self) -> httpx.AsyncClient:
         if self._client is None:
-            headers = {"Accept": ACCEPT}
+            headers = {"Accept": ACCEPT, "Accept-Encoding": ACCEPT_ENCODING}
             token = self._token()
             if token:
                 headers["Authorization"] = f"Bearer {token}"
@@ -169,7 +177,21 @@ class EngineSource:
         return replace(sample, **fields) if fields else sample
 
     async def _scrape(self) -> EngineSample:
-        return self._redact(await self._scrape_raw())
+        now = self._clock()
+        if self._held is not None and now < self._retry_at:
+            return replace(self._held, time_s=time.time())
+        self._refused = False
+        sample = self._redact(await self._scrape_raw())
+        if not self._refused:
+            self._held, self._backoff_s = None, 0.0
+            return sample
+        # The same oversized page would be fetched and refused every tick (0.4 CPU s/s
+        # for a 31 MB page): ask again later, doubling the wait.
+        self._backoff_s = min(BACKOFF_MAX_S, 2 * self._backoff_s or 2.0)
+        self._retry_at = now + self._backoff_s
+        note = f"; asked again in {self._backoff_s:g} s"
+        self._held = replace(sample, message=sample.message + note)
+        return self._held
 
     async def _scrape_raw(self) -> EngineSample:
         wall, started = time.time(), time.perf_counter()
@@ -185,6 +207,7 @@ class EngineSource:
                     path = flavour.version_path if flavour else ""
                     self._version = await fetch_version(client, path) if path else ""
         except ScrapeFailure as failure:
+            self._refused = failure.refused
             return await self._failed(wall, started, failure.state, failure.reason)
         except TimeoutError:
             state, reason = _overdue(progress, self._deadline_s)
@@ -194,7 +217,12 @@ class EngineSource:
             return await self._failed(wall, started, EngineState.UNAVAILABLE, describe(exc))
         max_model_len, model = self._models
         # Decoding and parsing are CPU-bound (bounded by ParseBounds): off the event loop.
-        page = await asyncio.to_thread(read_engine_body, body)
+        try:
+            page = await asyncio.to_thread(read_engine_body, body)
+        except ScrapeFailure as failure:  # a bomb or corrupt body, found while inflating
+            self._refused = failure.refused
+            return await self._failed(wall, started, failure.state, failure.reason)
+        self._refused = page.refused
         sample = self.deriver.derive(
             page,
             now_s=self._clock(),
@@ -251,8 +279,9 @@ class EngineSource:
 
 
 def read_engine_body(body: Body) -> PromPage:
-    """Decode and parse one ``/metrics`` body (OpenMetrics when its content type says so).
-    CPU-bound and bounded; :class:`EngineSource` runs it in a worker thread."""
+    """Inflate, decode and parse one ``/metrics`` body (OpenMetrics when its content type
+    says so). CPU-bound and bounded; :class:`EngineSource` runs it in a worker thread.
+    Raises :class:`ScrapeFailure` for a body that does not inflate within the cap."""
     return parse_engine_page(body.text(), openmetrics=body.openmetrics)
 
 

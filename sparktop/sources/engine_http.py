@@ -13,6 +13,7 @@ appear in a reason; what a server sends (content type, a redirect's host) is sho
 from __future__ import annotations
 
 import socket
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -36,10 +37,12 @@ MAX_REDIRECTS = 3
 class ScrapeFailure(Exception):
     """A scrape outcome that is not a page: the engine state it means and the reason."""
 
-    def __init__(self, state: EngineState, reason: str) -> None:
+    def __init__(self, state: EngineState, reason: str, *, refused: bool = False) -> None:
         super().__init__(reason)
         self.state = state
         self.reason = reason
+        self.refused = refused
+        """A body over a cap: the same page will be refused again (it is backed off)."""
 
 
 def describe(exc: BaseException) -> str:
@@ -110,13 +113,59 @@ class Progress:
             self.connected = True
 
 
+ACCEPT_ENCODING = "gzip, deflate"
+"""What a scrape accepts: what prometheus_client serves; inflated by :meth:`Body.decoded`."""
+_INFLATE_STEP = 1 << 20
+
+
+def inflate(data: bytes, coding: str, limit: int = MAX_BODY_BYTES) -> bytes:
+    """``data`` decompressed per its ``Content-Encoding`` (``gzip``, ``deflate``, none), at
+    most ``limit`` bytes out, a MiB per call (a 32 KB gzip bomb inflates to 32 MiB).
+    Raises :class:`ScrapeFailure` past ``limit``, for corrupt data or another encoding."""
+    coding = coding.strip().lower()
+    if coding in ("", "identity"):
+        return data
+    if coding not in ("gzip", "x-gzip", "deflate"):
+        reason = f"Content-Encoding {ascii(coding[:40])[1:-1]} not asked for and not read"
+        raise ScrapeFailure(EngineState.UNAVAILABLE, reason)
+    dec = zlib.decompressobj(wbits=47 if coding != "deflate" else 15)  # 47: gzip or zlib
+    out: list[bytes] = []
+    size = 0
+    try:
+        while data:
+            piece = dec.decompress(data, _INFLATE_STEP)
+            size += len(piece)
+            if size > limit:
+                raise ScrapeFailure(
+                    EngineState.UNAVAILABLE,
+                    f"page over {limit // (1024 * 1024)} MiB once decompressed ({coding}): "
+                    "not a /metrics page",
+                    refused=True,
+                )
+            out.append(piece)
+            data = dec.unconsumed_tail
+    except zlib.error as exc:
+        raise ScrapeFailure(EngineState.UNAVAILABLE, f"corrupt {coding} body ({exc})") from None
+    return b"".join(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Body:
-    """A ``/metrics`` body as received: bytes, content type, declared charset."""
+    """A ``/metrics`` body as received: bytes (still compressed when ``coding`` says so),
+    content type, declared charset, ``Content-Encoding``."""
 
     data: bytes
     content_type: str = ""
     encoding: str | None = None
+    coding: str = ""
+
+    def decoded(self) -> bytes:
+        """The body inflated (bounded; CPU-bound: call it off the event loop). Raises
+        :class:`ScrapeFailure` for a bomb, corrupt data or an HTML page."""
+        data = inflate(self.data, self.coding)
+        if self.coding and data.lstrip()[:1] == b"<":
+            raise ScrapeFailure(EngineState.UNAVAILABLE, "not a metrics page (HTML)")
+        return data
 
     @property
     def openmetrics(self) -> bool:
@@ -124,11 +173,13 @@ class Body:
         return "application/openmetrics-text" in self.content_type.lower()
 
     def text(self) -> str:
-        """The body decoded (its charset, else UTF-8; undecodable bytes replaced)."""
+        """The body inflated and decoded (its charset, else UTF-8; undecodable bytes
+        replaced). Raises :class:`ScrapeFailure` like :meth:`decoded`."""
+        data = self.decoded()
         try:
-            return self.data.decode(self.encoding or "utf-8", errors="replace")
+            return data.decode(self.encoding or "utf-8", errors="replace")
         except LookupError:  # a charset Python does not know
-            return self.data.decode("utf-8", errors="replace")
+            return data.decode("utf-8", errors="replace")
 
 
 def origin(url: httpx.URL) -> str:
@@ -182,16 +233,21 @@ async def open_stream(
     )
 
 
-async def read_capped(response: httpx.Response, limit: int, progress: Progress) -> bytes:
-    """The body, refused past ``limit`` bytes. Raises :class:`ScrapeFailure`."""
+async def read_capped(
+    response: httpx.Response, limit: int, progress: Progress, *, raw: bool = False
+) -> bytes:
+    """The body, refused past ``limit`` bytes. Raises :class:`ScrapeFailure`. ``raw``: as
+    sent, not inflated (that is left to a worker thread: httpx inflates on the event loop,
+    and a gzip bomb held it for seconds)."""
     chunks: list[bytes] = []
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.aiter_raw() if raw else response.aiter_bytes():
             progress.size += len(chunk)
             if progress.size > limit:
                 raise ScrapeFailure(
                     EngineState.UNAVAILABLE,
                     f"page over {limit // (1024 * 1024)} MiB: not a /metrics page",
+                    refused=True,
                 )
             chunks.append(chunk)
     except httpx.TransportError as exc:
@@ -219,9 +275,11 @@ async def fetch_metrics(
     sets the whole-response deadline (``timeout_s`` bounds each network step)."""
     progress = progress or Progress()
     try:
-        async with open_stream(client, METRICS_PATH, progress) as response:
+        async with open_stream(
+            client, METRICS_PATH, progress, headers={"Accept-Encoding": ACCEPT_ENCODING}
+        ) as response:
             _check_status(response)
-            data = await read_capped(response, MAX_BODY_BYTES, progress)
+            data = await read_capped(response, MAX_BODY_BYTES, progress, raw=True)
     except httpx.TimeoutException as exc:
         raise ScrapeFailure(*no_answer(progress, timeout_s)) from exc
     except httpx.ProtocolError as exc:  # it answered, not in HTTP: reachable, no page
@@ -232,7 +290,8 @@ async def fetch_metrics(
     if "html" in content_type.lower() or data.lstrip()[:1] == b"<":
         printable = ascii(content_type[:60])[1:-1]
         raise ScrapeFailure(EngineState.UNAVAILABLE, f"not a metrics page ({printable or 'HTML'})")
-    return Body(data, content_type, response.charset_encoding)
+    coding = response.headers.get("content-encoding", "")
+    return Body(data, content_type, response.charset_encoding, coding)
 
 
 MAX_MODEL_LEN = 1e9

@@ -100,6 +100,9 @@ class PromPage:
     duplicates: int = 0
     error: str = ""
     parser: str = "fast"
+    refused: bool = False
+    """``error`` is a :class:`~sparktop.sources.promtext.ParseBounds` bound (the page is too
+    big, not broken: the same page will be refused again)."""
 
     def get(self, name: str) -> tuple[PromSample, ...]:
         """Every sample with this normalised sample name (empty when absent)."""
@@ -254,7 +257,11 @@ def parse_page(
     except (PageRefused, PageInvalid) as exc:
         declared, types = _declarations(decls)
         return PromPage(
-            declared=declared, types=MappingProxyType(types), error=str(exc), parser=parser
+            declared=declared,
+            types=MappingProxyType(types),
+            error=str(exc),
+            parser=parser,
+            refused=isinstance(exc, PageRefused),
         )
     declared, types = _declarations(decls)
 
