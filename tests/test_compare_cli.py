@@ -118,3 +118,74 @@ def test_the_simulator_refuses_a_profile_without_limits_in_one_line(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "does not state max_model_len; the simulator needs it" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--compare-to", "nosuch"], "unknown profile 'nosuch'"),
+        (["--fail-on-regression", "5"], "--fail-on-regression needs --compare-to PROFILE"),
+        (["--compare-to", OLD, "--fail-on-regression", "x"], "'x' is not a percentage"),
+    ],
+)
+def test_sweep_compare_mistakes_exit_2_before_anything_is_measured(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str], message: str
+) -> None:
+    """A typo in --compare-to must not cost a sweep: refused before the server is asked (the
+    endpoint here has no server)."""
+    out = tmp_path / "tonight.yaml"
+    argv = ["sweep", "--endpoint", "http://127.0.0.1:9", "-o", str(out), "--yes", *extra]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+SMALL = """\
+sparktop_profile: 1
+name: {name}
+source: test
+aggregate_kind: end-to-end
+columns:
+  - {{name: prompt_tokens, meaning: tokens}}
+  - {{name: concurrency, meaning: requests}}
+  - {{name: ttft_s, meaning: s}}
+  - {{name: prefill_tps, meaning: tok/s}}
+  - {{name: decode_tps, meaning: tok/s}}
+  - {{name: aggregate_tps, meaning: tok/s}}
+rows:
+{rows}"""
+
+
+def test_tiny_profiles_have_no_noise_measure_but_the_floor(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Two cells give no band: only the 1 % floor per side (basis none); a cell only one side
+    has is named, and a concurrency only one side has pairs nothing."""
+    old = tmp_path / "old.yaml"
+    new = tmp_path / "new.yaml"
+    old.write_text(
+        SMALL.format(
+            name="old", rows="  - [1000, 1, 1.0, 1000, 50, 50]\n  - [4000, 1, 2.0, 2000, 40, 40]\n"
+        ),
+        encoding="utf-8",
+    )
+    new.write_text(
+        SMALL.format(
+            name="new",
+            rows="  - [1050, 1, 1.05, 1000, 50.2, 50.2]\n  - [8000, 2, 3.0, 2667, 30, 60]\n",
+        ),
+        encoding="utf-8",
+    )
+    assert main(["profiles", "--compare", str(old), str(new), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["paired_by"].startswith("prompt tokens within 10%")
+    assert doc["only_old"] == ["4,000 × 1"] and doc["only_new"] == ["8,000 × 2"]
+    figures = {f["key"]: f for f in doc["figures"]}
+    (ttft,) = figures["ttft_s"]["cells"]
+    assert ttft["basis"] == "none" and ttft["verdict"] == "worse"  # +5 % beyond 1 % + 1 %
+    (decode,) = figures["decode_tps"]["cells"]
+    assert decode["verdict"] == "noise"  # +0.4 %
+    assert doc["new"]["noise"].startswith("none")
+    assert main(["profiles", "--compare", str(old), str(new), "--fail-on-regression", "4"]) == 3
+    text = capsys.readouterr().out
+    assert "cells only in OLD: 1: × 1 4,000" in text and "TTFT 1,000 × 1" in text

@@ -6,7 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-from sparktop.commands.profiles_compare import EXIT_HELP, REGRESSED, run_compare
+from sparktop.commands.profiles_compare import (
+    COMPARE_HELP,
+    EXIT_HELP,
+    add_compare_arguments,
+    run_compare,
+)
 from sparktop.errors import UserError
 from sparktop.safe_text import dumps_printable, printable, printable_lines
 
@@ -39,12 +44,7 @@ measured (request throughput x mean latency) and the row is marked approximate i
 --from-recording builds cells (prompt length bucket x running requests) from the steady
 stretches of a recording: "observed on this cluster, not a sweep"; sparse cells are left out.
 
---compare pairs cells by nominal context (else prompt tokens within 10 %) and concurrency,
-compares only figures both profiles define the same way (a decode-only aggregate is not an
-end-to-end one; a column marked derived is left out) and counts a change only when it is larger
-than the noise: the run-to-run spread kept by 'sparktop sweep' (FILE.runs.jsonl beside the
-profile), else the estimator's held-out band. Details: docs/compare.md.
-
+{compare_help}
 File format: sparktop/sweep/README.md.
 
 {exit_help}"""
@@ -55,24 +55,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "profiles",
         help="list sweep profiles, or print one",
         description=DESCRIPTION,
-        epilog=EPILOG.format(exit_help=EXIT_HELP),
+        epilog=EPILOG.format(compare_help=COMPARE_HELP, exit_help=EXIT_HELP),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("profile", nargs="?", metavar="NAME|PATH", help="profile to print")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    versus = parser.add_argument_group("compare two profiles (before/after an upgrade)")
-    versus.add_argument(
-        "--compare",
-        nargs=2,
-        metavar=("OLD", "NEW"),
-        help="compare NEW against OLD cell by cell (names or paths: built-in, sweep, imported)",
-    )
-    versus.add_argument(
-        "--fail-on-regression",
-        metavar="PCT",
-        help=f"exit {REGRESSED} when a figure of NEW is worse by more than PCT %% and beyond "
-        "the noise in any cell",
-    )
+    add_compare_arguments(parser)
     group = parser.add_argument_group("build a profile from other benchmarks or a recording")
     group.add_argument(
         "--import",

@@ -3,6 +3,7 @@ profile comparison (:mod:`sparktop.sweep.compare`) and gate on regressions."""
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 from typing import Any
@@ -15,13 +16,38 @@ REGRESSED = 3
 noise: distinct from 1 (a runtime failure) and 2 (a bad option or file), so a CI job can tell
 "slower" from "broken"."""
 
+COMPARE_HELP = """\
+--compare pairs cells by nominal context (else prompt tokens within 10 %) and concurrency,
+compares only figures both profiles define the same way (a decode-only aggregate is not an
+end-to-end one; a column marked derived is left out) and counts a change only when it is larger
+than the noise: the run-to-run spread kept by 'sparktop sweep' (FILE.runs.jsonl beside the
+profile), else the estimator's held-out band. Details: docs/compare.md.
+"""
+
 EXIT_HELP = f"""\
-exit status with --compare / --compare-to:
+exit status with --compare:
   0  compared (with --fail-on-regression PCT: no cell regressed beyond PCT and the noise)
   2  a bad option or profile (one line on stderr)
   {REGRESSED}  --fail-on-regression PCT: some figure of NEW is worse than OLD by more than
      PCT % and by more than the cell's noise in at least one cell (the comparison is printed)
 """
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--compare OLD NEW`` and ``--fail-on-regression PCT`` of ``sparktop profiles``."""
+    versus = parser.add_argument_group("compare two profiles (before/after an upgrade)")
+    versus.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("OLD", "NEW"),
+        help="compare NEW against OLD cell by cell (names or paths: built-in, sweep, imported)",
+    )
+    versus.add_argument(
+        "--fail-on-regression",
+        metavar="PCT",
+        help=f"exit {REGRESSED} when a figure of NEW is worse by more than PCT %% and beyond "
+        "the noise in any cell",
+    )
 
 
 def fail_pct(value: str) -> float:

@@ -8,9 +8,8 @@ larger than the cell's noise on both sides together (:mod:`sparktop.sweep.compar
 ``|ln(new ÷ old)| > noise_old + noise_new``), else ``noise``. The text and JSON views live in
 :mod:`sparktop.report.compare_text`; a plot can draw :attr:`FigureComparison.cells` directly.
 
-Cells pair by nominal context (``context_tokens``) and concurrency when both profiles have
-one (a sweep repeated with another tokenizer sends a few % more or fewer tokens), else by
-prompt tokens within :data:`PROMPT_MATCH` at the same concurrency.
+Cells pair as :mod:`sparktop.sweep.compare_match` says (nominal context, else prompt tokens
+within 10 %, at the same concurrency).
 """
 
 from __future__ import annotations
@@ -21,11 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sparktop.model import is_num
+from sparktop.sweep.compare_match import (
+    LimitChange,
+    cell_name,
+    context_of,
+    limit_changes,
+    pair_cells,
+)
 from sparktop.sweep.compare_noise import Noise, NoiseModel
 from sparktop.sweep.profile import Profile, ProfileRow
-
-PROMPT_MATCH = 0.10
-"""Without context labels, cells pair when their prompt lengths differ by at most 10 %."""
 
 
 class Verdict(enum.StrEnum):
@@ -122,19 +125,6 @@ class FigureComparison:
 
 
 @dataclass(frozen=True, slots=True)
-class LimitChange:
-    """One serving limit or description: ``old``/``new`` as stated (None when not)."""
-
-    name: str
-    old: int | str | None
-    new: int | str | None
-
-    @property
-    def changed(self) -> bool:
-        return self.old is not None and self.new is not None and self.old != self.new
-
-
-@dataclass(frozen=True, slots=True)
 class Comparison:
     """OLD against NEW: the figures, the cells only one side has (labels ``"8K × 4"``), the
     limits, how cells were paired, where each side's noise comes from, and notes on
@@ -156,50 +146,6 @@ class Comparison:
         return tuple((f, c) for f in self.figures for c in f.worse_beyond(pct))
 
 
-def _cell_name(row: ProfileRow) -> str:
-    return row.context or f"{row.prompt_tokens:,}"
-
-
-def _context(row: ProfileRow) -> int:
-    return int(row.context_tokens) if is_num(row.context_tokens) else 0
-
-
-def pair_cells(
-    old: Profile, new: Profile
-) -> tuple[list[tuple[ProfileRow, ProfileRow]], list[ProfileRow], list[ProfileRow], str]:
-    """(paired rows, rows only in OLD, rows only in NEW, how they were paired)."""
-    by_context = all(_context(r) for r in (*old.rows, *new.rows))
-    pairs: list[tuple[ProfileRow, ProfileRow]] = []
-    if by_context:
-        index = {(_context(r), r.concurrency): r for r in new.rows}
-        for row in old.rows:
-            other = index.pop((_context(row), row.concurrency), None)
-            if other is not None:
-                pairs.append((row, other))
-        how = "nominal context and concurrency"
-    else:
-        candidates = sorted(
-            (abs(math.log(a.prompt_tokens / b.prompt_tokens)), i, j)
-            for i, a in enumerate(old.rows)
-            for j, b in enumerate(new.rows)
-            if a.concurrency == b.concurrency
-        )
-        used_old: set[int] = set()
-        used_new: set[int] = set()
-        for gap, i, j in candidates:  # closest first, each row once
-            if gap <= math.log1p(PROMPT_MATCH) and i not in used_old and j not in used_new:
-                used_old.add(i)
-                used_new.add(j)
-                pairs.append((old.rows[i], new.rows[j]))
-        how = f"prompt tokens within {PROMPT_MATCH:.0%} at the same concurrency"
-    paired_old = {id(a) for a, _ in pairs}
-    paired_new = {id(b) for _, b in pairs}
-    pairs.sort(key=lambda p: (p[1].concurrency, p[1].prompt_tokens))
-    only_old = [r for r in old.rows if id(r) not in paired_old]
-    only_new = [r for r in new.rows if id(r) not in paired_new]
-    return pairs, only_old, only_new, how
-
-
 def _value(row: ProfileRow, column: str) -> float | None:
     value = getattr(row, column)
     return float(value) if is_num(value) and value > 0 else None
@@ -215,8 +161,8 @@ def _change(
     old, new = _value(a, columns[0]), _value(b, columns[1])
     if old is None or new is None:
         return None
-    n_old = noise[0].noise(columns[0], a.prompt_tokens, a.concurrency, _context(a))
-    n_new = noise[1].noise(columns[1], b.prompt_tokens, b.concurrency, _context(b))
+    n_old = noise[0].noise(columns[0], a.prompt_tokens, a.concurrency, context_of(a))
+    n_new = noise[1].noise(columns[1], b.prompt_tokens, b.concurrency, context_of(b))
     ln = math.log(new / old)
     threshold = n_old.ln + n_new.ln
     if abs(ln) <= threshold:
@@ -224,7 +170,7 @@ def _change(
     else:
         verdict = Verdict.WORSE if (ln > 0) == fig.lower_is_better else Verdict.BETTER
     return CellChange(
-        label=_cell_name(b) if b.context else _cell_name(a),
+        label=cell_name(b) if b.context else cell_name(a),
         concurrency=b.concurrency,
         old_prompt_tokens=a.prompt_tokens,
         new_prompt_tokens=b.prompt_tokens,
@@ -247,27 +193,6 @@ def _skip_reason(fig: Figure, old: Profile, new: Profile, cols: tuple[str | None
         if column in profile.derived_columns:
             return f"{side}'s {column} is derived, not measured ({profile.meaning(column)})"
     return ""
-
-
-def _limits(old: Profile, new: Profile) -> tuple[LimitChange, ...]:
-    def val(value: object) -> int | str | None:
-        if isinstance(value, str):
-            return value or None
-        return int(value) if is_num(value) else None
-
-    names = (
-        "kv_pool_tokens",
-        "max_model_len",
-        "max_num_seqs",
-        "max_num_batched_tokens",
-        "output_tokens",
-        "aggregate_kind",
-        "nodes",
-        "model",
-        "engine",
-        "cluster",
-    )
-    return tuple(LimitChange(n, val(getattr(old, n)), val(getattr(new, n))) for n in names)
 
 
 def _notes(old: Profile, new: Profile, figures: tuple[FigureComparison, ...]) -> list[str]:
@@ -323,14 +248,14 @@ def compare(
                 new.meaning(cols[1]),
             )
         )
-    name: Callable[[ProfileRow], str] = lambda r: f"{_cell_name(r)} × {r.concurrency}"  # noqa: E731
+    name: Callable[[ProfileRow], str] = lambda r: f"{cell_name(r)} × {r.concurrency}"  # noqa: E731
     return Comparison(
         old=old,
         new=new,
         figures=tuple(results),
         only_old=tuple(name(r) for r in only_old),
         only_new=tuple(name(r) for r in only_new),
-        limits=_limits(old, new),
+        limits=limit_changes(old, new),
         paired_by=how,
         old_noise=noise[0].source,
         new_noise=noise[1].source,
