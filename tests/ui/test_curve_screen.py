@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from textual.widgets import Input
 
 from sparktop.ui.screens.curve import CurveScreen
 from sparktop.ui.screens.engine_detail import EngineDetailScreen
@@ -86,3 +87,29 @@ async def test_no_color_draws_the_curve_without_colour(monkeypatch: pytest.Monke
             span.style == "" or getattr(span.style, "color", None) is None
             for span in text.spans  # type: ignore[union-attr]
         )
+
+
+async def test_the_budget_pane_marks_the_typed_context_on_the_curve() -> None:
+    from sparktop.sweep.estimator import estimate
+    from sparktop.ui.widgets.budget_curve import BudgetCurve
+
+    app, feed = cluster_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed(pilot)  # type: ignore[operator]
+        await pilot.press("b")
+        field = app.query_one("#prompt", Input)
+        field.value = "65536"
+        await pilot.press("enter", "escape", "plus", "plus", "plus")  # concurrency 1 → 4
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        box = app.query_one(BudgetCurve)
+        typed = box.typed
+        assert typed is not None
+        assert (typed.prompt_tokens, typed.concurrency) == (65536.0, 4.0)
+        want = estimate(app.plan.profile, 65536, 4).ttft_s  # type: ignore[arg-type]
+        assert typed.expected.value == pytest.approx(want.value, rel=0.02)
+        plot = box.query_one(CurvePlot)
+        assert plot.typed == typed and plot.curve is not None
+        assert plot.curve.prompt_range[0] <= 65536 <= plot.curve.prompt_range[1]
+        assert "▲" in plot.render().plain  # type: ignore[union-attr]
+        assert "▲ 65,536 tok × 4: TTFT" in str(box.query_one(".typed").render())

@@ -27,6 +27,7 @@ from sparktop.sweep.counts import MAX_COUNT, looks_like_number, parse_count
 from sparktop.sweep.profile import Profile
 from sparktop.ui import styles
 from sparktop.ui.budget_view import BudgetInputs, budget_lines, for_the_pane
+from sparktop.ui.widgets.budget_curve import BudgetCurve
 from sparktop.ui.widgets.text_block import TextBlock
 
 PASTE_AS_TEXT_CHARS = 200
@@ -156,6 +157,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
         with Horizontal():
             yield Label("output tok")
             yield BudgetInput(str(self.inputs.output), type="integer", id="output")
+        yield BudgetCurve(self.profile, id="budget-curve")
         yield TextBlock("", id="budget-out")
 
     def on_mount(self) -> None:
@@ -195,6 +197,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
         if key != self._shown:
             self._shown = key
             out.set_content(styles.lines(lines))
+        self.query_one(BudgetCurve).show(self.inputs.prompt.tokens, self.inputs.concurrency)
 
     def _set(self, **changes: Any) -> None:
         self.error = ""
