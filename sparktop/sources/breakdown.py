@@ -101,18 +101,31 @@ def named(value: Num | Quantile, kind: str, key: str) -> Num | Quantile:
 
 
 def _subkeys(win: Window, ranks: list[str], slot: str, key: str) -> set[str]:
-    """Label values of a labelled family seen on any rank of this page."""
+    """Label values of a labelled family seen on any rank of this page, or on the whole
+    server's samples (a family without a rank label)."""
     prefix = key + "/"
     found: set[str] = set()
-    for r in ranks:
-        store = getattr(win.reading.ranks[r], slot)
+    for r in win.reading.holders(ranks):
+        store = getattr(win.reading.rank(r), slot)
         found.update(k[len(prefix) :] for k in store if k.startswith(prefix))
     return found
 
 
 def _labelled_rate(win: Window, ranks: list[str], key: str, value: str) -> Num:
+    """One label value's rate summed over the ranks (and the whole server) that carry the
+    family: a family without a rank label is the whole server's once, not rank 0's, and a
+    rank that does not carry the family is not "not exported"."""
     sub = f"{key}/{value}"
-    return combine({r: win.rate(r, sub) for r in ranks})
+    prefix = key + "/"
+    holders = [
+        r for r in win.reading.holders(ranks) if any(k.startswith(prefix) for k in _store(win, r))
+    ]
+    return combine({r: win.rate(r, sub) for r in holders or ranks})
+
+
+def _store(win: Window, rank: str) -> dict[str, Num]:
+    reading = win.reading.rank(rank)
+    return {**reading.counters, **reading.gauges}
 
 
 def _present_rate(win: Window, ranks: list[str], key: str, value: str, values: set[str]) -> Num:

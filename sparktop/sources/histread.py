@@ -26,6 +26,11 @@ from sparktop.model import NA
 from sparktop.sources.prom import PromPage, PromSample
 
 RANK_LABELS = ("engine", "dp_rank")
+WHOLE_SERVER = "*"
+"""Where a gauge or counter without a rank label goes on a page of several data-parallel
+ranks: it is the whole server's (vLLM 0.32's ``admission_rejections_total`` has only
+``model_name`` and ``reason``), not rank 0's. On a page of one rank (or none labelled) it
+is that rank's. See :func:`sparktop.sources.vllm.read_page`."""
 
 
 def rank_of(labels: Mapping[str, str]) -> str:

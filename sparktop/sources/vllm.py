@@ -5,7 +5,10 @@ new-name-first and the first one with samples wins (``kv_cache_usage_perc`` |
 ``gpu_cache_usage_perc``, ``inter_token_latency_seconds`` | ``time_per_output_token_seconds``,
 ``prefix_cache_*`` | ``gpu_prefix_cache_*``). Series are grouped by data-parallel rank (vLLM's
 ``engine`` label, SGLang's ``dp_rank``); other labels (``model_name``, ``finished_reason``,
-``tp_rank``…) are summed over within a rank, except KV usage, which takes the max.
+``tp_rank``…) are summed over within a rank, except KV usage, which takes the max. A gauge
+or counter without a rank label is the whole server's (vLLM 0.32's
+``admission_rejections_total{model_name, reason}``): on a page of several ranks it is kept
+apart (``PageReading.server``) and counted once in the engine's totals, never under rank 0.
 
 A few families are read *per label value* (``labelled``): ``num_requests_waiting_by_reason``
 by ``reason`` (``capacity``, ``deferred``), ``prompt_tokens_by_source`` by ``source``
@@ -22,7 +25,7 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
 from sparktop.model import NA, Num
-from sparktop.sources.histread import RANK_LABELS, Hist, rank_of, read_hist
+from sparktop.sources.histread import RANK_LABELS, WHOLE_SERVER, Hist, rank_of, read_hist
 from sparktop.sources.prom import PromPage, PromSample, parse_page
 
 
@@ -214,6 +217,21 @@ class PageReading:
     """Gauge slot → the metric read for it (the gauges the page has)."""
     refused: dict[str, str] = field(default_factory=dict)
     """Gauge slot → why its first refused sample was refused (``vllm:… is nan``)."""
+    server: RankReading | None = None
+    """Gauges and counters without a rank label on a page whose others have one: the whole
+    server's (:data:`~sparktop.sources.histread.WHOLE_SERVER`), kept out of ``ranks``."""
+
+    def rank(self, key: str) -> RankReading:
+        """``ranks[key]``, or the whole server's readings for
+        :data:`~sparktop.sources.histread.WHOLE_SERVER`."""
+        if key == WHOLE_SERVER and self.server is not None:
+            return self.server
+        return self.ranks[key]
+
+    def holders(self, ranks: list[str]) -> list[str]:
+        """``ranks``, plus :data:`~sparktop.sources.histread.WHOLE_SERVER` when the page has
+        whole-server samples: where a labelled family may be found."""
+        return [*ranks, WHOLE_SERVER] if self.server is not None else ranks
 
 
 def _pick(
@@ -224,6 +242,12 @@ def _pick(
         if samples:
             return name, samples
     return aliases[0], ()
+
+
+def _scalar_rank(labels: Mapping[str, str]) -> str:
+    """A gauge's or counter's rank: its rank label, else :data:`WHOLE_SERVER` (settled at
+    the end of :func:`read_page`: rank ``"0"`` on a page without rank labels)."""
+    return labels.get("engine") or labels.get("dp_rank") or WHOLE_SERVER
 
 
 def _nan(name: str, value: float) -> NA:
@@ -258,7 +282,7 @@ def _read_scalar(
     use_max: bool,
 ) -> None:
     for s in samples:
-        rank = readings.setdefault(rank_of(s.labels), RankReading())
+        rank = readings.setdefault(_scalar_rank(s.labels), RankReading())
         store: dict[str, Num] = getattr(rank, slot)
         old = store.get(key)
         if isinstance(old, NA):
@@ -283,7 +307,7 @@ def _read_labelled(
     """One value per (rank, label value), summed over the other labels, under ``key/value``.
     A sample without the label is kept under ``key/`` (never dropped into another value)."""
     for s in samples:
-        rank = readings.setdefault(rank_of(s.labels), RankReading())
+        rank = readings.setdefault(_scalar_rank(s.labels), RankReading())
         store: dict[str, Num] = getattr(rank, slot)
         sub = f"{key}/{s.labels.get(label, '')}"
         old = store.get(sub)
@@ -341,6 +365,7 @@ def read_page(page: PromPage, kind: str) -> PageReading:
         # not counted in ``samples``: a page with only these (vLLM 0.10.0's request_success)
         # has none of the families an engine row needs
         _read_labelled(readings, slot, key, samples, label)
+    server = _settle_whole_server(readings)
     for key, aliases in flavour.histograms.items():
         only = key in SUM_COUNT_ONLY
         name, samples = _pick(page, aliases, "_count")
@@ -358,4 +383,22 @@ def read_page(page: PromPage, kind: str) -> PageReading:
                 readings.setdefault(rank_of(s.labels), RankReading()).info = dict(s.labels)
             else:
                 shared = dict(s.labels)
-    return PageReading(kind, readings, model, count, tuple(empty), shared, gauges_read, refused)
+    return PageReading(
+        kind, readings, model, count, tuple(empty), shared, gauges_read, refused, server
+    )
+
+
+def _settle_whole_server(readings: dict[str, RankReading]) -> RankReading | None:
+    """Unlabelled gauges and counters: the one rank's when the page has at most one (no rank
+    label: rank ``"0"``; one engine: the whole server is that engine), else the whole
+    server's, returned apart (never filed under a rank: with data parallelism rank 0 is one
+    engine of several)."""
+    whole = readings.pop(WHOLE_SERVER, None)
+    if whole is None or len(readings) > 1:
+        return whole
+    one = readings.setdefault(next(iter(readings), "0"), RankReading())
+    for slot in ("gauges", "counters"):
+        store: dict[str, Num] = getattr(one, slot)
+        for key, value in getattr(whole, slot).items():
+            store.setdefault(key, value)  # a labelled series of the same name wins
+    return None

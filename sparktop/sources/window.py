@@ -20,7 +20,7 @@ from operator import add
 from typing import TypedDict
 
 from sparktop.model import NA, Num, Quantile, RankStats, is_num
-from sparktop.sources.histread import Hist
+from sparktop.sources.histread import WHOLE_SERVER, Hist
 from sparktop.sources.quantile import histogram_quantile
 from sparktop.sources.vllm import PageReading
 
@@ -68,7 +68,10 @@ class Snap:
     def of(cls, t: float, reading: PageReading, wall_s: float = 0.0) -> Snap:
         snap = cls(t, wall_s)
         present: set[tuple[str, str]] = set()
-        for rank, r in reading.ranks.items():
+        ranks = dict(reading.ranks)
+        if reading.server is not None:  # whole-server counters are diffed like a rank's
+            ranks[WHOLE_SERVER] = reading.server
+        for rank, r in ranks.items():
             snap.counters.update({(rank, k): v for k, v in r.counters.items() if is_num(v)})
             snap.hists.update({(rank, k): h for k, h in r.hists.items() if isinstance(h, Hist)})
             present.update((rank, k) for k in (*r.counters, *r.hists))
@@ -196,7 +199,7 @@ class Window:
         return None
 
     def _delta_dt(self, rank: str, key: str) -> tuple[Num, float]:
-        value = self.reading.ranks[rank].counters.get(key)
+        value = self.reading.rank(rank).counters.get(key)
         if value is None or isinstance(value, NA):
             return (value if isinstance(value, NA) else NA(NOT_EXPORTED)), 0.0
         if self.base is None:
@@ -214,7 +217,7 @@ class Window:
 
     def hist(self, rank: str, key: str) -> Hist | NA | None:
         """Bucket deltas over the window (lifetime buckets without a base)."""
-        h = self.reading.ranks[rank].hists.get(key)
+        h = self.reading.rank(rank).hists.get(key)
         if h is None or isinstance(h, NA) or self.base is None:
             return h
         base = self._base(rank, key, "hists")
