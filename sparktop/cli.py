@@ -12,6 +12,7 @@ import select
 import signal
 import sys
 from collections.abc import Sequence
+from typing import IO
 
 from sparktop import __version__
 from sparktop.errors import RuntimeFailure, UserError
@@ -35,6 +36,12 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         # One line, like every other sparktop error; the usage is one --help away.
         self.exit(2, f"{self.prog}: error: {printable(message)} (see '{self.prog} --help')\n")
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        # argparse swallows a failed write; a closed stdout under `--help | head` must reach
+        # main() to exit 141 like every command's output does.
+        if message:
+            (file or sys.stderr).write(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -171,10 +178,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see each command's ``--help``; 141 when
     the reader of stdout went away, as under ``| head``)."""
     printable_warnings()
-    parser = build_parser()
-    args = parse_args(parser, argv)
-    args._argv = list(sys.argv[1:] if argv is None else argv)  # the exact command, for records
     try:
+        parser = build_parser()
+        try:
+            args = parse_args(parser, argv)
+        except SystemExit:
+            sys.stdout.flush()  # --help or --version into a closed pipe fails here
+            raise
+        args._argv = list(sys.argv[1:] if argv is None else argv)  # the exact command
         with interruptible():
             status = int(args._run(args))
             sys.stdout.flush()  # a closed pipe fails here, inside the handler, not at exit

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import json
 import logging
 import sys
@@ -157,6 +158,12 @@ class PrintableConsole(Console):
         self, renderable: RenderableType, options: ConsoleOptions | None = None
     ) -> Iterable[Segment]:
         return safe_segments(super().render(renderable, options))
+
+    def on_broken_pipe(self) -> None:
+        """Let the closed pipe reach the command line (:func:`sparktop.cli.main`), which exits
+        141 as ``cat`` does under ``| head``; rich's own handler exits 1, which scripts read
+        as "a node or engine did not answer"."""
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
 
 def _json_escape(ch: str) -> str:

@@ -138,6 +138,11 @@ from sparktop.sources.promnode import PromNodeSource
 
 SCHEMA = "sparktop.snapshot/1"
 
+NO_GPU_DATA = frozenset({NodeState.NO_DRIVER, NodeState.NO_GPU, NodeState.DRIVER_MISMATCH})
+"""Node states of a node that answered but has no GPU data to read (no NVIDIA driver on a
+CPU-only machine beside its engine): degraded in ``snapshot``'s exit status, never "did not
+answer"."""
+
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
@@ -155,6 +160,25 @@ class Snapshot:
     def complete(self) -> bool:
         """True when every node and engine answered with an OK sample."""
         return all(n.ok for n in self.nodes) and all(e.ok for e in self.engines)
+
+    @property
+    def answered(self) -> bool:
+        """True when every node answered (with GPU data or without any: :data:`NO_GPU_DATA`)
+        and every engine with an OK sample; ``snapshot`` exits 1 when not."""
+        return all(n.ok or n.state in NO_GPU_DATA for n in self.nodes) and all(
+            e.ok for e in self.engines
+        )
+
+    @property
+    def degraded(self) -> bool:
+        """True when something is not well: a node whose state is not ``ok`` (throttled,
+        low-power, no GPU data, …), an engine not OK, or any alert of warning severity or
+        above in :attr:`alerts`."""
+        if any(not e.ok for e in self.engines):
+            return True
+        if any(node_state(n, self.gpu_states.get(n.node, {})) != GpuState.OK for n in self.nodes):
+            return True
+        return any(a.severity.rank >= Severity.WARNING.rank for a in self.alerts)
 
     @property
     def failures(self) -> tuple[Sample, ...]:

@@ -286,13 +286,22 @@ def _inventory(tmp_path: Path, files: ClientFiles, ports: list[int]) -> Path:
     return path
 
 
-def test_cli_table_exit_0_when_every_node_answers(
+@pytest.mark.parametrize(
+    ("csvs", "expected_status"),
+    [((GB10_CSV, GB10_CSV), 0), ((GB10_CSV, THERMAL_CSV), 4)],
+    ids=["all-well-0", "throttled-degraded-4"],
+)
+def test_cli_table_exit_0_all_well_4_degraded_when_every_node_answers(
     tmp_path: Path,
     files: ClientFiles,
     background: _Loop,
     capsys: pytest.CaptureFixture[str],
+    csvs: tuple[Path, Path],
+    expected_status: int,
 ) -> None:
-    servers = [background.run(_start(files, FakeNvidiaSmi(csv))) for csv in (GB10_CSV, THERMAL_CSV)]
+    """Every node answered: 0 when all is well; 4 (degraded, not "all is well") when one is
+    throttled, even in a single poll with nothing critical (issue 31)."""
+    servers = [background.run(_start(files, FakeNvidiaSmi(csv))) for csv in csvs]
     try:
         ports = [s.port for s in servers]
         status = main(["snapshot", "--inventory", str(_inventory(tmp_path, files, ports))])
@@ -300,8 +309,9 @@ def test_cli_table_exit_0_when_every_node_answers(
         for server in servers:
             background.run(server.close())
     out = capsys.readouterr().out
-    assert status == 0
+    assert status == expected_status
     assert "spark-1" in out and "spark-2" in out and "failures:" not in out
+    assert ("throttled" in out) == (expected_status == 4)
 
 
 def test_cli_exit_1_and_reasons_when_a_node_is_down(

@@ -10,6 +10,7 @@ server's lifetime counters when there is no earlier scrape.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sparktop.alerts import gpu_state
 from sparktop.alerts.engine import AlertEngine
@@ -18,8 +19,30 @@ from sparktop.alerts.model import Alert, Severity
 from sparktop.cluster import ClusterState
 from sparktop.model import Sample
 
+if TYPE_CHECKING:
+    from sparktop.snapshot import Snapshot
+
+ALL_WELL_EXIT = 0
+"""``sparktop snapshot``: everything answered and nothing is listed."""
+NOT_ANSWERED_EXIT = 1
+"""``sparktop snapshot``: some node or engine did not answer (the rest is still printed)."""
 CRITICAL_EXIT = 3
 """``sparktop snapshot`` exit status when any critical alert is active."""
+DEGRADED_EXIT = 4
+"""``sparktop snapshot``: everything answered, nothing critical, but something is not well
+(a node or engine not ``ok``: throttled, low power, no GPU data; or a warning listed)."""
+
+
+def snapshot_exit_status(snap: Snapshot) -> int:
+    """``sparktop snapshot``'s exit status, most urgent first: :data:`CRITICAL_EXIT` (a
+    critical condition in what answered), :data:`NOT_ANSWERED_EXIT`, :data:`DEGRADED_EXIT`,
+    else :data:`ALL_WELL_EXIT`. A node that answered without GPU data (no NVIDIA driver on a
+    CPU-only machine) is degraded, not "did not answer"."""
+    if any_critical(snap.alerts):
+        return CRITICAL_EXIT
+    if not snap.answered:
+        return NOT_ANSWERED_EXIT
+    return DEGRADED_EXIT if snap.degraded else ALL_WELL_EXIT
 
 
 def alerts_now(samples: Iterable[Sample], engine: AlertEngine, now_s: float) -> tuple[Alert, ...]:

@@ -41,18 +41,25 @@ Each node has its own deadline (connect_timeout_s, then command_timeout_s for th
 hung node is reported as such without holding up the others.
 
 The alert rules run once over the poll and every condition present now is listed (a single
-poll has no hold time). Exit status: 3 when a critical condition is seen in what answered
-(KV cache >= 98 % with requests waiting, a throttled node holding back a tensor-parallel
-engine's decode); else 1 when some node or engine did not answer (the output still lists
-everything that answered, and each failure with its reason; an unreachable node is listed as a
-critical alert too); 0 when all is well; 2 for a bad inventory or option.
+poll has no hold time). Exit status, the first that applies:
+  3  a critical condition in what answered (KV cache >= 98 % with requests waiting, a
+     throttled node holding back a tensor-parallel engine's decode)
+  1  some node or engine did not answer (the output still lists everything that answered,
+     and each failure with its reason; an unreachable node is a critical alert too)
+  4  degraded: everything answered, nothing critical, but a node or engine is not ok
+     (throttled, low power, no GPU data such as "no NVIDIA driver" on a CPU-only machine
+     beside its engine) or a warning is listed
+  0  all is well: everything answered and nothing is listed
+  2  a bad inventory or option
+141 when the output pipe closes early (| head), as cat does.
 """
 
 EPILOG = f"""\
 examples:
   sparktop snapshot --inventory cluster.yaml
   sparktop snapshot --inventory cluster.yaml --json | jq '.nodes[] | {{node, state, message}}'
-  sparktop snapshot -i cluster.yaml --json --timeout 8 > snap.json || echo "some nodes failed"
+  sparktop snapshot -i cluster.yaml --json --timeout 8 > snap.json
+  case $? in 1) echo "some did not answer";; 3) echo "critical";; 4) echo "degraded";; esac
   sparktop snapshot -i cluster.yaml --json --window 5 | jq '.engines[].decode_tok_per_s'
 
 JSON: schema "{SCHEMA}", keys carry their units (sm_clock_mhz, temperature_c, power_w,
@@ -122,7 +129,7 @@ def default_timeout_s(inventory: Inventory) -> float:
 
 def run(args: argparse.Namespace) -> int:
     # The alert rules and the estimator are heavy: imported to run, not for --help.
-    from sparktop.alerts.oneshot import CRITICAL_EXIT, any_critical, judge_now
+    from sparktop.alerts.oneshot import judge_now, snapshot_exit_status
     from sparktop.inventory import load_inventory
     from sparktop.plan import Plan
     from sparktop.report.alerts import render_alerts
@@ -158,9 +165,7 @@ def run(args: argparse.Namespace) -> int:
             console.width = max(console.width, 160, needed_width(snap))
         render_table(snap, console, {e.engine: expected_text(plan, e) for e in snap.engines})
         render_alerts(snap.alerts, console)
-    if any_critical(snap.alerts):
-        return CRITICAL_EXIT
-    return 0 if snap.complete else 1
+    return snapshot_exit_status(snap)
 
 
 async def poll(plan: Plan, timeout_s: float, window_s: float = 0.0) -> Snapshot:

@@ -160,13 +160,16 @@ def render_table(
     failures."""
     width = console.width
     console.print(Text(f"{snap.cluster}  {iso_time(snap.time_s)}"))
-    nodes = node_table(snap.nodes, width, snap.gpu_states)
-    console.print(nodes.table)
-    if "memory" not in nodes.hidden and any(n.memory.unified and n.gpus for n in snap.nodes):
-        console.print(Text(MEMORY_LEGEND, style="dim"))
-    fitted = [nodes]
+    fitted = []
+    if snap.nodes:  # an engine-only inventory gets no empty nodes table
+        nodes = node_table(snap.nodes, width, snap.gpu_states)
+        console.print(nodes.table)
+        if "memory" not in nodes.hidden and any(n.memory.unified and n.gpus for n in snap.nodes):
+            console.print(Text(MEMORY_LEGEND, style="dim"))
+        fitted.append(nodes)
     if snap.engines:
-        console.print()
+        if snap.nodes:
+            console.print()
         engines = engine_report.engine_tables(snap.engines, width)
         for i, table in enumerate(engines):
             if i:
