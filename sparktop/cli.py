@@ -12,12 +12,15 @@ import select
 import signal
 import sys
 from collections.abc import Sequence
-from typing import IO
+from typing import TYPE_CHECKING
 
 from sparktop import __version__
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.interrupt import interruptible
 from sparktop.safe_text import printable, printable_warnings
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 EPILOG = """\
 examples:
@@ -37,7 +40,7 @@ class _Parser(argparse.ArgumentParser):
         # One line, like every other sparktop error; the usage is one --help away.
         self.exit(2, f"{self.prog}: error: {printable(message)} (see '{self.prog} --help')\n")
 
-    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         # argparse swallows a failed write; a closed stdout under `--help | head` must reach
         # main() to exit 141 like every command's output does.
         if message:

@@ -88,8 +88,11 @@ def test_snapshot_reports_what_the_server_generated(
         code, e = snapshot_json(
             capsys, inventory(tmp_path, url, ", max_num_seqs: 8"), "--window", "1"
         )
-    # 4, degraded: the preemption in the window is a warning, listed (not "all is well").
-    assert code == 4 and e["state"] == "ok" and e["window_s"] == pytest.approx(1.0, rel=0.2)
+    # Rank 0 preempts 0.5/s, so a 1 s window holds one preemption or none: with one, the
+    # warning is listed and the status is 4 (degraded), else 0 (all is well).
+    degraded = e["preemptions_per_s"] > 0
+    assert code == (4 if degraded else 0)
+    assert e["state"] == "ok" and e["window_s"] == pytest.approx(1.0, rel=0.2)
     assert (e["running"], e["waiting"], e["kv_usage_pct"]) == (7, 1, 81.0)
     assert (e["kv_pool_tokens"], e["kv_pool_source"]) == (2_490_000, "cache_config_info")
     assert e["kv_free_tokens"] == pytest.approx(1_245_000 * (0.19 + 0.53))
