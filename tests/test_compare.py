@@ -161,7 +161,9 @@ def test_noise_from_runs_beats_the_band_and_the_rule_is_the_sum_of_both_sides() 
     first = ttft.cells[0]
     assert first.basis == "band+runs"
     threshold = first.old_noise.ln + first.new_noise.ln
-    assert first.noise_pct == pytest.approx(math.expm1(threshold) * 100)
+    assert first.noise_pct == pytest.approx(math.expm1(threshold) * 100)  # a rise
+    fall = next(c for c in ttft.cells if c.new < c.old)
+    assert fall.noise_pct == pytest.approx(-math.expm1(-fall.threshold_ln) * 100)
     for cell in ttft.cells:
         real = abs(math.log(cell.new / cell.old)) > cell.old_noise.ln + cell.new_noise.ln
         assert (cell.verdict is not Verdict.NOISE) == real

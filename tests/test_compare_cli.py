@@ -189,3 +189,18 @@ def test_tiny_profiles_have_no_noise_measure_but_the_floor(
     assert main(["profiles", "--compare", str(old), str(new), "--fail-on-regression", "4"]) == 3
     text = capsys.readouterr().out
     assert "cells only in OLD: 1: × 1 4,000" in text and "TTFT 1,000 × 1" in text
+
+
+def test_the_example_in_the_docs_is_the_commands_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/compare.md shows the 4-Spark comparison; every line it shows (a bracketed line
+    marks what it leaves out) is a line of today's output."""
+    from tests.conftest import REPO
+
+    doc = (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
+    start = doc.index("```text\n") + len("```text\n")
+    shown = doc[start : doc.index("```", start)].splitlines()
+    assert main([*COMPARE, "--fail-on-regression", "50"]) == 3
+    lines = set(capsys.readouterr().out.splitlines())
+    kept = [line for line in shown if not line.startswith("[")]
+    assert len(kept) > 60
+    assert [line for line in kept if line not in lines] == []

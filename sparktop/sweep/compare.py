@@ -84,8 +84,9 @@ def figure_column(profile: Profile, key: str) -> str | None:
 class CellChange:
     """One cell of one figure: ``concurrency`` requests of ``label`` (the context label, or
     the prompt tokens); prompt tokens as each side sent them; ``old``/``new`` in the figure's
-    unit; ``change_pct`` = (new − old) ÷ old × 100; ``noise_pct`` the threshold the change
-    had to beat (both sides' noise together); each side's :class:`Noise`."""
+    unit; ``change_pct`` = (new − old) ÷ old × 100; ``noise_pct`` the smallest change in
+    the same direction that counts (both sides' noise together: ``threshold_ln`` in logs, so
+    a fall must pass 1 − 1 ÷ (1 + rise)); each side's :class:`Noise`."""
 
     label: str
     concurrency: int
@@ -95,6 +96,7 @@ class CellChange:
     new: float
     change_pct: float
     noise_pct: float
+    threshold_ln: float
     old_noise: Noise
     new_noise: Noise
     verdict: Verdict
@@ -177,7 +179,8 @@ def _change(
         old=old,
         new=new,
         change_pct=(new - old) / old * 100.0,
-        noise_pct=math.expm1(threshold) * 100.0,
+        noise_pct=(math.expm1(threshold) if ln >= 0 else -math.expm1(-threshold)) * 100.0,
+        threshold_ln=threshold,
         old_noise=n_old,
         new_noise=n_new,
         verdict=verdict,
