@@ -189,6 +189,10 @@ def test_tiny_profiles_have_no_noise_measure_but_the_floor(
     assert main(["profiles", "--compare", str(old), str(new), "--fail-on-regression", "4"]) == 3
     text = capsys.readouterr().out
     assert "cells only in OLD: 1: × 1 4,000" in text and "TTFT 1,000 × 1" in text
+    (tmp_path / "new.yaml.runs.jsonl").write_text("not json\n", encoding="utf-8")
+    assert main(["profiles", "--compare", str(old), str(new)]) == 0
+    text = capsys.readouterr().out
+    assert "NEW none (runs unusable: " in text and "new.yaml.runs.jsonl:1: not a sparktop" in text
 
 
 def test_the_example_in_the_docs_is_the_commands_output(capsys: pytest.CaptureFixture[str]) -> None:

@@ -109,10 +109,17 @@ class NoiseModel:
     """The noise of one profile's cells: from its runs file when it has one, else its
     estimator band. ``source`` says which in one line."""
 
-    def __init__(self, profile: Profile, runs: RunValues | None = None, runs_from: str = ""):
+    def __init__(
+        self,
+        profile: Profile,
+        runs: RunValues | None = None,
+        runs_from: str = "",
+        runs_problem: str = "",
+    ):
         self.profile = profile
         self.runs = runs or {}
         self.runs_from = runs_from
+        self.runs_problem = runs_problem
         self._fit = fitted(profile) if len(profile.rows) >= 3 else None
         self._typical: dict[str, float] = {}
         for name in {k for figures in self.runs.values() for k in figures}:
@@ -128,17 +135,22 @@ class NoiseModel:
             return cls(profile)
         try:
             return cls(profile, read_run_values(path), str(path))
-        except UserError:
-            return cls(profile)  # a broken runs file: the band, said by ``source``
+        except UserError as exc:  # a broken runs file: the band, and ``source`` says why
+            return cls(profile, runs_problem=str(exc))
 
     @property
     def source(self) -> str:
         runs = max((len(v) for f in self.runs.values() for v in f.values()), default=0)
         if self.runs_from and runs >= 2:
             return f"run-to-run spread ({self.runs_from}, up to {runs} runs a cell)"
+        kept = "no runs kept"
+        if self.runs_problem:
+            kept = f"runs unusable: {self.runs_problem}"
+        elif self.runs_from:
+            kept = f"{self.runs_from} has 1 run a cell: no spread"
         if self._fit is not None:
-            return "estimator band (no runs kept)"
-        return "none (no runs kept, too few cells for a band)"
+            return f"estimator band ({kept})"
+        return f"none ({kept}, too few cells for a band)"
 
     def noise(self, column: str, prompt_tokens: int, concurrency: int, context: int) -> Noise:
         """The noise of ``column`` at a cell (``context`` = its nominal context tokens, the
