@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Protocol, TypeAlias, runtime_checkable
 
 from sparktop.hostmodel import FabricReading, GpuProcess, PowerTelemetry
+from sparktop.values import HUGE, bounded
 from sparktop.values import NA as NA
 from sparktop.values import FloatMap as FloatMap
 from sparktop.values import Num as Num
@@ -249,7 +250,9 @@ class Quantile:
 
     def __str__(self) -> str:
         v = self.value_s
-        if v < 1:
+        if abs(v) >= HUGE:  # no latency is this long: a broken or hostile page
+            text = f"{bounded(v, '.3g')} s"
+        elif v < 1:
             text = f"{v * 1000:.0f} ms"
         else:
             # A bucket edge ("> 30 s") is exact; a value keeps two decimals, so p50 and p95

@@ -98,11 +98,22 @@ def sort_key(value: object) -> tuple[int, float]:
     return (1, float(value)) if is_num(value) else (0, 0.0)
 
 
+HUGE = 1e12
+"""From this magnitude a figure prints as ``1.23e+15``: a hostile exporter's ``1e300`` made
+300-digit cells (no reading sparktop shows is this large)."""
+
+
+def bounded(value: float, spec: str) -> str:
+    """``format(value, spec)``, or ``%.3g`` for a magnitude of :data:`HUGE` or more."""
+    return format(value, ".3g") if abs(value) >= HUGE else format(value, spec)
+
+
 def fmt_num(value: Num | None, spec: str = ",.0f", unit: str = "") -> str:
-    """Format a reading with a format spec and optional unit suffix; ``n/a`` when missing."""
+    """Format a reading with a format spec and optional unit suffix; ``n/a`` when missing;
+    a huge magnitude in scientific notation (:func:`bounded`)."""
     if not is_num(value):
         return "n/a"
-    text = format(value, spec)
+    text = bounded(value, spec)
     return f"{text} {unit}" if unit else text
 
 

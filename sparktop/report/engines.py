@@ -49,6 +49,7 @@ from rich.text import Text
 
 from sparktop.model import NA, EngineSample, EngineState, Num, Quantile, RankStats, fmt_num, is_num
 from sparktop.report.fit import Col, Fitted, fit_table
+from sparktop.values import HUGE, bounded
 
 # JSON key → sample attribute, for the values shared by an engine and its ranks.
 COMMON = (
@@ -224,6 +225,8 @@ STARRED = frozenset({"ttft_p50", "ttft_p95", "itl_p50", "mean_prompt_tokens", "p
 def _tokens(value: Num) -> str:
     if not is_num(value):
         return "n/a"
+    if abs(value) >= HUGE:
+        return bounded(value, ".3g")
     if value >= 1e6:
         return f"{value / 1e6:.2f}M"
     return f"{value / 1e3:.1f}k" if value >= 1e4 else f"{value:,.0f}"
@@ -240,7 +243,9 @@ def _latency(value: Quantile | NA, lifetime: bool) -> str:
 def _row(row: EngineSample | RankStats, name: str, since_start: tuple[str, ...], seqs: Num) -> Row:
     running = fmt_num(row.running)
     if is_num(row.running):
-        running = f"{row.running:.0f}/{seqs:.0f}" if is_num(seqs) else f"{row.running:.0f}/?"
+        running = (
+            fmt_num(row.running, ".0f") + "/" + (fmt_num(seqs, ".0f") if is_num(seqs) else "?")
+        )
     prompt = fmt_num(row.mean_prompt_tokens, ",.0f")
     cells = {
         "engine": name,

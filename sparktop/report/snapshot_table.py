@@ -24,6 +24,7 @@ from sparktop.report import engines as engine_report
 from sparktop.report.fit import Col, Fitted, fit_table, hidden_note
 from sparktop.safe_text import printable
 from sparktop.snapshot import Snapshot, iso_time
+from sparktop.values import bounded
 
 MIB_PER_GIB = 1024.0
 
@@ -52,7 +53,7 @@ def gib_text(mib: Num | None) -> str:
     if not is_num(mib):
         return "n/a"
     gib = float(mib) / MIB_PER_GIB
-    return f"{gib:.0f}" if gib >= 10 else f"{gib:.1f}"
+    return bounded(gib, ".0f") if gib >= 10 else bounded(gib, ".1f")
 
 
 _gib = gib_text

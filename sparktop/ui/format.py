@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from sparktop.model import GpuSample, NodeMemory, Num, Quantile, is_num
 from sparktop.report.snapshot_table import gib_text
+from sparktop.values import HUGE, bounded
 
 BARS = "▁▂▃▄▅▆▇█"
 DASH = "·"
@@ -98,12 +99,12 @@ def bar(fraction: Num, width: int) -> str:
 
 def num(value: Num | None, spec: str = ",.0f") -> str:
     """A number, or ``n/a`` when the source does not provide it."""
-    return format(value, spec) if is_num(value) else NA_TEXT
+    return bounded(value, spec) if is_num(value) else NA_TEXT
 
 
 def pct(value: Num | None, spec: str = ".0f") -> str:
     """``97%``, or ``n/a``."""
-    return f"{format(value, spec)}%" if is_num(value) else NA_TEXT
+    return f"{bounded(value, spec)}%" if is_num(value) else NA_TEXT
 
 
 def si_tokens(value: Num | None) -> str:
@@ -111,6 +112,8 @@ def si_tokens(value: Num | None) -> str:
     if not is_num(value):
         return NA_TEXT
     v = float(value)
+    if abs(v) >= HUGE:
+        return bounded(v, ".3g")
     if abs(v) >= 1e6:
         return f"{v / 1e6:.2f}M"
     if abs(v) >= 1e4:
