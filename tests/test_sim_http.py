@@ -148,7 +148,7 @@ async def test_models_tokenize_health_version_and_errors() -> None:
         health = await client.get("/health")
         version = (await client.get("/version")).json()
         too_long = await client.post(
-            "/v1/completions", json={"prompt": "hi", "max_tokens": 1_048_576}
+            "/v1/completions", json={"prompt": "hi", "max_tokens": 1_048_577}
         )
         bad_json = await client.post("/tokenize", content=b"{nope")
         await sim.apply(Act.RESTART)
@@ -160,8 +160,11 @@ async def test_models_tokenize_health_version_and_errors() -> None:
     assert health.status_code == 200
     assert version["version"].startswith("0.")
     assert too_long.status_code == 400
-    assert "maximum context length is 1048576 tokens" in too_long.json()["message"]
-    assert bad_json.status_code == 400 and bad_json.json()["object"] == "error"
+    assert too_long.json()["error"]["message"] == (
+        "max_tokens=1048577 cannot be greater than max_model_len=1048576. Please request "
+        "fewer output tokens. (parameter=max_tokens, value=1048577)"
+    )
+    assert bad_json.status_code == 400 and bad_json.json()["error"]["code"] == 400
     assert restarting.status_code == 503
 
 
@@ -190,3 +193,32 @@ def test_the_simulator_serves_the_model_its_profile_measured() -> None:
         "2x-spark-dsv4-flash-0731": "deepseek-ai/DeepSeek-V4-Flash-0731",
         "4x-spark-dsv41-flash-1017": "deepseek-ai/DeepSeek-V4.1-Flash-1017",
     }
+
+
+async def test_length_limits_follow_vllm_0_32() -> None:
+    """vLLM 0.32 (checked against the real server, tests/test_real_vllm_contract.py):
+    prompt + max_tokens over max_model_len is accepted and the output shortened
+    (finish_reason "length"); only a prompt that alone exceeds the limit is refused."""
+    import dataclasses
+
+    async with sim_client(speed=20) as (sim, client):
+        engine = next(iter(sim.http.values())).engine
+        engine.limits = dataclasses.replace(engine.limits, max_model_len=64)
+        shortened = await client.post(
+            "/v1/completions", json={"prompt": list(range(1, 41)), "max_tokens": 64}
+        )
+        refused = await client.post(
+            "/v1/completions", json={"prompt": list(range(1, 66)), "max_tokens": 1}
+        )
+    assert shortened.status_code == 200
+    body = shortened.json()
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"] == {"prompt_tokens": 40, "completion_tokens": 24, "total_tokens": 64}
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    assert error["param"] == "input_tokens" and error["code"] == 400
+    assert error["message"] == (
+        "This model's maximum context length is 64 tokens. However, your prompt contains 65 "
+        "input tokens, which exceeds this limit even without any output tokens. Please reduce "
+        "the length of the input prompt. (parameter=input_tokens, value=65)"
+    )

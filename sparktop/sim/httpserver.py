@@ -3,7 +3,10 @@
 Routes as vLLM's OpenAI-compatible server has them: ``GET /metrics`` (Prometheus text, or
 OpenMetrics when the ``Accept`` header asks), ``/health``, ``/version``, ``/v1/models``,
 ``POST /tokenize`` (root path), ``POST /v1/completions`` and ``/v1/chat/completions``
-(JSON, or SSE with ``"stream": true``), errors as vLLM's JSON error object. While the
+(JSON, or SSE with ``"stream": true``), errors as vLLM 0.32's JSON error envelope. Length
+limits as 0.32 applies them: a prompt over ``max_model_len`` or ``max_tokens`` over it is
+refused (400, vLLM's messages); a prompt + ``max_tokens`` over it is accepted and the
+output shortened to the room left. While the
 engine is restarting every route answers 503. Timing comes from the engine model: the first
 streamed chunk leaves at the request's TTFT, the next ones at its decode pace.
 """
@@ -38,8 +41,18 @@ def count_tokens(text: str) -> int:
     return len(_TOKEN_RE.findall(text))
 
 
-def _error(status: int, message: str, kind: str = "BadRequestError") -> web.Response:
-    body = {"object": "error", "message": message, "type": kind, "param": None, "code": status}
+def _error(
+    status: int,
+    message: str,
+    kind: str = "BadRequestError",
+    param: str | None = None,
+    value: int | None = None,
+) -> web.Response:
+    """vLLM 0.32's error envelope: ``{"error": {message, type, param, code}}``, the message
+    ending ``(parameter=…, value=…)`` when a parameter is at fault."""
+    if param is not None:
+        message = f"{message} (parameter={param}, value={value})"
+    body = {"error": {"message": message, "type": kind, "param": param, "code": status}}
     return web.json_response(body, status=status)
 
 
@@ -177,14 +190,28 @@ class EngineServer:
             max_tokens = limits.output_tokens if chat else 16
         if not isinstance(max_tokens, int) or max_tokens < 1:
             return _error(400, "max_tokens must be a positive integer")
-        if prompt + max_tokens > limits.max_model_len:
+        if max_tokens > limits.max_model_len:
+            return _error(
+                400,
+                f"max_tokens={max_tokens} cannot be greater than max_model_len="
+                f"{limits.max_model_len}. Please request fewer output tokens.",
+                param="max_tokens",
+                value=max_tokens,
+            )
+        if prompt > limits.max_model_len:
             return _error(
                 400,
                 f"This model's maximum context length is {limits.max_model_len} tokens. However, "
-                f"you requested {prompt + max_tokens} tokens ({prompt} in the messages, "
-                f"{max_tokens} in the completion). Please reduce the length of the messages or "
-                "completion.",
+                f"your prompt contains {prompt} input tokens, which exceeds this limit even "
+                "without any output tokens. Please reduce the length of the input prompt.",
+                param="input_tokens",
+                value=prompt,
             )
+        # vLLM 0.32 accepts a prompt + max_tokens over max_model_len and shortens the output
+        # to what the context has room for (finish_reason "length").
+        max_tokens = min(max_tokens, limits.max_model_len - prompt)
+        if max_tokens < 1:
+            return _error(400, "max_tokens must be at least 1, got 0.", param="max_tokens", value=0)
         req = self.engine.new_request(self.clock.now(), prompt, max_tokens, tag="http")
         req.event = asyncio.Event()
         try:

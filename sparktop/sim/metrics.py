@@ -3,7 +3,12 @@
 A custom collector yields vLLM's families from the engine's current state (names, HELP
 texts, labels ``model_name``/``engine`` and default buckets as in vLLM's
 ``vllm/v1/metrics/loggers.py`` and ``vllm/v1/spec_decode/metrics.py``; MTP with 5 speculative
-tokens), so a restart that replaces the state resets every counter.
+tokens), so a restart that replaces the state resets every counter. Held to a real vLLM
+0.32.0 page by ``tests/test_sim_vs_real_page.py``: every family and label emitted here
+exists there with the same type and label names (spec decoding excepted, which the real
+server was not run with); like the real page, counters and histograms carry ``_created``
+series, ``admission_rejections`` has no ``engine`` label, and ``cache_config_info`` has
+0.32's 37 labels.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 from sparktop.sim.engine import EngineModel
 from sparktop.sim.stats import SPEC_TOKENS, Hist
@@ -53,6 +59,10 @@ class EngineCollector(Collector):
         def hist(name: str, doc: str, h: Hist) -> HistogramMetricFamily:
             f = HistogramMetricFamily(name, doc, labels=LABELS)
             f.add_metric(values, h.cumulative(), h.sum)
+            # prometheus_client's histogram family takes no created time; vLLM's has one.
+            f.samples.append(
+                Sample(f"{name}_created", dict(zip(LABELS, values, strict=True)), created)
+            )
             return f
 
         start = GaugeMetricFamily(
@@ -103,10 +113,13 @@ class EngineCollector(Collector):
             "vllm:generation_tokens", "Number of generation tokens processed.", s.generation_tokens
         )
 
-        def labelled(name: str, doc: str, label: str, counts: Mapping[str, float]) -> Metric:
-            c = CounterMetricFamily(name, doc, labels=[*LABELS, label])
+        def labelled(
+            name: str, doc: str, label: str, counts: Mapping[str, float], per_engine: bool = True
+        ) -> Metric:
+            names, base = (LABELS, values) if per_engine else (LABELS[1:], values[1:])
+            c = CounterMetricFamily(name, doc, labels=[*names, label])
             for value, count in counts.items():
-                c.add_metric([*values, value], float(int(count)), created=created)
+                c.add_metric([*base, value], float(int(count)), created=created)
             return c
 
         yield labelled(
@@ -120,6 +133,7 @@ class EngineCollector(Collector):
             "Number of requests rejected at admission.",
             "reason",
             s.admission_rejections,
+            per_engine=False,  # vLLM 0.32 counts admission in the API server, not per engine
         )
         yield counter(
             "vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", int(s.spec_drafts)
@@ -201,20 +215,12 @@ class EngineCollector(Collector):
             "Histogram of time spent in DECODE phase for request.",
             s.decode,
         )
-        info = {
-            "block_size": str(lim.block_size),
-            "cache_dtype": "fp8",
-            "enable_prefix_caching": "True",
-            "engine": "0",
-            "gpu_memory_utilization": "0.83",
-            "kv_cache_max_concurrency": f"{lim.kv_pool_tokens / lim.max_model_len:.4f}",
-            "kv_cache_size_tokens": str(lim.kv_pool_tokens),
-            "num_cpu_blocks": "None",
-            "num_gpu_blocks": str(lim.num_gpu_blocks),
-            "num_gpu_blocks_override": "None",
-            "prefix_caching_hash_algo": "sha256",
-            "sliding_window": "None",
-        }
+        info = cache_config_labels(
+            block_size=lim.block_size,
+            num_gpu_blocks=lim.num_gpu_blocks,
+            kv_pool_tokens=lim.kv_pool_tokens,
+            max_model_len=lim.max_model_len,
+        )
         cache = GaugeMetricFamily(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",
@@ -222,6 +228,52 @@ class EngineCollector(Collector):
         )
         cache.add_metric(list(info.values()), 1.0)
         yield cache
+
+
+def cache_config_labels(
+    *, block_size: int, num_gpu_blocks: int, kv_pool_tokens: int, max_model_len: int
+) -> dict[str, str]:
+    """``vllm:cache_config_info``'s labels as vLLM 0.32.0 exports them (all 37), with the
+    simulated engine's sizes; the others are 0.32's defaults for an fp8 attention model."""
+    return {
+        "_block_size_resolved": "True",
+        "block_size": str(block_size),
+        "cache_dtype": "fp8",
+        "cache_hit_alignment_tokens": "None",
+        "effective_attention_block_size": str(block_size),
+        "enable_mamba_shared_prefix_checkpoint": "False",
+        "enable_prefix_caching": "True",
+        "engine": "0",
+        "gpu_memory_utilization": "0.83",
+        "hash_block_size": "None",
+        "is_attention_free": "False",
+        "kv_cache_dtype_skip_layers": "[]",
+        "kv_cache_layout": "None",
+        "kv_cache_max_concurrency": f"{kv_pool_tokens / max_model_len:.4f}",
+        "kv_cache_memory_bytes": "None",
+        "kv_cache_size_tokens": str(kv_pool_tokens),
+        "kv_offloading_backend": "native",
+        "kv_offloading_size": "None",
+        "kv_sharing_fast_prefill": "False",
+        "mamba_block_size": "None",
+        "mamba_cache_dtype": "auto",
+        "mamba_cache_mode": "none",
+        "mamba_page_size_padded": "None",
+        "mamba_ssm_cache_dtype": "auto",
+        "num_cpu_blocks": "None",
+        "num_gpu_blocks": str(num_gpu_blocks),
+        "num_gpu_blocks_override": "None",
+        "prefix_cache_retention_interval": "0",
+        "prefix_caching_hash_algo": "sha256",
+        "prefix_match_unit": "None",
+        "replayssm_buffer_len": "16",
+        "skip_page_size_padded": "None",
+        "sliding_window": "None",
+        "swa_bounded_replay": "True",
+        "use_kda_recoverssm": "False",
+        "use_replayssm": "False",
+        "user_specified_block_size": "False",
+    }
 
 
 def engine_registry(collector: EngineCollector) -> CollectorRegistry:

@@ -67,7 +67,7 @@ class Hist:
         return out
 
 
-FINISH_REASONS = ("stop", "length", "abort", "error")
+FINISH_REASONS = ("stop", "length", "abort", "error", "repetition")
 """vLLM's ``FinishReason`` values: every one is a ``finished_reason`` series from the start."""
 
 PROMPT_SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
