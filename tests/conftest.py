@@ -15,8 +15,18 @@ from pathlib import Path
 import pytest
 
 from sparktop.testing.shared import CASES, FIXTURES, PROFILES, REPO, SHARED
+from tests.real_vllm_plugin import (
+    pytest_collection_finish,
+    pytest_configure_node,
+    real_vllm,
+    real_vllm_configure,
+    real_vllm_unconfigure,
+)
 
-__all__ = ["CASES", "FIXTURES", "PROFILES", "REPO", "SHARED"]
+__all__ = [
+    "CASES", "FIXTURES", "PROFILES", "REPO", "SHARED",
+    "pytest_collection_finish", "pytest_configure_node", "real_vllm",
+]  # fmt: skip
 
 HAVE_SHARED = (SHARED / "DESIGN.md").is_file() and CASES.is_dir() and FIXTURES.is_dir()
 
@@ -37,6 +47,11 @@ def _missing_message() -> str:
 def pytest_configure(config: pytest.Config) -> None:
     if not HAVE_SHARED and os.environ.get("CI"):
         raise pytest.UsageError(_missing_message())
+    real_vllm_configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    real_vllm_unconfigure(config)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

