@@ -79,8 +79,8 @@ def print_comparison(old: Any, new: Any, as_json: bool, pct: float | None) -> in
 
 def run_compare(names: list[str], as_json: bool, pct_text: str | None) -> int:
     """``profiles --compare OLD NEW``: load both (names or paths) and print the comparison."""
-    from sparktop.sweep.profile import load_profile
+    from sparktop.plan import load_named
 
     pct = fail_pct(pct_text) if pct_text is not None else None
-    old, new = (load_profile(n) for n in names)
+    old, new = (load_named(n) for n in names)
     return print_comparison(old, new, as_json, pct)
