@@ -119,7 +119,7 @@ GLOBAL_VALUES = {
     "profile": ["--profile", "2x-spark-dsv4-flash-0731"],
     "serve_metrics": ["--serve-metrics", "127.0.0.1:0"], "on_alert": ["--on-alert", "true"],
     "alert_log": ["--alert-log", "a.jsonl"], "bell": ["--bell"], "record": ["--record", "r.zst"],
-    "force": ["--force"],
+    "force": ["--force"], "force_tui": ["--force-tui"],
 }  # fmt: skip
 COMMAND_ARGS = {
     "demo": [], "snapshot": ["-i", "x.yaml"], "budget": ["--prompt-tokens", "5"],

@@ -85,7 +85,8 @@ def test_outputs_never_write_through_a_symbolic_link(
         target.write_text("precious\n")
     link = tmp_path / "out.jsonl"
     link.symlink_to(target)
-    status = main(["--inventory", str(_inventory(tmp_path)), option, str(link), "--force"])
+    inventory = str(_inventory(tmp_path))
+    status = main(["--inventory", inventory, option, str(link), "--force", "--force-tui"])
     line = _one_error_line(capsys.readouterr().err)
     assert status == 2
     assert f"{option}: {link} is a symbolic link; not writing through it" in line
@@ -100,7 +101,7 @@ def test_an_existing_recording_is_kept_unless_forced(
 ) -> None:
     old = tmp_path / "run.jsonl"
     old.write_text("yesterday's incident\n")
-    status = main(["--inventory", str(_inventory(tmp_path)), "--record", str(old)])
+    status = main(["--inventory", str(_inventory(tmp_path)), "--record", str(old), "--force-tui"])
     line = _one_error_line(capsys.readouterr().err)
     assert status == 2 and "--force" in line and f"{old} exists" in line
     assert old.read_text() == "yesterday's incident\n"
@@ -120,7 +121,8 @@ def test_an_existing_recording_is_kept_unless_forced(
 def test_record_on_a_full_disk_at_start_is_a_clean_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = main(["--inventory", str(_inventory(tmp_path)), "--record", "/dev/full", "--force"])
+    args = ["--record", "/dev/full", "--force", "--force-tui"]
+    status = main(["--inventory", str(_inventory(tmp_path)), *args])
     line = _one_error_line(capsys.readouterr().err)
     assert status == 2
     assert line == "sparktop: error: --record: cannot write /dev/full: No space left on device"

@@ -82,8 +82,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="with --no-tui: stop after N tables (default: until Ctrl-C)",
     )
     from sparktop.alerts.pipeline import add_output_arguments
+    from sparktop.commands.terminal import add_force_tui
 
     add_output_arguments(parser)
+    add_force_tui(parser)
     return parser
 
 
@@ -101,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
     load_named(options.profile)  # a bad name is a UserError before anything starts
     from sparktop.alerts.pipeline import AlertOutputs
 
+    if not args.no_tui:
+        from sparktop.commands.terminal import require_terminal
+
+        require_terminal(args, "sparktop demo --no-tui")
     outputs = AlertOutputs.from_args(args)  # a bad --on-alert/--record fails before the start
     from sparktop.sim.thread import SimThread  # heavy (the estimator): not for --help
 

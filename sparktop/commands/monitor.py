@@ -48,8 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(127.0.0.1:9464; see 'sparktop exporter --help')",
     )
     from sparktop.alerts.pipeline import add_output_arguments
+    from sparktop.commands.terminal import add_force_tui
 
     add_output_arguments(parser)
+    add_force_tui(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
         interval_s=args.interval,
         local_engine_url=LOCAL_ENGINE_URL if local else None,
     )
+    from sparktop.commands.terminal import require_terminal
+
+    inventory_arg = args.inventory if args.inventory is not None else "FILE"
+    require_terminal(args, f"sparktop snapshot --inventory {inventory_arg}")
     metrics = None
     if args.serve_metrics:
         from sparktop.exporter.server import MetricsEndpoint

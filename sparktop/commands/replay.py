@@ -55,6 +55,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--summary", action="store_true", help="print the recording's alerts as text, no UI"
     )
     parser.add_argument("--theme", metavar="NAME", help="colour theme of the monitor")
+    from sparktop.commands.terminal import add_force_tui
+
+    add_force_tui(parser)
     return parser
 
 
@@ -109,7 +112,10 @@ def run(args: argparse.Namespace) -> int:
     if args.summary:
         print_summary(source, PrintableWriter(sys.stdout))
         return 0
+    from sparktop.commands.terminal import require_terminal
     from sparktop.ui.replay import run_replay_tui
+
+    require_terminal(args, f"sparktop replay {args.file} --summary")
 
     return run_replay_tui(source, speed=args.speed, start_s=start, theme=args.theme)
 
