@@ -43,6 +43,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        # "--force" (the monitor's, for --record) must not be taken for --force-tui here.
+        allow_abbrev=False,
     )
     parser.add_argument("file", type=Path, metavar="FILE", help="recording (.jsonl[.zst|.gz])")
     parser.add_argument(
