@@ -2,7 +2,8 @@
 
 The rules applied after the library (each documented in ``sparktop/sources/prom.py``):
 ``vllm_``/``sglang_`` names normalised, ``*_created`` dropped, a repeated series read once
-(the first). Comparison is by multiset of (name, labels, value), NaN equal to NaN.
+(the first, or the one with the newest timestamp when they carry timestamps). Comparison is
+by multiset of (name, labels, value), NaN equal to NaN.
 """
 
 from __future__ import annotations
@@ -25,6 +26,15 @@ def reference(text: str, wanted: Collection[str] | None, om: bool) -> Counter[Ke
         samples = [s for family in parse(text) for s in family.samples]
     except Exception:
         return None
+    newest: dict[tuple[str, frozenset[tuple[str, str]]], object] = {}
+    for s in samples:  # timestamped repeats: the newest is the series's value
+        key = (s.name, frozenset(s.labels.items()))
+        if s.timestamp is not None and (key not in newest or s.timestamp > newest[key].timestamp):  # type: ignore[attr-defined]
+            newest[key] = s
+    samples = [
+        s for s in samples
+        if s.timestamp is None or newest[(s.name, frozenset(s.labels.items()))] is s
+    ]  # fmt: skip
     out: Counter[Key] = Counter()
     seen = set()
     for s in samples:

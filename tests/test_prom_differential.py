@@ -201,6 +201,22 @@ def suite_cases() -> list[Path]:
     reason=f"the official OpenMetrics parser suite is not in {SHARED_SUITE} and {SUITE_ENV} is "
     "unset: point it at a checkout's tests/testdata/parsers (github.com/prometheus/OpenMetrics)",
 )
+def test_duplicate_timestamps_read_the_newest_sample_as_prometheus_ingests_them() -> None:
+    """``duplicate_timestamps_0``: a series repeated with rising timestamps is its newest
+    sample (the older one was kept); equal timestamps keep the first, like the library (which
+    reads OpenMetrics timestamps to the nanosecond: 0.0000000001 s is 0 there)."""
+    if not (SHARED_SUITE / "duplicate_timestamps_0").is_dir():
+        pytest.skip("the shared OpenMetrics suite is not here")
+    for name, expected in (("duplicate_timestamps_0", {"1": 3.0, "2": 4.0}),
+                           ("duplicate_timestamps_1", {"1": 1.0, "2": 4.0})):  # fmt: skip
+        text = (SHARED_SUITE / name / "metrics").read_text()
+        page = parse_page(text, None, openmetrics=True)
+        assert not page.error
+        assert {s.labels["a"]: s.value for s in page.get("a")} == expected, name
+    as_text = parse_page((SHARED_SUITE / "duplicate_timestamps_0" / "metrics").read_text())
+    assert {s.labels["a"]: s.value for s in as_text.get("a")} == {"1": 3.0, "2": 5.0}
+
+
 def test_official_openmetrics_parser_suite(capsys: pytest.CaptureFixture[str]) -> None:
     cases = suite_cases()
     assert cases, f"{SUITE_ENV} has no test.json cases"
@@ -291,7 +307,8 @@ CATEGORY_CASES: list[tuple[str, str, bool]] = [
     ("stateset", '# TYPE s stateset\ns{s="a"} 1\ns{s="b"} 0\n' + E, True),
     ("summary", '# TYPE s summary\ns{quantile="0.5"} 1\ns_count 2\ns_sum 3\n' + E, True),
     ("timestamps", "req 1 123.5\n" + E, True),
-    ("duplicate_timestamps", "req 1 1\nreq 2 1\n" + E, True),  # sparktop reads the first
+    ("duplicate_timestamps", "req 1 1\nreq 2 1\n" + E, True),  # a tie: the first
+    ("newer_timestamp", "req 1 1\nreq 2 2\n" + E, True),  # the newest: 2
     ("uint64_counter", "# TYPE c counter\nc_total 18446744073709551615\n" + E, True),
     ("unit_gauge", "# TYPE g_s gauge\n# UNIT g_s s\ng_s 1\n" + E, True),
     ("untyped", "# TYPE u unknown\nu 1\n" + E, True),

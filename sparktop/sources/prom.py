@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_families
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from sparktop.safe_text import printable
 from sparktop.sources.promtext import (
@@ -179,11 +180,14 @@ def _library(text: str, accept: frozenset[str] | None, bounds: ParseBounds, om: 
     parse = om_families if om else text_string_to_metric_families
     out: list[Raw] = []
     series = 0
+    stamped: dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, object]] = {}
     try:
         for family in parse(text):
             check()
             for s in family.samples:
                 if accept is None or s.name in accept:
+                    if s.timestamp is not None and _newer_kept(s, out, stamped):
+                        continue
                     series += 1
                     if series <= bounds.max_series:
                         out.append((s.name, s.labels, float(s.value)))
@@ -195,6 +199,26 @@ def _library(text: str, accept: frozenset[str] | None, bounds: ParseBounds, om: 
     if series > bounds.max_series:
         raise PageRefused(f"page has {series:,} series; limit {bounds.max_series:,}")
     return out
+
+
+def _newer_kept(
+    s: Sample,
+    out: list[Raw],
+    stamped: dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, object]],
+) -> bool:
+    """For a sample with a timestamp: True when it repeats a series already in ``out``, whose
+    value it then replaces if its timestamp is newer (a series's current value is its newest
+    sample, as Prometheus ingests them; on a tie the first stays, like the library's own)."""
+    key = (s.name, frozenset(s.labels.items()))
+    held = stamped.get(key)
+    if held is None:
+        stamped[key] = (len(out), s.timestamp)
+        return False
+    index, at = held
+    if s.timestamp > at and index < len(out):  # type: ignore[operator]
+        out[index] = (s.name, s.labels, float(s.value))
+        stamped[key] = (index, s.timestamp)
+    return True
 
 
 _ITEMS: dict[int, tuple[Mapping[str, str], frozenset[tuple[str, str]]]] = {}

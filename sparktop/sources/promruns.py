@@ -2,7 +2,8 @@
 
 A *plain* line is what exporters write: a legacy name, an optional label block of at most
 :data:`MAX_BLOCK_CHARS` whose values hold no ``"``, ``\\``, ``}`` or line break, one space, a
-value, optionally one space and an integer timestamp, then ``\\n``. The line reader's
+value, then ``\\n`` (a line with a timestamp is not plain: the library reads that page, so
+a series repeated with timestamps is its newest sample). The line reader's
 ``SAMPLE`` (:mod:`sparktop.sources.promtext`) matches every plain line with the same three
 groups, and ``strip()`` leaves it as it is, so a run of plain lines read at once yields what
 reading them one by one does; any other line is read by the line reader
@@ -33,7 +34,7 @@ _PLAIN_LABEL = LABEL_NAME + r'="[^"\\\n}]*"'
 PLAIN_LABELS = re.compile(rf"\{{(?:{_PLAIN_LABEL}(?:,{_PLAIN_LABEL})*,?)?\}}")
 """A plain label block, checked once per distinct block (blocks repeat from line to line)."""
 _BLOCK = rf"\{{[^}}]{{0,{MAX_BLOCK_CHARS - 2}}}\}}"  # one "not }" class: sre's fast loop
-_STAMP = r"(?: -?[0-9]+)?\n"
+_STAMP = r"\n"
 PLAIN_LINE = re.compile(rf"^({NAME})({_BLOCK}|) ([0-9.eE+-]+|[+-]?Inf|NaN){_STAMP}", re.MULTILINE)
 """One line, its block and value to be checked as the module says. A block that runs past
 its line makes the match cover two lines, which :func:`plain_run` counts as not plain."""

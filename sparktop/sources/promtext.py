@@ -78,7 +78,7 @@ class PageRefused(Exception):
 _LABEL_VALUE = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 _LABEL = _LABEL_NAME + "=" + _LABEL_VALUE
 _LABELS = rf"\{{(?:{_LABEL}(?:,{_LABEL})*,?)?\}}"
-_REST = rf"[ \t]+({_VALUE})(?:[ \t]+-?[0-9]+)?"
+_REST = rf"[ \t]+({_VALUE})([ \t]+-?[0-9]+)?"
 SAMPLE = re.compile(rf"({_NAME})({_LABELS})?{_REST}")
 QUOTED_SAMPLE = re.compile(rf'\{{"([^"\\]+)"((?:,{_LABEL})*,?\}}){_REST}')
 TYPES = "counter|gauge|histogram|summary|untyped|unknown|info|stateset|gaugehistogram"
@@ -386,8 +386,8 @@ def scan_text(
             start(name, rest, tuple(name + s for s in _SUFFIXES.get(rest, ("",))))
             continue
         match = SAMPLE.fullmatch(line) or QUOTED_SAMPLE.fullmatch(line)
-        if match is None:
-            raise NotUnderstood(here)
+        if match is None or match.group(4):  # a timestamp: the newest of a repeated series
+            raise NotUnderstood(here)  # counts, which the library's samples carry
         name, block, value = match.group(1), match.group(2) or "", match.group(3)
         if block:
             labels.parse(block, here)
