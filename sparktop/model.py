@@ -395,6 +395,13 @@ class EngineSample:
     prompt_tokens_dist: tuple[tuple[float, float, float], ...] = ()
     first_token_prompt_tokens: Num = NA()
     window_start_s: float | None = None
+    prefill_tps_now: Num = NA()
+    decode_tps_now: Num = NA()
+    """Prompt / generated tokens per second over the last :attr:`now_window_s` (about 3 s)
+    where ``prefill_tps``/``decode_tps`` cover ``window_s`` (30 s in the monitor, kept for a
+    stable figure): an engine that stops generating reads 0 here within seconds."""
+    now_window_s: float | None = None
+    """The span the ``*_now`` rates cover (None before a second scrape)."""
     server_version: str = ""
     """The server's own version (vLLM's ``GET /version``: ``0.32.0``); "" when it does not
     say. How it treats prompt + ``max_tokens`` over ``max_model_len`` depends on it

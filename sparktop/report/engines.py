@@ -27,7 +27,11 @@ JSON (one object per engine, ``ranks`` holding the same keys per data-parallel r
      "retracted_reqs": null,                # SGLang only
      "max_model_len_tokens": 1048576, "max_num_batched_tokens": 8192,
      "limit_sources": {"max_model_len_tokens": "/v1/models", …},
-     "restarted": false, "window_s": 1.0, "since_start": [],
+     "prefill_tok_per_s_now": 5600.0, "decode_tok_per_s_now": 0.0,  # over now_window_s
+     "restarted": false,
+     "window_s": 1.0,       # the span every rate and quantile covers (--window; 30 s live)
+     "now_window_s": 1.0,   # the span of the *_now rates (the last ~3 s)
+     "since_start": [],
      "ranks": [{"rank": "0", …}],
      "missing": {"spec_acceptance_rate": "no speculative decoding", …}}
 
@@ -92,6 +96,8 @@ ENGINE_ONLY = (
     ("requests_errored_per_s", "requests_errored_per_s"),
     ("admission_rejections_per_s", "admission_rejections_per_s"),
     ("retracted_reqs", "retracted_reqs"),
+    ("prefill_tok_per_s_now", "prefill_tps_now"),
+    ("decode_tok_per_s_now", "decode_tps_now"),
 )
 KEY_OF = {attr: key for key, attr in COMMON + ENGINE_ONLY}
 
@@ -178,6 +184,7 @@ def engine_json(sample: EngineSample) -> dict[str, object]:
         "limit_sources": {KEY_OF.get(k, k): v for k, v in sample.limit_sources.items()},
         "restarted": sample.restarted,
         "window_s": sample.window_s,
+        "now_window_s": sample.now_window_s,
         "since_start": [KEY_OF.get(k, k) for k in sample.since_start],
         "ranks": [rank_json(r) for r in sample.ranks],
         "spec_accept_by_position": positions,
@@ -308,14 +315,23 @@ def engine_tables(samples: Iterable[EngineSample], width: int) -> list[Fitted]:
     """The engines within ``width`` cells: one table of :data:`WIDE` columns when all fit,
     else two narrower ones (load: requests and KV cache; speed: token rates, latencies), each
     leaving out columns by priority if even that is too wide."""
+    samples = list(samples)
     rows = engine_rows(samples)
-    wide = _fit(dict(WIDE), rows, width, "engines", split=False)
+    over = rates_window(samples)
+    wide = _fit(dict(WIDE), rows, width, f"engines{over}", split=False)
     if not wide.hidden:
         return [wide]
     return [
-        _fit(_LOAD_KEYS, rows, width, "engines: requests and KV cache", split=True),
-        _fit(_SPEED_KEYS, rows, width, "engines: speed", split=True),
+        _fit(_LOAD_KEYS, rows, width, f"engines: requests and KV cache{over}", split=True),
+        _fit(_SPEED_KEYS, rows, width, f"engines: speed{over}", split=True),
     ]
+
+
+def rates_window(samples: Iterable[EngineSample]) -> str:
+    """`` (rates over 1 s)``: the window every answering engine's rates cover, for the
+    table's title; "" when they differ (each engine's note says its own) or none has one."""
+    spans = {round(s.window_s, 1) for s in samples if s.answered and s.window_s}
+    return f" (rates over {spans.pop():g} s)" if len(spans) == 1 else ""
 
 
 def pool_reason(pool: object) -> str:

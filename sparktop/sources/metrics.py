@@ -47,6 +47,12 @@ LIFETIME_FIELDS = (
 """Fields that cover the server's lifetime when there is no earlier scrape to diff against."""
 
 
+NOW_WINDOW_S = 3.0
+"""Span of the ``*_now`` rates: short enough that an engine that stopped generating reads 0
+within a few seconds, long enough to span several scrapes (bursty streaming adds tokens in
+chunks)."""
+
+
 class MetricsDeriver:
     """Stateful: feed it every page of one engine, in order, with a monotonic time.
 
@@ -139,6 +145,7 @@ class MetricsDeriver:
             self._history.popleft()
         win = Window(reading, self._history, now_s, restarted, frozenset(self._seen))
         base = win.base
+        recent = _recent(self._history, now_s)
         moved = prev is None or restarted or cur.moved_since(prev)
         self._history.append(cur)
         self._seen.update(cur.present)
@@ -188,6 +195,9 @@ class MetricsDeriver:
             preemptions_per_s=total("preemptions_per_s"),
             prefill_tps=total("prefill_tps"),
             decode_tps=total("decode_tps"),
+            prefill_tps_now=_rate_since(cur, recent, "prompt_tokens"),
+            decode_tps_now=_rate_since(cur, recent, "generation_tokens"),
+            now_window_s=cur.t - recent.t if recent is not None else None,
             max_model_len=limits["max_model_len"][0],
             max_num_seqs=limits["max_num_seqs"][0],
             max_num_batched_tokens=limits["max_num_batched_tokens"][0],
@@ -336,6 +346,28 @@ def _empty_reason(page: PromPage, reading: PageReading) -> str:
             f"none sparktop needs: no {', '.join(needed)}"
         )
     return f"no vLLM or SGLang metrics on the page ({page.sample_count} other samples)"
+
+
+def _recent(history: Iterable[Snap], now_s: float) -> Snap | None:
+    """The newest kept scrape at least :data:`NOW_WINDOW_S` old, else the oldest one."""
+    found = None
+    for snap in history:
+        if snap.t >= now_s:
+            break
+        if found is None or snap.t <= now_s - NOW_WINDOW_S:
+            found = snap
+    return found
+
+
+def _rate_since(cur: Snap, base: Snap | None, key: str) -> Num:
+    """A counter's increase per second since ``base``, summed over ranks (every rank that
+    has it at both ends)."""
+    if base is None or cur.t <= base.t:
+        return NA("rates need a second scrape")
+    both = [k for k in cur.counters if k[1] == key and k in base.counters]
+    if not both:
+        return NA("not exported")
+    return sum(cur.counters[k] - base.counters[k] for k in both) / (cur.t - base.t)
 
 
 def _kv_fill(cur: Snap, base: Snap | None) -> Num:

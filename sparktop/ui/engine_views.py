@@ -141,7 +141,9 @@ def rate_groups(sample: EngineSample) -> list[Group]:
     hit_text = f"{float(hit) * 100:.0f}%" if is_num(hit) else fmt.NA_TEXT
     groups: list[Group] = [
         [("prefill ", "dim"), (fmt.num(sample.prefill_tps) + " tok/s", ""), *in_progress(sample)],
-        [("decode ", "dim"), (fmt.num(sample.decode_tps) + " tok/s", "bold")],
+        [("decode ", "dim"), (fmt.num(sample.decode_tps) + " tok/s", "bold"),
+         *window_cells(sample)],
+        *([now] if (now := now_group(sample)) else []),
         [("TTFT p50 ", "dim"), *_windowed(sample, "ttft_p50", lat["ttft_p50"]),
          (" p95 ", "dim"), *_windowed(sample, "ttft_p95", lat["ttft_p95"])],
         [("ITL p50 ", "dim"), *_windowed(sample, "itl_p50", lat["itl_p50"])],
@@ -160,6 +162,35 @@ def rate_groups(sample: EngineSample) -> list[Group]:
     if spec:
         groups.append(spec)
     return groups
+
+
+def window_cells(sample: EngineSample) -> Group:
+    """`` over 30 s``: the span the token, preemption and finish rates cover (the monitor's
+    trailing window, shorter until it has filled)."""
+    window = sample.window_s
+    if not window:
+        return []
+    return [(f" over {window:.0f} s", "dim")]
+
+
+NOW_SHOWN_SHARE = 0.5
+"""The last seconds' decode rate is shown beside the window's when it differs by more than
+this share of it (a burst starting or ending), and always when it is 0 under a window rate."""
+
+
+def now_group(sample: EngineSample) -> Group:
+    """``now 0 tok/s``: the decode rate over the last ~3 s
+    (:attr:`~sparktop.model.EngineSample.decode_tps_now`) when it tells another story than
+    the window's: an engine that stopped generating shows it within seconds."""
+    now, window = sample.decode_tps_now, sample.decode_tps
+    if not (is_num(now) and is_num(window)) or not sample.now_window_s:
+        return []
+    span = f" (last {sample.now_window_s:.0f} s)"
+    if now == 0 and window > 0:
+        return [("now ", "dim"), ("0 tok/s", "warn"), (span, "dim")]
+    if abs(now - window) > NOW_SHOWN_SHARE * max(window, 1.0):
+        return [("now ", "dim"), (fmt.num(now) + " tok/s", ""), (span, "dim")]
+    return []
 
 
 IN_PROGRESS_MIN_TPS = 500.0

@@ -49,12 +49,13 @@ def _short(value: object) -> str:
 
 CLOCK_FIELDS = frozenset({"time_s", "since_s", "window_start_s"})
 """Wall-clock instants (Unix seconds): shown as local ``HH:MM:SS``."""
-DURATION_FIELDS = frozenset({"latency_s", "window_s"})
+DURATION_FIELDS = frozenset({"latency_s", "window_s", "now_window_s"})
 """Spans in seconds: shown as durations (``340 ms``, ``30.00 s``)."""
 UNSET_REASONS = {
     "since_s": "answering: no failure to date",
     "latency_s": "no answer timed",
     "window_s": "rates need two scrapes",
+    "now_window_s": "rates need two scrapes",
     "window_start_s": "rates need two scrapes",
 }
 """Why an optional field is empty (None), said as the rest of the UI says n/a."""
