@@ -116,7 +116,8 @@ def test_advice_offers_the_prompt_cut_only_when_it_can_fit() -> None:
 @pytest.mark.parametrize(
     ("version", "shortens"),
     [("0.32.0", True), ("v0.33.1", True), ("1.0.0", True), ("0.32.0+cpu", True),
-     ("0.31.0", False), ("0.24.0+sparktop.sim", False), ("0.10.1.1", False), ("", None)],
+     ("0.32.0+sparktop.sim", True), ("0.31.0", False), ("0.24.0+sparktop.sim", False),
+     ("0.10.1.1", False), ("", None)],
 )  # fmt: skip
 def test_rule_by_version(version: str, shortens: bool | None) -> None:
     assert rule_for("vllm", version).shortens is shortens
