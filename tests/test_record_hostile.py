@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import signal
+import subprocess
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -70,3 +73,44 @@ def test_a_long_line_after_good_ticks_stops_there(tmp_path: Path) -> None:
     assert len(rec) == 3
     assert rec.stop is not None and rec.stop.line == 5
     assert "longer than" in rec.stop.reason
+
+
+CHILD = """
+import sys, time
+from pathlib import Path
+from sparktop.record.tick import make_header
+from sparktop.record.writer import Recorder
+from tests.test_record import ticks
+
+items = ticks(2)
+recorder = Recorder(Path(sys.argv[1]), make_header(), flush_s=1.0)
+recorder.write(items[0])
+time.sleep(0.1)
+recorder.write(items[1])
+print("wrote", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("name", ["killed.jsonl.zst", "killed.jsonl.gz", "killed.jsonl"])
+def test_kill_9_loses_nothing_handed_over_half_a_second_before(tmp_path: Path, name: str) -> None:
+    """The writer flushed at most once a second, so a tick written just after a flush
+    waited up to a second: ``kill -9`` lost 0.5-2.6 s of ticks. Now the queue going idle
+    flushes it (at most every 0.2 s)."""
+    path = tmp_path / name
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path)],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == b"wrote\n"
+        time.sleep(0.5)  # the bound under test: what the writer was handed 0.5 s ago
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    rec = Recording(path)
+    assert len(rec) == 2, rec.stop
