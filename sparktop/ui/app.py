@@ -136,6 +136,9 @@ class SparktopApp(DetailNavigation):
         self.paused_at: float | None = None
         self.ticks = 0
         self.last_tick_cells = 0
+        self.cells_written = 0
+        """Cells written by every tick so far (the 1 s UI timer may tick between a poll and
+        its own render, so what a poll changed is a difference of this, not one tick's)."""
         self._theme_names: list[str] = []
 
     # -- layout ----------------------------------------------------------------------------
@@ -311,6 +314,7 @@ class SparktopApp(DetailNavigation):
         self.query_one("#notice").display = no_driver
         self.ticks += 1
         self.last_tick_cells = cells
+        self.cells_written += cells
 
     # -- actions ---------------------------------------------------------------------------
 

@@ -63,13 +63,16 @@ async def test_rows_appear_and_update_in_place_keeping_the_cursor() -> None:
         )
         sources[0].next = node("spark-1", clock.now)
         sources[2].next = node("spark-3", clock.now)
+        written = app.cells_written
         await app.poll_now()
 
         assert set(table.row_keys) == before  # same keyed rows, nothing re-added
         assert table.cursor_key() == row_key("spark-2", "GPU-spark-2")
         assert cell_text(table, "spark-2", "temp") == "77"
         # Only what changed was written (the temperature, the trend sparklines), not every cell.
-        assert 0 < app.last_tick_cells < len(WIDE_COLUMNS) * 3
+        # (Summed over ticks: under load the 1 s UI timer can render the new samples before
+        # poll_now's own tick does, leaving that tick nothing to write.)
+        assert 0 < app.cells_written - written < len(WIDE_COLUMNS) * 3
 
 
 async def test_node_unreachable_then_recovered() -> None:
