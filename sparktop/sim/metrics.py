@@ -82,7 +82,9 @@ class EngineCollector(Collector):
         )
         by_reason = GaugeMetricFamily(
             "vllm:num_requests_waiting_by_reason",
-            "Number of requests waiting to be processed, by reason.",
+            "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for "
+            "scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, "
+            "KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
             labels=[*LABELS, "reason"],
         )
         # The simulated scheduler holds requests back only for room (sequence slots or KV
@@ -130,7 +132,7 @@ class EngineCollector(Collector):
         )
         yield labelled(
             "vllm:admission_rejections",
-            "Number of requests rejected at admission.",
+            "Number of admission attempts rejected by a queue limit, by reason.",
             "reason",
             s.admission_rejections,
             per_engine=False,  # vLLM 0.32 counts admission in the API server, not per engine
