@@ -124,6 +124,7 @@ class SimHandle:
             load=options.load, **served_model(rates.profile.model),
         )  # fmt: skip
         self.ssh: dict[str, SshServerHandle] = {}
+        self.responders: dict[str, Gb10Responder] = {}
         self.http: dict[str, EngineServer] = {}
         self.dcgm: dict[str, ExporterServer] = {}
         self.node_exporter: dict[str, ExporterServer] = {}
@@ -152,6 +153,7 @@ class SimHandle:
             responder = Gb10Responder(
                 gpu, self.refresh, old_driver=name in self.options.old_driver_nodes
             )
+            self.responders[name] = responder
             self.ssh[name] = await start_ssh_server(
                 responder, authorized_client_keys=[client_key], streamer=responder.stream
             )
@@ -240,6 +242,23 @@ class SimHandle:
         while True:
             await self.step()
             await asyncio.sleep(TICK_WALL_S)
+
+    def stream_fault(self, node: str, fault: str) -> None:
+        """Play a fault on ``node``'s open ``nvidia-smi -lms`` stream (and later ones):
+        ``"stall"`` (it stays open and prints nothing), ``"garbage"`` (its next rows are not
+        its CSV), ``"ok"`` (streams print again). A stream open before stays open, so the
+        monitor's handling of a stream that goes bad is played, not only of one that starts
+        bad (:data:`~sparktop.sim.gb10.LMS_MODES`)."""
+        server, responder = self.ssh[node], self.responders[node]
+        if fault == "stall":
+            server.stall_streams()
+        elif fault == "garbage":
+            responder.lms = "garbage"
+        elif fault == "ok":
+            server.resume_streams()
+            responder.lms = "ok"
+        else:
+            raise ValueError(f"stream fault {fault!r}: expected stall, garbage or ok")
 
     async def apply(self, act: Act) -> None:
         """Carry out one scenario action now."""
