@@ -94,6 +94,7 @@ async def test_the_simulator_page_matches_the_captured_real_page() -> None:
     assert _mismatches(sim_text, sim_max_len, REAL_LOAD_PAGE.read_text(encoding="utf-8")) == []
 
 
+@pytest.mark.real_vllm
 async def test_the_simulator_page_matches_the_live_real_server(real_vllm: RealVllm) -> None:
     sim_text, sim_max_len = await _sim_page()
     assert _mismatches(sim_text, sim_max_len, fetch_page(real_vllm.url)) == []
