@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -43,6 +44,7 @@ from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.event_log import EventLog
+from sparktop.ui.widgets.filter_bar import FilterBar, matches
 from sparktop.ui.widgets.footer import KeyFooter
 from sparktop.ui.widgets.header import AlertBar, HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
@@ -74,6 +76,10 @@ class SparktopApp(DetailNavigation):
                 id="app.pause"),
         Binding("e", "toggle_events", "Events", tooltip="show / hide the events pane",
                 id="app.events"),
+        Binding("slash", "filter", "Filter", tooltip="filter the nodes, engines and events "
+                "(as you type; Enter keeps it, Esc clears)", id="app.filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False,
+                tooltip="clear the / filter", id="app.clear_filter"),
         Binding("c", "show_curve", "Curve", tooltip="the profile's curve (TTFT, aggregate vs "
                 "prompt tokens) with the live window on it, for the engine in focus",
                 id="app.curve"),
@@ -148,6 +154,7 @@ class SparktopApp(DetailNavigation):
         yield AlertBar(id="alerts")
         with Body(id="body"):
             with Vertical(id="main"):
+                yield FilterBar(id="filter")
                 yield Static(no_driver_text(self.plan), id="notice")
                 yield NodeTable(id="nodes")
                 yield EnginePanel(no_engine_text(self.plan, self.sources), id="engines")
@@ -289,6 +296,11 @@ class SparktopApp(DetailNavigation):
             alerts.last_context if alerts is not None else None,
         )  # fmt: skip
         self.node_states = node_states(rows)
+        query = self.query_one(FilterBar).query_text
+        if query:
+            rows = [r for r in rows if matches(query, (r.node, *(c[0] for c in r.cells.values())))]
+        self.query_one(EnginePanel).query_text = query
+        self.query_one(EventLog).set_filter(query)
         cells = table.sync(rows)
         cells += self.query_one(EnginePanel).sync(
             self.state, view_now, config, self.engine_order, self.max_num_seqs,
@@ -326,6 +338,9 @@ class SparktopApp(DetailNavigation):
             return self.screen is self.screen_stack[0]
         if action == "show_curve":
             return not isinstance(self.screen, CurveScreen)
+        if action in ("filter", "clear_filter"):
+            on_main = self.screen is self.screen_stack[0] and not self.typing()
+            return on_main and (action == "filter" or bool(self.query_one(FilterBar).query_text))
         # An input types + and - itself; Textual cannot tell these keys are printable, so
         # without this the footer would offer them while typing.
         return not (action == "interval" and self.typing())
@@ -360,6 +375,20 @@ class SparktopApp(DetailNavigation):
             body.close_budget()
         else:
             body.open_budget()
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open()
+
+    def action_clear_filter(self) -> None:
+        self.query_one(FilterBar).action_clear()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self) -> None:
+        self.tick()
+
+    @on(FilterBar.Left)
+    def _filter_left(self) -> None:
+        self.query_one(NodeTable).focus()
 
     def action_toggle_events(self) -> None:
         log = self.query_one(EventLog)

@@ -25,6 +25,7 @@ from sparktop.ui.views import WIDE_COLUMNS
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetInput, BudgetPane
 from sparktop.ui.widgets.engine_panel import EngineBlock
+from sparktop.ui.widgets.filter_bar import FilterBar
 from sparktop.ui.widgets.node_table import NodeTable
 
 
@@ -260,7 +261,8 @@ def all_bindings(app_class: type[App[Any]]) -> list[Binding]:
         if issubclass(c, App) and not c.__module__.startswith("textual.")
     ]
     found: list[Binding] = []
-    for owner in (*owners, NodeTable, EngineBlock, Body, BudgetPane, BudgetInput, CurveScreen):
+    owned = (NodeTable, EngineBlock, FilterBar, Body, BudgetPane, BudgetInput, CurveScreen)
+    for owner in (*owners, *owned):
         found += [b for b in owner.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id]
     return found
 

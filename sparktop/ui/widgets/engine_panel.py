@@ -18,6 +18,7 @@ from sparktop.ui.engine_views import engine_lines, limit_seqs
 from sparktop.ui.expected import DeficitClock, RowFn, expected_lines
 from sparktop.ui.messages import EngineChosen, LayoutChanged
 from sparktop.ui.views import ViewConfig
+from sparktop.ui.widgets.filter_bar import matches
 from sparktop.ui.widgets.spark import SparkRow
 from sparktop.ui.widgets.text_block import TextBlock
 
@@ -150,6 +151,9 @@ class EnginePanel(VerticalScroll):
         self.blocks: dict[str, EngineBlock] = {}
         self.clock = DeficitClock()
         self.empty_text = empty_text
+        self.query_text = ""
+        """The ``/`` filter: blocks whose engine name, kind, model or state do not hold it
+        are hidden ("" shows all)."""
 
     def compose(self) -> ComposeResult:
         yield Static(self.empty_text, classes="empty")
@@ -185,6 +189,8 @@ class EnginePanel(VerticalScroll):
             if not block.is_mounted:
                 continue  # mounted by an earlier tick, not composed yet (a resize re-ticks)
             sample = state.engines[name]
+            texts = (name, sample.kind, sample.model, str(sample.state))
+            block.display = matches(self.query_text, texts)
             seqs = limit_seqs(sample, max_seqs.get(name))
             if block.show(state, sample, now, config, seqs, (profile_name, row, self.clock)):
                 changed += 1

@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from sparktop.ui import format as fmt
 from sparktop.ui.events import EventLike
+from sparktop.ui.widgets.filter_bar import matches
 
 MAX_EVENTS = 500
 """The pane keeps this many events (oldest dropped); memory stays bounded."""
@@ -59,6 +60,8 @@ class EventLog(VerticalScroll):
         super().__init__(**kwargs)
         self.events: deque[EventLike] = deque(maxlen=MAX_EVENTS)
         self._dirty = False
+        self.query_text = ""
+        """The ``/`` filter: only events whose line holds it are shown ("" shows all)."""
 
     def compose(self) -> ComposeResult:
         yield Static("no events yet", id="event-lines")
@@ -68,13 +71,22 @@ class EventLog(VerticalScroll):
         self.events.append(event)
         self._dirty = True
 
+    def set_filter(self, query: str) -> None:
+        """Show only the events whose line holds ``query`` (from the next :meth:`flush`)."""
+        if query != self.query_text:
+            self.query_text = query
+            self._dirty = True
+
     def flush(self) -> bool:
         """Redraw if events were added since the last flush; True when it redrew."""
         if not self._dirty:
             return False
         self._dirty = False
         ordered = sorted(self.events, key=lambda e: e.time_s, reverse=True)
-        self.query_one("#event-lines", Static).update(
-            Content("\n").join(event_line(e) for e in ordered)
-        )
+        lines = [event_line(e) for e in ordered]
+        if self.query_text:
+            lines = [line for line in lines if matches(self.query_text, (line.plain,))]
+            if not lines:
+                lines = [Content(f"no event matches /{self.query_text}").stylize("$spark-dim")]
+        self.query_one("#event-lines", Static).update(Content("\n").join(lines))
         return True

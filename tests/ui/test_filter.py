@@ -1,0 +1,83 @@
+"""k9s's ``/``: one filter over the Nodes table, the engines and the events; Esc clears."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from sparktop.ui.widgets.engine_panel import EngineBlock, EnginePanel
+from sparktop.ui.widgets.event_log import EventLog
+from sparktop.ui.widgets.filter_bar import FilterBar, matches
+from sparktop.ui.widgets.node_table import NodeTable
+from tests.ui.test_snapshots import cluster_app
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_matches_is_case_insensitive_text_anywhere() -> None:
+    assert matches("", ["anything"])
+    assert matches("SPARK-3", ["node spark-3"])
+    assert matches(" thrott ", ["ok", "throttled"])
+    assert not matches("spark-9", ["spark-1", "spark-2"])
+
+
+def event_text(app: object) -> str:
+    return str(app.query_one("#event-lines").render())  # type: ignore[attr-defined]
+
+
+async def test_slash_filters_nodes_engines_and_events_and_escape_clears() -> None:
+    app, feed = cluster_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed(pilot)  # type: ignore[operator]
+        table = app.query_one(NodeTable)
+        all_rows = list(table.row_keys)
+        assert len(all_rows) == 4
+        await pilot.press("slash")
+        bar = app.query_one(FilterBar)
+        assert bar.display and app.focused is bar
+        await pilot.press(*"spark-4")
+        await pilot.pause()
+        rows = list(table.row_keys)
+        assert rows and all(k.startswith("spark-4") for k in rows)
+        assert not app.query_one(EngineBlock).display  # dsv41 does not hold "spark-4"
+        events = event_text(app)
+        assert "spark-4" in events and "decode 27 %" not in events
+        await pilot.press("enter")  # keep it: back to the table, the filter stays
+        assert app.focused is table and bar.display
+        assert list(table.row_keys) == rows
+        await pilot.press("escape")  # Esc on the main screen clears it
+        await pilot.pause()
+        assert not bar.display and bar.value == ""
+        assert sorted(table.row_keys) == sorted(all_rows)
+        assert app.query_one(EngineBlock).display
+        assert "decode 27 %" in event_text(app)
+
+
+async def test_a_state_word_filters_and_escape_in_the_bar_clears() -> None:
+    app, feed = cluster_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed(pilot)  # type: ignore[operator]
+        await pilot.press("slash", *"THROTTLED")
+        await pilot.pause()
+        table = app.query_one(NodeTable)
+        assert [k.split("\x1f")[0] for k in table.row_keys] == ["spark-3"]
+        await pilot.press("slash")  # typed into the bar, not a new filter
+        assert app.query_one(FilterBar).value == "THROTTLED/"
+        await pilot.press("backspace", "escape")
+        await pilot.pause()
+        assert len(list(table.row_keys)) == 4 and app.focused is table
+        await pilot.press("slash", *"dsv41")  # the engine's name: its block stays
+        await pilot.pause()
+        assert app.query_one(EnginePanel).query_text == "dsv41"
+        assert app.query_one(EngineBlock).display
+        assert "dsv41" in event_text(app) and "spark-4" not in event_text(app)
+        assert app.query_one(EventLog).query_text == "dsv41"
