@@ -25,6 +25,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -124,7 +125,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     for item in wanted:
         item.add_marker(pytest.mark.real_vllm)
         item.add_marker(pytest.mark.timeout(TIMEOUT_S))
-    if wanted and not os.environ.get(URL_ENV) and _STATE_KEY in session.config.stash:
+    if session.config.option.collectonly or os.environ.get(URL_ENV):
+        return
+    if wanted and _STATE_KEY in session.config.stash:
         _ensure_started(session.config.stash[_STATE_KEY])
 
 
@@ -154,16 +157,35 @@ def real_vllm_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(state.directory, ignore_errors=True)
 
 
-def _unavailable(reason: str) -> None:
+def _unavailable(reason: str) -> NoReturn:
     if under_ci():
         pytest.fail(f"CI needs the real vLLM server: {reason}", pytrace=False)
     pytest.skip(reason)
 
 
 def _external(url: str) -> RealVllm:
-    with urllib.request.urlopen(f"{url.rstrip('/')}/v1/models", timeout=10) as resp:
-        model = json.loads(resp.read())["data"][0]
-    return RealVllm(url.rstrip("/"), str(model["id"]), int(model["max_model_len"]), None)
+    base = url.rstrip("/")
+    try:
+        with urllib.request.urlopen(f"{base}/v1/models", timeout=10) as resp:
+            model = json.loads(resp.read())["data"][0]
+        return RealVllm(base, str(model["id"]), int(model["max_model_len"]), None)
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        _unavailable(f"{URL_ENV}={url} does not answer /v1/models as vLLM does: {exc}")
+
+
+def _restart_if_port_taken(state: _RunState, data: dict[str, object]) -> bool:
+    """The free port was taken between choosing and binding it: start once more (the first
+    worker to see it does; the other finds the new state). True if a new start is there."""
+    with state.locked():
+        now = state.read() or {}
+        if now.get("pgid") != data.get("pgid"):
+            return now.get("status") == "starting"
+        paths = installer.RealVllmPaths.default()
+        server = real_vllm_server.start(
+            paths, state.directory / "server-2.log", watch_pid=state.watch_pid
+        )
+        state.write({"status": "starting", "restarted": True, **server.to_json()})
+        return True
 
 
 def _wait(state: _RunState) -> RealVllm:
@@ -175,20 +197,25 @@ def _wait(state: _RunState) -> RealVllm:
         state.server = _external(external)
         return state.server
     _ensure_started(state)
-    data = state.read() or {}
-    if data.get("status") in ("missing", "failed"):
-        state.failure = str(data.get("reason"))
-        _unavailable(state.failure)
-    server = real_vllm_server.RealVllmServer.from_json(data)
-    try:
-        real_vllm_server.wait_ready(server)
-    except real_vllm_server.RealVllmServerError as exc:
-        state.failure = f"the real vLLM server did not start: {exc}"
-        with state.locked():
-            state.write({**data, "status": "failed", "reason": state.failure})
-        _unavailable(state.failure)
-    state.server = RealVllm(server.url, server.model, server.max_model_len, server.log)
-    return state.server
+    for attempt in (1, 2):
+        data = state.read() or {}
+        if data.get("status") in ("missing", "failed"):
+            state.failure = str(data.get("reason"))
+            _unavailable(state.failure)
+        server = real_vllm_server.RealVllmServer.from_json(data)
+        try:
+            real_vllm_server.wait_ready(server)
+        except real_vllm_server.RealVllmServerError as exc:
+            taken = "address already in use" in str(exc).lower()
+            if attempt == 1 and taken and _restart_if_port_taken(state, data):
+                continue
+            state.failure = f"the real vLLM server did not start: {exc}"
+            with state.locked():
+                state.write({**data, "status": "failed", "reason": state.failure})
+            _unavailable(state.failure)
+        state.server = RealVllm(server.url, server.model, server.max_model_len, server.log)
+        return state.server
+    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="session")
