@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from sparktop.model import EngineSample, is_num
+from sparktop.model import EngineSample, Quantile, is_num
 from sparktop.sources.histread import WHOLE_SERVER
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.vllm import parse_engine_page, read_page
@@ -74,3 +74,23 @@ def test_a_page_without_any_rank_label_is_one_rank() -> None:
     reading = read_page(parse_engine_page(text), "vllm")
     assert list(reading.ranks) == ["0"] and reading.server is None
     assert is_num(reading.ranks["0"].gauges["running"])
+
+
+def test_an_unlabelled_histogram_on_a_data_parallel_page_counts_once() -> None:
+    """Not on vLLM 0.32's page, but the rule is the same for every family: a TTFT histogram
+    without ``engine`` is the whole server's, merged once into the engine's quantiles."""
+    ttft = "vllm:time_to_first_token_seconds"
+    lines = []
+    for line in data_parallel(REAL_LOAD.read_text()).splitlines():
+        if line.startswith(ttft):
+            if 'engine="1"' in line:
+                continue
+            line = line.replace('engine="0",', "").replace(',engine="0"', "")
+        lines.append(line)
+    text = "\n".join(lines) + "\n"
+    reading = read_page(parse_engine_page(text), "vllm")
+    assert reading.server is not None and "ttft" in reading.server.hists
+    assert all("ttft" not in r.hists for r in reading.ranks.values())
+    s = derive(text, text)
+    assert isinstance(s.ttft_p50, Quantile)  # the server's lifetime: nothing new in the window
+    assert s.ttft_p50 == derive(REAL_LOAD.read_text(), REAL_LOAD.read_text()).ttft_p50

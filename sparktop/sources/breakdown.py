@@ -185,7 +185,7 @@ def phases(win: Window, ranks: list[str]) -> dict[str, object]:
     kind = win.reading.kind
     fields: dict[str, object] = {}
     for key in PHASES:
-        merged = merge(win.hist(r, key) for r in ranks)
+        merged = merge(win.hist(r, key) for r in win.reading.holders(ranks))
         stem = PHASE_FIELDS[key]
         fields[f"{stem}_p50"] = named(quantile(0.5, merged, win.empty), kind, key)
         fields[f"{stem}_mean_s"] = named(mean(merged, win.empty), kind, key)

@@ -200,6 +200,9 @@ class EngineSource:
             client = self._client_now()
             async with asyncio.timeout(self._deadline_s):
                 body = await fetch_metrics(client, self._timeout_s, progress)
+                # When the page was read: /v1/models and /version after it (first scrape)
+                # must not shorten the rate window the page's counters are divided by.
+                read_at = self._clock()
                 if self._models is None:
                     self._models = await fetch_models(client)
                 if self._version is None:
@@ -225,7 +228,7 @@ class EngineSource:
         self._refused = page.refused
         sample = self.deriver.derive(
             page,
-            now_s=self._clock(),
+            now_s=read_at,
             wall_s=wall,
             max_model_len=max_model_len,
             model=model,

@@ -34,8 +34,10 @@ is that rank's. See :func:`sparktop.sources.vllm.read_page`."""
 
 
 def rank_of(labels: Mapping[str, str]) -> str:
-    """The first non-empty of :data:`RANK_LABELS`, else ``"0"`` (called per sample)."""
-    return labels.get("engine") or labels.get("dp_rank") or "0"
+    """The first non-empty of :data:`RANK_LABELS`, else :data:`WHOLE_SERVER` (called per
+    sample; :func:`sparktop.sources.vllm.read_page` settles it: the one rank's on a page of
+    at most one rank)."""
+    return labels.get("engine") or labels.get("dp_rank") or WHOLE_SERVER
 
 
 @dataclass(frozen=True, slots=True)

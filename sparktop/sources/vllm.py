@@ -244,12 +244,6 @@ def _pick(
     return aliases[0], ()
 
 
-def _scalar_rank(labels: Mapping[str, str]) -> str:
-    """A gauge's or counter's rank: its rank label, else :data:`WHOLE_SERVER` (settled at
-    the end of :func:`read_page`: rank ``"0"`` on a page without rank labels)."""
-    return labels.get("engine") or labels.get("dp_rank") or WHOLE_SERVER
-
-
 def _nan(name: str, value: float) -> NA:
     return NA(f"{name} is {value}")
 
@@ -282,7 +276,7 @@ def _read_scalar(
     use_max: bool,
 ) -> None:
     for s in samples:
-        rank = readings.setdefault(_scalar_rank(s.labels), RankReading())
+        rank = readings.setdefault(rank_of(s.labels), RankReading())
         store: dict[str, Num] = getattr(rank, slot)
         old = store.get(key)
         if isinstance(old, NA):
@@ -307,7 +301,7 @@ def _read_labelled(
     """One value per (rank, label value), summed over the other labels, under ``key/value``.
     A sample without the label is kept under ``key/`` (never dropped into another value)."""
     for s in samples:
-        rank = readings.setdefault(_scalar_rank(s.labels), RankReading())
+        rank = readings.setdefault(rank_of(s.labels), RankReading())
         store: dict[str, Num] = getattr(rank, slot)
         sub = f"{key}/{s.labels.get(label, '')}"
         old = store.get(sub)
@@ -365,7 +359,6 @@ def read_page(page: PromPage, kind: str) -> PageReading:
         # not counted in ``samples``: a page with only these (vLLM 0.10.0's request_success)
         # has none of the families an engine row needs
         _read_labelled(readings, slot, key, samples, label)
-    server = _settle_whole_server(readings)
     for key, aliases in flavour.histograms.items():
         only = key in SUM_COUNT_ONLY
         name, samples = _pick(page, aliases, "_count")
@@ -383,6 +376,7 @@ def read_page(page: PromPage, kind: str) -> PageReading:
                 readings.setdefault(rank_of(s.labels), RankReading()).info = dict(s.labels)
             else:
                 shared = dict(s.labels)
+    server = _settle_whole_server(readings)
     return PageReading(
         kind, readings, model, count, tuple(empty), shared, gauges_read, refused, server
     )
@@ -397,8 +391,9 @@ def _settle_whole_server(readings: dict[str, RankReading]) -> RankReading | None
     if whole is None or len(readings) > 1:
         return whole
     one = readings.setdefault(next(iter(readings), "0"), RankReading())
-    for slot in ("gauges", "counters"):
-        store: dict[str, Num] = getattr(one, slot)
+    for slot in ("gauges", "counters", "hists"):
+        store: dict[str, object] = getattr(one, slot)
         for key, value in getattr(whole, slot).items():
             store.setdefault(key, value)  # a labelled series of the same name wins
+    one.info = one.info or whole.info
     return None

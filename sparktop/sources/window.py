@@ -287,7 +287,9 @@ class Window:
 
     def engine_values(self, ranks: list[str], stats: list[RankStats]) -> EngineValues:
         """Latency quantiles, mean prompt and ratios over all ranks together."""
-        merged = {k: merge(self.hist(r, k) for r in ranks) for k in ("ttft", "itl", "prompt_len")}
+        # The whole server's histograms (no rank label on a data-parallel page) count once.
+        holders = self.reading.holders(ranks)
+        merged = {k: merge(self.hist(r, k) for r in holders) for k in ("ttft", "itl", "prompt_len")}
         keys = (
             "prefix_queries",
             "prefix_hits",
