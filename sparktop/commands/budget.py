@@ -45,6 +45,9 @@ exit status:
      stderr says what is missing (free KV, exact token count) and why
   2  a bad option, file or profile (one line on stderr, nothing printed)
 
+Over max_model_len: vLLM >= 0.32 serves the request with the output cut to max_model_len -
+prompt tokens, older vLLM refuses it; with --endpoint the server's /version decides, else
+both are said (docs/budget.md).
 Token estimate without a tokenizer: CJK characters 1:1, other characters / --chars-per-token.
 Profiles: 'sparktop profiles'. JSON schema: sparktop.budget/1 (sparktop/sweep/README.md).
 """
