@@ -145,7 +145,8 @@ class AlertEngine:
                 # engine.down (present while it is) is the one alert left for the engine.
                 cleared = track.alert.updated(
                     cleared_s=now_s,
-                    message=f"cleared: engine down, no data ({track.alert.message})",
+                    # The event says "cleared: " (Event.message), once.
+                    message=f"engine down, no data ({track.alert.message})",
                 )
                 events.append(Event(now_s, EventKind.CLEARED, cleared))
                 del self._tracks[key]

@@ -161,9 +161,18 @@ def memory(mem: NodeMemory, gpu: GpuSample, *, compact: bool = False) -> str:
     if mem.unified or not is_num(gpu.memory_total_mib):
         held = gpu.process_memory_mib if is_num(gpu.process_memory_mib) else mem.gpu_held_mib
         if compact:
-            return f"U {gib(mem.used_mib)}/{gib(mem.total_mib)}G"
-        return f"U {gib(mem.used_mib)}/{gib(mem.total_mib)}G·GPU {gib(held)}G"
-    return f"{gib(gpu.memory_used_mib)}/{gib(gpu.memory_total_mib)}G"
+            return f"U {_used_of(mem.used_mib, mem.total_mib)}"
+        # An unknown figure is "n/a", never "n/aG" (the unit belongs to a number).
+        held_text = f"{gib(held)}G" if is_num(held) else NA_TEXT
+        return f"U {_used_of(mem.used_mib, mem.total_mib)}·GPU {held_text}"
+    return _used_of(gpu.memory_used_mib, gpu.memory_total_mib)
+
+
+def _used_of(used: Num, total: Num) -> str:
+    """``92/128G``, or ``n/a`` when either side is unknown."""
+    if not (is_num(used) and is_num(total)):
+        return NA_TEXT
+    return f"{gib(used)}/{gib(total)}G"
 
 
 def reasons(gpu: GpuSample, low_power: bool = False) -> str:

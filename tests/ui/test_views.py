@@ -325,3 +325,15 @@ def test_memory_reads_alike_in_the_monitor_and_snapshot() -> None:
     cell = rows_for(NodeSample("spark-1", T0, gpus=(one,), memory=memory))["mem"][0]
     assert cell == "U 1.4/16G·GPU 0.9G"
     assert memory_text(one, memory) == cell
+
+
+def test_an_unknown_memory_figure_is_n_a_without_a_unit() -> None:
+    """GPU-held memory not read yet (the slow tier) is ``GPU n/a``, never ``GPU n/aG``; an
+    unknown total is ``n/a``, never ``n/a/n/aG``."""
+    memory = NodeMemory(16_384.0, 1_434.0, NA("no process list yet"), unified=True)
+    one = gpu(uuid="GPU-spark-1", process_memory_mib=NA("no process list yet"))
+    cell = rows_for(NodeSample("spark-1", T0, gpus=(one,), memory=memory))["mem"][0]
+    assert cell == "U 1.4/16G·GPU n/a"
+    unknown = NodeMemory(NA("not read"), NA("not read"), NA("not read"), unified=True)
+    cell = rows_for(NodeSample("spark-1", T0, gpus=(one,), memory=unknown))["mem"][0]
+    assert cell == "U n/a·GPU n/a" and "n/aG" not in cell
