@@ -74,6 +74,17 @@ def test_request_rate_runs_use_the_measured_concurrency_and_say_so(tmp_path: Pat
     assert "approximate" in notes and "dropped" in notes
 
 
+def test_a_request_rate_run_without_a_peak_says_no_peak(tmp_path: Path) -> None:
+    """A result without ``max_concurrent_requests`` (older vllm bench) has no "peak None"."""
+    doc = json.loads(VLLM_8B.read_text())
+    del doc["max_concurrent_requests"]
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(doc))
+    notes = "\n".join(imported(tmp_path, older).notes)
+    assert "measured (request throughput x mean latency" in notes
+    assert "peak" not in notes and "None" not in notes
+
+
 def test_a_vllm_bench_sweep_folder(tmp_path: Path) -> None:
     profile = imported(tmp_path, SWEEP)
     (row,) = profile.rows

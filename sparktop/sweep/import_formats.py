@@ -239,10 +239,12 @@ def _vllm(doc: dict[str, Any], where: str) -> ImportedRow:
         measured = throughput * e2e_ms / 1000
         conc = max(1, round(measured))
         peak = doc.get("max_concurrent_requests")
+        # Older vllm bench results have no peak: said only when there is one (not "peak None").
+        has_peak = isinstance(peak, int) and not isinstance(peak, bool)
+        peak_text = f"; peak {peak}" if has_peak else ""
         approx = (
             f"request-rate run ({printable(str(rate))} req/s): concurrency {measured:.2f} measured "
-            f"(request throughput x mean latency from {how}; peak {printable(str(peak))}), "
-            "approximate"
+            f"(request throughput x mean latency from {how}{peak_text}), approximate"
         )
     return ImportedRow(
         where=where,
