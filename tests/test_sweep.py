@@ -71,6 +71,8 @@ async def test_a_sweep_of_the_simulator_recovers_its_profile_within_15_percent(
     assert "expected swept" in strip and "@ " in strip
     assert stdout == ""
     assert "cell 4/4 4K x 2" in stderr and "wrote" in stderr
+    # A budget inside what was measured (a fixed 40000 read "no data" after a short sweep).
+    assert f"use it: sparktop budget --prompt-tokens 2000 --concurrency 1 --profile {out}" in stderr
     truth = sim.cluster.rates.profile
     profile = load_profile_file(out)
     assert profile.name == "swept" and profile.aggregate_kind == truth.aggregate_kind

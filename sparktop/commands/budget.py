@@ -18,7 +18,7 @@ from sparktop.safe_text import (
     printable_lines,
     without_credentials,
 )
-from sparktop.sweep.counts import check_count
+from sparktop.sweep.counts import check_count, parse_size
 
 DESCRIPTION = """\
 Budget a context before sending it: count its tokens, check it against max_model_len, the
@@ -62,7 +62,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--prompt-tokens", type=int, metavar="N", help="prompt tokens per request")
+    source.add_argument(
+        "--prompt-tokens",
+        type=_prompt_tokens,
+        metavar="N",
+        help="prompt tokens per request (128k = 131,072, as 'sparktop sweep --prompts' reads it)",
+    )
     source.add_argument("--scan-dir", metavar="DIR", help="count every text file under DIR")
     source.add_argument("--file", metavar="FILE", help="count one file ('-' reads stdin)")
     parser.add_argument("--ext", metavar="EXTS", help="with --scan-dir: only these, e.g. .py,.md")
@@ -102,6 +107,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--max-num-seqs", type=int, metavar="S", help="override max_num_seqs")
     parser.add_argument("--json", action="store_true", help="print the stable JSON document")
     return parser
+
+
+def _prompt_tokens(text: str) -> int:
+    """``--prompt-tokens``: a whole number, or a size such as ``10k`` (bounds: ``_check``)."""
+    try:
+        sized = parse_size(text)
+        return sized if sized is not None else int(text)
+    except (UserError, ValueError):
+        raise argparse.ArgumentTypeError(
+            f"not a token count: {text!r} (a whole number, or a size such as 10k or 1m)"
+        ) from None
 
 
 MAX_FILE_MB = 4096

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -304,8 +305,10 @@ class SweepFlow:
             f"wrote {self.output}: {len(profile.rows)} rows"
             + (f", {failed} failed requests (see its notes)" if failed else "")
         )
+        prompt, concurrency = suggested_cell(profile)
         self.say(
-            f"use it: sparktop budget --prompt-tokens 40000 --profile {self.output}\n"
+            f"use it: sparktop budget --prompt-tokens {prompt} --concurrency {concurrency} "
+            f"--profile {self.output}\n"
             f"        sparktop --inventory cluster.yaml --profile {self.output}"
         )
         return self._compare(profile)
@@ -325,3 +328,16 @@ class SweepFlow:
             f"interrupted: {kept} of {self.total or '?'} cells kept ({where}); "
             "continue with the same command plus --resume"
         )
+
+
+def suggested_cell(profile: Profile) -> tuple[int, int]:
+    """A prompt length and concurrency inside what ``profile`` measured, for the command the
+    sweep suggests: between its shortest and longest prompt (their geometric middle, two
+    significant figures) at its lowest concurrency. A fixed 40,000 printed "no data" for
+    every figure after a sweep of shorter prompts."""
+    concurrency = min(r.concurrency for r in profile.rows)
+    prompts = sorted(r.prompt_tokens for r in profile.rows if r.concurrency == concurrency)
+    middle = math.sqrt(prompts[0] * prompts[-1])
+    digits = max(0, len(str(int(middle))) - 2)
+    rounded = int(round(middle, -digits))
+    return min(max(rounded, prompts[0]), prompts[-1]), concurrency

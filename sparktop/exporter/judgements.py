@@ -13,9 +13,10 @@ Only what sparktop derives, never the exporters' raw readings (Prometheus alread
   ``decode_tokens_per_second`` (per stream); ``sparktop_engine_deficit{cause,node}`` (1 while
   live is past the deficit threshold and outside the band; ``cause``: ``straggler`` naming the
   node, ``pool_bound``, ``scheduler_bound``, ``queueing``, ``spec_acceptance`` or
-  ``unexplained``: the cause the alert rules name, in their order);
-  ``sparktop_engine_kv_free_tokens``; ``sparktop_engine_kv_exhaustion_seconds`` (only while
-  the KV cache grows steadily towards full); ``sparktop_engine_queue_bound{bound}`` (1 for
+  ``unexplained``: the cause the alert rules name, in their order; 0 with ``cause="none"``
+  when live was compared and is no deficit; absent when it could not be compared);
+  ``sparktop_engine_kv_free_tokens``; ``sparktop_engine_kv_exhaustion_seconds`` (while the
+  KV cache grows steadily towards full; 0 when it is full; absent otherwise); ``sparktop_engine_queue_bound{bound}`` (1 for
   ``pool``, ``scheduler`` or ``none``);
 - ``sparktop_alert{rule,subject,severity}`` = 1 per firing alert;
 - per source (``source``, ``kind``): ``sparktop_source_up``,
@@ -171,7 +172,9 @@ class Judgements(Collector):
             if is_num(s.kv_free_tokens):
                 free.add_metric([name], float(s.kv_free_tokens))
             growth = kv_growth(ctx, name)
-            if growth is not None and growth.usage < 1.0:
+            if is_num(s.kv_usage) and s.kv_usage >= 1.0:
+                eta.add_metric([name], 0.0)  # full now: 0, not absent (absent: no steady rise)
+            elif growth is not None and growth.usage < 1.0:
                 eta.add_metric([name], (1.0 - growth.usage) / growth.slope)
             held = _bound(ctx, s)
             bound.add_metric([name, held], 1.0)
@@ -195,6 +198,9 @@ class Judgements(Collector):
             if d.ttft_past(limit) or d.decode_past(limit):
                 why, node = _cause(ctx, s, held, "decode" if d.decode_past(limit) else "ttft")
                 cause.add_metric([name, why, node], 1.0)
+            else:
+                # Compared and no deficit: 0, so PromQL tells it from "not compared" (absent).
+                cause.add_metric([name, "none", ""], 0.0)
         yield from (up, expected, low, high, ratio, cause, free, eta, bound)
 
     def _alerts(self, engine: AlertEngine | None) -> Iterator[Metric]:

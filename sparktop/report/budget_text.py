@@ -12,6 +12,7 @@ from sparktop.sweep.batch_step import batch_step
 from sparktop.sweep.budget import Budget, Figure, Origin
 from sparktop.sweep.ceiling import Verdict
 from sparktop.sweep.estimator import Basis, Estimated
+from sparktop.sweep.send_now import keeps
 
 TAGS = {
     Origin.COMPUTED: "[here]",
@@ -352,17 +353,20 @@ def _fig_none(value: object) -> str:
 def _lesson_section(b: Budget) -> list[str]:
     x = b.lesson
 
-    def pct(value: object) -> str:
+    def pct(name: str, value: object, how: str = "") -> str:
         if not is_num(value):
-            return _fig_none(value)
-        return f"{value:,.1f} %" if value < 10 else f"{value:,.0f} %"
+            return _line(Origin.PROFILE, f"{name} keeps", _fig_none(value) + how)
+        verb, shown = keeps(float(value))
+        sign = "+" if verb == "gains" else ""
+        text = f"{shown:,.1f} %" if shown < 10 else f"{shown:,.0f} %"
+        return _line(Origin.PROFILE, f"{name} {verb}", sign + text + how)
 
     growth = f"{x.ttft_growth:,.1f}×" if is_num(x.ttft_growth) else _fig_none(x.ttft_growth)
     return [
         f"The sweep's lesson at {tokens(x.prompt_tokens)} tokens vs its shortest prompt "
         f"({tokens(x.shortest_prompt_tokens)}), concurrency {x.concurrency:,}",
-        _line(Origin.PROFILE, "decode keeps", pct(x.decode_keep_pct)),
-        _line(Origin.PROFILE, "end-to-end keeps", f"{pct(x.e2e_keep_pct)} ({x.e2e_how})"),
+        pct("decode", x.decode_keep_pct),
+        pct("end-to-end", x.e2e_keep_pct, f" ({x.e2e_how})"),
         _line(Origin.PROFILE, "TTFT grows", growth),
     ]
 

@@ -17,6 +17,7 @@ from sparktop.model import NA, EngineSample, is_num
 from sparktop.sweep.budget import DEFAULT_OUTPUT_TOKENS, Budget, Figure, Origin, compute_budget
 from sparktop.sweep.ceiling import Verdict
 from sparktop.sweep.profile import Profile
+from sparktop.sweep.send_now import keeps
 from sparktop.sweep.tokens import TokenCount
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_views import Group, pack
@@ -218,6 +219,16 @@ def _kv(b: Budget, tags: Tags) -> list[list[Group]]:
     return [pool, now, limits]
 
 
+def _over_seqs(b: Budget) -> list[Group]:
+    """Beside the concurrency, when it passes ``max_num_seqs``: how many would wait (the
+    what-if keys go past it, and the figures below are for requests that cannot all run)."""
+    seqs = b.kv.max_num_seqs.value
+    if not is_num(seqs) or b.concurrency <= seqs:
+        return []
+    waiting = b.concurrency - int(seqs)
+    return [[(f"> max_num_seqs {int(seqs):,}: {waiting:,} wait", "warn")]]
+
+
 def _batched(b: Budget, tags: Tags) -> list[list[Group]]:
     bt = b.batched
     limit = bt.max_num_batched_tokens
@@ -230,7 +241,7 @@ def _batched(b: Budget, tags: Tags) -> list[list[Group]]:
     out = [[_ok("batched", not bt.over_limit, "one batch", "TTFT steps up"), figures]]
     chunks = bt.prefill_chunks.value
     if is_num(chunks) and chunks > 1:
-        out.append([[_label(" chunks"), (f"{chunks:.0f} (chunked prefill)", "")]])
+        out.append([[_label(" chunks"), (f"{chunks:,.0f} (chunked prefill)", "")]])
     if bt.over_limit:
         fit = bt.max_concurrency_in_one_batch.value
         text = f"fits at concurrency ≤ {fit:.0f}" if is_num(fit) else _why(fit)
@@ -318,16 +329,19 @@ def _lesson(b: Budget) -> list[Group]:
         said.add(why)
         return f"no data ({why})"
 
-    def pct(value: object) -> str:
-        return f"{value:.0f}%" if is_num(value) else no_data(value)
+    def pct(name: str, value: object) -> Group:
+        if not is_num(value):
+            return [(f"{name} ", "dim"), (no_data(value), "")]
+        verb, shown = keeps(float(value))
+        return [(f"{name} {verb} ", "dim"), (f"{'+' if verb == 'gains' else ''}{shown:.0f}%", "")]
 
     # In the order they are read, so the first one without data gives the reason.
-    decode, e2e = pct(x.decode_keep_pct), pct(x.e2e_keep_pct)
+    decode, e2e = pct("decode", x.decode_keep_pct), pct("e2e", x.e2e_keep_pct)
     growth = f"{x.ttft_growth:,.1f}×" if is_num(x.ttft_growth) else no_data(x.ttft_growth)
     return [
-        [_label("lesson"), (f"vs {x.shortest_prompt_tokens:,} tok:", "dim")],
-        [("decode keeps ", "dim"), (decode, "")],
-        [("e2e keeps ", "dim"), (e2e, "")],
+        [_label("lesson"), (f"vs shortest {x.shortest_prompt_tokens:,} tok:", "dim")],
+        decode,
+        e2e,
         [("TTFT ", "dim"), (growth, ""), (" [profile]", "dim")],
     ]
 
@@ -409,7 +423,7 @@ def budget_lines(
         [[_label("profile"), (profile.name, "accent")]],
         *([[[(counting, "warn")]]] if counting else []),
         _prompt(b),
-        [[_label("conc"), (f"{b.concurrency:,}", "bold")],
+        [[_label("conc"), (f"{b.concurrency:,}", "bold")], *_over_seqs(b),
          [("output ", "dim"), (f"{b.output_tokens:,} tok", "")]],
         [],
         _ceiling(b, tags),

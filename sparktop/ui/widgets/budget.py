@@ -265,7 +265,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
                 # A number is a token count (bounded like --prompt-tokens), unless a file of
                 # that name exists; anything else is a path to count.
                 if looks_like_number(value) and not Path(value).expanduser().exists():
-                    given = parse_count("prompt", value)
+                    given = parse_count("prompt", value, sizes=True)
                     # Enter on the count a paste or a path left in the field keeps how it
                     # was counted (``exact (/tokenize)``); another number is the operator's.
                     if self.inputs.prompt.tokens != given:
