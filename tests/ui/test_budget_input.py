@@ -292,8 +292,8 @@ def test_pane_lines_fit_80_columns_and_say_no_data_as_the_cli() -> None:
     joined = " ".join(" ".join(t.split()) for t in texts)
     assert note in joined  # every word kept, in order
     reason = "concurrency 40 is outside the measured columns (1, 2, 4, 8); no extrapolation"
-    assert f"decode keeps no data ({reason})" in joined
-    assert "e2e keeps no data (no TTFT or decode figure)" in joined
+    assert f"decode no data ({reason})" in joined
+    assert "e2e no data (no TTFT or decode figure)" in joined
     assert "TTFT no data [profile]" in joined  # the same reason, not said a third time
     assert "?" not in joined.split("lesson")[1].split("!")[0]
     assert "no data per request" not in joined
