@@ -7,6 +7,7 @@ import dataclasses
 import io
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from sparktop import values
@@ -37,6 +38,7 @@ examples:
   sparktop budget --file prompt.txt --endpoint http://192.168.10.10:8015   # exact count + free KV
   sparktop budget --file prompt.txt --tokenizer ./tokenizer.json           # exact, offline
   sparktop budget --prompt-tokens 40000 --profile ./my-sweep.yaml --json
+  sparktop budget --prompt-tokens 65536 --concurrency 4 --plot budget.svg  # the curves, ▲ marked
 
 exit status:
   0  the budget is printed (with --endpoint: from live data)
@@ -106,6 +108,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--max-num-seqs", type=int, metavar="S", help="override max_num_seqs")
     parser.add_argument("--json", action="store_true", help="print the stable JSON document")
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE.svg",
+        help="also write the profile's TTFT and aggregate curves with this context marked, "
+        "as SVG (replaced if it exists)",
+    )
     return parser
 
 
@@ -298,6 +307,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     _check(args)
+    if args.plot is not None:
+        from sparktop.ui.curve_file import check_plot_path
+
+        check_plot_path(args.plot)
     from sparktop.sweep.budget import Origin, budget_json, compute_budget, render_budget
     from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
 
@@ -333,6 +346,12 @@ def _run(args: argparse.Namespace) -> int:
     else:
         text = printable_lines(render_budget(budget))
     sys.stdout.write(cut_credentials(text, args.endpoint) if args.endpoint else text)
+    if args.plot is not None:
+        from sparktop.ui.curve_file import budget_panels, write_plot
+
+        conc = 1 if args.concurrency is None else args.concurrency
+        title = f"sparktop budget: {count.tokens:,} prompt tokens × {conc}"
+        write_plot(args.plot, budget_panels(profile, count.tokens, conc), title)
     problem = None
     if args.endpoint:
         given = args.kv_pool is not None

@@ -61,6 +61,7 @@ examples:
   sparktop snapshot -i cluster.yaml --json --timeout 8 > snap.json
   case $? in 1) echo "some did not answer";; 3) echo "critical";; 4) echo "degraded";; esac
   sparktop snapshot -i cluster.yaml --json --window 5 | jq '.engines[].decode_tok_per_s'
+  sparktop snapshot -i cluster.yaml --window 10 --plot curve.svg   # each engine on its curve
 
 JSON: schema "{SCHEMA}", keys carry their units (sm_clock_mhz, temperature_c, power_w,
 utilization_pct, memory_used_mib, latency_s); a missing reading is null and its reason is in
@@ -107,6 +108,13 @@ def add_parser(
         "cover a window (default 1; 0 = one scrape: no rates)",
     )
     parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE.svg",
+        help="also write each engine's live window on the profile's TTFT and aggregate "
+        "curves, as SVG (replaced if it exists; a --window of 10 s or more gives a load)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         metavar="SECONDS",
@@ -147,6 +155,12 @@ def run(args: argparse.Namespace) -> int:
             f"got {args.window:g}"
         )
     plan = Plan.from_inventory(inventory, profile=args.profile or None)
+    if args.plot is not None:
+        from sparktop.ui.curve_file import check_plot_path
+
+        check_plot_path(args.plot)
+        if plan.profile is None:
+            raise UserError(f"--plot: no sweep profile to draw ({plan.profile_problem})")
     timeout_s = args.timeout if args.timeout is not None else default_timeout_s(inventory)
     snap = asyncio.run(poll(plan, timeout_s + args.window, window_s=args.window))
     # The monitor's alert engine and rules, judging one poll: no hold time.
@@ -165,6 +179,11 @@ def run(args: argparse.Namespace) -> int:
             console.width = max(console.width, 160, needed_width(snap))
         render_table(snap, console, {e.engine: expected_text(plan, e) for e in snap.engines})
         render_alerts(snap.alerts, console)
+    if args.plot is not None and plan.profile is not None:
+        from sparktop.ui.curve_file import snapshot_panels, write_plot
+
+        panels = snapshot_panels(plan.profile, plan.matched, snap.engines)
+        write_plot(args.plot, panels, f"sparktop snapshot: {plan.cluster}")
     return snapshot_exit_status(snap)
 
 

@@ -226,12 +226,18 @@ def _shade(
         plt.scatter(xs, ys, marker=BAND_MARKER, color=colour)
 
 
-def curve_caption(curve: ProfileCurve, live: OperatingPoint | None) -> list[str]:
+def curve_caption(
+    curve: ProfileCurve, live: OperatingPoint | None, *, typed: bool = False
+) -> list[str]:
     """The lines under the plot: what is drawn, and where the live window sits."""
+    marks = (
+        f"{TYPED_MARKER} this context"
+        if typed
+        else (f"{EXPECTED_MARKER} expected · {LIVE_MARKER} live")
+    )
     lines = [
-        f"{curve.label} ({curve.metric}), log axes: a line per concurrency (its digit) · "
-        f"{CELL_MARKER} measured · {BAND_MARKER} band · {EXPECTED_MARKER} expected · "
-        f"{LIVE_MARKER} live",
+        f"{curve.label} ({curve.metric}, {curve.unit}), log axes: a line per concurrency (its "
+        f"digit) · {CELL_MARKER} measured · {BAND_MARKER} band · {marks}",
     ]
     if live is None:
         return lines
