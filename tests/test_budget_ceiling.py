@@ -156,6 +156,11 @@ def _small_profile(tmp_path: Path) -> Path:
     return path
 
 
+CASES = [(985, 2048), (2049, 16), (2048, 16), (10, 3000), (600, 200)]
+"""(prompt, output) on ``max_model_len`` 2048: shortened, three refused by every version,
+one that fits (``tests/test_real_vllm_fixes.py`` sends the same to the real server)."""
+
+
 async def test_the_simulators_answer_agrees_with_the_budgets_verdict(tmp_path: Path) -> None:
     """``budget --endpoint`` on the simulator, then the request itself: refused with 400 when
     the budget says rejected, served with the output cut to the figure it gave when it says
@@ -165,14 +170,19 @@ async def test_the_simulators_answer_agrees_with_the_budgets_verdict(tmp_path: P
     async with sim_client(nodes=1, profile=str(profile), speed=50.0, load=quiet) as (_, client):
         live = await scrape_once(str(client.base_url))
         assert live.ok and live.max_model_len == 2048 and live.server_version
-        b = compute_budget(985, 1, load_profile(str(profile)), 2048, live=live)
-        assert b.ceiling.verdict in (Verdict.REJECTED, Verdict.SHORTENED)
-        body = {"model": live.model, "prompt": list(range(1000, 1985)), "max_tokens": 2048}
-        answer = await client.post("/v1/completions", json=body, timeout=120)
-    if b.ceiling.verdict is Verdict.REJECTED:
-        assert answer.status_code == 400, answer.text
-    else:
-        doc = answer.json()
-        assert answer.status_code == 200, answer.text
-        assert doc["choices"][0]["finish_reason"] == "length"
-        assert doc["usage"]["completion_tokens"] == b.ceiling.served_output_tokens
+        verdicts = set()
+        for prompt, output in CASES:
+            b = compute_budget(prompt, 1, load_profile(str(profile)), output, live=live)
+            verdicts.add(b.ceiling.verdict)
+            ids = [1000 + i for i in range(prompt)]
+            body = {"model": live.model, "prompt": ids, "max_tokens": output}
+            answer = await client.post("/v1/completions", json=body, timeout=120)
+            if b.ceiling.verdict is Verdict.REJECTED:
+                assert answer.status_code == 400, (prompt, output, answer.text)
+                continue
+            doc = answer.json()
+            assert answer.status_code == 200, (prompt, output, answer.text)
+            assert doc["usage"]["completion_tokens"] == b.ceiling.served_output_tokens
+            if b.ceiling.verdict is Verdict.SHORTENED:
+                assert doc["choices"][0]["finish_reason"] == "length"
+    assert verdicts == {Verdict.SHORTENED, Verdict.REJECTED, Verdict.FITS}

@@ -27,6 +27,7 @@ from sparktop.sweep.ceiling import Verdict
 from sparktop.sweep.profile import load_profile
 from tests.real_vllm_plugin import RealVllm
 from tests.sim_helpers import until
+from tests.test_budget_ceiling import CASES
 from tests.test_rate_windows import line_text
 from tests.test_whole_server_labels import data_parallel
 
@@ -57,8 +58,7 @@ async def test_the_budget_verdict_is_what_the_real_server_does(real_vllm: RealVl
     assert live.ok and live.server_version == "0.32.0"
     assert live.max_model_len == real_vllm.max_model_len == 2048
     profile = load_profile(TWO)
-    cases = [(985, 2048), (2049, 16), (2048, 16), (10, 3000), (600, 200)]
-    for prompt, output in cases:
+    for prompt, output in CASES:
         b = compute_budget(prompt, 1, profile, output, live=live)
         answer = await _complete(real_vllm.url, real_vllm.model, prompt, output)
         if b.ceiling.verdict is Verdict.REJECTED:
