@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -247,6 +248,25 @@ class Quantile:
 
     value_s: float
     bound: str = ""
+    low_s: float | None = field(default=None, compare=False, repr=False)
+    high_s: float | None = field(default=None, compare=False, repr=False)
+    """The bucket the quantile fell in, ``(low_s, high_s]``, when it fell between two edges;
+    None when only the value is known (a Prometheus query's answer, or an open end: the
+    ``bound`` says it). A
+    quantile read from buckets is that interval: the interpolated ``value_s`` is one point of
+    it, and every comparison reads the interval (:mod:`sparktop.alerts.comparisons`)."""
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """``(low, high)`` seconds the quantile is known to lie in: its bucket, ``(0, value)``
+        for ``<``, ``(value, inf)`` for ``>``, a point when only the value is known."""
+        if self.bound == "<":
+            return (0.0, self.value_s)
+        if self.bound == ">":
+            return (self.value_s, math.inf)
+        if self.low_s is None or self.high_s is None:
+            return (self.value_s, self.value_s)
+        return (self.low_s, self.high_s)
 
     def __str__(self) -> str:
         v = self.value_s
@@ -406,6 +426,21 @@ class EngineSample:
     """The server's own version (vLLM's ``GET /version``: ``0.32.0``); "" when it does not
     say. How it treats prompt + ``max_tokens`` over ``max_model_len`` depends on it
     (:mod:`sparktop.sweep.ceiling`)."""
+    first_tokens: tuple[tuple[float, float, float], ...] = ()
+    """``(mean prompt tokens, requests, peak running)`` per scrape interval of the window in
+    which requests got their first token (Δ``prompt_tokens_total`` / Δ TTFT ``_count``; the
+    most requests running at a scrape of the window up to then): the TTFT quantiles'
+    population, finer than ``first_token_prompt_tokens``
+    (:func:`sparktop.sources.window.first_tokens`)."""
+    no_tokens_s: float | None = None
+    """Seconds since ``vllm:generation_tokens_total`` or ``prompt_tokens_total`` last grew
+    (the scrape clock; None when the page has no generation counter)."""
+    kv_still_s: float | None = None
+    """Seconds since the KV tokens in use last changed (None: no KV reading). A prefill in
+    progress fills the KV chunk by chunk before vLLM counts any of its tokens."""
+    model_root: str = ""
+    """The checkpoint the server loaded (``/v1/models`` ``root`` of the base model, "" when
+    not given or the same as ``model``): a ``--served-model-name`` alias hides it."""
 
     @property
     def ok(self) -> bool:

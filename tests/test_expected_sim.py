@@ -13,10 +13,14 @@ the monitor's default window (30 s) and hold (10 s).
 
 from __future__ import annotations
 
+import random
 import re
 
 from sparktop.alerts import EventKind, Severity
+from sparktop.alerts.comparisons import comparisons
 from sparktop.alerts.expected_rules import deficit
+from sparktop.inventory import load_inventory
+from sparktop.plan import Plan
 from sparktop.sim.gpu import Fault
 from sparktop.sim.requests import LoadSpec
 from tests.alerts_sim_harness import Harness
@@ -94,7 +98,7 @@ async def test_decode_slowed_to_0_6x_is_a_deficit_within_hold_and_one_window() -
     assert event.severity is Severity.WARNING
     assert "no cause found" in event.alert.message
     # Which profile column, which live statistic, which window (about 30 s: whole scrapes).
-    assert "1/mean ITL" in event.alert.message and "profile decode_tps" in event.alert.message
+    assert "1/mean ITL" in event.alert.message and "vs profile " in event.alert.message
     assert re.search(r"last 3\d s", event.alert.message), event.alert.message
     assert 28 <= event.alert.values["window_s"] <= 40
 
@@ -130,6 +134,8 @@ async def test_a_full_pool_with_a_3_s_thermal_blip_names_the_pool_never_the_node
 
 
 async def test_a_throttled_node_holding_a_slowed_engine_back_is_named_critical() -> None:
+    """One alert per figure: the decode deficit's own alert turns critical and names the
+    node; the straggler is the node's alert (a warning), never a second deficit."""
     async with running_sim(speed=SPEED) as sim:
         h = Harness.start(sim, hold_s=HOLD_S, window_s=WINDOW_S)
         node = sim.targets.thermal
@@ -139,23 +145,141 @@ async def test_a_throttled_node_holding_a_slowed_engine_back_is_named_critical()
             sim.cluster.set_fault(node, Fault.THERMAL)
             await h.until(
                 lambda h: any(
-                    a.rule == "tp.straggler" and a.severity is Severity.CRITICAL
+                    a.rule.startswith("expected.") and a.severity is Severity.CRITICAL
                     for a in h.alerts.active()
                 ),
-                int(HOLD_S + WINDOW_S) + 10,
-                "critical straggler",
+                int(HOLD_S + WINDOW_S) + 20,
+                "critical deficit naming the node",
             )
-            await h.run(int(HOLD_S) + 5)  # the deficit's own hold
         finally:
             await h.aclose()
     (straggler,) = [a for a in h.alerts.active() if a.rule == "tp.straggler"]
     assert straggler.node == node and straggler.engine == ENGINE
+    assert straggler.severity is Severity.WARNING
     assert f"{node} at " in straggler.message and "sw_thermal_slowdown" in straggler.message
-    assert "of the window" in straggler.message or "throughout the window" in straggler.message
-    # A deficit alert that fired before the node covered half the window says so then, and
-    # names the node once it does: its text follows the cause, not the moment it fired.
+    assert "% below expected" not in straggler.message  # the deficit's numbers are its own
     deficits = [a for a in h.alerts.active() if a.rule.startswith("expected.")]
-    assert deficits
-    for alert in deficits:
-        assert f"cause: {node}" in alert.message or node in alert.message, alert.message
-        assert "no cause found" not in alert.message, alert.message
+    critical = [a for a in deficits if a.severity is Severity.CRITICAL]
+    assert critical
+    for alert in critical:
+        assert f"cause: {node}" in alert.message, alert.message
+        assert "of the window" in alert.message or "throughout the window" in alert.message
+    # The deficit alert that fired as a warning escalated: one alert, not a second one.
+    fired = [
+        e for _, e in h.events if e.alert.rule == "expected.decode" and e.kind is EventKind.FIRED
+    ]
+    assert len(fired) == 1, fired
+
+
+# -- issue 28: no false warning over drastic load changes, the stalled engine -------------------
+
+CHANGES_S = (30, 40)
+"""Load changes every 30–40 s (seeded), over running 1–8 × prompts 1K–200K."""
+PROMPTS = (1000, 4000, 8000, 16_000, 30_000, 60_000, 120_000, 200_000)
+
+
+async def test_ten_minutes_of_load_changes_from_1k_to_200k_prompts_raise_nothing() -> None:
+    """Issue 28's trial: a healthy engine whose load changes every 30–40 s (running 1–8 ×
+    prompts 1K–200K) raised 6 ``expected.ttft`` and 2 ``expected.decode`` warnings in 8.5
+    minutes: coarse TTFT buckets read as points, decode keyed on the requests that finished."""
+    rng = random.Random(28)
+    async with running_sim(speed=SPEED) as sim:
+        h = Harness.start(sim, hold_s=HOLD_S, window_s=WINDOW_S)
+        model = sim.cluster.engines[ENGINE]
+        due, loads = 0, []
+        try:
+            for poll in range(600):
+                if poll == due:
+                    spec = LoadSpec(clients=rng.randint(1, 8), prompt_tokens=(rng.choice(PROMPTS),))
+                    model.load = spec
+                    model.set_clients(spec.clients, sim.cluster.now)
+                    loads.append((spec.clients, spec.prompt_tokens[0]))
+                    due = poll + rng.randint(*CHANGES_S)
+                await h.poll()
+        finally:
+            await h.aclose()
+    raised = [
+        f"{p}:{e.alert.rule}:{e.alert.message}"
+        for p, e in h.events
+        if e.alert.rule.startswith(("expected.", "tp.", "engine.stalled"))
+    ]
+    assert raised == [], (loads, raised)
+    assert len(loads) >= 15 and max(p for _, p in loads) >= 120_000  # the load did change
+
+
+async def test_a_steady_3_x_30k_load_never_deviates_beyond_the_band() -> None:
+    """vLLM's TTFT edges 20, 40 s around a 3 × 30K load's ~22 s: the live p50 lies in
+    20–40 s, which holds the band; read as the interpolated point it was "+38 %"."""
+    async with running_sim(speed=SPEED) as sim:
+        h = Harness.start(sim, hold_s=HOLD_S, window_s=WINDOW_S)
+        model = sim.cluster.engines[ENGINE]
+        spec = LoadSpec(clients=3, prompt_tokens=(30_000,), jitter=0.02)
+        model.load = spec
+        model.set_clients(spec.clients, sim.cluster.now)
+        matched = Plan.from_inventory(load_inventory(sim.inventory_path)).matched
+        assert matched is not None
+        beyond: list[str] = []
+        compared = 0
+        try:
+            await h.run(int(WINDOW_S) * 3)  # the old load's requests leave the window
+            for _ in range(90):
+                await h.poll()
+                sample = h.engine(ENGINE)
+                assert sample is not None
+                row = matched(sample)
+                if isinstance(row, str):
+                    continue
+                for comp in comparisons(row, sample)[:2]:
+                    dev = comp.deviation()
+                    if dev is None:
+                        continue
+                    compared += 1
+                    worse = dev > 0 if comp.worse_when == "higher" else dev < 0
+                    if worse and not comp.in_band():
+                        beyond.append(f"{h.polls} {comp.label} {comp.live_text()} {dev:+.0f}%")
+        finally:
+            await h.aclose()
+    assert compared > 60
+    assert beyond == []
+    assert _expected_events(h) == []
+
+
+async def test_running_requests_frozen_for_30_s_raise_engine_stalled_a_60_s_prefill_not() -> None:
+    async with running_sim(speed=SPEED) as sim:
+        h = Harness.start(sim, hold_s=HOLD_S, window_s=WINDOW_S)
+        model = sim.cluster.engines[ENGINE]
+        try:
+            # A 200K prompt alone: ~60 s of prefill, no token, the KV filling.
+            model.set_clients(0, sim.cluster.now)
+            await h.run(60)  # the background requests drain
+            assert h.engine(ENGINE) is not None
+            long = sim.cluster.long_context(ENGINE, 200_000)
+            assert long is not None
+            await h.until(lambda h: long.first_token_s is not None, 200, "the 200K first token")
+            prefill_s = long.first_token_s - long.arrival_s
+            assert prefill_s >= 50, prefill_s
+            assert h.first("engine.stalled", EventKind.FIRED) is None, h.describe()
+            # Load back, then the engine freezes with requests running, for 30 s.
+            model.set_clients(6, sim.cluster.now)
+            await h.run(30)
+            sim.cluster.stall(ENGINE)
+            frozen = h.polls
+            found = await h.until(
+                lambda h: h.first("engine.stalled", EventKind.FIRED) is not None,
+                int(30 + HOLD_S),
+                "engine.stalled fired",
+            )
+            sim.cluster.stall(ENGINE, False)
+            await h.until(
+                lambda h: h.first("engine.stalled", EventKind.CLEARED) is not None,
+                int(HOLD_S) + 10,
+                "engine.stalled cleared",
+            )
+        finally:
+            await h.aclose()
+    assert found - frozen <= 30 + HOLD_S
+    _poll, event = h.first("engine.stalled", EventKind.FIRED) or (0, None)
+    assert event is not None and event.severity is Severity.CRITICAL
+    message = event.alert.message
+    assert re.search(r"stalled: \d+ running(, \d+ waiting)? and no token for \d+ s", message)
+    assert "spark-" in message and " W" in message  # the TP group's utilisation and power

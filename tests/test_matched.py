@@ -50,7 +50,7 @@ def test_the_deriver_keeps_the_windows_running_counts_and_finished_prompts() -> 
     assert dict(load.running) == {8: pytest.approx(10.5), 4: pytest.approx(9.5)}
     # The shape of the buckets, scaled to the exact mean (Δsum / Δcount).
     assert load.mean_prompt == pytest.approx(s.mean_prompt_tokens)
-    assert "(4–8) running" in load.describe() and "last 20 s" in load.describe()
+    assert "running 4–8 (mean 6.1)" in load.describe() and "last 20 s" in load.describe()
 
 
 def test_a_load_change_moves_the_expected_figure_between_the_two_rows() -> None:
@@ -99,8 +99,8 @@ def test_without_load_history_the_scrape_is_the_load_and_says_so() -> None:
 
 
 def test_a_running_count_without_data_is_said_against_the_headers_statistic() -> None:
-    """The strip's header gives the window's mean running and its range ("@ 4.6 (4–12)
-    running"); a count in that range the profile has no column for is said as that count
+    """The strip's header gives the window's running range and its mean ("running 4–12
+    (mean 4.6)"); a count in that range the profile has no column for is said as that count
     of this window, with the same mean and range, not as a bare concurrency."""
     from sparktop.sweep.matched import Load, cached_estimator, expected_for
     from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
@@ -110,7 +110,7 @@ def test_a_running_count_without_data_is_said_against_the_headers_statistic() ->
     header = load.describe()
     got = expected_for(estimator, load, "")
     reason = got.decode_tps.how
-    assert header.startswith("4.8 (4–12) running")
+    assert header.startswith("running 4–12 (mean 4.8)")
     assert "running reached 12 in this window (mean 4.8, range 4–12): concurrency 12" in reason
 
 

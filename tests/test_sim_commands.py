@@ -287,7 +287,8 @@ def test_demo_says_what_it_plays_and_why_its_inventory_differs() -> None:
     assert "thermal 0:08–0:48" in text and "long-context 2:36," in text
     # Each fault ends at its own end step: a restart or a long request plays out by itself.
     assert "pool-exhaustion 1:28–1:48" in text and "server-restart 2:28," in text
-    assert "every 6 min 20 s" in text
+    assert "every 7 min 10 s" in text
+    assert "engine-stall 6:20–6:55" in text
     assert "thermal-blip 1:36–1:43" in text and "load-change 5:20–5:55" in text
     assert "alerts hold 5 s" in text
     assert "alerts hold 1 s" in startup_text("tour", 5.0)
@@ -300,9 +301,9 @@ def test_demo_says_what_it_plays_and_why_its_inventory_differs() -> None:
     from sparktop.sim.scenarios import SCENARIOS
 
     tour = SCENARIOS["tour"]
-    assert tour.period_s == 380.0 and tour.steps[-1][0] < tour.period_s
+    assert tour.period_s == 430.0 and tour.steps[-1][0] < tour.period_s
     help_text = " ".join(result.stdout.split())
-    assert help_text.count("6 min 20 s per round") == 2  # the description and the scenario
+    assert help_text.count("7 min 10 s per round") == 2  # the description and the scenario
     assert "five minutes" not in help_text and "6⅓" not in help_text
 
 

@@ -66,11 +66,14 @@ async def test_snapshot_json_and_text_carry_the_expected_row() -> None:
         code, out, err = await _run("snapshot", "-i", inv, "--window", "10")
         assert code == 0, err
         flat = " ".join(out.split())
-        line = re.search(r"dsv41: expected (\S+) @ .*?running.*? \((\w+)\): TTFT ttft_s", flat)
+        head = r"dsv41: expected (\S+) (?:mix of|for) running.*? \((\w+)\): TTFT \d"
+        line = re.search(head, flat)
         assert line is not None, out
         assert line.group(1) == block["profile"]
         assert line.group(2) in {"exact", "interpolated", "fitted", "extrapolated"}
-        assert "decode/req decode_tps" in flat and "(not compared: the profile's is" in flat
+        # People's labels in the text; the profile's column keys are the JSON's.
+        assert "decode/req " in flat and "decode_tps" not in flat and "ttft_s" not in flat
+        assert "(not compared: the profile's is" in flat
 
 
 async def test_the_json_block_and_the_monitor_strip_say_the_same_deviations() -> None:
@@ -98,11 +101,17 @@ async def test_the_json_block_and_the_monitor_strip_say_the_same_deviations() ->
         assert block["load"] in strip
         figures = block["figures"]
         assert isinstance(figures, dict)
-        for column in ("ttft_s", "decode_tps"):
+        assert "ttft_s" not in strip and "decode_tps" not in strip  # keys: --json only
+        for column, label in (("ttft_s", "TTFT"), ("decode_tps", "decode/req")):
             dev = figures[column]["deviation_pct"]
             assert dev is not None
-            shown = f"{dev:+.0f}%".replace("-0%", "+0%")
-            assert re.search(rf"{column}\s+[^%]*?{re.escape(shown)}", strip), (column, shown, strip)
+            shown = "in band" if figures[column]["in_band"] else f"{dev:+.0f}%"
+            shown = shown.replace("-0%", "+0%")
+            assert re.search(rf"{re.escape(label)}\s+[^%]*?{re.escape(shown)}", strip), (
+                column,
+                shown,
+                strip,
+            )
 
 
 def test_an_engine_without_a_row_says_its_own_state() -> None:

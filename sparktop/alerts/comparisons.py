@@ -10,6 +10,7 @@ flagged; a live value inside the estimator's band is never a deficit.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sparktop.alerts.live import live_decode, live_ttft
@@ -27,6 +28,10 @@ AGGREGATE_KINDS = {
 """A profile's ``aggregate_kind`` spellings → one word."""
 
 DECODE_ONLY_WHY = "the profile's is decode-only, the live rate end-to-end"
+
+COARSE_RATIO = 1.5
+"""A live bucket whose ends are this factor apart or more is shown as its interval
+(vLLM's TTFT edges 10, 20, 40, 80 s are a factor 2 apart; 7.5–10 s reads as a point)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,33 @@ class Comparison:
     comparable: bool = True
     why_not: str = ""
     note: str = ""
+    live_low: float | None = None
+    live_high: float | None = None
+    """The interval the live figure is known to lie in: a quantile's histogram bucket
+    (``(20, 40)`` s for a TTFT p50 in vLLM's 20–40 s bucket); None when it is exact."""
+
+    @property
+    def live_interval(self) -> tuple[float, float] | None:
+        if not is_num(self.live) or self.live_low is None or self.live_high is None:
+            return None
+        return (self.live_low, self.live_high)
+
+    @property
+    def coarse(self) -> bool:
+        """The live figure's bucket is too wide to read as a point (its ends a factor
+        :data:`COARSE_RATIO` or more apart): it is shown as the interval."""
+        interval = self.live_interval
+        if interval is None:
+            return False
+        low, high = interval
+        return low <= 0 or high / low >= COARSE_RATIO
+
+    def live_text(self) -> str:
+        """The live figure as shown: a coarse bucket as its interval (``20–40 s``, ``> 80
+        s``), else the value (``6.25 s``, ``48.3``); "" without a live value."""
+        if not is_num(self.live):
+            return ""
+        return live_text(float(self.live), self.live_interval, self.unit)
 
     @property
     def expected(self) -> Num:
@@ -66,21 +98,27 @@ class Comparison:
         return self.estimated.high
 
     def deviation(self) -> float | None:
-        """Signed % of live from expected; None when either is missing or expected is 0."""
+        """Signed % of live from expected; None when either is missing or expected is 0.
+        A live interval (a histogram bucket) deviates by its end nearest the expected
+        value, 0 when it holds it: the bucket is all the histogram knows, and the point
+        interpolated inside it is no evidence of more."""
         live, expected = self.live, self.expected
         if not (is_num(live) and is_num(expected)) or expected == 0:
             return None
+        interval = self.live_interval
+        if interval is not None:
+            low, high = interval
+            live = low if low > expected else high if high < expected else expected
         return (float(live) - float(expected)) / float(expected) * 100.0
 
     def in_band(self) -> bool:
-        """The live value lies inside the estimator's band (never without one)."""
+        """The live value (or any of its interval) lies inside the estimator's band (never
+        without one)."""
         live = self.live
-        return (
-            is_num(live)
-            and is_num(self.low)
-            and is_num(self.high)
-            and (self.low <= live <= self.high)
-        )
+        if not (is_num(live) and is_num(self.low) and is_num(self.high)):
+            return False
+        low, high = self.live_interval or (live, live)
+        return low <= self.high and high >= self.low
 
     def deficit(self, threshold_pct: float) -> bool:
         """Past ``threshold_pct`` on the worse side, outside the band, like for like."""
@@ -88,6 +126,20 @@ class Comparison:
         if dev is None or not self.comparable or self.in_band():
             return False
         return dev > threshold_pct if self.worse_when == "higher" else dev < -threshold_pct
+
+
+def live_text(value: float | None, interval: tuple[float, float] | None, unit: str) -> str:
+    """``54.29 s``, or a coarse bucket as ``40–80 s`` (``> 80 s`` open above)."""
+    if value is None:
+        return "n/a"
+    if interval is None or (interval[0] > 0 and interval[1] / interval[0] < COARSE_RATIO):
+        return f"{value:.2f} s" if unit == "s" else f"{value:.1f}"
+    low, high = interval
+    if unit == "s":
+        if math.isinf(high):
+            return f"> {low:g} s"
+        return f"{low:g}–{high:g} s"
+    return f"≤ {high:.1f}" if low <= 0 else f"{low:.1f}–{high:.1f}"
 
 
 def _ttft_fallback(sample: EngineSample) -> Num:
@@ -110,9 +162,10 @@ def comparisons(got: WindowExpected, sample: EngineSample) -> tuple[Comparison, 
     decode_only = AGGREGATE_KINDS.get(got.aggregate_kind, "") == "decode-only"
     return (
         Comparison("TTFT", "ttft_s", "s", got.ttft_s, ttft_live, ttft.label, "higher",
-                   note=ttft.note),
+                   note=ttft.note, live_low=ttft.low, live_high=ttft.high),
         Comparison("decode/req", "decode_tps", "", got.decode_tps, per_stream,
-                   decode.label.replace("mean ", ""), "lower"),
+                   decode.label.replace("mean ", ""), "lower", live_low=decode.low,
+                   live_high=decode.high),
         Comparison("agg", "aggregate_tps", "", got.aggregate_tps, sample.decode_tps,
                    "live e2e", "lower", comparable=not decode_only,
                    why_not=DECODE_ONLY_WHY if decode_only else ""),
@@ -121,6 +174,13 @@ def comparisons(got: WindowExpected, sample: EngineSample) -> tuple[Comparison, 
 
 def _num(value: object) -> float | None:
     return float(value) if is_num(value) else None
+
+
+def _ends(interval: tuple[float, float] | None) -> list[float | None] | None:
+    """An interval for JSON: an open end (infinite) is null."""
+    if interval is None:
+        return None
+    return [x if math.isfinite(x) else None for x in interval]
 
 
 def comparison_json(comp: Comparison, threshold_pct: float) -> dict[str, object]:
@@ -136,6 +196,7 @@ def comparison_json(comp: Comparison, threshold_pct: float) -> dict[str, object]
         "basis": str(est.basis),
         "how": est.how,
         f"live_{unit}": _num(live),
+        f"live_interval_{unit}": _ends(comp.live_interval),
         "live_missing": live.reason if isinstance(live, NA) else None,
         "deviation_pct": comp.deviation() if comp.comparable else None,
         "in_band": comp.in_band(),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sparktop.alerts.context import Finding, RuleContext
 from sparktop.alerts.model import Severity
-from sparktop.model import EngineSample, EngineState, failure_text, is_num
+from sparktop.model import ANSWERED, EngineSample, EngineState, failure_text, is_num
 
 MIN_SLOPE_POINTS = 8
 MIN_SPAN_SHARE = 0.9
@@ -52,6 +52,17 @@ def windowed(sample: EngineSample, name: str) -> bool:
     return name not in sample.since_start
 
 
+def stalled_for(s: EngineSample, stall_s: float) -> float | None:
+    """Seconds the engine has been stalled (no token and the KV still for at least
+    ``stall_s`` with requests running, its page answered), else None."""
+    if s.state not in ANSWERED or not is_num(s.running) or s.running < 1:
+        return None
+    if s.no_tokens_s is None or s.kv_still_s is None:
+        return None
+    still = min(s.no_tokens_s, s.kv_still_s)
+    return still if still >= stall_s else None
+
+
 def ok_engines(ctx: RuleContext) -> Iterator[EngineSample]:
     return (s for s in ctx.state.engines.values() if s.ok)
 
@@ -67,7 +78,8 @@ def availability_rule(ctx: RuleContext) -> Iterator[Finding]:
                 {},
                 instant=True,
             )
-        if s.state is EngineState.STALE:
+        if s.state is EngineState.STALE and stalled_for(s, ctx.thresholds.stall_s) is None:
+            # Frozen gauges with requests running and no token: engine.stalled says it.
             yield engine_finding(
                 s,
                 "engine.stale",

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sparktop.alerts.causes import engine_cause, explain, node_cause, past_slow, slowest
+from sparktop.alerts.comparisons import live_text
 from sparktop.alerts.context import Finding, RuleContext
 from sparktop.alerts.engine_rules import engine_finding, ok_engines
 from sparktop.alerts.gpu_rules import (
@@ -48,20 +49,32 @@ class Deficit:
     decode_label: str = "1/mean ITL"
     ttft_note: str = ""
     model_note: str = ""
+    ttft_bucket_s: tuple[float, float] | None = None
+    decode_bucket_tps: tuple[float, float] | None = None
+    """The interval each live figure is known to lie in (a quantile's histogram bucket;
+    None: exact). Deficits are read from the interval's end nearest the expected value."""
 
     def ttft_past(self, limit_pct: float) -> bool:
-        """TTFT at least ``limit_pct`` above expected and above the band's top."""
+        """TTFT at least ``limit_pct`` above expected and, all of its bucket, above the
+        band's top."""
         if self.ttft_over_pct is None or self.ttft_live_s is None:
             return False
-        above_band = self.ttft_high_s is None or self.ttft_live_s > self.ttft_high_s
+        low = self.ttft_bucket_s[0] if self.ttft_bucket_s else self.ttft_live_s
+        above_band = self.ttft_high_s is None or low > self.ttft_high_s
         return self.ttft_over_pct >= limit_pct and above_band
 
     def decode_past(self, limit_pct: float) -> bool:
-        """Decode at least ``limit_pct`` below expected and below the band's bottom."""
+        """Decode at least ``limit_pct`` below expected and, all of its interval, below the
+        band's bottom."""
         if self.decode_under_pct is None or self.decode_live_tps is None:
             return False
-        below_band = self.decode_low_tps is None or self.decode_live_tps < self.decode_low_tps
+        high = self.decode_bucket_tps[1] if self.decode_bucket_tps else self.decode_live_tps
+        below_band = self.decode_low_tps is None or high < self.decode_low_tps
         return self.decode_under_pct >= limit_pct and below_band
+
+    def ttft_text(self) -> str:
+        """The live TTFT as the message shows it: its bucket when coarse (``20–40 s``)."""
+        return live_text(self.ttft_live_s, self.ttft_bucket_s, "s")
 
     def band_text(self, which: str) -> str:
         """``", band ≤ 7.70 s"`` / ``", band ≥ 48.1 tok/s"`` for the message ("" without)."""
@@ -83,11 +96,12 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
     ttft_live = ttft_over = None
     if ttft.value is not None and exp.ttft_s:
         ttft_live = ttft.value
-        ttft_over = (ttft_live / exp.ttft_s - 1.0) * 100.0
+        ttft_over = (nearest(ttft.value, ttft.interval, exp.ttft_s) / exp.ttft_s - 1.0) * 100.0
     decode_live = decode_under = None
     if decode.value is not None and exp.decode_tps:
         decode_live = decode.value
-        decode_under = (1.0 - decode_live / exp.decode_tps) * 100.0
+        near = nearest(decode.value, decode.interval, exp.decode_tps)
+        decode_under = (1.0 - near / exp.decode_tps) * 100.0
     return Deficit(
         ttft_live,
         exp.ttft_s,
@@ -103,7 +117,18 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
         decode.label,
         ttft.note,
         exp.model_note,
+        ttft.interval,
+        decode.interval,
     )
+
+
+def nearest(value: float, interval: tuple[float, float] | None, expected: float) -> float:
+    """The point of the live figure's interval nearest ``expected`` (``value`` itself when
+    exact): a bucket holding the expected value deviates by nothing."""
+    if interval is None:
+        return value
+    low, high = interval
+    return low if low > expected else high if high < expected else expected
 
 
 NO_CAUSE = (
@@ -142,22 +167,27 @@ def _not_yet(ctx: RuleContext, s: EngineSample) -> str | None:
     )
 
 
-def _cause_text(ctx: RuleContext, s: EngineSample, figure: str) -> tuple[str, dict[str, float]]:
+def _cause_text(
+    ctx: RuleContext, s: EngineSample, figure: str
+) -> tuple[str, dict[str, float], bool]:
+    """The deficit's cause as the message says it, its numbers, and whether it is a TP node
+    slow now over enough of the window (the deficit is then critical)."""
     cause = explain(ctx, s, figure)
     if cause is None:
-        return _not_yet(ctx, s) or _short_past(ctx, s) or NO_CAUSE, {}
+        return _not_yet(ctx, s) or _short_past(ctx, s) or NO_CAUSE, {}, False
     if cause.kind == "node" and cause.node is not None:
         node = slowest(ctx, s)
         if node is None or node.view.node != cause.node:  # slow in the window, back now
-            return f"cause: {cause.text}", dict(cause.values)
-        evidence = f": {', '.join(node.phrases)}" if node is not None else ""
-        return f"cause: {cause.text}{evidence}", dict(cause.values)
-    return f"cause: {cause.text}", dict(cause.values)
+            return f"cause: {cause.text}", dict(cause.values), False
+        return f"cause: {cause.text}: {', '.join(node.phrases)}", dict(cause.values), True
+    return f"cause: {cause.text}", dict(cause.values), False
 
 
 def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
-    """A deficit is a warning that names its cause, or says it found none (a critical is
-    the straggler's, when a node explains it)."""
+    """One alert per figure (``expected.ttft``, ``expected.decode``) and engine: a warning
+    that names its cause, or says it found none; critical when the cause is a tensor-parallel
+    node slow now (the alert escalates, its text naming the node; ``tp.straggler`` is the
+    node's own alert and repeats no deficit numbers)."""
     limit = ctx.thresholds.expected_deficit_pct
     for s in ok_engines(ctx):
         d = deficit(ctx, s)
@@ -167,14 +197,14 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
         model = f"; {d.model_note}" if d.model_note else ""
         window = {"window_s": d.window_s} if d.window_s is not None else {}
         if d.ttft_past(limit) and d.ttft_over_pct is not None and d.ttft_live_s:
-            why, values = _cause_text(ctx, s, "ttft")
+            why, values, node = _cause_text(ctx, s, "ttft")
             note = f"; {d.ttft_note}" if d.ttft_note else ""
             yield engine_finding(
                 s,
                 "expected.ttft",
-                Severity.WARNING,
+                Severity.CRITICAL if node else Severity.WARNING,
                 f"TTFT {d.ttft_over_pct:.0f} % above expected "
-                f"({d.ttft_label} {d.ttft_live_s:.2f} s vs profile ttft_s "
+                f"({d.ttft_label} {d.ttft_text()} vs profile TTFT "
                 f"{d.ttft_expected_s:.2f} s {at}{d.band_text('ttft')}{note}{model}); {why}",
                 {
                     "ttft_s": d.ttft_live_s,
@@ -186,16 +216,15 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
                 score=round(d.ttft_over_pct),
             )
         if d.decode_past(limit) and d.decode_under_pct is not None:
-            why, values = _cause_text(ctx, s, "decode")
+            why, values, node = _cause_text(ctx, s, "decode")
             yield engine_finding(
                 s,
                 "expected.decode",
-                Severity.WARNING,
+                Severity.CRITICAL if node else Severity.WARNING,
                 f"decode {d.decode_under_pct:.0f} % below expected "
-                f"({d.decode_label} {d.decode_live_tps:.1f} vs profile decode_tps "
-                f"{d.decode_expected_tps:.1f} tok/s per stream {at}{d.band_text('decode')}"
-                f"{model}); "
-                f"{why}",
+                f"({d.decode_label} {live_text(d.decode_live_tps, d.decode_bucket_tps, '')}"
+                f" vs profile {d.decode_expected_tps:.1f} tok/s per stream {at}"
+                f"{d.band_text('decode')}{model}); {why}",
                 {
                     "decode_tps": d.decode_live_tps or 0.0,
                     "expected_decode_tps": d.decode_expected_tps or 0.0,
@@ -208,10 +237,11 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
-    """Name the tensor-parallel member that holds a loaded engine back: critical when it
-    explains a deficit (no queueing, pool or speculative cause first, and slow over enough
-    of the deficit window), a warning while it is slow without one. Never while the pool or
-    speculation explains the engine's state, and never from a counter alone."""
+    """Name the tensor-parallel member that holds a loaded engine back: a warning about the
+    node (its clock and why). The engine's deficit is the ``expected.*`` alert's, which
+    escalates to critical naming this node when it explains it (one alert per figure, never
+    a second one with other numbers). Never while the pool or speculation explains the
+    engine's state, and never from a counter alone."""
     limit = ctx.thresholds.expected_deficit_pct
     for s in ok_engines(ctx):
         group = ctx.tp_groups.get(s.engine, ())
@@ -223,33 +253,31 @@ def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
         view = node.view
         clock = view.gpu.sm_clock_mhz
         where = f"{view.node} at {clock:,.0f} MHz" if is_num(clock) else view.node
-        d = deficit(ctx, s)
         values: dict[str, float] = {}
         if is_num(clock):
             values["sm_clock_mhz"] = float(clock)
+        message = f"held back by {where}: {', '.join(node.phrases)}"
+        d = deficit(ctx, s)
         cause = node_cause(ctx, s, node)
-        past = []
-        if d is not None and d.decode_past(limit) and d.decode_under_pct is not None:
-            past.append(f"decode {d.decode_under_pct:.0f} % below expected")
-            values["deficit_pct"] = d.decode_under_pct
-        if d is not None and d.ttft_past(limit) and d.ttft_over_pct is not None:
-            past.append(f"TTFT {d.ttft_over_pct:.0f} % above expected")
-            values.setdefault("deficit_pct", d.ttft_over_pct)
-        if past and cause is not None and cause.overlap_s is not None:
+        figures = []
+        if d is not None and d.decode_past(limit):
+            figures.append("decode")
+        if d is not None and d.ttft_past(limit):
+            figures.append("TTFT")
+        if figures and cause is not None and cause.overlap_s is not None:
             values["overlap_s"] = cause.overlap_s
-            window = f", {d.load}" if d is not None else ""
-            if d is not None and d.model_note:
-                window += f" ({d.model_note})"
-            message = (
-                f"{'; '.join(past)}{window}; {where}, {', '.join(node.phrases)}; "
-                f"{cause.text.removeprefix(view.node + ' ')}"
+            message += (
+                f"; {cause.text.removeprefix(view.node + ' ')}: the cause of the engine's "
+                f"{' and '.join(figures)} deficit (expected.{figures[0].lower()})"
             )
-            severity = Severity.CRITICAL
-        else:
-            message = f"held back by {where}: {', '.join(node.phrases)}"
-            severity = Severity.WARNING
         yield engine_finding(
-            s, "tp.straggler", severity, message, values, node=view.node, score=drop_score(view)
+            s,
+            "tp.straggler",
+            Severity.WARNING,
+            message,
+            values,
+            node=view.node,
+            score=drop_score(view),
         )
 
 

@@ -28,11 +28,22 @@ from sparktop.sweep.matched import window_load
 @dataclass(frozen=True, slots=True)
 class LiveFigure:
     """A live value (None: none comparable), the statistic it is (``p50``, ``p50 w/o queue``,
-    ``1/mean TPOT``, ``1/mean ITL``) and a note on what it includes ("" when like)."""
+    ``1/mean TPOT``, ``1/mean ITL``) and a note on what it includes ("" when like).
+    ``low`` / ``high``: the interval the value is known to lie in (a quantile's histogram
+    bucket; None: the value is exact, a Δsum / Δcount mean)."""
 
     value: float | None
     label: str
     note: str = ""
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """``(low, high)``, or None for an exact value (or no value)."""
+        if self.value is None or self.low is None or self.high is None:
+            return None
+        return (self.low, self.high)
 
 
 def live_itl_s(s: EngineSample) -> float | None:
@@ -77,29 +88,36 @@ def waited(s: EngineSample) -> float:
     return 0.0
 
 
-def _p50(q: object, s: EngineSample, name: str) -> float | None:
-    # "<x" only bounds a latency from above: it can never show a deficit.
+def _p50(q: object, s: EngineSample, name: str, label: str, note: str = "") -> LiveFigure:
+    """A windowed p50 with the bucket it fell in. "<x" only bounds a latency from above: it
+    can never show a deficit (no value)."""
     if isinstance(q, Quantile) and q.bound != "<" and windowed(s, name):
-        return q.value_s
-    return None
+        low, high = q.interval
+        if low == high:
+            return LiveFigure(q.value_s, label, note)
+        return LiveFigure(q.value_s, label, note, low, high)
+    return LiveFigure(None, label, note)
 
 
 def live_ttft(s: EngineSample) -> LiveFigure:
     """Live TTFT like the profile's ``ttft_s`` (see the module docstring)."""
     queued = waited(s)
     if queued > 0:
-        prefill = _p50(s.prefill_time_p50, s, "prefill_time_p50")
-        if prefill is not None:
-            return LiveFigure(prefill, "p50 w/o queue")
+        prefill = _p50(s.prefill_time_p50, s, "prefill_time_p50", "p50 w/o queue")
+        if prefill.value is not None:
+            return prefill
         note = f"includes queueing (up to {queued:.0f} waiting in the window)"
-        return LiveFigure(_p50(s.ttft_p50, s, "ttft_p50"), "p50", note)
-    return LiveFigure(_p50(s.ttft_p50, s, "ttft_p50"), "p50")
+        return _p50(s.ttft_p50, s, "ttft_p50", "p50", note)
+    return _p50(s.ttft_p50, s, "ttft_p50", "p50")
 
 
 def live_decode(s: EngineSample) -> LiveFigure:
-    """Live per-stream decode like the profile's per-request ``decode_tps``."""
+    """Live per-stream decode like the profile's per-request ``decode_tps``: exact (a mean
+    from Δsum / Δcount), or at most 1 / the last ITL edge when only a p50 beyond it is known."""
     itl = live_itl_s(s)
     if itl:
+        if not (is_num(s.itl_mean_s) and s.itl_mean_s > 0 and windowed(s, "itl_mean_s")):
+            return LiveFigure(1.0 / itl, "1/ITL p50", "", 0.0, 1.0 / itl)
         return LiveFigure(1.0 / itl, "1/mean ITL")
     tpot = s.tpot_mean_s
     if is_num(tpot) and tpot > 0 and windowed(s, "tpot_mean_s"):

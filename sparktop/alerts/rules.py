@@ -26,18 +26,28 @@ Rule ids (``Finding.rule``) and default severities:
   (preemptions in the sample's rate window; clears when that rate is 0), ``kv.exhaustion``
   (time to a full pool within ``exhaustion_horizon_s``, only at usage ≥ half of
   ``kv_usage_pct`` after a rise sustained over ``slope_window_s``; clears when usage falls),
+  ``engine.stalled`` (critical: requests running, no token and the KV still for
+  ``stall_s`` while the page answers, :mod:`sparktop.alerts.stall_rules`),
   ``spec.acceptance`` (speculative-decoding acceptance ``spec_drop_pct`` below the engine's
   own recent baseline), ``expected.ttft`` and
   ``expected.decode`` (live TTFT p50, or per-stream decode from mean ITL, worse than the
   profile's row), ``tp.straggler`` (the member of the tensor-parallel group that holds it
-  back; critical when the engine's decode deficit is past ``expected_deficit_pct``).
+  back, a warning about the node; the ``expected.*`` alert it explains turns critical and
+  names it: one alert per engine and figure).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sparktop.alerts import engine_rules, expected_rules, gpu_rules, host_rules, spec_rules
+from sparktop.alerts import (
+    engine_rules,
+    expected_rules,
+    gpu_rules,
+    host_rules,
+    spec_rules,
+    stall_rules,
+)
 from sparktop.alerts.context import (
     Expected,
     ExpectedFn,
@@ -51,6 +61,7 @@ RULES: tuple[Rule, ...] = (
     gpu_rules.RULES
     + host_rules.RULES
     + engine_rules.RULES
+    + stall_rules.RULES
     + spec_rules.RULES
     + expected_rules.RULES
 )

@@ -32,6 +32,8 @@ below them):
 ``spec_drop_pct``           40      speculative acceptance this far below its own baseline
 ``peer_min_power_w``        25      … only when the peers' median power is at least this (W)
 ``fabric_min_gbps``         1       … and the peers' median traffic at least this (Gb/s)
+``stall_s``                 20      ``engine.stalled``: requests running and no token for
+                                    this long, the KV in use unchanged as long (s)
 =========================== ======= ===================================================
 """
 
@@ -72,6 +74,7 @@ class Thresholds:
     fabric_asymmetry_ratio: float = 0.5
     peer_min_power_w: float = 25.0
     fabric_min_gbps: float = 1.0
+    stall_s: float = 20.0
 
     @classmethod
     def from_config(cls, config: AlertThresholds | None) -> Thresholds:

@@ -29,10 +29,10 @@ directory (printed) that is removed on exit, also when the terminal closes (SIGH
 process is killed with SIGTERM.
 
 The default scenario, 'tour', plays the faults in turn, 15-40 s each (thermal 40 s,
-node-down 15 s, the host faults 25 s, the others 20 s) with 10 s or more of recovery
-between, {round} per round, looping: thermal,
+node-down 15 s, the host faults 25 s, the engine stall 35 s, the others 20 s) with 10 s or
+more of recovery between, {round} per round, looping: thermal,
 hidden-low-power, pool-exhaustion, node-down, server-restart, long-context, steady-slow,
-memory-pressure, link-down. Background load runs throughout.
+memory-pressure, link-down, engine-stall. Background load runs throughout.
 
 The generated inventory differs from a real cluster's in two ways:
   alerts: {{hold_s: 5}}   a condition must hold 5 s (not the default 10 s) to raise an alert

@@ -225,6 +225,7 @@ class AlertThresholds(_Frozen):
     psi_full_critical_pct: Percent = 5.0
     peer_power_ratio: Annotated[float, _NUMBER, Field(gt=0, le=1)] = 0.7
     fabric_asymmetry_ratio: Annotated[float, _NUMBER, Field(gt=0, le=1)] = 0.5
+    stall_s: Annotated[float, _NUMBER, Field(gt=0, le=3600)] = 20.0
 
 
 def _located(kind: str, message: str, key: str, given: Any = None) -> ValidationError:

@@ -58,18 +58,20 @@ def _fmt(value: object, unit: str) -> str:
 
 
 def expected_text(plan: Plan, sample: EngineSample) -> str:
-    """One line: ``expected <profile> @ <load>: TTFT ttft_s 10.7 s vs p50 6.25 s −41 % · …``."""
+    """One line: ``expected <profile> mix of <load>: TTFT 10.7 s vs p50 6.25 s −41 % · …``
+    (the profile's column keys are in ``--json``)."""
     got = window_row(plan, sample)
     threshold_pct = plan.thresholds.expected_deficit_pct
     if isinstance(got, str):
         return f"expected: {got}"
     parts = []
     for c in comparisons(got, sample):
-        text = f"{c.label} {c.column} {_fmt(c.expected, c.unit)}"
+        text = f"{c.label} {_fmt(c.expected, c.unit)}"
         if not is_num(c.expected):
             parts.append(text)
             continue
-        text += f" vs {c.live_label} {_fmt(c.live, c.unit)}"
+        live = c.live_text() + (" tok/s" if c.unit != "s" else "") if c.coarse else ""
+        text += f" vs {c.live_label} {live or _fmt(c.live, c.unit)}"
         dev = c.deviation()
         if not c.comparable:
             text += f" (not compared: {c.why_not})"
@@ -90,5 +92,6 @@ def expected_text(plan: Plan, sample: EngineSample) -> str:
         parts.append(text)
     basis = str(got.ttft_s.basis)
     model = f" ({got.model_note})" if got.model_note else ""
-    head = f"expected {plan.profile_name}{model} @ {got.load.describe()} ({basis}): "
+    mix = "mix of" if got.load.mixed else "for"
+    head = f"expected {plan.profile_name}{model} {mix} {got.load.describe()} ({basis}): "
     return head + " · ".join(parts)

@@ -73,6 +73,9 @@ class EngineModel:
     """The engine's own speed factor beside its nodes' pace (1 = as the profile says): a
     slowdown no node shows (a software regression, a changed setting), for the tests of an
     unexplained deficit."""
+    stalled: bool = False
+    """A deadlock (eugr/spark-vllm-docker#260): running requests stay running and produce
+    nothing, new ones queue, ``/metrics`` and ``/health`` keep answering."""
     started_s: float = 0.0
     down_until_s: float = 0.0
     restarts: int = 0
@@ -185,6 +188,8 @@ class EngineModel:
         if not self.is_up(now):
             return
         self._arrivals(now)
+        if self.stalled:
+            return
         self._admit(now)
         conc = len(self.running)
         for req in list(self.running):

@@ -55,6 +55,9 @@ class Fault(enum.StrEnum):
     STEADY_SLOW = "steady-slow"
     """The slow state at a steady clock: ~2,400 MHz, ~17 W, 100 % busy, no reason bit, the
     firmware's PL1 cap lowered (the public report: 15–20 W vs 31–36 W, decode 63 vs 94 ms)."""
+    STALLED = "engine-stall"
+    """The engine deadlock as users report it (eugr/spark-vllm-docker#260): ~96 % busy at
+    16–27 W, tokens frozen."""
 
 
 @dataclass(slots=True)
@@ -111,6 +114,12 @@ class GpuModel:
             self.util_pct = 100.0
             self.power_w = STEADY_SLOW_W + j(-0.8, 0.8)
             self.mask = 0
+        elif self.fault is Fault.STALLED and self.loaded:
+            # Spinning: busy by nvidia-smi's measure, drawing idle-like power, no reason bit.
+            self.clock_mhz = self.nominal_clock_mhz + j(-12, 12)
+            self.util_pct = j(94, 98)
+            self.power_w = j(16, 27)
+            self.mask = 0
         elif self.fault is Fault.LOW_POWER:
             # The stuck state: busy, slow, cold and quiet, and no reason bit at all.
             self.clock_mhz = LOW_POWER_SM_CLOCK_MHZ + j(-2, 2)
@@ -140,7 +149,7 @@ class GpuModel:
     @property
     def pace(self) -> float:
         """How fast this rank computes relative to its nominal clock (1.0 = full speed)."""
-        if self.fault is Fault.NONE:
+        if self.fault in (Fault.NONE, Fault.STALLED):
             return 1.0
         if self.fault is Fault.STEADY_SLOW:
             return STEADY_SLOW_PACE

@@ -141,6 +141,15 @@ class SimCluster:
         for gpu in self.gpus.values():
             gpu.fault = Fault.NONE
             gpu.host.clear()
+        for engine in self.engines.values():
+            engine.stalled = False
+
+    def stall(self, engine: str, stalled: bool = True) -> None:
+        """The engine deadlocks (or recovers): its running requests make no progress, its
+        TP group's GPUs spin at ~96 % and 16–27 W, the server keeps answering."""
+        self.engines[engine].stalled = stalled
+        for node in self.groups[engine]:
+            self.gpus[node].fault = Fault.STALLED if stalled else Fault.NONE
 
     def flood(self, engine: str, *, cached_fraction: float = 0.9) -> list[SimRequest]:
         """Long agent sessions return at once, mostly prefix-cache hits (``cached_fraction``).

@@ -45,6 +45,7 @@ class Act(enum.StrEnum):
     BLIP_END = "blip-end"
     LOAD_SHIFT = "load-change"
     LOAD_BACK = "load-back"
+    STALL = "engine-stall"
 
 
 LONG_PROMPT_TOKENS = 501_869
@@ -111,8 +112,11 @@ _TOUR = (
     # A healthy engine's load changes twice: no alert.
     (320.0, Act.LOAD_SHIFT),
     (355.0, Act.LOAD_BACK),
+    # Running requests freeze, the server answers: engine.stalled after STALL_S + hold.
+    (380.0, Act.STALL),
+    (415.0, Act.RECOVER),
 )
-TOUR_PERIOD_S = 380.0
+TOUR_PERIOD_S = 430.0
 
 SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
     {
@@ -174,9 +178,15 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
                 ((LEAD_S, Act.LINK_DOWN),),
             ),
             Scenario(
+                "engine-stall",
+                "the engine deadlocks: requests stay running with no tokens for good, the "
+                "GPUs spin at ~96 % and 16–27 W, /metrics and /health keep answering",
+                ((LEAD_S + 25.0, Act.STALL),),
+            ),
+            Scenario(
                 "tour",
                 "every fault in turn, 15–40 s each (thermal 40 s, node-down 15 s, the host "
-                "faults 25 s, the others 20 s), 10 s or more of recovery "
+                "faults 25 s, the engine stall 35 s, the others 20 s), 10 s or more of recovery "
                 f"between, {minutes_text(TOUR_PERIOD_S)} per round (its long-context step "
                 "sends the sweep's 128K "
                 "prompt; a node blips during the pool exhaustion and the load changes at the "

@@ -107,7 +107,7 @@ class EngineSource:
         self._timeout_s = timeout_s
         self._deadline_s = deadline_s or 2 * timeout_s
         self._client: httpx.AsyncClient | None = None
-        self._models: tuple[Num, str] | None = None
+        self._models: tuple[Num, str, str] | None = None
         self._version: str | None = None
         self._since: float | None = None
         self._clock = clock
@@ -218,7 +218,7 @@ class EngineSource:
             return await self._failed(wall, started, state, reason)
         except Exception as exc:  # a bug here must not take the poller down
             return await self._failed(wall, started, EngineState.UNAVAILABLE, describe(exc))
-        max_model_len, model = self._models
+        max_model_len, model, root = self._models
         # Decoding and parsing are CPU-bound (bounded by ParseBounds): off the event loop.
         try:
             page = await asyncio.to_thread(read_engine_body, body)
@@ -232,6 +232,7 @@ class EngineSource:
             wall_s=wall,
             max_model_len=max_model_len,
             model=model,
+            model_root=root,
             latency_s=time.perf_counter() - started,
             server_version=self._version or "",
         )

@@ -2,7 +2,7 @@
 
 ``fetch_metrics``: ``GET /metrics`` streamed (so a body cut off mid-way is told from a server
 that never answered), size-capped, status and content type checked. ``fetch_models``:
-``GET /v1/models`` → ``max_model_len`` and id of the base model (the entry with
+``GET /v1/models`` → ``max_model_len``, id and ``root`` of the base model (the entry with
 ``parent: null``; LoRA adapters name their parent). ``fetch_version``: ``GET /version`` →
 the server's version (vLLM answers ``{"version": "0.32.0"}``), which decides how it treats
 a request over ``max_model_len`` (:mod:`sparktop.sweep.ceiling`). Redirects are followed
@@ -299,32 +299,40 @@ MAX_MODEL_LEN = 1e9
 answer is broken."""
 
 
-async def fetch_models(client: httpx.AsyncClient) -> tuple[Num, str]:
-    """``max_model_len`` (or NA with the reason) and the base model's id; never raises
-    (the caller's deadline may cancel it). The answer is read up to 1 MiB."""
+async def fetch_models(client: httpx.AsyncClient) -> tuple[Num, str, str]:
+    """``max_model_len`` (or NA with the reason), the base model's id (its served name) and
+    its ``root`` (the checkpoint it was loaded from: vLLM's model path or hub name, "" when
+    the server gives none); never raises (the caller's deadline may cancel it). The answer
+    is read up to 1 MiB."""
     progress = Progress()
     try:
         async with open_stream(
             client, MODELS_PATH, progress, headers={"Accept": "application/json"}
         ) as response:
             if response.status_code != 200:
-                return NA(f"GET {MODELS_PATH}: HTTP {response.status_code}"), ""
+                return NA(f"GET {MODELS_PATH}: HTTP {response.status_code}"), "", ""
             entries: Any = loads(await read_capped(response, MAX_MODELS_BYTES, progress))
             entries = entries.get("data", [])
     except ScrapeFailure as failure:
-        return NA(failure.reason), ""
+        return NA(failure.reason), "", ""
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        return NA(f"GET {MODELS_PATH}: {describe(exc)}"), ""
+        return NA(f"GET {MODELS_PATH}: {describe(exc)}"), "", ""
     for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict) and entry.get("parent") is None:
             length = entry.get("max_model_len")
             model = str(entry.get("id", ""))
+            root = entry.get("root")
+            root = root if isinstance(root, str) and root != model else ""
             if isinstance(length, int | float) and not isinstance(length, bool):
                 if 0 < length <= MAX_MODEL_LEN:
-                    return float(length), model
-                return NA(f"{MODELS_PATH} says max_model_len {length:.3g}: not plausible"), model
-            return NA(f"{MODELS_PATH} has no max_model_len"), model
-    return NA(f"{MODELS_PATH} lists no base model"), ""
+                    return float(length), model, root
+                return (
+                    NA(f"{MODELS_PATH} says max_model_len {length:.3g}: not plausible"),
+                    model,
+                    root,
+                )
+            return NA(f"{MODELS_PATH} has no max_model_len"), model, root
+    return NA(f"{MODELS_PATH} lists no base model"), "", ""
 
 
 MAX_VERSION_BYTES = 4096

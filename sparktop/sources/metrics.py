@@ -22,7 +22,14 @@ from sparktop.sources.breakdown import PHASE_VALUES, breakdown, phases
 from sparktop.sources.pool import Limits, label_int, resolve_limit, resolve_pool
 from sparktop.sources.prom import PromPage
 from sparktop.sources.vllm import FLAVOURS, SGLANG, VLLM, PageReading, detect_kind, read_page
-from sparktop.sources.window import EngineValues, Snap, Window, combine
+from sparktop.sources.window import (
+    EngineValues,
+    Snap,
+    Window,
+    combine,
+    counter_total,
+    first_tokens,
+)
 
 LIFETIME_FIELDS = (
     "ttft_p50",
@@ -85,6 +92,10 @@ class MetricsDeriver:
         self._gauges: tuple[Num, ...] | None = None
         self._gauges_since = 0.0
         self._moved_at = 0.0
+        self._tokens: tuple[float | None, float | None] | None = None
+        self._tokens_at = 0.0
+        self._kv: float | None = None
+        self._kv_at = 0.0
 
     @property
     def has_history(self) -> bool:
@@ -95,6 +106,7 @@ class MetricsDeriver:
         """Forget every past scrape (a new connection or a new server)."""
         self._history.clear()
         self._gauges = None
+        self._tokens = self._kv = None
 
     def derive(
         self,
@@ -106,11 +118,12 @@ class MetricsDeriver:
         model: str = "",
         latency_s: float | None = None,
         server_version: str = "",
+        model_root: str = "",
     ) -> EngineSample:
         """One sample from one page. ``now_s`` is monotonic (rates); ``wall_s`` is time.time().
 
-        ``max_model_len`` and ``model`` come from ``GET /v1/models`` when the caller has them,
-        ``server_version`` from the server's version path.
+        ``max_model_len``, ``model`` and ``model_root`` come from ``GET /v1/models`` when the
+        caller has them, ``server_version`` from the server's version path.
         A page refused whole (``page.error``: invalid, or over a parse bound) or without any
         engine sample gives an UNAVAILABLE sample saying why.
         """
@@ -175,6 +188,7 @@ class MetricsDeriver:
             fill = {k: v for k, v in life.items() if isinstance(found.get(k), NA)}
             since_start = tuple(k for k in LIFETIME_FIELDS if k in fill)
         state, stale = self._staleness(now_s, (running, waiting, kv), moved)
+        no_tokens_s, kv_still_s = self._stillness(cur, restarted)
         if refused := _all_load_gauges_refused(reading):
             state, stale = EngineState.DEGRADED, refused
         limits = self._limits(reading, ranks, max_model_len)
@@ -183,6 +197,7 @@ class MetricsDeriver:
             state=state,
             message="; ".join([stale, *notes] if stale else notes),
             model=model or reading.model,
+            model_root=model_root,
             running=running,
             waiting=waiting,
             kv_usage=kv,
@@ -219,6 +234,9 @@ class MetricsDeriver:
             load_dist=win.load_dist(cur.running, cur.waiting) if base else (),
             prompt_tokens_dist=values["prompt_tokens_dist"],
             first_token_prompt_tokens=values["first_token_prompt_tokens"],
+            first_tokens=first_tokens(win.history, cur) if base else (),
+            no_tokens_s=no_tokens_s,
+            kv_still_s=kv_still_s,
         )
         return replace(sample, **fill) if fill else sample  # type: ignore[arg-type]
 
@@ -243,6 +261,20 @@ class MetricsDeriver:
             ],
         }
         return {k: resolve_limit(k, v, self.inventory, self.profile) for k, v in server.items()}
+
+    def _stillness(self, cur: Snap, restarted: bool) -> tuple[float | None, float | None]:
+        """Seconds since the token counters (``generation_tokens_total``,
+        ``prompt_tokens_total``) last grew, and since the KV in use last changed, on the
+        scrape clock; None when the page lacks them. A restart, or a first scrape, starts
+        both clocks."""
+        tokens = (counter_total(cur, "generation_tokens"), counter_total(cur, "prompt_tokens"))
+        if restarted or self._tokens is None or tokens != self._tokens:
+            self._tokens, self._tokens_at = tokens, cur.t
+        if restarted or self._kv is None or cur.kv_used != self._kv:
+            self._kv, self._kv_at = cur.kv_used, cur.t
+        no_tokens = cur.t - self._tokens_at if tokens[0] is not None else None
+        kv_still = cur.t - self._kv_at if cur.kv_used is not None else None
+        return no_tokens, kv_still
 
     def _staleness(
         self, now_s: float, gauges: tuple[Num, Num, Num], moved: bool

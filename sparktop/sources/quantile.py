@@ -1,6 +1,8 @@
 """Latency quantiles from cumulative histogram buckets, the way ``histogram_quantile`` does.
 
-Linear interpolation inside the bucket that holds the rank. The two open ends are said, not
+Linear interpolation inside the bucket that holds the rank; the bucket itself is kept on the
+:class:`~sparktop.model.Quantile` (``low_s``, ``high_s``): the interpolated point is a guess
+inside it, the bucket what the histogram knows. The two open ends are said, not
 invented: a quantile in the first bucket is ``< first edge`` (its lower bound is unknown) and
 one in ``+Inf`` is ``> last finite edge``.
 """
@@ -41,5 +43,5 @@ def histogram_quantile(q: float, hist: Hist, empty_reason: str) -> Quantile | NA
     lower, below = hist.edges[index - 1], cum[index - 1]
     inside = cum[index] - below
     if inside <= 0:
-        return Quantile(edge)
-    return Quantile(lower + (edge - lower) * (rank - below) / inside)
+        return Quantile(edge, "", lower, edge)
+    return Quantile(lower + (edge - lower) * (rank - below) / inside, "", lower, edge)

@@ -366,3 +366,48 @@ def _spec(accepted: Num, den: Num, offset: float, drafts: Num) -> Num:
         return NA("vllm:spec_decode_num_accepted_tokens_total not exported by this server")
     value = ratio(accepted, den, "no drafts in the window")
     return value + offset if is_num(value) else value
+
+
+FirstTokens = tuple[tuple[float, float, float], ...]
+"""``(mean prompt tokens, requests, peak running)`` per scrape interval (see
+:func:`first_tokens`)."""
+
+
+def _summed(snap: Snap, table: str, key: str) -> float | None:
+    """``key`` summed over ranks (a counter, or a histogram's count); None when absent."""
+    if table == "counters":
+        values = [v for (_, k), v in snap.counters.items() if k == key]
+    else:
+        values = [h.count for (_, k), h in snap.hists.items() if k == key]
+    return sum(values) if values else None
+
+
+def first_tokens(history: Sequence[Snap], cur: Snap) -> FirstTokens:
+    """The requests whose first token came in the window, one entry per scrape interval in
+    which some did: their mean prompt (Δ``prompt_tokens_total`` / Δ TTFT ``_count``, both
+    counted at the first token by vLLM V1), how many, and the mean running count over the
+    the most requests running at any scrape of the window up to it. Finer than the window's
+    one mean: after a change from 4K to 200K prompts the window holds both populations. The
+    running count is the peak so far because a request's TTFT was set by the company it
+    prefilled in, which may have finished (short outputs) before its own first token: the
+    count at that moment reads too low (8 × 120K prefilling together, the last first token
+    with 2 running). Empty without a base, or when either counter is missing."""
+    snaps = [*history, cur]
+    out: list[tuple[float, float, float]] = []
+    peak = 0.0
+    for a, b in itertools.pairwise(snaps):
+        peak = max([peak, *(r for r in (a.running, b.running) if r is not None)])
+        pa, pb = _summed(a, "counters", "prompt_tokens"), _summed(b, "counters", "prompt_tokens")
+        na, nb = _summed(a, "hists", "ttft"), _summed(b, "hists", "ttft")
+        if pa is None or pb is None or na is None or nb is None:
+            continue
+        n, tokens = nb - na, pb - pa
+        if n <= 0 or tokens <= 0:
+            continue
+        out.append((tokens / n, n, peak))
+    return tuple(out)
+
+
+def counter_total(snap: Snap, key: str) -> float | None:
+    """Counter ``key`` summed over ranks; None when it is not on the page."""
+    return _summed(snap, "counters", key)

@@ -6,20 +6,27 @@ prompt raises a deviation on every load change that lasts until the window has t
 So the expected figure is built from the window's load, as the live statistic is built from
 its observations (method: ``sparktop/sweep/README.md``, "The expected row"):
 
-- the load: the time each running count held over the window (``EngineSample.load_dist``),
-  and the prompt lengths of the requests that finished in it (``prompt_tokens_dist``: the
-  ``request_prompt_tokens`` bucket deltas, each bucket at its geometric middle, all scaled
-  so their mean is the window's Δsum / Δcount);
-- every (running count, prompt length) cell is estimated (:func:`~sparktop.sweep.estimator.
-  estimate`) and weighted by seconds × requests;
-- TTFT p50 → the weighted median of the cells' TTFT (TTFT's own population: the prompts of
-  the requests whose first token came in the window, ``first_token_prompt_tokens``), each
-  cell spread over its prompt bucket as the live p50 reads a bucket
-  (:mod:`sparktop.sweep.mixture`);
-  per-stream decode → the mean ITL's own weighting: each cell by the tokens it decodes
-  (seconds × running × its decode rate), i.e. the weighted mean of decode with weights
-  seconds × running × requests; aggregate → the time-weighted mean. Each band end is
-  combined the same way as the value.
+- the load: the time each running count held over the window (``EngineSample.load_dist``);
+- TTFT's population: the requests whose first token came in the window, as vLLM observes
+  TTFT at the first token (``EngineSample.first_tokens``: each scrape interval's
+  Δ``prompt_tokens_total`` / Δ TTFT ``_count``, with the peak running count up to it), each
+  group a cell at its own prompt and running count, weighted by its requests; TTFT p50 →
+  the weighted median of those cells;
+- decode's population: the requests observed decoding, i.e. those that started decoding in
+  the window (the same groups) and those that finished in it (``prompt_tokens_dist``: the
+  ``request_prompt_tokens`` bucket deltas, each bucket at its geometric middle, scaled so
+  their mean is the window's Δsum / Δcount), not the finished ones only: after a change from
+  4K to 200K prompts, the 200K requests decode at their rate whatever finished before them;
+- per-stream decode → the mean ITL's own weighting: each (running count, prompt) cell by the
+  tokens it decodes (seconds × running × its decode rate), i.e. the weighted mean of decode
+  with weights seconds × running × requests; aggregate → the time-weighted mean. Each band
+  end is combined the same way as the value.
+
+A window without first-token groups (a server without ``prompt_tokens_total``) falls back
+to the finished prompts for TTFT too, scaled to the first tokens' mean prompt, each cell
+spread over its prompt bucket as the live p50 reads a bucket (:mod:`sparktop.sweep.mixture`).
+The figures are a mixture over the window's load, not the profile's cell at its mean:
+:meth:`Load.describe` gives the load's range with its mean.
 
 Pure; no Textual. Without a window (first scrape, a source without gauge history) the load
 is the instant one, and :attr:`Load.window_s` is None.
@@ -29,11 +36,22 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from sparktop.model import NA, EngineSample, is_num
 from sparktop.sweep.estimator import Basis, Estimate, Estimated, estimate
+from sparktop.sweep.load import (
+    EDGE_SPREAD,
+    LOADS_KEPT,
+    MIN_LOADED_S,
+    MIN_WINDOW_S,
+    Load,
+    too_little_load,
+    window_load,
+    wmean,
+)
 from sparktop.sweep.mixture import Span, span_median, spans_at
 from sparktop.sweep.profile import Profile
 
@@ -86,200 +104,6 @@ def on_grid(x: float) -> float:
         return x
     k = round(math.log2(x) * GRID_STEPS_PER_DOUBLING)
     return float(2.0 ** (k / GRID_STEPS_PER_DOUBLING))
-
-
-@dataclass(frozen=True, slots=True)
-class Load:
-    """The load a sample's window figures were measured under.
-
-    ``running``: ``(requests running, seconds)`` for every count ≥ 1 that held in the window;
-    ``prompts`` / ``ttft_prompts``: ``(prompt tokens, requests)`` of the requests that
-    finished / got their first token in it; ``ttft_spans``: the prompt span ``(low, high)``
-    each ``ttft_prompts`` entry stands for (its histogram bucket; empty: points);
-    ``waiting_peak`` the most requests waiting at any scrape in it; ``window_s`` the span
-    (None: an instant reading, no window yet).
-    """
-
-    running: tuple[tuple[int, float], ...]
-    prompts: tuple[tuple[float, float], ...]
-    ttft_prompts: tuple[tuple[float, float], ...]
-    window_s: float | None
-    waiting_peak: float = 0.0
-    finished: float = 0.0
-    ttft_spans: tuple[tuple[float, float], ...] = ()
-
-    @property
-    def mean_running(self) -> float:
-        return _wmean(self.running)
-
-    @property
-    def mean_prompt(self) -> float:
-        return _wmean(self.prompts)
-
-    @property
-    def window_text(self) -> str:
-        """``"last 30 s"``, or ``"load at this scrape"`` without a window's load history."""
-        if self.window_s is None:
-            return "load at this scrape"
-        return f"last {self.window_s:.0f} s"
-
-    def describe(self) -> str:
-        """``"4.6 running (4–6) × 6,784 prompt tokens (1,004–14,955), last 30 s"``."""
-        counts = [c for c, _ in self.running]
-        run = f"{self.mean_running:.1f}".removesuffix(".0")
-        if len(set(counts)) > 1:
-            run += f" ({min(counts)}–{max(counts)})"
-        sizes = [p for p, _ in self.prompts]
-        prompt = f"{self.mean_prompt:,.0f}"
-        if len(sizes) > 1:
-            prompt += f" ({min(sizes):,.0f}–{max(sizes):,.0f})"
-        return f"{run} running × {prompt} prompt tokens, {self.window_text}"
-
-
-def _wmean(pairs: Sequence[tuple[float, float]]) -> float:
-    total = sum(w for _, w in pairs)
-    return sum(v * w for v, w in pairs) / total if total > 0 else 0.0
-
-
-def _windowed(sample: EngineSample, name: str) -> bool:
-    return sample.window_s is not None and name not in sample.since_start
-
-
-def _shape(
-    buckets: Sequence[tuple[float, float, float]], mean: float
-) -> tuple[tuple[float, float], ...]:
-    """Each bucket ``(low, high]`` at its geometric middle, all scaled so the weighted mean is
-    ``mean`` (the exact Δsum / Δcount); one point at ``mean`` without buckets."""
-    return tuple((mid, n) for mid, _, _, n in _scaled(buckets, mean))
-
-
-def _spans(
-    buckets: Sequence[tuple[float, float, float]], mean: float
-) -> tuple[tuple[float, float], ...]:
-    """The prompt span ``(low, high)`` of each bucket of :func:`_shape`, scaled by the same
-    factor (the first and the ``+Inf`` bucket: a factor 1.5 either side of the middle);
-    empty without buckets."""
-    if not buckets:
-        return ()
-    return tuple((low, high) for _, low, high, _ in _scaled(buckets, mean))
-
-
-def _scaled(
-    buckets: Sequence[tuple[float, float, float]], mean: float
-) -> tuple[tuple[float, float, float, float], ...]:
-    """``(middle, low, high, requests)`` of every bucket, scaled to ``mean``."""
-    cells: list[tuple[float, float, float, float]] = []
-    for low, high, n in buckets:
-        if math.isinf(high):
-            mid = max(low, 1.0) * 2.0
-            ends = (mid / EDGE_SPREAD, mid * EDGE_SPREAD)
-        elif low <= 0:
-            mid = high / 2.0 if high > 1 else high
-            ends = (mid / EDGE_SPREAD, min(high, mid * EDGE_SPREAD))
-        else:
-            mid = math.sqrt(low * high)
-            ends = (low, high)
-        cells.append((mid, ends[0], ends[1], n))
-    base = _wmean([(m, n) for m, _, _, n in cells])
-    if not cells or base <= 0:
-        return ((mean, mean, mean, 1.0),)
-    k = mean / base
-    return tuple((max(1.0, m * k), max(1.0, lo * k), max(1.0, hi * k), n) for m, lo, hi, n in cells)
-
-
-EDGE_SPREAD = 1.5
-"""How far either side of its middle an open-ended bucket's requests are read to spread."""
-
-
-MIN_WINDOW_S = 5.0
-"""The shortest window compared with the profile: over one or two scrapes a p50 is a
-handful of requests and the load a point, and ``snapshot`` judges without a hold time."""
-
-
-MIN_LOADED_S = 5.0
-"""The least time with requests running that a window must hold to be compared: one short
-request on an idle engine is a second or two of load, its TTFT one observation and its decode
-a few tokens, a sample of nothing the profile's cells describe (same bound as
-:data:`MIN_WINDOW_S`, for the same reason)."""
-
-
-def too_little_load(finished: float, loaded_s: float, window_s: float) -> str:
-    """``"too little load to compare: 1 request finished, requests running 2 s of the last
-    30 s (compared from 5 s)"``: what the window held, in requests and seconds."""
-    n = round(finished)
-    requests = f"{n:,} request{'' if n == 1 else 's'} finished"
-    return (
-        f"too little load to compare: {requests}, requests running {loaded_s:.0f} s of the "
-        f"last {window_s:.0f} s (compared from {MIN_LOADED_S:g} s)"
-    )
-
-
-LOADS_KEPT = 64
-"""Engines whose last sample's load :func:`window_load` keeps (it starts over past this)."""
-
-_last_loads: dict[str, tuple[EngineSample, Load | str]] = {}
-
-
-def window_load(sample: EngineSample) -> Load | str:
-    """The load of ``sample``'s window, or why there is none to compare (one line).
-
-    Kept for each engine's latest sample (samples are frozen; the identity is checked): the
-    expected row and every live figure that reads the waiting peak (the alert rules' and the
-    expected strip's, each tick) ask for the same sample's load."""
-    held = _last_loads.get(sample.engine)
-    if held is not None and held[0] is sample:
-        return held[1]
-    load = _window_load(sample)
-    if len(_last_loads) >= LOADS_KEPT:
-        _last_loads.clear()
-    _last_loads[sample.engine] = (sample, load)
-    return load
-
-
-def _window_load(sample: EngineSample) -> Load | str:
-    if not sample.ok:
-        return "no live values to compare"
-    if not is_num(sample.running):  # the server does not report it: unknown, not idle
-        return "n/a: the server does not report running requests"
-    prompt = sample.mean_prompt_tokens
-    if sample.window_s is not None and not _windowed(sample, "mean_prompt_tokens"):
-        prompt = NA("none finished in the window (the server's lifetime mean only)")
-    if not is_num(prompt):
-        if sample.running < 1:
-            return "idle: no running requests to compare"
-        return "waiting for finished requests (mean prompt length unknown)"
-    window = sample.window_s if _windowed(sample, "mean_prompt_tokens") else None
-    if window is not None and window < MIN_WINDOW_S:
-        return (
-            f"window {window:.0f} s: compared once it spans {MIN_WINDOW_S:g} s "
-            "(a few scrapes are not a load; snapshot: --window 10 or more)"
-        )
-    held = [(r, w, t) for r, w, t in sample.load_dist if t > 0]
-    if window is not None and held:
-        counts: dict[int, float] = {}
-        for r, _, t in held:
-            if round(r) >= 1:
-                counts[round(r)] = counts.get(round(r), 0.0) + t
-        running = tuple(sorted(counts.items()))
-        waiting_peak = max(w for _, w, _ in held)
-        buckets = sample.prompt_tokens_dist
-    else:
-        window = None
-        running = ((round(sample.running), 1.0),) if sample.running >= 1 else ()
-        waiting_peak = float(sample.waiting) if is_num(sample.waiting) else 0.0
-        buckets = ()
-    if not running:
-        return "idle: no running requests to compare"
-    finished = sum(n for _, _, n in buckets)
-    loaded_s = sum(t for _, t in running)
-    if window is not None and loaded_s < MIN_LOADED_S:
-        return too_little_load(finished, loaded_s, window)
-    prompts = _shape(buckets, float(prompt))
-    first = sample.first_token_prompt_tokens
-    ttft_mean = float(first) if window is not None and is_num(first) and first >= 1 else prompt
-    ttft_prompts = _shape(buckets, float(ttft_mean))
-    spans = _spans(buckets, float(ttft_mean))
-    return Load(running, prompts, ttft_prompts, window, waiting_peak, finished, spans)
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,7 +167,7 @@ def _combine(
                 return v if isinstance(v, NA) else NA("no band")
             ends.append((v, w))
         if not median:
-            return _wmean(ends)
+            return wmean(ends)
         return span_median([h for (v, w), f in zip(ends, spread, strict=True)
                             for h in _halves(v, f, w)])  # fmt: skip
 
@@ -361,17 +185,30 @@ def _combine(
     return Estimated(value, note, basis, pick("low"), pick("high"))
 
 
+_OUTSIDE = re.compile(r"concurrency [\d,]+ is outside the measured columns \((.*?)\)(.*)$")
+"""The estimator's reason for a count off the profile's columns (:mod:`sparktop.sweep.surface`)."""
+
+
 def _at(load: Load, running: int, fig: Estimated, any_count_has_data: bool = True) -> Estimated:
     """``fig``, its reason tied to the header's statistic when one running count of the
     window has no data: the header gives the mean and range, the reason the count in it
     (``running reached 31 in this window (mean 15.9, range 5–32): concurrency 31 is …``)."""
-    if is_num(fig.value) or len(load.running) < 2 or not any_count_has_data:
-        # No count of the window has data (the prompt is off the table, say): the reason is
-        # the estimator's own, not this running count's.
+    if is_num(fig.value) or len(load.running) < 2:
         return fig
     counts = [c for c, _ in load.running]
     mean = f"{load.mean_running:.1f}".removesuffix(".0")
     reason = fig.value.reason if isinstance(fig.value, NA) else "no data"
+    if not any_count_has_data:
+        # No count of the window has data: the reason is the estimator's own, unless it
+        # names one count of the window, which would contradict the header's range (``mix
+        # of running 3–4 … concurrency 3 is outside the measured columns (1, 2)``).
+        outside = _OUTSIDE.match(reason)
+        if outside is None:
+            return fig
+        return _no_data(
+            f"running {min(counts)}–{max(counts)} in this window (mean {mean}) is outside "
+            f"the measured columns ({outside.group(1)}){outside.group(2)}"
+        )
     return _no_data(
         f"running reached {running} in this window (mean {mean}, range "
         f"{min(counts)}–{max(counts)}): {reason}"
@@ -413,8 +250,11 @@ def expected_for(estimator: EstimateFn, load: Load, aggregate_kind: str) -> Wind
         return is_num(fig.value) or any(is_num(getattr(cell(p, c), metric).value) for c in counts)
 
     spreads: list[Spread] = []
+    for p, n, c in load.ttft_cells:
+        fig = cell(p, c).ttft_s
+        ttft.append((_at(load, c, fig, has_data(fig, p, "ttft_s")), n))
     for c, seconds in load.running:
-        for i, (p, n) in enumerate(load.ttft_prompts):
+        for i, (p, n) in enumerate(() if load.ttft_cells else load.ttft_prompts):
             fig = cell(p, c).ttft_s
             ttft.append((_at(load, c, fig, has_data(fig, p, "ttft_s")), seconds * n))
             if i < len(load.ttft_spans):
@@ -450,7 +290,7 @@ def _model_key(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
-def model_mismatch(profile_model: str, served: str) -> str:
+def model_mismatch(profile_model: str, served: str, root: str = "") -> str:
     """Why ``served`` (``EngineSample.model``: ``vllm:cache_config_info`` / ``/v1/models``)
     looks like another model than the profile measured (``Profile.model``, free text such as
     ``DeepSeek V4.1 Flash 1017 (checkpoint …)``), or "" when it may be the same one or
@@ -459,19 +299,40 @@ def model_mismatch(profile_model: str, served: str) -> str:
     (``deepseek-ai/DeepSeek-V4.1-Flash-1017`` → ``deepseekv41flash1017``, in ``DeepSeek V4.1
     Flash 1017 (checkpoint …)``; ``meta-llama/Llama-3.3-70B-Instruct`` holds ``Llama 3.3
     70B``). An alias (``--served-model-name``) that names neither reads as another model:
-    shown as a note, never a reason to drop the comparison."""
+    shown as a note, never a reason to drop the comparison, unless ``root`` (``/v1/models``
+    ``root``: the checkpoint behind the alias) names the profile's model: then it is the
+    same one, no note."""
     shown = profile_model.split(" (")[0].strip()
     if not shown or not served.strip():
         return ""
     profile_key = _model_key(shown.rsplit("/", 1)[-1])
-    served_key = _model_key(served.rsplit("/", 1)[-1])
-    if profile_key and served_key and (served_key in profile_key or profile_key in served_key):
-        return ""
-    return f"the profile measured {_cut(shown)}; this engine serves {_cut(served.strip())}"
+    for name in (served, root):
+        key = _model_key(name.strip().rstrip("/").rsplit("/", 1)[-1])
+        if profile_key and key and (key in profile_key or profile_key in key):
+            return ""
+    also = f" (checkpoint {_cut(root.strip())})" if root.strip() else ""
+    return f"the profile measured {_cut(shown)}; this engine serves {_cut(served.strip())}{also}"
 
 
 def _cut(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+__all__ = [
+    "EDGE_SPREAD",
+    "LOADS_KEPT",
+    "MIN_LOADED_S",
+    "MIN_WINDOW_S",
+    "Load",
+    "MatchedExpected",
+    "WindowExpected",
+    "cached_estimator",
+    "expected_for",
+    "model_mismatch",
+    "too_little_load",
+    "window_expected",
+    "window_load",
+]
 
 
 RowFn = Callable[[EngineSample], "WindowExpected | str"]
@@ -499,11 +360,13 @@ class MatchedExpected:
     def model_note(self, sample: EngineSample) -> str:
         """:func:`model_mismatch` of the profile's model and the one ``sample``'s engine
         serves, worked out once per served name."""
-        note = self._notes.get(sample.model)
+        key = f"{sample.model}\n{sample.model_root}"
+        note = self._notes.get(key)
         if note is None:
             if len(self._notes) >= 64:  # names come from servers: bound it
                 self._notes.clear()
-            note = self._notes[sample.model] = model_mismatch(self.profile.model, sample.model)
+            note = model_mismatch(self.profile.model, sample.model, sample.model_root)
+            self._notes[key] = note
         return note
 
     def __call__(self, sample: EngineSample) -> WindowExpected | str:

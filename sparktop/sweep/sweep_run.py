@@ -93,7 +93,7 @@ async def discover(client: httpx.AsyncClient, model: str | None, api_key: str | 
     """Model id (``--model`` or the base model of ``/v1/models``), limits, version, load.
 
     Raises RuntimeFailure when the server is unreachable or names no model."""
-    max_len, served = await fetch_models(client)
+    max_len, served, _root = await fetch_models(client)
     if not served and not model:
         reason = max_len.reason if isinstance(max_len, NA) else "no model with parent null"
         raise RuntimeFailure(f"{client.base_url}: cannot tell which model it serves ({reason})")

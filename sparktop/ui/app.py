@@ -305,6 +305,7 @@ class SparktopApp(DetailNavigation):
         cells += self.query_one(EnginePanel).sync(
             self.state, view_now, config, self.engine_order, self.max_num_seqs,
             self.plan.profile_name, self.expected_row,
+            alerts.active() if alerts is not None else (),
         )  # fmt: skip
         newest = self.state.newest_time_s()
         self.query_one(HeaderBar).show(

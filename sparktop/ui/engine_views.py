@@ -9,6 +9,7 @@ same block reads well at 120 and at 80 columns.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sparktop.model import NA, EngineSample, EngineState, is_num
 from sparktop.safe_text import printable
@@ -45,8 +46,31 @@ def pack(groups: Sequence[Group], width: int, indent: str = "  ") -> list[Line]:
     return lines
 
 
-def engine_state(sample: EngineSample, now: float, config: ViewConfig) -> Cell:
-    """ok / stale N s / unreachable since HH:MM:SS / metrics disabled / unavailable."""
+SEVERITY_WORD = {"critical": ("CRIT", "crit"), "warning": ("WARN", "warn"), "info": ("info", "dim")}
+
+
+def worst_alert(alerts: Sequence[Any], engine: str) -> Any | None:
+    """The worst active alert about ``engine`` (highest severity, then the earliest), or
+    None. ``alerts`` are :class:`~sparktop.alerts.model.Alert`-like (``engine``,
+    ``severity``, ``started_s``)."""
+    mine = [a for a in alerts if getattr(a, "engine", None) == engine]
+    if not mine:
+        return None
+    return min(mine, key=lambda a: (-a.severity.rank, a.started_s, a.rule))
+
+
+def engine_state(
+    sample: EngineSample, now: float, config: ViewConfig, alerts: Sequence[Any] = ()
+) -> Cell:
+    """The engine's one verdict: its worst active alert (``CRIT engine.stalled``, ``WARN
+    expected.decode +1``) when it has one, else ok / stale N s / unreachable since
+    HH:MM:SS / metrics disabled / unavailable. The header never says ok while an alert on
+    the engine is active."""
+    worst = worst_alert(alerts, sample.engine)
+    if worst is not None:
+        word, style = SEVERITY_WORD.get(str(worst.severity), ("WARN", "warn"))
+        more = sum(1 for a in alerts if getattr(a, "engine", None) == sample.engine) - 1
+        return (f"{word} {worst.rule}" + (f" +{more}" if more else ""), style)
     if sample.ok:
         age = now - sample.time_s
         if age > config.stale_after_s():
@@ -70,8 +94,13 @@ def limit_seqs(sample: EngineSample, fallback: float | None) -> float | None:
     return fallback
 
 
-def title_groups(sample: EngineSample, now: float, config: ViewConfig) -> list[Group]:
-    groups: list[Group] = [[(sample.engine, "bold")], [engine_state(sample, now, config)]]
+def title_groups(
+    sample: EngineSample, now: float, config: ViewConfig, alerts: Sequence[Any] = ()
+) -> list[Group]:
+    groups: list[Group] = [
+        [(sample.engine, "bold")],
+        [engine_state(sample, now, config, alerts)],
+    ]
     nodes = config.engine_nodes.get(sample.engine)
     if nodes:  # one group per node, so a long TP group wraps between names
         groups.append([("TP ", "dim"), (nodes[0], "")])
@@ -259,10 +288,16 @@ def failure_line(sample: EngineSample) -> Line:
 
 
 def engine_lines(
-    sample: EngineSample, now: float, config: ViewConfig, max_seqs: float | None, width: int = 118
+    sample: EngineSample,
+    now: float,
+    config: ViewConfig,
+    max_seqs: float | None,
+    width: int = 118,
+    alerts: Sequence[Any] = (),
 ) -> list[Line]:
-    """The text lines of one engine block (the sparklines and expected strip come after)."""
-    lines = pack(title_groups(sample, now, config), width)
+    """The text lines of one engine block (the sparklines and expected strip come after);
+    ``alerts``: the active ones, whose worst on this engine is its state."""
+    lines = pack(title_groups(sample, now, config, alerts), width)
     if sample.state in (
         EngineState.UNREACHABLE,
         EngineState.NOT_ANSWERING,

@@ -57,6 +57,11 @@ def _fmt(value: Any, unit: str) -> str:
     return fmt.seconds(value) if unit == "s" else f"{value:,.1f}"
 
 
+def _live(comp: Any) -> str:
+    """The live figure: a coarse histogram bucket as its interval (``20–40 s``)."""
+    return str(comp.live_text()) if comp.coarse else _fmt(comp.live, comp.unit)
+
+
 COMPACT_BELOW = 100
 """Strip width (cells) under which the comparisons come first, without columns or bands."""
 
@@ -92,7 +97,7 @@ def expected_lines(
     compact = width < COMPACT_BELOW
     groups: list[Group] = [
         [*head, (profile_name, "accent")],
-        [(f"@ {got.load.describe()}", "")],
+        [("mix of " if got.load.mixed else "for ", "dim"), (got.load.describe(), "")],
         [(_basis(got.ttft_s), "dim")],
     ]
     measured, _, serves = got.model_note.partition("; ")
@@ -104,8 +109,10 @@ def expected_lines(
         # strip and the help screen name them), the load and the profile after.
         load = got.load
         window = load.window_text
+        counts = sorted({c for c, _ in load.running})
+        running = f"{counts[0]}–{counts[-1]}" if len(counts) > 1 else f"{counts[0]}"
         groups = [
-            [(f"@ {load.mean_running:.1f}".removesuffix(".0") + " running × "
+            [(f"{'mix of ' if load.mixed else 'for '}running {running} × mean "
               f"{load.mean_prompt:,.0f} tok, {window}", "dim")],
             [(profile_name, "accent"), (f" {_basis(got.ttft_s)}", "dim")],
         ]  # fmt: skip
@@ -116,8 +123,6 @@ def expected_lines(
         past = comp.deficit(threshold_pct)
         since = clock.update(sample.engine, comp.label, past, now)
         group: Group = [(f"{comp.label} ", "dim")]
-        if comp.column and not compact:
-            group.append((f"{comp.column} ", "dim"))
         group.append((_fmt(comp.expected, comp.unit), ""))
         band = fmt.band(comp.low, comp.high, comp.unit)
         if band and is_num(comp.expected) and not compact:
@@ -128,16 +133,19 @@ def expected_lines(
         elif not comp.comparable:
             group += [
                 (f" {comp.live_label} ", "dim"),
-                (_fmt(comp.live, comp.unit), "bold"),
+                (_live(comp), "bold"),
                 (" (not compared)" if compact else f" (not compared: {comp.why_not})", "dim"),
             ]
         else:
             dev = comp.deviation()
-            group += [
-                (f" {comp.live_label} ", "dim"),
-                (_fmt(comp.live, comp.unit), "bold"),
-                (f" {fmt.signed_pct(dev)}", "crit" if past else "ok" if dev is not None else "dim"),
-            ]
+            if comp.in_band() and (comp.live_interval is not None or comp.low != comp.high):
+                verdict: Cell = (" in band", "ok")
+            else:
+                verdict = (
+                    f" {fmt.signed_pct(dev)}",
+                    "crit" if past else "ok" if dev is not None else "dim",
+                )
+            group += [(f" {comp.live_label} ", "dim"), (_live(comp), "bold"), verdict]
             if comp.note and not compact:
                 group.append((f" ({comp.note})", "dim"))
             if since is not None and now - since >= 1:
@@ -149,8 +157,15 @@ def expected_lines(
 
 
 COLUMN_NOTES = (
-    "each comparison is over the window shown after @ (its running counts and the prompt "
-    "lengths that finished in it: the expected figure is the profile's for that load)",
+    "each expected figure is a mixture over the window's load shown after 'mix of' (the "
+    "range of its running counts and prompt lengths, and their means): the profile's cell "
+    "for every (running count, prompt) it held, combined as the live statistic combines its "
+    "requests, not the cell at the mean",
+    "TTFT's requests are those whose first token came in the window (each with the running "
+    "count beside it); decode's are those that started decoding or finished in it",
+    "a live p50 read from histogram buckets is only known to its bucket: a bucket wider than "
+    "x1.5 is shown as its interval (20–40 s), and it deviates only when the whole bucket lies "
+    "beyond the band ('in band': some of it is inside)",
     "TTFT: profile ttft_s vs live TTFT p50 (vllm:time_to_first_token_seconds bucket deltas); "
     "once requests queued in the window, 'p50 w/o queue' is vllm:request_prefill_time_seconds "
     "(the profile's TTFT has no queue), or the TTFT p50 is marked as including queueing",

@@ -153,11 +153,12 @@ async def test_expected_strip_compares_with_the_profile_row() -> None:
         strip = static_text(block.query_one("ExpectedStrip", TextBlock))
         # The 4-Spark profile's 4K × 8 row (3,800 prompt tokens): TTFT 8.43 s, exact.
         # A scripted sample has no load history: the load of this scrape, said so.
-        assert "@ 8 running × 3,800 prompt tokens, load at this scrape" in strip
+        assert "for running 8 × 3,800 prompt tokens, load at this scrape" in strip
         assert "exact" in strip
-        assert "TTFT ttft_s 8.43 s p50 8.43 s +0%" in strip
+        assert "TTFT 8.43 s p50 8.43 s +0%" in strip
         # No like column for the live rate: shown without a deviation, and why.
-        assert "agg aggregate_tps 361.0 live e2e 361.0 (not compared: the profile's is" in strip
+        assert "agg 361.0 live e2e 361.0 (not compared: the profile's is" in strip
+        assert "ttft_s" not in strip and "aggregate_tps" not in strip  # keys: --json
         assert "decode-only" in strip
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from textual.app import ComposeResult
@@ -82,10 +82,12 @@ class EngineBlock(Vertical, can_focus=True):
         config: ViewConfig,
         max_seqs: float | None,
         expected: tuple[str, RowFn | None, DeficitClock],
+        alerts: Sequence[Any] = (),
     ) -> bool:
-        """Render if the sample or its displayed state changed; True when anything changed."""
+        """Render if the sample or its displayed state changed; True when anything changed.
+        ``alerts``: the active ones (the worst on this engine is its header's state)."""
         width = self.size.width or 118
-        lines = engine_lines(sample, now, config, max_seqs, width)
+        lines = engine_lines(sample, now, config, max_seqs, width, alerts)
         key = tuple(tuple(line) for line in lines)
         changed = False
         if key != self._shown:
@@ -167,8 +169,10 @@ class EnginePanel(VerticalScroll):
         max_seqs: Mapping[str, float],
         profile_name: str,
         row: RowFn | None,
+        alerts: Sequence[Any] = (),
     ) -> int:
-        """Update every engine block; mount blocks for new engines. Returns blocks changed."""
+        """Update every engine block; mount blocks for new engines. Returns blocks changed.
+        ``alerts``: the active alerts (each engine's header shows its worst)."""
         changed = 0
         names = sorted(state.engines, key=lambda n: (order.get(n, 1_000_000), n))
         new = [n for n in names if n not in self.blocks]
@@ -192,6 +196,7 @@ class EnginePanel(VerticalScroll):
             texts = (name, sample.kind, sample.model, str(sample.state))
             block.display = matches(self.query_text, texts)
             seqs = limit_seqs(sample, max_seqs.get(name))
-            if block.show(state, sample, now, config, seqs, (profile_name, row, self.clock)):
+            expected = (profile_name, row, self.clock)
+            if block.show(state, sample, now, config, seqs, expected, alerts):
                 changed += 1
         return changed

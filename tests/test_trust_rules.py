@@ -1,0 +1,216 @@
+"""Issue 28, unit level: a histogram figure compared through its bucket, each expected figure
+keyed on the requests its live figure observed, one verdict per engine, the strip's words,
+the model's identity from ``/v1/models`` ``root``, and ``engine.stalled``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from sparktop.alerts.comparisons import Comparison
+from sparktop.alerts.context import Expected, RuleContext
+from sparktop.alerts.counters import CounterTracker
+from sparktop.alerts.model import Alert, Severity
+from sparktop.alerts.rules import Finding, evaluate
+from sparktop.alerts.thresholds import Thresholds
+from sparktop.model import NA, EngineSample, EngineState, Quantile
+from sparktop.sources.histread import Hist
+from sparktop.sources.quantile import histogram_quantile
+from sparktop.sources.window import Snap, first_tokens
+from sparktop.sweep.estimator import Basis, Estimated
+from sparktop.sweep.load import Load
+from sparktop.sweep.matched import cached_estimator, expected_for, model_mismatch, window_load
+from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+from sparktop.ui.engine_views import engine_state
+from sparktop.ui.views import ViewConfig
+from tests.alert_samples import cluster, engine, node
+
+TTFT_EDGES = (10.0, 20.0, 40.0, 80.0, math.inf)
+
+
+def run(state: Any, **context: object) -> dict[str, Finding]:
+    tracker = CounterTracker(60.0)
+    tracker.observe(state)
+    ctx = RuleContext(state=state, thresholds=Thresholds(), counters=tracker, **context)  # type: ignore[arg-type]
+    return {f.key: f for f in evaluate(ctx)}
+
+
+# -- 1. a quantile read from buckets is its bucket ---------------------------------------------
+
+
+def test_a_p50_from_buckets_keeps_the_bucket_it_fell_in() -> None:
+    # 10 observations in (20, 40]: the p50 is interpolated to 30 s, and known only to (20, 40].
+    hist = Hist(TTFT_EDGES, (0.0, 0.0, 10.0, 10.0, 10.0), 300.0, 10.0)
+    q = histogram_quantile(0.5, hist, "none")
+    assert isinstance(q, Quantile)
+    assert q.value_s == pytest.approx(30.0) and q.interval == (20.0, 40.0)
+    over = histogram_quantile(0.5, Hist(TTFT_EDGES, (0.0,) * 4 + (5.0,), 500.0, 5.0), "none")
+    assert isinstance(over, Quantile) and over.interval == (80.0, math.inf)
+    assert Quantile(30.0) == q  # the bucket is not part of the value's identity
+
+
+def _ttft(live: float, low: float | None, high: float | None) -> Comparison:
+    est = Estimated(21.69, "interpolated", Basis.INTERPOLATED, 20.8, 22.6)
+    return Comparison("TTFT", "ttft_s", "s", est, live, "p50", "higher", live_low=low,
+                      live_high=high)  # fmt: skip
+
+
+def test_a_coarse_bucket_that_holds_the_band_is_no_deviation() -> None:
+    """The issue's case: steady 3 × 30K, live p50 interpolated to 30.00 s inside 20–40 s
+    against 21.69 s (band up to 22.6 s) read "+38 %" from the interpolation alone."""
+    comp = _ttft(30.0, 20.0, 40.0)
+    assert comp.in_band() and not comp.deficit(25.0)
+    assert comp.deviation() == 0.0
+    assert comp.coarse and comp.live_text() == "20–40 s"
+    # The whole bucket beyond the band is evidence: compared from its nearest end.
+    beyond = _ttft(60.0, 40.0, 80.0)
+    assert not beyond.in_band() and beyond.deficit(25.0)
+    assert beyond.deviation() == pytest.approx((40.0 - 21.69) / 21.69 * 100)
+    assert beyond.live_text() == "40–80 s"
+    # An exact figure (no bucket) reads as before.
+    assert _ttft(30.0, None, None).deficit(25.0)
+
+
+def test_the_deficit_rule_reads_the_bucket_and_says_it() -> None:
+    def row(_: EngineSample) -> Expected:
+        return Expected(30_000.0, 3.0, ttft_s=21.69, ttft_low_s=20.8, ttft_high_s=22.6)
+
+    inside = engine(ttft_p50=Quantile(30.0, "", 20.0, 40.0), running=3.0)
+    assert "expected.ttft:dsv41" not in run(cluster(inside), expected=row)
+    beyond = engine(ttft_p50=Quantile(60.0, "", 40.0, 80.0), running=3.0)
+    found = run(cluster(beyond), expected=row)["expected.ttft:dsv41"]
+    assert "TTFT 84 % above expected (p50 40–80 s vs profile TTFT 21.69 s" in found.message
+    assert "ttft_s" not in found.message
+
+
+# -- 2. keyed on the requests the live figure observed -----------------------------------------
+
+
+def _snap(t: float, prompt: float, first: float, running: float) -> Snap:
+    snap = Snap(t)
+    snap.counters[("0", "prompt_tokens")] = prompt
+    snap.hists[("0", "ttft")] = Hist((math.inf,), (first,), 0.0, first)
+    snap.running = running
+    return snap
+
+
+def test_first_tokens_are_grouped_per_scrape_with_the_peak_running_count() -> None:
+    history = [_snap(0, 0, 0, 8), _snap(1, 8 * 4000, 8, 8), _snap(2, 32_000, 8, 2)]
+    groups = first_tokens(history, _snap(3, 32_000 + 2 * 200_000, 10, 2))
+    # 8 × 4K, then nothing, then 2 × 200K — each at the most running seen up to it.
+    assert groups == ((4000.0, 8.0, 8.0), (200_000.0, 2.0, 8.0))
+
+
+def test_decode_after_a_change_to_200k_prompts_is_keyed_on_the_200k_requests() -> None:
+    """The finished requests were 4K; the two running ones got their first token in the
+    window with 200K prompts. Decode's population holds both; TTFT's only the 200K."""
+    sample = engine(
+        running=2.0,
+        window_s=30.0,
+        load_dist=((2.0, 0.0, 30.0),),
+        mean_prompt_tokens=4000.0,
+        prompt_tokens_dist=((2000.0, 5000.0, 6.0),),
+        first_tokens=((200_000.0, 2.0, 2.0),),
+    )
+    load = window_load(sample)
+    assert isinstance(load, Load)
+    assert load.ttft_cells == ((200_000.0, 2.0, 2),)
+    assert max(p for p, _ in load.prompts) == 200_000.0
+    assert "mix of" not in load.describe() and "running 2 ×" in load.describe()
+    # Nothing finished yet: the first tokens alone are a population (it waited before).
+    first_only = engine(
+        running=2.0,
+        window_s=30.0,
+        load_dist=((2.0, 0.0, 30.0),),
+        mean_prompt_tokens=NA("none finished"),
+        first_tokens=((200_000.0, 2.0, 2.0),),
+    )
+    only = window_load(first_only)
+    assert isinstance(only, Load) and only.prompts == ((200_000.0, 2.0),)
+
+
+def test_the_strips_headline_and_its_reason_agree_on_the_running_range() -> None:
+    """Issue 27: ``@ 4 (3–4) running … no data: concurrency 3 is outside the measured
+    columns (1, 2)``: the reason named one count of a range the headline gave as a mean."""
+    estimator = cached_estimator(load_profile(DEFAULT_PROFILE))  # columns 1, 2, 4, 8
+    load = Load(((9, 10.0), (12, 20.0)), ((4000.0, 1.0),), ((4000.0, 1.0),), 30.0)
+    got = expected_for(estimator, load, "")
+    assert load.describe().startswith("running 9–12 (mean 11)")
+    reason = got.decode_tps.how
+    assert "running 9–12 in this window (mean 11) is outside the measured columns" in reason
+    assert "concurrency 9 " not in reason and "concurrency 12 " not in reason
+
+
+# -- 3. one verdict per engine -----------------------------------------------------------------
+
+
+def _alert(rule: str, severity: Severity, engine_name: str = "dsv41") -> Alert:
+    return Alert(f"{rule}#1", rule, engine_name, severity, 0.0, 0.0, "m", engine=engine_name)
+
+
+def test_the_engine_header_is_its_worst_active_alert() -> None:
+    sample = engine(t=100.0)
+    config = ViewConfig()
+    assert engine_state(sample, 100.0, config) == ("ok", "ok")
+    alerts = (
+        _alert("expected.decode", Severity.WARNING),
+        _alert("engine.stalled", Severity.CRITICAL),
+        _alert("kv.usage", Severity.CRITICAL, "other"),
+    )
+    assert engine_state(sample, 100.0, config, alerts) == ("CRIT engine.stalled +1", "crit")
+    assert engine_state(sample, 100.0, config, alerts[:1]) == ("WARN expected.decode", "warn")
+
+
+# -- 5. the model's identity -------------------------------------------------------------------
+
+
+def test_root_names_the_checkpoint_behind_a_served_alias() -> None:
+    profile = "DeepSeek V4.1 Flash 1017 (checkpoint deepseek-ai/DeepSeek-V4.1-Flash-1017)"
+    assert model_mismatch(profile, "dsv41") != ""
+    assert model_mismatch(profile, "dsv41", "/models/deepseek-ai/DeepSeek-V4.1-Flash-1017") == ""
+    note = model_mismatch(profile, "dsv41", "/models/Qwen/Qwen3-32B")
+    assert "serves dsv41 (checkpoint /models/Qwen/Qwen3-32B)" in note
+
+
+# -- 6. engine.stalled -------------------------------------------------------------------------
+
+
+GROUP = {"dsv41": ("spark-1", "spark-2")}
+
+
+def _stalled(**overrides: Any) -> dict[str, Finding]:
+    values: dict[str, Any] = {"running": 6.0, "no_tokens_s": 34.0, "kv_still_s": 34.0}
+    values.update(overrides)
+    state = cluster(
+        node("spark-1", 100.0, utilization_pct=96.0, power_w=18.0),
+        node("spark-2", 100.0, utilization_pct=95.0, power_w=21.0),
+        engine(t=100.0, **values),
+    )
+    return run(state, tp_groups=GROUP)
+
+
+def test_running_requests_without_a_token_are_a_critical_stall_with_the_evidence() -> None:
+    stall = _stalled()["engine.stalled:dsv41"]
+    assert stall.severity is Severity.CRITICAL
+    assert stall.message.startswith("stalled: 6 running and no token for 34 s")
+    assert "spark-1 96 % 18 W, spark-2 95 % 21 W" in stall.message
+    assert stall.values["running"] == 6.0 and stall.values["no_tokens_s"] == 34.0
+    # Frozen gauges on top (STALE): the stall says it, not a second alert.
+    stale = _stalled(state=EngineState.STALE, message="gauges frozen")
+    assert "engine.stalled:dsv41" in stale and "engine.stale:dsv41" not in stale
+
+
+@pytest.mark.parametrize(
+    ("case", "overrides"),
+    [
+        ("idle", {"running": 0.0}),
+        ("a long prefill filling the KV", {"kv_still_s": 1.0}),
+        ("not long enough", {"no_tokens_s": 12.0, "kv_still_s": 12.0}),
+        ("no KV reading", {"kv_still_s": None}),
+        ("not answering", {"state": EngineState.UNREACHABLE}),
+    ],
+)
+def test_no_stall_when(case: str, overrides: dict[str, Any]) -> None:
+    assert "engine.stalled:dsv41" not in _stalled(**overrides), case
