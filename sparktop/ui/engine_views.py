@@ -46,6 +46,14 @@ def pack(groups: Sequence[Group], width: int, indent: str = "  ") -> list[Line]:
     return lines
 
 
+DOWN_OR_NO_PAGE = (
+    EngineState.UNREACHABLE,
+    EngineState.NOT_ANSWERING,
+    EngineState.METRICS_DISABLED,
+    EngineState.UNAVAILABLE,
+)
+"""States without a page to read: the header says the state, not a page alert's rule."""
+
 SEVERITY_WORD = {"critical": ("CRIT", "crit"), "warning": ("WARN", "warn"), "info": ("info", "dim")}
 
 
@@ -63,11 +71,13 @@ def engine_state(
     sample: EngineSample, now: float, config: ViewConfig, alerts: Sequence[Any] = ()
 ) -> Cell:
     """The engine's one verdict: its worst active alert (``CRIT engine.stalled``, ``WARN
-    expected.decode +1``) when it has one, else ok / stale N s / unreachable since
-    HH:MM:SS / metrics disabled / unavailable. The header never says ok while an alert on
-    the engine is active."""
+    expected.decode +1``) when it has one and its page answers, else ok / stale N s /
+    unreachable since HH:MM:SS / metrics disabled / unavailable. The header never says ok
+    while an alert on the engine is active."""
     worst = worst_alert(alerts, sample.engine)
-    if worst is not None:
+    # A page that does not answer says so itself (its engine.down alert follows, the page's
+    # own alerts clear); one that answers shows its worst alert (a stall over frozen gauges).
+    if worst is not None and (sample.ok or sample.state not in DOWN_OR_NO_PAGE):
         word, style = SEVERITY_WORD.get(str(worst.severity), ("WARN", "warn"))
         more = sum(1 for a in alerts if getattr(a, "engine", None) == sample.engine) - 1
         return (f"{word} {worst.rule}" + (f" +{more}" if more else ""), style)
