@@ -2,10 +2,10 @@
 
 1. ``sparktop --inventory <sim>`` runs as a user runs it, in a pseudo-terminal (200×50,
    its screen output read and thrown away), against ``sparktop sim`` in another process,
-   so only the monitor's own CPU is counted. After a 20 s warm-up (start-up, first polls,
-   the node table's render caches filling), psutil reads the monitor's CPU time and RSS
-   once a second for the measured window (60 s; ``--quick`` 15 s): CPU seconds per wall
-   second and RSS growth over the window.
+   so only the monitor's own CPU is counted. Once it has drawn every node and the engine,
+   and after a 20 s warm-up (first polls, the node table's render caches filling), psutil
+   reads the monitor's CPU time and RSS once a second for the measured window (60 s;
+   ``--quick`` 15 s): CPU seconds per wall second and RSS growth over the window.
 2. Hours at accelerated time: the real app, headless, fed by simulated sources
    (:mod:`benchmarks.simsources`, the ``tour`` scenario so alerts and events keep coming)
    with one-second polls on a fake clock, rendering every tick, for at least 60 simulated
@@ -87,14 +87,24 @@ class CpuRun:
         return self.rss_end_mb - self.rss_start_mb
 
 
-class _Drain(threading.Thread):
-    """Reads the monitor's terminal output (a real terminal would) and keeps the tail."""
+DRAWN_WITHIN_S = 120.0
+"""How long the monitor may take to draw every node and the engine (start-up on a loaded
+machine: the interpreter, Textual, the first SSH connections and scrape)."""
 
-    def __init__(self, fd: int) -> None:
+
+class _Drain(threading.Thread):
+    """Reads the monitor's terminal output (a real terminal would) and keeps the tail;
+    ``drawn`` is set once every name in ``wanted`` has been on the screen."""
+
+    def __init__(self, fd: int, wanted: tuple[bytes, ...] = ()) -> None:
         super().__init__(daemon=True)
         self.fd = fd
         self.tail = b""
         self.total = 0
+        self.missing = set(wanted)
+        self.drawn = threading.Event()
+        if not self.missing:
+            self.drawn.set()
 
     def run(self) -> None:
         while True:
@@ -106,6 +116,11 @@ class _Drain(threading.Thread):
                 return
             self.total += len(chunk)
             self.tail = (self.tail + chunk)[-200_000:]
+            if self.missing:
+                # The tail, not the chunk: a name may be split between two reads.
+                self.missing = {name for name in self.missing if name not in self.tail}
+                if not self.missing:
+                    self.drawn.set()
 
 
 def run_monitor(inventory: Path, warmup_s: float, measure_s: float, nodes: int = NODES) -> CpuRun:
@@ -119,10 +134,14 @@ def run_monitor(inventory: Path, warmup_s: float, measure_s: float, nodes: int =
         start_new_session=True,
     )  # fmt: skip
     os.close(slave)
-    drain = _Drain(master)
+    wanted = (*(f"spark-{i}".encode() for i in range(1, nodes + 1)), b"dsv41")
+    drain = _Drain(master, wanted)
     drain.start()
     proc = psutil.Process(child.pid)
     try:
+        # Warm-up starts once the screen is up (awaited, not guessed: on a loaded machine
+        # the start-up alone took longer than a short warm-up).
+        drain.drawn.wait(DRAWN_WITHIN_S)
         time.sleep(warmup_s)
         if child.poll() is not None:
             raise RuntimeError(f"monitor exited early: {drain.tail[-2000:]!r}")
@@ -132,8 +151,7 @@ def run_monitor(inventory: Path, warmup_s: float, measure_s: float, nodes: int =
             time.sleep(1.0)
             rss.append(proc.memory_info().rss / MB)
         seconds, cpu = time.monotonic() - t0, _cpu(proc) - cpu0
-        screen = drain.tail.decode("utf-8", "replace")
-        screen_ok = all(f"spark-{i}" in screen for i in range(1, nodes + 1)) and "dsv41" in screen
+        screen_ok = drain.drawn.is_set()
     finally:
         with contextlib.suppress(OSError):
             os.write(master, b"q")
