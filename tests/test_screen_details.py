@@ -148,3 +148,17 @@ def test_the_exporter_writes_0_for_no_deficit_and_a_full_pool() -> None:
     (eta,) = full["sparktop_engine_kv_exhaustion_seconds"].samples
     assert eta.value == 0.0
     assert not healthy["sparktop_engine_kv_exhaustion_seconds"].samples  # no rise: absent
+
+
+def test_a_rejected_request_gets_no_queue_time_in_the_pane() -> None:
+    """The pane said "rejected" and still gave a queue wait for the same request: on a full
+    scheduler (a wait for anything else) a refused prompt is "not sent", with no TTFT or
+    queue; a prompt that fits on the same load waits."""
+    busy = engine(running=8.0, waiting=5.0, max_num_seqs=8.0)
+    inputs = BudgetInputs(TokenCount(2_000_000, "given"), 1)
+    lines = budget_lines(inputs, FOUR, busy, width=60)
+    text = "\n".join("".join(t for t, _ in line) for line in lines)
+    assert "REJECTED" in text and "not sent" in text
+    assert " queue" not in text and "TTFT now" not in text
+    fits = budget_lines(BudgetInputs(TokenCount(8192, "given"), 1), FOUR, busy, width=60)
+    assert " queue" in "\n".join("".join(t for t, _ in line) for line in fits)
