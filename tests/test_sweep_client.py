@@ -202,3 +202,44 @@ def test_capped_lines_splits_like_sse_and_refuses_past_the_limit() -> None:
     for parts in ([b"12345", b"6789"], [b"123456789\n"], [b"ok\n1234", b"56789\n"]):
         with pytest.raises(LineTooLong):
             asyncio.run(lines(parts))
+
+
+async def test_discovery_is_bounded_per_request_not_per_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``sweep``'s client reads with ``--timeout`` (1,800 s) per read: a server trickling
+    ``/v1/models`` held the sweep before it began. Each discovery request has a deadline."""
+    from sparktop.errors import RuntimeFailure
+    from sparktop.sweep import sweep_run
+
+    monkeypatch.setattr(sweep_run, "DISCOVERY_STEP_S", 0.5)
+
+    async def drip(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionError, ClientConnectionResetError):
+            for byte in b'{"data": [{"id": "m", "parent": null}]}':
+                await response.write(bytes([byte]))
+                await asyncio.sleep(0.2)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/v1/models", drip)
+    app.router.add_get("/version", drip)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        async with sweep_run.client_for(url, {}, 1800.0) as client:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(RuntimeFailure, match="no complete answer to GET /v1/models"):
+                await sweep_run.discover(client, None, None)
+            version = await sweep_run._version(client)
+            elapsed_s = loop.time() - started
+    finally:
+        await runner.cleanup()
+    assert version == "n/a (no /version)"
+    assert elapsed_s < 4, elapsed_s

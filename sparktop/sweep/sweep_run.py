@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from sparktop.errors import RuntimeFailure
+from sparktop.jsontext import loads
 from sparktop.model import NA, is_num
 from sparktop.sources.engine import read_engine_body, scrape_once
 from sparktop.sources.engine_http import ScrapeFailure, fetch_metrics, fetch_models
@@ -70,20 +71,34 @@ def client_for(url: str, headers: dict[str, str], timeout_s: float) -> httpx.Asy
     return httpx.AsyncClient(base_url=url, headers=headers, timeout=timeout, limits=limits)
 
 
+DISCOVERY_STEP_S = 30.0
+"""Deadline of each request that finds out what the server serves (``/v1/models``,
+``/version``, ``/metrics``): the client's own timeout is ``--timeout`` per read (a long
+prefill sends nothing for minutes), which would let a server trickling its answer hold the
+sweep before it starts."""
+MAX_VERSION_BYTES = 64 * 1024
+
+
 async def _version(client: httpx.AsyncClient) -> str:
     try:
-        response = await client.get("/version")
-        version = response.json().get("version") if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, AttributeError):
+        async with asyncio.timeout(DISCOVERY_STEP_S), client.stream("GET", "/version") as response:
+            raw = b""
+            async for chunk in response.aiter_bytes():
+                raw += chunk
+                if len(raw) > MAX_VERSION_BYTES:
+                    raise ValueError("over 64 KiB")
+            version = loads(raw).get("version") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError, TimeoutError):
         version = None
     return clean(str(version), 60) if version else "n/a (no /version)"
 
 
 async def _cache_config(client: httpx.AsyncClient) -> dict[str, str]:
     try:
-        body = await fetch_metrics(client, 10.0)
+        async with asyncio.timeout(DISCOVERY_STEP_S):
+            body = await fetch_metrics(client, DISCOVERY_STEP_S)
         page = read_page(await asyncio.to_thread(read_engine_body, body), "vllm")
-    except ScrapeFailure:
+    except (ScrapeFailure, TimeoutError):
         return {}
     info = page.shared_info or next((r.info for r in page.ranks.values() if r.info), None) or {}
     return {k: clean(info[k], 40) for k in CACHE_INFO_KEYS if info.get(k) not in (None, "")}
@@ -92,8 +107,15 @@ async def _cache_config(client: httpx.AsyncClient) -> dict[str, str]:
 async def discover(client: httpx.AsyncClient, model: str | None, api_key: str | None) -> ServerInfo:
     """Model id (``--model`` or the base model of ``/v1/models``), limits, version, load.
 
-    Raises RuntimeFailure when the server is unreachable or names no model."""
-    max_len, served, _root = await fetch_models(client)
+    Raises RuntimeFailure when the server is unreachable or names no model. Each request
+    has :data:`DISCOVERY_STEP_S` as a whole."""
+    try:
+        async with asyncio.timeout(DISCOVERY_STEP_S):
+            max_len, served, _root = await fetch_models(client)
+    except TimeoutError:
+        raise RuntimeFailure(
+            f"{client.base_url}: no complete answer to GET /v1/models within {DISCOVERY_STEP_S:g} s"
+        ) from None
     if not served and not model:
         reason = max_len.reason if isinstance(max_len, NA) else "no model with parent null"
         raise RuntimeFailure(f"{client.base_url}: cannot tell which model it serves ({reason})")
