@@ -23,6 +23,7 @@ from sparktop.inventory import load_inventory
 from sparktop.model import is_num
 from sparktop.plan import Plan
 from sparktop.sim.promrun import free_port, until
+from sparktop.sweep.bench_client import stream_completion
 from sparktop.sweep.profile import load_profile_file
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.engine_panel import EnginePanel
@@ -183,6 +184,20 @@ async def test_budget_verdict_is_what_the_real_server_does_over_max_model_len(
     assert "exceeds this limit even without any output tokens" in error["message"]
     ceiling = json.loads(out)["ceiling"]
     assert (ceiling["verdict"], ceiling["rejected"]) == ("rejected", True)
+
+
+async def test_a_refused_sweep_request_says_what_vllm_said(real_vllm: RealVllm) -> None:
+    """vLLM 0.32 nests its error ({"error": {"message": ...}}): the sweep's failed request
+    carries the message, not the JSON around it."""
+    too_long = list(range(10, 10 + real_vllm.max_model_len + 1))
+    async with httpx.AsyncClient(base_url=real_vllm.url, timeout=60) as client:
+        result = await stream_completion(
+            client, real_vllm.model, too_long, 4, sent_prompt_tokens=len(too_long)
+        )
+    assert not result.ok
+    assert result.error.startswith(
+        f"HTTP 400: This model's maximum context length is {real_vllm.max_model_len} tokens."
+    ), result.error
 
 
 async def test_a_tiny_sweep_of_the_real_server(real_vllm: RealVllm, tmp_path: Path) -> None:

@@ -240,7 +240,10 @@ async def _stream(
                     break
             message = raw[:2000].decode("utf-8", "replace")
             with contextlib.suppress(ValueError, AttributeError):
-                message = str(json.loads(message).get("message", message))
+                doc = json.loads(message)
+                # vLLM >= 0.32 nests it: {"error": {"message": ...}}; older ones did not
+                inner = doc.get("error")
+                message = str((inner if isinstance(inner, dict) else doc).get("message", message))
             return _failed(f"HTTP {response.status_code}: {message}", start)
         async for line in capped_lines(response.aiter_bytes()):
             if not line.startswith("data:"):
