@@ -67,6 +67,12 @@ COMMANDS = {
     "profiles": ["profiles"],
     "profiles-one": ["profiles", "2x-spark-dsv4-flash-0731"],
     "profiles-json": ["profiles", "2x-spark-dsv4-flash-0731", "--json"],
+    "profiles-compare": [
+        "profiles",
+        "--compare",
+        "4x-spark-dsv41-flash-1015",
+        "4x-spark-dsv41-flash-1017",
+    ],
     "replay-summary": ["replay", "run.jsonl", "--summary"],
     "demo-no-tui": ["demo", "--no-tui", "--nodes", "1", "--rounds", "1"],
     "sim": ["sim", "--write-inventory", "sim.yaml", "--nodes", "1"],
