@@ -18,7 +18,9 @@ Recognised (each by the keys its tool writes):
   Little's law (request throughput × mean end-to-end latency) and marked approximate;
   aggregate = ``output_throughput`` (end-to-end);
 - **vllm bench sweep** output folders: every ``run=N.json`` below the folder (one result per
-  parameter set and run); runs of one parameter set become one row (medians).
+  parameter set and run); runs of one parameter set become one row (medians);
+- **AIPerf** ``profile_export_aiperf.json`` (:mod:`sparktop.sweep.import_aiperf`), or an
+  artifact folder: every ``profile_export_aiperf.json`` below it, one row each.
 
 Anything else is refused in one line that says what the file looks like.
 """
@@ -26,7 +28,6 @@ Anything else is refused in one line that says what the file looks like.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,68 +37,22 @@ from sparktop.errors import UserError
 from sparktop.inputfile import read_limited
 from sparktop.jsontext import JsonTooDeep, loads
 from sparktop.safe_text import printable
+from sparktop.sweep.import_aiperf import aiperf_row, is_aiperf
+from sparktop.sweep.import_fields import MAX_CONCURRENCY, describe
+from sparktop.sweep.import_fields import mean as _mean
+from sparktop.sweep.import_fields import need as _need
+from sparktop.sweep.import_fields import num as _num
+from sparktop.sweep.import_fields import what as _what
 from sparktop.sweep.import_profile import ImportedProfile, ImportedRow, profile_yaml
 
 MAX_FILE_BYTES = 256 << 20
 """GuideLLM keeps every request in benchmarks.json; hundreds of MB is still a result file."""
 MAX_SWEEP_FILES = 10_000
-EXPECTED = "expected a llama-benchy report, a GuideLLM benchmarks.json or a vllm bench result"
-
-
-MAX_FIGURE = 1e15
-"""Larger than any count, rate, duration or Unix time a benchmark writes: past it a figure is
-refused (JSON allows a 4,000-digit integer, and ``Infinity``/``NaN`` from Python writers)."""
-MAX_CONCURRENCY = 1_000_000
-
-
-def _num(value: Any) -> float | None:
-    """``value`` as a float when it is a finite positive number up to :data:`MAX_FIGURE`."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if not 0 < value <= MAX_FIGURE:  # NaN fails it; an int of any size compares exactly
-        return None
-    return float(value)
-
-
-def _what(value: Any) -> str:
-    """A refused figure in a few words: ``Infinity``, ``a 4,001-digit integer``, ``-3``."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return {math.inf: "Infinity", -math.inf: "-Infinity"}.get(value, "NaN")
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_FIGURE:
-        return f"a {len(str(abs(value))):,}-digit integer"
-    return printable(json.dumps(value))[:40] if value is not None else "missing"
-
-
-def _need(doc: dict[str, Any], key: str, where: str) -> float:
-    value = _num(doc.get(key))
-    if value is None:
-        raise UserError(
-            f"{where}: '{key}' is {_what(doc.get(key))}, not a finite positive number "
-            f"(up to {MAX_FIGURE:.0e})"
-        )
-    return value
-
-
-def _mean(metric: Any) -> float | None:
-    return _num(metric.get("mean")) if isinstance(metric, dict) else None
-
-
-def _keys(doc: dict[str, Any], limit: int = 6) -> str:
-    names = [printable(str(k))[:40] for k in list(doc)[:limit]]
-    more = ", …" if len(doc) > limit else ""
-    return ", ".join(names) + more
-
-
-def describe(doc: Any) -> str:
-    """What a JSON document looks like, in a few words (for the refusal)."""
-    if isinstance(doc, dict):
-        return f"a JSON object with keys {_keys(doc)}" if doc else "an empty JSON object"
-    if isinstance(doc, list):
-        objects = [d for d in doc if isinstance(d, dict)]
-        if objects and len(objects) == len(doc):
-            return f"a JSON list of {len(doc)} objects with keys {_keys(objects[0])}"
-        return f"a JSON list of {len(doc)} values"
-    return f"a JSON {type(doc).__name__.replace('str', 'string').replace('NoneType', 'null')}"
+EXPECTED = (
+    "expected a llama-benchy report, a GuideLLM benchmarks.json, a vllm bench result or an "
+    "AIPerf profile_export_aiperf.json"
+)
+AIPERF_FILE = "profile_export_aiperf.json"
 
 
 # -- llama-benchy --------------------------------------------------------------------------------
@@ -292,9 +247,19 @@ def _median_row(rows: list[ImportedRow], where: str) -> ImportedRow:
 def _sweep_folder(folder: Path) -> list[ImportedRow]:
     runs = sorted(p for p in folder.rglob("run=*.json") if p.is_file() and not p.is_symlink())
     if not runs:
+        summaries = sorted(  # phases/<name>/ holds per-phase copies (warmup, profiling)
+            p for p in folder.rglob(AIPERF_FILE) if p.is_file() and "phases" not in p.parts
+        )
+        if summaries:  # an AIPerf artifact folder (one run, or a sweep's runs below it)
+            return [
+                r
+                for path in summaries
+                for where, doc in _documents(path)
+                for r in rows_of(where, doc)
+            ]
         raise UserError(
-            f"{folder}: a folder without run=N.json files; expected a vllm bench sweep output "
-            "folder (or pass result files)"
+            f"{folder}: a folder without run=N.json or {AIPERF_FILE} files; expected a vllm "
+            "bench sweep output folder or an AIPerf artifact folder (or pass result files)"
         )
     if len(runs) > MAX_SWEEP_FILES:
         raise UserError(f"{folder}: over {MAX_SWEEP_FILES:,} run files; pass a smaller folder")
@@ -354,6 +319,8 @@ def rows_of(where: str, doc: Any) -> list[ImportedRow]:
             return _guidellm(doc, where)
     if isinstance(doc, dict) and "mean_ttft_ms" in doc:
         return [_vllm(doc, where)]
+    if is_aiperf(doc):
+        return [aiperf_row(doc, where)]
     if (
         isinstance(doc, list)
         and doc
