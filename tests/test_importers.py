@@ -92,7 +92,7 @@ def test_a_vllm_bench_sweep_folder(tmp_path: Path) -> None:
     assert (row.prompt_tokens, row.concurrency) == (200, 4)
     empty = tmp_path / "empty-folder"
     empty.mkdir()
-    with pytest.raises(UserError, match=r"without run=N\.json files"):
+    with pytest.raises(UserError, match=r"without run=N\.json or profile_export_aiperf\.json files"):
         import_results([empty], "x", limits=NO_LIMITS)
 
 
@@ -107,7 +107,8 @@ def test_tools_whose_aggregates_differ_are_not_mixed(tmp_path: Path) -> None:
         (
             json.dumps([{"a": 1, "b": 2}, {"a": 3}, {"a": 4}]),
             "a JSON list of 3 objects with keys a, b; expected a llama-benchy report, a "
-            "GuideLLM benchmarks.json or a vllm bench result",
+            "GuideLLM benchmarks.json, a vllm bench result or an AIPerf "
+            "profile_export_aiperf.json",
         ),
         (json.dumps({"rows": []}), "a JSON object with keys rows; expected a llama-benchy"),
         ("sparktop_profile: 1\n", "other.json:1: not JSON"),

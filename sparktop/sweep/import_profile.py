@@ -31,6 +31,34 @@ COLUMNS = (
 )
 
 
+TOOL_NOTES = {
+    "vllm bench": (
+        "vllm bench serve: decode = 1 / mean TPOT, TPOT = (latency - TTFT) / (output - 1); "
+        "aggregate = output tokens / run duration with --max-concurrency requests kept in "
+        "flight (steady state; sparktop sweep sends a cell's requests together and waits for "
+        "all). Compared with sparktop sweep on a real vLLM: docs/importers.md."
+    ),
+    "GuideLLM": (
+        "GuideLLM: decode = 1 / mean inter-token latency, (latency - TTFT) / (output - 1); "
+        "aggregate = output tokens / the measured window, streams kept busy (steady state). "
+        "Compared with sparktop sweep on a real vLLM: docs/importers.md."
+    ),
+    "llama-benchy": (
+        "llama-benchy: sends chat completions, so the server prefills the chat template's "
+        "tokens on top of prompt_size (the prompt_tokens here); the aggregate is decode-only. "
+        "Compared with sparktop sweep on a real vLLM: docs/importers.md."
+    ),
+    "AIPerf": (
+        "AIPerf: decode = 1 / mean inter-token latency, which leaves the first chunk's tokens "
+        "out; aggregate = output tokens / (first request to last response), concurrency kept "
+        "(steady state); its client runs several processes, which on a small machine share "
+        "the CPU with the server. Compared with sparktop sweep on a real vLLM: "
+        "docs/importers.md."
+    ),
+}
+"""How each tool's figures are defined, beside sparktop sweep's, in the profile's notes."""
+
+
 @dataclass(frozen=True, slots=True)
 class ImportedRow:
     """One cell read from a result file. ``where`` names the file (and line or entry);
@@ -120,6 +148,7 @@ def profile_yaml(
         "aggregate_kind": kinds.pop(),
         "notes": [
             "Imported by 'sparktop profiles --import'; measured by others, not by sparktop.",
+            *(TOOL_NOTES[t] for t in tools if t in TOOL_NOTES),
             *extra,
         ],
         "columns": [{"name": n, "meaning": m} for n, m in COLUMNS],
