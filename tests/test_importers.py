@@ -92,7 +92,7 @@ def test_a_vllm_bench_sweep_folder(tmp_path: Path) -> None:
     assert (row.prompt_tokens, row.concurrency) == (200, 4)
     empty = tmp_path / "empty-folder"
     empty.mkdir()
-    with pytest.raises(UserError, match=r"without run=N\.json or profile_export_aiperf\.json files"):
+    with pytest.raises(UserError, match=r"without run=N\.json or profile_export_aiperf\.json"):
         import_results([empty], "x", limits=NO_LIMITS)
 
 

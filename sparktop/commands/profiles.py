@@ -33,14 +33,19 @@ examples:
   sparktop profiles --import benchy.json --name spark-benchy -o benchy.yaml   (llama-benchy)
   sparktop profiles --import benchmarks.json --name guidellm -o g.yaml          (GuideLLM)
   sparktop profiles --import results/20260101_120000 --name sw -o sw.yaml       (vllm bench sweep)
+  sparktop profiles --import artifacts/ --name aiperf -o a.yaml     (AIPerf artifact folder(s))
   sparktop profiles --from-recording run.jsonl.zst --name normal -o learnt.yaml
   sparktop profiles --compare 4x-spark-dsv41-flash-1015 4x-spark-dsv41-flash-1017
       cell by cell OLD -> NEW with the % change; '~' = within the cell's noise
   sparktop profiles --compare last-week.yaml staging.yaml --fail-on-regression 10 --json
       a CI gate: exit 3 when a figure got worse by > 10 % and beyond the noise somewhere
 
-A vllm bench serve run by --request-rate has no set concurrency: its mean concurrency is
-measured (request throughput x mean latency) and the row is marked approximate in the notes.
+A vllm bench serve (or AIPerf) run by request rate has no set concurrency: its mean
+concurrency is measured (request throughput x mean latency) and the row is marked
+approximate in the notes. Implausible values (decode above 10,000 tok/s per request, TTFT
+under 1 ms, ...) are kept but flagged, with the cell and the reason, in the notes and on
+stderr. How each tool's figures compare with sparktop sweep's on a real vLLM:
+docs/importers.md.
 --from-recording builds cells (prompt length bucket x running requests) from the steady
 stretches of a recording: "observed on this cluster, not a sweep"; sparse cells are left out.
 
@@ -67,8 +72,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         dest="import_files",
         nargs="+",
         metavar="FILE",
-        help="llama-benchy JSON reports, GuideLLM benchmarks.json, vllm bench serve results "
-        "or vllm bench sweep folders (the tool is recognised); prints profile YAML",
+        help="llama-benchy JSON reports, GuideLLM benchmarks.json, vllm bench serve results, "
+        "vllm bench sweep folders, AIPerf profile_export_aiperf.json or artifact folders (the "
+        "tool is recognised); prints profile YAML",
     )
     group.add_argument(
         "--from-recording",
