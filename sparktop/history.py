@@ -36,6 +36,16 @@ class Series:
         newest.reverse()
         return tuple(newest)
 
+    def span_s(self, last: int | None = None) -> float:
+        """Seconds from the oldest of the newest ``last`` points (all when None) to the
+        newest: the time a plot of :meth:`values` with the same ``last`` covers (0 with
+        fewer than two points)."""
+        points = self._points
+        n = len(points) if last is None else min(last, len(points))
+        if n < 2:
+            return 0.0
+        return points[-1][0] - points[-n][0]
+
     def since(self, time_s: float) -> tuple[tuple[float, float], ...]:
         """Points at or after ``time_s``."""
         return tuple(p for p in self._points if p[0] >= time_s)

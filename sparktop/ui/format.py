@@ -226,3 +226,14 @@ def age(seconds_ago: float | None) -> str:
     if s < 7200:
         return f"{s / 60:.0f} min"
     return f"{s / 3600:.0f} h"
+
+
+def span(seconds: float) -> str:
+    """A graph's time span, btop-style: ``45s``, ``2m``, ``1h30m``, ``5h``."""
+    s = max(0.0, seconds)
+    if s < 100:
+        return f"{s:.0f}s"
+    if s < 3600:
+        return f"{s / 60:.0f}m"
+    hours, minutes = divmod(round(s / 60), 60)
+    return f"{hours}h{minutes:02d}m" if hours < 10 and minutes else f"{hours}h"

@@ -89,12 +89,34 @@ def _int(value: Num) -> str:
     return f"{value:.0f}" if is_num(value) else _na(value)
 
 
-def processes_text(processes: tuple[GpuProcess, ...]) -> str:
-    """``pid  name  used MiB  share``, newest first; ``none`` without processes."""
+PROCESS_SORTS = ("newest", "used", "pid", "name")
+"""What ``s`` cycles the GPU processes by: as the GPU lists them (newest first), memory held
+(most first), pid, name."""
+
+
+def sort_processes(processes: tuple[GpuProcess, ...], by: str) -> tuple[GpuProcess, ...]:
+    """``processes`` ordered by one of :data:`PROCESS_SORTS` (unknown memory last)."""
+    if by == "used":
+        return tuple(sorted(processes, key=lambda p: -p.used_mib if is_num(p.used_mib) else 1.0))
+    if by == "pid":
+        return tuple(sorted(processes, key=lambda p: p.pid))
+    if by == "name":
+        return tuple(sorted(processes, key=lambda p: (p.name.casefold(), p.pid)))
+    return processes
+
+
+def processes_text(processes: tuple[GpuProcess, ...], by: str = "newest") -> str:
+    """``pid  name  used MiB  share``, newest first (or sorted ``by`` a column of
+    :data:`PROCESS_SORTS`, its heading marked ▼); ``none`` without processes."""
     if not processes:
         return "none"
-    lines = [f"{'pid':>8}  {'used':>10}  {'share':>6}  name"]
-    for p in processes:
+
+    def head(text: str, key: str) -> str:
+        return f"▼{text}" if by == key else text
+
+    lines = [f"{head('pid', 'pid'):>8}  {head('used', 'used'):>10}  {'share':>6}  "
+             f"{head('name', 'name')}"]  # fmt: skip
+    for p in sort_processes(processes, by):
         used = f"{p.used_mib:,.0f} MiB" if is_num(p.used_mib) else "n/a"
         share = f"{p.share_pct:.1f} %" if is_num(p.share_pct) else "n/a"
         lines.append(f"{p.pid:>8}  {used:>10}  {share:>6}  {printable(p.name) or '?'}")

@@ -21,6 +21,7 @@ from sparktop.model import BENIGN_CLOCK_EVENTS
 from sparktop.ui import format as fmt
 from sparktop.ui.expected import COLUMN_NOTES
 from sparktop.ui.screens.curve import CurveScreen
+from sparktop.ui.screens.node_detail import NodeDetailScreen
 from sparktop.ui.views import WIDE_COLUMNS
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetInput, BudgetPane
@@ -261,7 +262,8 @@ def all_bindings(app_class: type[App[Any]]) -> list[Binding]:
         if issubclass(c, App) and not c.__module__.startswith("textual.")
     ]
     found: list[Binding] = []
-    owned = (NodeTable, EngineBlock, FilterBar, Body, BudgetPane, BudgetInput, CurveScreen)
+    owned = (NodeTable, EngineBlock, FilterBar, Body, BudgetPane, BudgetInput, NodeDetailScreen,
+             CurveScreen)  # fmt: skip
     for owner in (*owners, *owned):
         found += [b for b in owner.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id]
     return found

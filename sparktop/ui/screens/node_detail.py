@@ -18,10 +18,12 @@ from sparktop.alerts.counters import COUNTER_LABELS
 from sparktop.alerts.peers import PeerFact
 from sparktop.cluster import gpu_subject
 from sparktop.history import History
+from sparktop.hostmodel import GpuProcess
 from sparktop.model import NA, GpuSample, NodeSample, is_num, recheck_text
 from sparktop.ui import format as fmt
 from sparktop.ui.events import EventLike
 from sparktop.ui.host_view import (
+    PROCESS_SORTS,
     fabric_text,
     peers_text,
     power_text,
@@ -138,6 +140,14 @@ class NodeDetailScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back", id="detail.back"),
+        Binding(
+            "s",
+            "sort_processes",
+            "Sort procs",
+            tooltip="node details: sort the GPU "
+            "processes by the next column (newest, used, pid, name)",
+            id="detail.sort",
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -158,6 +168,7 @@ class NodeDetailScreen(Screen[None]):
         self.detail = detail
         self._shown: NodeSample | None = None
         self._mounted = False
+        self.process_sort = PROCESS_SORTS[0]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -170,13 +181,13 @@ class NodeDetailScreen(Screen[None]):
             yield Static("", id="pressure")
             yield Label("against its TP peers", classes="section", id="peers-label")
             yield Static("", id="peers")
-            yield Label("GPU processes (newest first)", classes="section")
+            yield Label(self._processes_heading(), classes="section", id="processes-label")
             yield Static("", id="processes")
             yield Label("RoCE fabric (/sys/class/infiniband)", classes="section")
             yield Static("", id="fabric")
             yield Label("spark_hwmon", classes="section", id="power-label")
             yield Static("", id="power")
-            yield Label("history (oldest → newest, each from 0)", classes="section")
+            yield Label("history (oldest → newest)", classes="section")
             with Vertical(id="plots"):
                 for metric, label in PLOTS:
                     with Horizontal(classes="plot"):
@@ -190,6 +201,20 @@ class NodeDetailScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._mounted = True
+        self.show(self.detail)
+
+    def _processes_heading(self) -> str:
+        by = self.process_sort
+        order = "newest first" if by == "newest" else f"by {by}"
+        return f"GPU processes ({order}; s: sort)"
+
+    def action_sort_processes(self) -> None:
+        """Sort the GPU processes by the next column of :data:`PROCESS_SORTS`."""
+        self.process_sort = PROCESS_SORTS[
+            (PROCESS_SORTS.index(self.process_sort) + 1) % len(PROCESS_SORTS)
+        ]
+        self.query_one("#processes-label", Label).update(self._processes_heading())
+        self._shown = None
         self.show(self.detail)
 
     def _gpu(self, sample: NodeSample) -> GpuSample | None:
@@ -270,8 +295,11 @@ class NodeDetailScreen(Screen[None]):
                 continue
             low, high = plot_scale(metric, gpu, values)
             plot.show(values, low, high)
-            span = f" {min(values):.0f}–{max(values):.0f}"
-            self.query_one(f"#label-{metric}", Label).update(f"{label}{span}")
+            # btop's habit: the readings' range, the axis and the time the plot covers.
+            seen = f"{min(values):.0f}–{max(values):.0f}"
+            span = fmt.span(detail.history.get(subject, metric).span_s())
+            axis = f"axis {low:.0f}–{high:.0f} · {span}"
+            self.query_one(f"#label-{metric}", Label).update(f"{label} {seen}\n{axis}")
         events = sorted(detail.events, key=lambda e: e.time_s, reverse=True)
         lines = [event_line(e) for e in events]
         self.query_one("#node-events", Static).update(
@@ -290,9 +318,13 @@ class NodeDetailScreen(Screen[None]):
             widget = self.query_one(f"#{name}", Static)
             widget.display = bool(text)
             widget.update(Content(text))
+
         # A failed poll read neither: the last healthy sample's, dimmed with its time, or
         # n/a with the failure (never "none", which would say the GPU runs nothing).
-        for name, text_of in (("processes", processes_text), ("fabric", fabric_text)):
+        def processes(found: tuple[GpuProcess, ...]) -> str:
+            return processes_text(found, self.process_sort)
+
+        for name, text_of in (("processes", processes), ("fabric", fabric_text)):
             widget = self.query_one(f"#{name}", Static)
             if sample.ok:
                 widget.update(Content(text_of(getattr(sample, name))))

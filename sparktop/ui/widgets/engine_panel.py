@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample
+from sparktop.ui import format as fmt
 from sparktop.ui import styles
 from sparktop.ui.engine_views import engine_lines, limit_seqs
 from sparktop.ui.expected import DeficitClock, RowFn, expected_lines
@@ -71,7 +72,9 @@ class EngineBlock(Vertical, can_focus=True):
         yield TextBlock("", classes="engine-lines")
         # KV % on 0–100 and decode from 0: a steady 1 % or an idle start draws low, not a
         # min–max swing or a full bar next to "decode 0 tok/s".
-        yield SparkRow(("decode tok/s", "KV %"), scales=((0.0, None), (0.0, 100.0)))
+        yield SparkRow(
+            ("decode tok/s", "KV %"), scales=((0.0, None), (0.0, 100.0)), caption_width=12
+        )
         yield ExpectedStrip("")
 
     def show(
@@ -97,11 +100,17 @@ class EngineBlock(Vertical, can_focus=True):
         if sample is not self.sample:
             self.sample = sample
             history = state.history
-            decode = history.get(sample.engine, "decode_tps").values(last=SPARK_POINTS)
-            kv = history.get(sample.engine, "kv_usage").values(last=SPARK_POINTS)
+            decode_series = history.get(sample.engine, "decode_tps")
+            kv_series = history.get(sample.engine, "kv_usage")
+            decode = decode_series.values(last=SPARK_POINTS)
+            kv = kv_series.values(last=SPARK_POINTS)
             sparks = self.query_one(SparkRow)
             sparks.set_data(0, decode)
             sparks.set_data(1, tuple(v * 100 for v in kv))
+            # btop's habit: each graph says its scale and the time it covers.
+            top = fmt.num(max(decode)) if decode else "n/a"
+            sparks.set_caption(0, f"0–{top} {fmt.span(decode_series.span_s(SPARK_POINTS))}")
+            sparks.set_caption(1, f"0–100 {fmt.span(kv_series.span_s(SPARK_POINTS))}")
             changed = True
         profile_name, row, clock = expected
         strip = expected_lines(

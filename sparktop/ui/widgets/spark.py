@@ -173,10 +173,15 @@ class SparkRow(Widget):
         scales: Sequence[Scale] | None = None,
         max_width: int = 48,
         gap: int = 2,
+        caption_width: int = 0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.labels = tuple(labels)
+        self.caption_width = caption_width
+        """Cells after each sparkline for its caption (its scale and time span, btop-style:
+        ``0–412 · 2m``); 0: none. Fixed, so a changing caption never moves the bars."""
+        self.captions: list[str] = ["" for _ in self.labels]
         self.scales: tuple[Scale, ...] = tuple(scales or [AUTO] * len(self.labels))
         self.max_width = max_width
         self.gap = gap
@@ -217,13 +222,21 @@ class SparkRow(Widget):
         self._strip_key = None
         self.refresh()
 
+    def set_caption(self, index: int, text: str) -> None:
+        """Show ``text`` after sparkline ``index`` (cut to :attr:`caption_width`)."""
+        if text != self.captions[index]:
+            self.captions[index] = text
+            self._strip_key = None
+            self.refresh()
+
     def spark_widths(self, width: int) -> tuple[int, ...]:
         """Each sparkline's width in a line ``width`` cells wide (the labels and gaps first,
         the rest shared equally as ``1fr`` shares it, each at most ``max_width``)."""
         count = len(self.labels)
         if not count:
             return ()
-        fixed = sum(cell_len(label) + 1 + self.gap for label in self.labels)
+        caption = self.caption_width + 1 if self.caption_width else 0
+        fixed = sum(cell_len(label) + 1 + caption + self.gap for label in self.labels)
         free = max(0, width - fixed)
         widths = [free * (i + 1) // count - free * i // count for i in range(count)]
         return tuple(min(w, self.max_width) for w in widths)
@@ -265,8 +278,8 @@ class SparkRow(Widget):
                 self._bar_styles = {}
             blank = Style(bgcolor=base.bgcolor)  # as the padding and margins between widgets
             segments: list[Segment] = []
-            for label, data, ratios, spark_width in zip(
-                self.labels, self._data, self._ratios, widths, strict=True
+            for label, data, ratios, spark_width, caption in zip(
+                self.labels, self._data, self._ratios, widths, self.captions, strict=True
             ):
                 segments += (Segment(label, label_style), Segment(" ", blank))
                 if data:
@@ -276,6 +289,9 @@ class SparkRow(Widget):
                     segments += bars
                 else:  # no readings (not provided, or none yet): never a floor that reads as 0
                     segments.append(Segment(set_cell_size("n/a", spark_width), label_style))
+                if self.caption_width:
+                    text = " " + set_cell_size(caption, self.caption_width)
+                    segments.append(Segment(text, label_style))
                 segments.append(Segment(" " * self.gap, blank))
             self._strip = Strip(segments).extend_cell_length(width, blank).crop(0, width)
             self._strip_key = key
