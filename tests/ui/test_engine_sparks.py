@@ -23,7 +23,7 @@ def test_a_fixed_scale_is_not_stretched_to_the_data() -> None:
 def _bars(row: SparkRow, label: str) -> str:
     text = row.render_line(0).text
     after = text.split(label, 1)[1].lstrip()
-    return after.split("  ", 1)[0]
+    return after.split(" ", 1)[0]  # the bars end where their caption (scale, span) starts
 
 
 async def test_steady_low_kv_and_an_idle_start_draw_low() -> None:
