@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import gzip
 import json
 import re
 import signal
@@ -277,3 +278,34 @@ async def test_exporter_serves_and_stops_on_sigterm_beside_a_53_mb_answer(
                 await proc.wait()
     assert proc.returncode == 0
     assert stop_s < 2.0, f"SIGTERM took {stop_s:.2f} s"  # it ignored SIGTERM for 10 s
+
+
+async def test_a_gzip_bomb_answer_is_inflated_off_the_loop_and_refused() -> None:
+    """A server may compress whatever it was asked: httpx inflated on the event loop, 64 MB
+    per 64 KB read. Now the raw body is read and inflated in the parsing thread, bounded."""
+    bomb = gzip.compress(b" " * (80 << 20), 9)
+    labels = {"__name__": "DCGM_FI_DEV_SM_CLOCK", "gpu": "0", "UUID": "GPU-1",
+              "modelName": "NVIDIA GB10", "instance": "10.0.0.1:9400"}  # fmt: skip
+    good = json.dumps(
+        {"status": "success",
+         "data": {"resultType": "vector", "result": [{"metric": labels, "value": [1, "2500"]}]}}
+    ).encode()  # fmt: skip
+    bodies = {"bomb": bomb, "good": gzip.compress(good)}
+    which = ["bomb"]
+
+    async def answer(request: web.Request) -> web.Response:
+        return web.Response(
+            body=bodies[which[0]],
+            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        )
+
+    async with stand_in(answer) as (url, _seen):
+        async with LoopWatch() as watch:
+            node1, _node2, _engine = await _poll(_inventory(url, timeout_s=10))
+        which[0] = "good"
+        fine, _node2, _engine = await _poll(_inventory(url, timeout_s=10))
+    assert node1.message.endswith(
+        "answer over 64 MiB once decompressed (gzip): the query matches too much"
+    ), node1.message
+    assert watch.worst_s < 0.5, f"event loop held {watch.worst_s:.2f} s"
+    assert fine.ok and fine.gpus[0].sm_clock_mhz == 2500.0

@@ -118,10 +118,13 @@ ACCEPT_ENCODING = "gzip, deflate"
 _INFLATE_STEP = 1 << 20
 
 
-def inflate(data: bytes, coding: str, limit: int = MAX_BODY_BYTES) -> bytes:
+def inflate(
+    data: bytes, coding: str, limit: int = MAX_BODY_BYTES, what: str = "page: not a /metrics page"
+) -> bytes:
     """``data`` decompressed per its ``Content-Encoding`` (``gzip``, ``deflate``, none), at
     most ``limit`` bytes out, a MiB per call (a 32 KB gzip bomb inflates to 32 MiB).
-    Raises :class:`ScrapeFailure` past ``limit``, for corrupt data or another encoding."""
+    Raises :class:`ScrapeFailure` past ``limit`` (``what``: the noun, then after a colon what
+    that means), for corrupt data or another encoding."""
     coding = coding.strip().lower()
     if coding in ("", "identity"):
         return data
@@ -138,8 +141,8 @@ def inflate(data: bytes, coding: str, limit: int = MAX_BODY_BYTES) -> bytes:
             if size > limit:
                 raise ScrapeFailure(
                     EngineState.UNAVAILABLE,
-                    f"page over {limit // (1024 * 1024)} MiB once decompressed ({coding}): "
-                    "not a /metrics page",
+                    f"{what.split(':')[0]} over {limit // (1024 * 1024)} MiB once decompressed "
+                    f"({coding})" + (f":{what.split(':', 1)[1]}" if ":" in what else ""),
                     refused=True,
                 )
             out.append(piece)
@@ -306,12 +309,13 @@ async def fetch_models(client: httpx.AsyncClient) -> tuple[Num, str, str]:
     is read up to 1 MiB."""
     progress = Progress()
     try:
-        async with open_stream(
-            client, MODELS_PATH, progress, headers={"Accept": "application/json"}
-        ) as response:
+        headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
+        async with open_stream(client, MODELS_PATH, progress, headers=headers) as response:
             if response.status_code != 200:
                 return NA(f"GET {MODELS_PATH}: HTTP {response.status_code}"), "", ""
-            entries: Any = loads(await read_capped(response, MAX_MODELS_BYTES, progress))
+            raw = await read_capped(response, MAX_MODELS_BYTES, progress, raw=True)
+            coding = response.headers.get("content-encoding", "")
+            entries: Any = loads(inflate(raw, coding, MAX_MODELS_BYTES, "answer"))  # ≤ 1 MiB
             entries = entries.get("data", [])
     except ScrapeFailure as failure:
         return NA(failure.reason), "", ""

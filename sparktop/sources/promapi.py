@@ -28,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 from typing_extensions import TypedDict
 
-from sparktop.sources.engine_http import describe
+from sparktop.sources.engine_http import ACCEPT_ENCODING, ScrapeFailure, describe, inflate
 
 QUERY_PATH = "/api/v1/query"
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -177,6 +177,27 @@ def _refuse(body: bytes, status_code: int) -> NoReturn:
     raise PromFailure(f"expected an instant vector, got {kind}")
 
 
+def _too_many(read_bytes: int) -> PromFailure:
+    return PromFailure(
+        f"answer refused: over {MAX_SERIES:,} series (the cap) in its first "
+        f"{read_bytes / 1e6:.1f} MB: the query matches far more than the inventory's targets",
+        refused=True,
+    )
+
+
+def _decode(body: bytes, coding: str, status_code: int, latency_s: float) -> QueryResult:
+    """A compressed answer inflated (at most 64 MiB, a MiB per step) and its series counted
+    before parsing; then :func:`parse_answer`. Run in a worker thread."""
+    if coding:
+        try:
+            body = inflate(body, coding, MAX_BODY_BYTES, "answer: the query matches too much")
+        except ScrapeFailure as failure:
+            raise PromFailure(failure.reason, refused=failure.refused) from None
+        if SeriesCounter().feed(body) > MAX_SERIES:
+            raise _too_many(len(body))
+    return parse_answer(body, status_code, latency_s)
+
+
 _FORM_HEADERS = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
@@ -234,10 +255,10 @@ class PromClient:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
         headers = {"Accept": "application/json"}
-        if is_loopback_url(self.url):
-            # Over loopback compression saves nothing and costs both sides CPU: inflating a
-            # 256-node answer was ~1 ms of the head node's tick, and Prometheus deflates it.
-            headers["Accept-Encoding"] = "identity"
+        # Over loopback compression saves nothing and costs both sides CPU: inflating a
+        # 256-node answer was ~1 ms of the head node's tick, and Prometheus deflates it.
+        # Elsewhere only what inflate() reads, and it inflates in the parsing thread.
+        headers["Accept-Encoding"] = "identity" if is_loopback_url(self.url) else ACCEPT_ENCODING
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._client = httpx.AsyncClient(
@@ -265,7 +286,7 @@ class PromClient:
         progress = _Progress()
         try:
             async with asyncio.timeout(self.timeout_s):
-                status, body = await self._send(expr, progress)
+                status, body, coding = await self._send(expr, progress)
         except TimeoutError:
             raise PromFailure(progress.overdue(self.timeout_s), silent=True) from None
         except httpx.ConnectTimeout as exc:
@@ -277,32 +298,31 @@ class PromClient:
             raise PromFailure(describe(exc), unreachable=True) from exc
         if status in (401, 403):
             raise PromFailure(f"HTTP {status}: check bearer_token_env")
-        # Decoding is CPU-bound (bounded by the caps above): off the event loop.
-        return await asyncio.to_thread(parse_answer, body, status, time.perf_counter() - started)
+        # Inflating and decoding are CPU-bound (bounded by the caps): off the event loop.
+        latency_s = time.perf_counter() - started
+        return await asyncio.to_thread(_decode, body, coding, status, latency_s)
 
-    async def _send(self, expr: str, progress: _Progress) -> tuple[int, bytes]:
-        """(status, body) of one query, the body refused past the byte and series caps."""
+    async def _send(self, expr: str, progress: _Progress) -> tuple[int, bytes, str]:
+        """(status, body as sent, its Content-Encoding or ""), refused past the byte cap and,
+        for an uncompressed body, the series cap, both while it is read."""
         async with self._client.stream(
             "POST", QUERY_PATH, content=self._form(expr), headers=_FORM_HEADERS
         ) as response:
             progress.answered = True
+            coding = response.headers.get("content-encoding", "").strip().lower()
+            plain = coding in ("", "identity")
             chunks: list[bytes] = []
             counter = SeriesCounter()
-            async for chunk in response.aiter_bytes():
+            async for chunk in response.aiter_raw():  # httpx would inflate on the event loop
                 progress.size += len(chunk)
                 if progress.size > MAX_BODY_BYTES:
                     raise PromFailure(
                         "answer over 64 MiB: the query matches too much", refused=True
                     )
-                if counter.feed(chunk) > MAX_SERIES:
-                    raise PromFailure(
-                        f"answer refused: over {MAX_SERIES:,} series (the cap) in its first "
-                        f"{progress.size / 1e6:.1f} MB: the query matches far more than the "
-                        "inventory's targets",
-                        refused=True,
-                    )
+                if plain and counter.feed(chunk) > MAX_SERIES:
+                    raise _too_many(progress.size)
                 chunks.append(chunk)
-        return response.status_code, b"".join(chunks)
+        return response.status_code, b"".join(chunks), "" if plain else coding
 
     async def aclose(self) -> None:
         await self._client.aclose()
