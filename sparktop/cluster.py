@@ -36,6 +36,7 @@ ENGINE_METRICS = (
     "waiting",
     "kv_usage",
     "decode_tps",
+    "decode_tps_now",
     "prefill_tps",
     "preemptions_per_s",
     "spec_acceptance_rate",

@@ -12,6 +12,7 @@ import re
 
 import httpx
 
+from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, is_num
 from sparktop.report.engines import engine_json, engine_tables
 from sparktop.sim.requests import LoadSpec
@@ -100,3 +101,14 @@ async def test_the_simulator_engine_reads_0_now_after_its_last_request() -> None
             await source.aclose()
     assert is_num(stopped.decode_tps) and stopped.decode_tps > 0
     assert "now 0 tok/s" in line_text(stopped)
+
+
+def test_the_decode_sparkline_history_drops_within_seconds() -> None:
+    """The engine block's decode sparkline draws each tick's last ~3 s: after a stop its
+    newest points are 0 while the window's series still ramps down."""
+    state = ClusterState()
+    for sample in run(seconds_loaded=40, seconds_stopped=5):
+        state.apply(sample)
+    recent = state.history.get("real", "decode_tps_now").values(last=3)
+    window = state.history.get("real", "decode_tps").values(last=3)
+    assert recent[-1] == 0 and min(window) > 400

@@ -117,7 +117,7 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
         "queued requests (coloured when > 0 at `max_num_seqs`)",
         "`vllm:num_requests_waiting`",
     ),
-    ("preempt", "preemptions per second", "`rate(vllm:num_preemptions_total)`"),
+    ("preempt", "preemptions per second over the window", "`rate(vllm:num_preemptions_total)`"),
     ("KV", "KV-cache usage bar and %", "`vllm:kv_cache_usage_perc` (fraction 0–1)"),
     (
         "pool / free",
@@ -126,8 +126,14 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "prefill / decode",
-        "tok/s over the scrape window",
+        "tok/s over the window the block names (`over 30 s`)",
         "`rate(vllm:prompt_tokens_total)`, `rate(vllm:generation_tokens_total)`",
+    ),
+    (
+        "now N tok/s",
+        "decode over the last ~3 s, shown when it tells another story than the window's: "
+        "`now 0 tok/s` once the counters stop",
+        "`rate(vllm:generation_tokens_total[3s])`",
     ),
     (
         "+ ~N tok/s in progress",
@@ -160,7 +166,7 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
         "Δ`vllm:spec_decode_num_accepted_tokens_total` ÷ Δ`…num_draft_tokens_total`, "
         "÷ Δ`…num_drafts_total` (+1); SGLang `spec_accept_rate`, `spec_accept_length`",
     ),
-    ("sparklines", "decode tok/s and KV % history", "history"),
+    ("sparklines", "decode tok/s (each tick's last ~3 s) and KV % history", "history"),
 )
 
 

@@ -100,7 +100,10 @@ class EngineBlock(Vertical, can_focus=True):
         if sample is not self.sample:
             self.sample = sample
             history = state.history
-            decode_series = history.get(sample.engine, "decode_tps")
+            # The last ~3 s rate where the source gives one: a stop draws as a drop within
+            # seconds, not as the 30 s window's ramp; else the window's (Prometheus sources).
+            recent = history.get(sample.engine, "decode_tps_now")
+            decode_series = recent if len(recent) else history.get(sample.engine, "decode_tps")
             kv_series = history.get(sample.engine, "kv_usage")
             decode = decode_series.values(last=SPARK_POINTS)
             kv = kv_series.values(last=SPARK_POINTS)
