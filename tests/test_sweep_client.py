@@ -243,3 +243,37 @@ async def test_discovery_is_bounded_per_request_not_per_read(
         await runner.cleanup()
     assert version == "n/a (no /version)"
     assert elapsed_s < 4, elapsed_s
+
+
+async def test_a_trickling_tokenize_is_cut_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparktop.errors import RuntimeFailure
+    from sparktop.sweep import bench_prompts
+
+    monkeypatch.setattr(bench_prompts, "TOKENIZE_DEADLINE_S", 0.5)
+
+    async def drip(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionError, ClientConnectionResetError):
+            for byte in b'{"tokens": [1, 2, 3], "count": 3}':
+                await response.write(bytes([byte]))
+                await asyncio.sleep(0.2)
+        return response
+
+    app = web.Application()
+    app.router.add_post("/tokenize", drip)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        async with httpx.AsyncClient(base_url=url, timeout=1800) as client:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(RuntimeFailure, match=r"no complete answer within 0\.5 s"):
+                await bench_prompts._tokenize_ids(client, "hello", False)
+            elapsed_s = loop.time() - started
+    finally:
+        await runner.cleanup()
+    assert elapsed_s < 3, elapsed_s

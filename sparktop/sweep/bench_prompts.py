@@ -14,6 +14,7 @@ the length right, best first:
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -23,8 +24,13 @@ from typing import Any
 import httpx
 
 from sparktop.errors import RuntimeFailure
+from sparktop.jsontext import loads
 from sparktop.sweep.exact_tokens import connect_reason, open_tokenizer
 
+TOKENIZE_DEADLINE_S = 60.0
+"""One ``POST /tokenize`` as a whole (the sweep's client reads with ``--timeout`` per read)."""
+MAX_TOKENIZE_BYTES = 64 * 1024 * 1024
+"""A tokenized 1M-token prompt is ~8 MB of JSON."""
 CHARS_PER_TOKEN = 4.0
 """Characters per token of the approximate prompts (the budget's default estimate)."""
 
@@ -99,16 +105,29 @@ class PromptMaker:
 
 
 async def _tokenize_ids(client: httpx.AsyncClient, text: str, special: bool) -> list[int]:
+    body = {"prompt": text, "add_special_tokens": special}
+    parts: list[bytes] = []
+    size = 0
     try:
-        response = await client.post(
-            "/tokenize", json={"prompt": text, "add_special_tokens": special}
-        )
+        async with (
+            asyncio.timeout(TOKENIZE_DEADLINE_S),
+            client.stream("POST", "/tokenize", json=body) as response,
+        ):
+            if response.status_code != 200:
+                raise RuntimeFailure(f"/tokenize answered HTTP {response.status_code}")
+            async for chunk in response.aiter_bytes():
+                parts.append(chunk)
+                size += len(chunk)
+                if size > MAX_TOKENIZE_BYTES:
+                    raise RuntimeFailure("/tokenize answered over 64 MiB: not token ids")
+    except TimeoutError:
+        raise RuntimeFailure(
+            f"/tokenize gave no complete answer within {TOKENIZE_DEADLINE_S:g} s"
+        ) from None
     except httpx.HTTPError as exc:
         raise RuntimeFailure(f"/tokenize failed: {connect_reason(exc)}") from None
-    if response.status_code != 200:
-        raise RuntimeFailure(f"/tokenize answered HTTP {response.status_code}")
     try:
-        data: Any = response.json()
+        data: Any = loads(b"".join(parts))
         ids = data["tokens"]
     except (ValueError, KeyError, TypeError):
         raise RuntimeFailure("/tokenize returned no token ids") from None
@@ -123,11 +142,17 @@ async def endpoint_maker(client: httpx.AsyncClient) -> PromptMaker | str:
     """A maker on the server's ``/tokenize`` (through ``client``), or why not (one line)
     when the server has none (404/405/501) or returns no token ids."""
     try:
-        probe = await client.post("/tokenize", json={"prompt": "probe"})
+        async with (
+            asyncio.timeout(TOKENIZE_DEADLINE_S),
+            client.stream("POST", "/tokenize", json={"prompt": "probe"}) as probe,
+        ):
+            status = probe.status_code  # the answer itself is not needed
+    except TimeoutError:
+        return f"/tokenize did not answer within {TOKENIZE_DEADLINE_S:g} s"
     except httpx.HTTPError as exc:
         return f"/tokenize unreachable ({connect_reason(exc)})"
-    if probe.status_code != 200:
-        return f"the server has no /tokenize (HTTP {probe.status_code})"
+    if status != 200:
+        return f"the server has no /tokenize (HTTP {status})"
 
     async def encode(text: str, special: bool) -> list[int]:
         return await _tokenize_ids(client, text, special)
