@@ -297,7 +297,7 @@ async def test_a_gzip_bomb_is_inflated_off_the_loop_and_refused_at_the_cap() -> 
         "page over 32 MiB once decompressed (gzip): not a /metrics page"
     )
     assert samples[2].ok
-    assert watch.worst_s < 0.5, f"event loop held {watch.worst_s:.2f} s"
+    assert watch.worst_s < 1.0, f"event loop held {watch.worst_s:.2f} s"
 
 
 async def test_a_gzip_page_reads_as_the_plain_one() -> None:

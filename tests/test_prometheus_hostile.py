@@ -175,7 +175,7 @@ async def test_a_53_mb_answer_is_refused_while_read_off_the_event_loop() -> None
     read_mb = float(re.search(r"in its first ([0-9.]+) MB", node1.message)[1])  # type: ignore[index]
     assert read_mb < 20  # of 53: refused while reading, not after
     assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
-    assert watch.worst_s < 0.5, f"event loop held {watch.worst_s:.2f} s"
+    assert watch.worst_s < 1.0, f"event loop held {watch.worst_s:.2f} s"
     assert elapsed_s < 15, elapsed_s
 
 
@@ -307,5 +307,5 @@ async def test_a_gzip_bomb_answer_is_inflated_off_the_loop_and_refused() -> None
     assert node1.message.endswith(
         "answer over 64 MiB once decompressed (gzip): the query matches too much"
     ), node1.message
-    assert watch.worst_s < 0.5, f"event loop held {watch.worst_s:.2f} s"
+    assert watch.worst_s < 1.0, f"event loop held {watch.worst_s:.2f} s"
     assert fine.ok and fine.gpus[0].sm_clock_mhz == 2500.0
