@@ -20,7 +20,7 @@ from sparktop.sources.histread import Hist
 from sparktop.sources.quantile import histogram_quantile
 from sparktop.sources.window import Snap, first_tokens
 from sparktop.sweep.estimator import Basis, Estimated
-from sparktop.sweep.load import Load
+from sparktop.sweep.load import Load, binned
 from sparktop.sweep.matched import cached_estimator, expected_for, model_mismatch, window_load
 from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
 from sparktop.ui.engine_views import engine_state
@@ -214,3 +214,14 @@ def test_running_requests_without_a_token_are_a_critical_stall_with_the_evidence
 )
 def test_no_stall_when(case: str, overrides: dict[str, Any]) -> None:
     assert "engine.stalled:dsv41" not in _stalled(**overrides), case
+
+
+def test_first_token_groups_of_one_size_and_count_are_one_cell() -> None:
+    """A second's groups of a steady load are one TTFT cell per (prompt bin, running count):
+    the row costs what it did before the groups, whatever the scrape rate."""
+    groups = (*((3800.0 + i, 1.0, 6.0) for i in range(30)), (200_000.0, 2.0, 2.0))
+    cells = binned(groups)
+    assert cells == (
+        (pytest.approx(3814.5), 30.0, 6),  # the bin at its requests' mean prompt
+        (200_000.0, 2.0, 2),
+    )

@@ -177,6 +177,26 @@ def window_load(sample: EngineSample) -> Load | str:
     return load
 
 
+BINS_PER_DOUBLING = 8
+"""First-token groups whose prompts lie within one bin (9 % wide) at one running count are
+one cell: a window of 30 one-second groups is a handful of cells, so the row costs about
+what it did before the groups (the TTFT and decode rates move a few % over such a bin)."""
+
+
+def binned(groups: Sequence[tuple[float, float, float]]) -> tuple[tuple[float, float, int], ...]:
+    """``(prompt, requests, running)`` first-token groups merged per (log-prompt bin, running
+    count), each bin at its requests' mean prompt; in first-seen order."""
+    bins: dict[tuple[int, int], list[float]] = {}
+    for prompt, n, running in groups:
+        if n <= 0 or prompt < 1:
+            continue
+        key = (round(math.log2(prompt) * BINS_PER_DOUBLING), max(1, round(running)))
+        held = bins.setdefault(key, [0.0, 0.0])
+        held[0] += prompt * n
+        held[1] += n
+    return tuple((tokens / n, n, c) for (_, c), (tokens, n) in bins.items())
+
+
 def _window_load(sample: EngineSample) -> Load | str:
     if not sample.ok:
         return "no live values to compare"
@@ -185,7 +205,7 @@ def _window_load(sample: EngineSample) -> Load | str:
     prompt = sample.mean_prompt_tokens
     if sample.window_s is not None and not _windowed(sample, "mean_prompt_tokens"):
         prompt = NA("none finished in the window (the server's lifetime mean only)")
-    cells = tuple((p, n, max(1, round(r))) for p, n, r in sample.first_tokens if n > 0 and p >= 1)
+    cells = binned(sample.first_tokens)
     firsts = [(p, n) for p, n, _ in cells]
     windowed = sample.window_s is not None and (
         _windowed(sample, "mean_prompt_tokens") or bool(firsts)
