@@ -283,3 +283,24 @@ def test_inventory_names_a_profile_file_by_absolute_path(
     monkeypatch.chdir(tmp_path)
     assert _profile_ref("./x.yaml") == str(tmp_path / "x.yaml")
     assert _profile_ref("4x-spark-dsv41-flash-1017") == "4x-spark-dsv41-flash-1017"
+
+
+def test_ttft_and_prompt_tokens_are_recorded_at_the_first_token_as_vllm_does() -> None:
+    """vLLM V1 observes TTFT and counts the prompt's tokens when the first token comes out,
+    not when the request finishes: the expected TTFT is keyed on those requests (issue 28)."""
+    engine = small_engine(0, 1000)
+    req = engine.new_request(0.0, 4000, 500)
+    t = 0.0
+    while req.first_token_s is None:
+        t += 0.1
+        engine.step(t, 0.1)
+    assert req.phase is Phase.DECODE  # running, far from its finish
+    assert engine.stats.ttft.count == 1 and engine.stats.prompt_tokens == 4000
+    assert engine.stats.prompt_len.count == 0  # request_prompt_tokens: at the finish
+    # Stalled: no token, no prefill, the request stays running.
+    engine.stalled = True
+    before = engine.stats.generation_tokens
+    for _ in range(50):
+        t += 0.1
+        engine.step(t, 0.1)
+    assert engine.stats.generation_tokens == before and req in engine.running

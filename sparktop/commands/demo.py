@@ -37,7 +37,8 @@ memory-pressure, link-down, engine-stall. Background load runs throughout.
 The generated inventory differs from a real cluster's in two ways:
   alerts: {{hold_s: 5}}   a condition must hold 5 s (not the default 10 s) to raise an alert
                         and be gone 5 s to clear it, so each short fault's alert fires while
-                        the fault is on screen (with --speed X: 5/X wall seconds);
+                        the fault is on screen (with --speed X: 5/X wall seconds, and
+                        engine.stalled's stall_s 20/X);
   max_num_seqs: 32      the simulated server runs 32 sequences although the default profile's
                         sweep used 8: 8 sequences of at most 1M tokens could never fill its
                         11.4M-token KV pool, and the pool-exhaustion fault needs it to fill.
