@@ -225,3 +225,36 @@ def test_first_token_groups_of_one_size_and_count_are_one_cell() -> None:
         (pytest.approx(3814.5), 30.0, 6),  # the bin at its requests' mean prompt
         (200_000.0, 2.0, 2),
     )
+
+
+def test_the_deriver_counts_the_seconds_without_a_token_and_with_the_kv_still() -> None:
+    """A loaded fake vLLM, then its counters freeze (running stays 4): the seconds without a
+    token grow scrape by scrape; while the KV usage still moves (a prefill filling it), the
+    KV clock restarts."""
+    from sparktop.sources.metrics import MetricsDeriver
+    from sparktop.sources.prom import parse_page
+    from sparktop.sources.vllm import WANTED
+    from sparktop.testing.vllm_page import FakeVllm
+    from sparktop.testing.vllm_page import Load as PageLoad
+
+    fake = FakeVllm()
+    deriver = MetricsDeriver("dsv41", window_s=30)
+    fake.load["0"] = PageLoad(decode_tps=300, requests_per_s=1, prompt_tokens=3800)
+    fake.set_gauges(running=4, waiting=0, kv_usage=0.3)
+
+    def scrape(t: float) -> EngineSample:
+        page = parse_page(fake.page().decode(), WANTED)
+        return deriver.derive(page, now_s=t, wall_s=t)
+
+    scrape(0.0)
+    for t in range(1, 6):
+        fake.advance(1)
+        moving = scrape(float(t))
+    assert moving.no_tokens_s == 0.0
+    fake.load["0"] = PageLoad()  # nothing generated from here on
+    for t in range(6, 30):
+        fake.set_gauges(running=4, waiting=0, kv_usage=0.3 + (0.01 * t if t < 12 else 0.12))
+        fake.advance(1)
+        frozen = scrape(float(t))
+    assert frozen.no_tokens_s == pytest.approx(24.0, abs=1.0)
+    assert frozen.kv_still_s == pytest.approx(17.0, abs=1.0)  # the KV last moved at 12 s

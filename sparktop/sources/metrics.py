@@ -188,7 +188,7 @@ class MetricsDeriver:
             fill = {k: v for k, v in life.items() if isinstance(found.get(k), NA)}
             since_start = tuple(k for k in LIFETIME_FIELDS if k in fill)
         state, stale = self._staleness(now_s, (running, waiting, kv), moved)
-        no_tokens_s, kv_still_s = self._stillness(cur, restarted)
+        no_tokens_s, kv_still_s = self._stillness(cur, restarted, kv)
         if refused := _all_load_gauges_refused(reading):
             state, stale = EngineState.DEGRADED, refused
         limits = self._limits(reading, ranks, max_model_len)
@@ -262,18 +262,23 @@ class MetricsDeriver:
         }
         return {k: resolve_limit(k, v, self.inventory, self.profile) for k, v in server.items()}
 
-    def _stillness(self, cur: Snap, restarted: bool) -> tuple[float | None, float | None]:
+    def _stillness(
+        self, cur: Snap, restarted: bool, kv_usage: Num
+    ) -> tuple[float | None, float | None]:
         """Seconds since the token counters (``generation_tokens_total``,
-        ``prompt_tokens_total``) last grew, and since the KV in use last changed, on the
-        scrape clock; None when the page lacks them. A restart, or a first scrape, starts
-        both clocks."""
+        ``prompt_tokens_total``) last grew, and since the KV in use last changed (tokens, or
+        the usage fraction when the pool is unknown), on the scrape clock; None when the
+        page lacks them. A restart, or a first scrape, starts both clocks."""
         tokens = (counter_total(cur, "generation_tokens"), counter_total(cur, "prompt_tokens"))
         if restarted or self._tokens is None or tokens != self._tokens:
             self._tokens, self._tokens_at = tokens, cur.t
-        if restarted or self._kv is None or cur.kv_used != self._kv:
-            self._kv, self._kv_at = cur.kv_used, cur.t
+        in_use = cur.kv_used if cur.kv_used is not None else None
+        if in_use is None and is_num(kv_usage):
+            in_use = float(kv_usage)
+        if restarted or self._kv is None or in_use != self._kv:
+            self._kv, self._kv_at = in_use, cur.t
         no_tokens = cur.t - self._tokens_at if tokens[0] is not None else None
-        kv_still = cur.t - self._kv_at if cur.kv_used is not None else None
+        kv_still = cur.t - self._kv_at if in_use is not None else None
         return no_tokens, kv_still
 
     def _staleness(
