@@ -162,3 +162,20 @@ def test_profiles_import_cli_reads_every_tool(
         assert profile.name == name
         assert any("docs/importers.md" in n for n in profile.notes)  # the tool's definitions
     assert "warning:" not in capsys.readouterr().err
+
+
+def test_a_real_run_whose_answers_came_in_one_chunk_is_flagged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On two loaded cores the server sent each whole answer in one chunk (TTFT = latency):
+    vllm bench serve's TPOT is then 0.004 ms, a decode rate no engine has."""
+    path = REAL / "vllm-bench-one-chunk-p128-c2.json"
+    doc = load(path)
+    profile = imported(tmp_path, path)
+    (row,) = profile.rows
+    assert row.decode_tps == pytest.approx(1000 / doc["mean_tpot_ms"], abs=0.1)
+    (flag,) = [n for n in profile.notes if "implausible" in n]
+    assert flag.startswith(f"prompt 128 x concurrency 2 ({path}): implausible: decode ")
+    assert f"{1000 / doc['mean_tpot_ms']:,.0f} tok/s per request" in flag
+    assert main(["profiles", "--import", str(path), "--name", "x", "-o", str(tmp_path / "x")]) == 0
+    assert f"warning: {flag}" in capsys.readouterr().err
