@@ -31,6 +31,7 @@ def operating_points(got: WindowExpected, sample: EngineSample) -> dict[str, Ope
         if comp.column == "ttft_s":
             prompt = _wmean(load.ttft_prompts, prompt)
         live = comp.live
+        interval = comp.live_interval if comp.coarse else None
         points[comp.column] = OperatingPoint(
             metric=comp.column,
             prompt_tokens=prompt,
@@ -41,5 +42,8 @@ def operating_points(got: WindowExpected, sample: EngineSample) -> dict[str, Ope
             missing=live.reason if isinstance(live, NA) else "",
             compared=comp.comparable,
             note=comp.why_not or comp.note,
+            live_low=interval[0] if interval is not None else None,
+            live_high=interval[1] if interval is not None else None,
+            live_text=comp.live_text(),
         )
     return points

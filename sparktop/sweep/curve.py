@@ -101,7 +101,10 @@ class OperatingPoint:
     window-matched row's, with its band), ``live`` the live figure in the curve's unit (None:
     no live figure, ``missing`` says why), ``live_label`` the statistic (``p50``, ``1/ITL``,
     ``live e2e``), ``compared`` False when the live figure is defined differently from the
-    column (``note`` says how)."""
+    column (``note`` says how). ``live_low``/``live_high``: the interval the live figure is
+    known to lie in when that is coarse (a quantile's histogram bucket, e.g. 5–7.5 s; the
+    high end may be infinite), else None; ``live_text`` the live figure as the strip says it.
+    """
 
     metric: str
     prompt_tokens: float
@@ -112,6 +115,9 @@ class OperatingPoint:
     missing: str = ""
     compared: bool = True
     note: str = ""
+    live_low: float | None = None
+    live_high: float | None = None
+    live_text: str = ""
 
 
 def _cells(profile: Profile, metric: str) -> dict[int, list[tuple[float, float]]]:

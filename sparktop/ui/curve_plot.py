@@ -28,6 +28,7 @@ EXPECTED_MARKER = "○"
 CELL_MARKER = "●"
 BAND_MARKER = "·"
 TYPED_MARKER = "▲"
+BUCKET_MARKER = "┃"
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,17 +171,7 @@ def draw_curve(
     if typed is not None and (value := _expected(typed)) is not None:
         plt.scatter([_log(typed.prompt_tokens)], [_log(value)], marker=TYPED_MARKER, color=hot)
     if live is not None:
-        x = _log(live.prompt_tokens)
-        expected = _expected(live)
-        if expected is not None and live.live is not None and live.live > 0:
-            ends = sorted((_log(expected), _log(live.live)))
-            steps = max(2, int((ends[1] - ends[0]) / (_log(y_high) - _log(y_low)) * height * 4))
-            span = [ends[0] + (ends[1] - ends[0]) * k / steps for k in range(steps + 1)]
-            plt.scatter([x] * len(span), span, marker="┊", color=hot)
-        if expected is not None:
-            plt.scatter([x], [_log(expected)], marker=EXPECTED_MARKER, color=hot)
-        if live.live is not None and live.live > 0:
-            plt.scatter([x], [_log(live.live)], marker=LIVE_MARKER, color=hot)
+        _draw_live(plt, live, (y_low, y_high), height, hot)
     plt.xlim(_log(x_low), _log(x_high))
     plt.ylim(_log(y_low), _log(y_high))
     xt = _token_ticks(x_low, x_high, max(2, width // 9))
@@ -194,6 +185,33 @@ def draw_curve(
     plt.xlabel("prompt tokens (log)")
     plt.plotsize(width, height)
     plt._set_size(width, height)  # as textual-plotext's widget does: plotsize alone can lag
+
+
+def _run(y0: float, y1: float, y_span: tuple[float, float], height: int) -> list[float]:
+    """log10 values from ``y0`` to ``y1`` close enough to fill every text row between."""
+    lo, hi = sorted((_log(max(y0, y_span[0])), _log(min(y1, y_span[1]))))
+    steps = max(2, int((hi - lo) / (_log(y_span[1]) - _log(y_span[0])) * height * 4))
+    return [lo + (hi - lo) * k / steps for k in range(steps + 1)]
+
+
+def _draw_live(
+    plt: Plot, live: OperatingPoint, y_span: tuple[float, float], height: int, hot: RGB | str
+) -> None:
+    """○ the expected figure, ◆ the live one, ┊ between them; a live figure known only to a
+    histogram bucket (``live_low``–``live_high``) drawn as ┃ over the bucket."""
+    x = _log(live.prompt_tokens)
+    expected = _expected(live)
+    value = live.live if live.live is not None and live.live > 0 else None
+    if live.live_low is not None and live.live_high is not None and value is not None:
+        span = _run(max(live.live_low, y_span[0]), live.live_high, y_span, height)
+        plt.scatter([x] * len(span), span, marker=BUCKET_MARKER, color=hot)
+    if expected is not None and value is not None:
+        span = _run(min(expected, value), max(expected, value), y_span, height)
+        plt.scatter([x] * len(span), span, marker="┊", color=hot)
+    if expected is not None:
+        plt.scatter([x], [_log(expected)], marker=EXPECTED_MARKER, color=hot)
+    if value is not None:
+        plt.scatter([x], [_log(value)], marker=LIVE_MARKER, color=hot)
 
 
 def _shade(
@@ -251,7 +269,13 @@ def curve_caption(
     if band:
         text += f" ({band})"
     if live.live is not None:
-        text += f", {LIVE_MARKER} live {live.live_label} {_value(live.live, unit)}"
+        shown = live.live_text or _value(live.live, unit)
+        if unit != "s" and live.live_text:
+            shown += " tok/s"
+        label = live.live_label.removeprefix("live ")
+        text += f", {LIVE_MARKER} live {label} {shown}"
+        if live.live_low is not None:
+            text += f" ({BUCKET_MARKER} its histogram bucket)"
         if not live.compared:
             text += f" (not compared: {live.note})"
     elif live.missing:

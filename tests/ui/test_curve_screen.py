@@ -113,3 +113,38 @@ async def test_the_budget_pane_marks_the_typed_context_on_the_curve() -> None:
         assert plot.curve.prompt_range[0] <= 65536 <= plot.curve.prompt_range[1]
         assert "▲" in plot.render().plain  # type: ignore[union-attr]
         assert "▲ 65,536 tok × 4: TTFT" in str(box.query_one(".typed").render())
+
+
+async def test_the_budget_curve_is_drawn_once_the_pane_opens() -> None:
+    from sparktop.ui.widgets.budget_curve import BudgetCurve
+
+    app, feed = cluster_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await feed(pilot)  # type: ignore[operator]
+        box = app.query_one(BudgetCurve)
+        assert box.typed is None  # closed: the profile is not fitted for a pane nobody sees
+        await pilot.press("b")
+        await pilot.pause()
+        assert box.typed is not None and box.typed.prompt_tokens == 8192.0
+        assert box.query_one(CurvePlot).curve is not None
+
+
+def test_a_live_figure_known_to_its_bucket_is_drawn_over_the_bucket() -> None:
+    from textual_plotext import Plot
+
+    from sparktop.sweep.curve import OperatingPoint, profile_curve
+    from sparktop.sweep.estimator import estimate
+    from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+    from sparktop.ui.curve_plot import curve_caption, draw_curve
+
+    profile = load_profile(DEFAULT_PROFILE)
+    curve = profile_curve(profile, include=(7000.0,))
+    fig = estimate(profile, 7000, 5).ttft_s
+    live = OperatingPoint("ttft_s", 7000.0, 5.4, fig, live=7.5, live_label="p50",
+                          live_low=5.0, live_high=7.5, live_text="5–7.5 s")  # fmt: skip
+    plot = Plot()
+    draw_curve(plot, curve, live=live, colours=None, size=(100, 30))
+    drawn = plot.build()
+    assert "┃" in drawn and "◆" in drawn and "○" in drawn
+    caption = curve_caption(curve, live)[1]
+    assert "◆ live p50 5–7.5 s (┃ its histogram bucket)" in caption

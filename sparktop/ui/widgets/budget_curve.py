@@ -44,13 +44,24 @@ class BudgetCurve(Vertical):
         self._estimator: EstimateFn | None = None
         self._curve: tuple[float, ProfileCurve] | None = None
         self.typed: OperatingPoint | None = None
+        self._wanted: tuple[int, int] | None = None
 
     def compose(self) -> ComposeResult:
         yield CurvePlot()
         yield Static("", classes="typed")
 
     def show(self, prompt_tokens: int, concurrency: int) -> None:
-        """Mark ``concurrency`` requests of ``prompt_tokens`` on the profile's TTFT curve."""
+        """Mark ``concurrency`` requests of ``prompt_tokens`` on the profile's TTFT curve
+        (drawn once the pane is open: the first curve fits the profile, ~0.3 s)."""
+        self._wanted = (prompt_tokens, concurrency)
+        if self.size.width:
+            self._draw(prompt_tokens, concurrency)
+
+    def on_resize(self) -> None:
+        if self._wanted is not None and self.size.width:
+            self._draw(*self._wanted)
+
+    def _draw(self, prompt_tokens: int, concurrency: int) -> None:
         plot = self.query_one(CurvePlot)
         profile = self.profile
         if profile is None:

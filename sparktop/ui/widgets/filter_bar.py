@@ -50,7 +50,11 @@ class FilterBar(Input):
         """The operator is done with the bar (Enter or Escape): focus goes back to the table."""
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__(placeholder="filter nodes, engines, events (Esc clears)", **kwargs)  # type: ignore[arg-type]
+        super().__init__(
+            placeholder="filter nodes, engines, events (Esc clears)",
+            select_on_focus=False,  # typing on after a kept filter extends it
+            **kwargs,  # type: ignore[arg-type]
+        )
 
     @property
     def query_text(self) -> str:
@@ -60,7 +64,10 @@ class FilterBar(Input):
     def open(self) -> None:
         """Show the bar with the cursor in it (``/``)."""
         self.add_class("-on")
-        self.focus()
+        # At once, not on the next loop turn as focus() does: keys typed right after ``/``
+        # (a paste, a fast typist, tmux send-keys) must land in the bar, not reach the
+        # monitor's own keys (``p`` pauses).
+        self.screen.set_focus(self)
 
     def action_keep(self) -> None:
         if not self.value.strip():
