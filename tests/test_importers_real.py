@@ -133,7 +133,8 @@ def test_aiperf_request_rate_run_measures_its_concurrency(tmp_path: Path) -> Non
     ("change", "message"),
     [
         ({"is_complete": False, "incomplete_reason": "watchdog"}, "incomplete (watchdog)"),
-        ({"inter_token_latency": None}, "'inter_token_latency.avg' is missing"),
+        ({"inter_token_latency": None}, "no 'inter_token_latency' in this AIPerf summary"),
+        ({"inter_token_latency": {"unit": "ms", "avg": 0.0}}, "arrived in one chunk"),
         ({"time_to_first_token": {"unit": "parsecs", "avg": 3.0}}, "not a time unit"),
         ({"input_config": {"phases": []}, "request_throughput": None}, "--concurrency N"),
     ],

@@ -56,14 +56,17 @@ def is_aiperf(doc: Any) -> bool:
 def _avg(doc: dict[str, Any], key: str, where: str) -> float:
     block = doc.get(key)
     value = num(block.get("avg")) if isinstance(block, dict) else None
-    if value is None:
-        missing = what(block.get("avg")) if isinstance(block, dict) else "missing"
-        raise UserError(
-            f"{where}: '{key}.avg' is {missing}, not a finite positive number (an AIPerf run "
-            "without streamed completions has no TTFT or inter-token latency: rerun with "
-            "--streaming)"
-        )
-    return value
+    if value is not None:
+        return value
+    if not isinstance(block, dict):
+        hint = " (a run without --streaming has no TTFT or inter-token latency)"
+        raise UserError(f"{where}: no '{key}' in this AIPerf summary{hint}")
+    hint = ""
+    if key == "inter_token_latency" and block.get("avg") == 0:
+        hint = ": every answer arrived in one chunk, so no decode rate can be read"
+    raise UserError(
+        f"{where}: '{key}.avg' is {what(block.get('avg'))}, not a finite positive number{hint}"
+    )
 
 
 def _seconds(doc: dict[str, Any], key: str, where: str) -> float:
