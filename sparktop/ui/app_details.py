@@ -92,6 +92,12 @@ class DetailNavigation(App[int]):
         if engine is None:
             self.notify("no engine to draw the curve for yet (none has answered)")
             return
+        self.show_curve(engine)
+
+    def show_curve(self, engine: str) -> None:
+        """Open ``engine``'s curve screen (``c``, the palette's ``curve <engine>``)."""
+        if isinstance(self.screen, CurveScreen):
+            self.pop_screen()
         self.push_screen(CurveScreen(self.curve_detail(engine)))
 
     def curve_detail(self, engine: str) -> CurveDetail:

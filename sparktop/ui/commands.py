@@ -22,6 +22,7 @@ class Cluster(Protocol):
     def show_node_details(self, node: str, gpu_key: str | None = None) -> None: ...
     def jump_to_engine(self, engine: str) -> None: ...
     def show_engine_details(self, engine: str) -> None: ...
+    def show_curve(self, engine: str) -> None: ...
 
 
 class ClusterCommands(Provider):
@@ -61,6 +62,13 @@ class ClusterCommands(Provider):
                     partial(app.show_engine_details, engine),
                     f"Open {engine}'s detail screen: TTFT as queue + prefill, spec decode, "
                     "every figure with its reason",
+                )
+            )
+            found.append(
+                (
+                    f"curve {engine}",
+                    partial(app.show_curve, engine),
+                    f"Draw {engine}'s live window on the profile's TTFT / aggregate curve",
                 )
             )
         return found

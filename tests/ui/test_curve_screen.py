@@ -148,3 +148,16 @@ def test_a_live_figure_known_to_its_bucket_is_drawn_over_the_bucket() -> None:
     assert "┃" in drawn and "◆" in drawn and "○" in drawn
     caption = curve_caption(curve, live)[1]
     assert "◆ live p50 5–7.5 s (┃ its histogram bucket)" in caption
+
+
+async def test_the_palette_opens_an_engines_curve() -> None:
+    app, feed = cluster_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed(pilot)  # type: ignore[operator]
+        await pilot.press("ctrl+p", *"curve dsv41")
+        await app.workers.wait_for_complete()  # the palette's search
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, CurveScreen) and app.screen.engine == "dsv41"
+        assert app.screen.query_one(CurvePlot).curve is not None

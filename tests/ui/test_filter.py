@@ -81,3 +81,15 @@ async def test_a_state_word_filters_and_escape_in_the_bar_clears() -> None:
         assert app.query_one(EngineBlock).display
         assert "dsv41" in event_text(app) and "spark-4" not in event_text(app)
         assert app.query_one(EventLog).query_text == "dsv41"
+
+
+def test_the_help_screen_lists_the_new_keys_with_their_binding_ids() -> None:
+    from sparktop.ui.app import SparktopApp
+    from sparktop.ui.screens.help import keys_markdown
+
+    text = keys_markdown({}, lambda b: b.key, SparktopApp)
+    for key, binding_id in (
+        ("slash", "app.filter"), ("c", "app.curve"), ("enter", "engine.details"),
+        ("m", "curve.metric"), ("s", "detail.sort"), ("escape", "filter.clear"),
+    ):  # fmt: skip
+        assert f"| `{key}` |" in text and f"`{binding_id}`" in text, binding_id
