@@ -36,9 +36,10 @@ LONG_S = next(at for at, act in TOUR.steps if act is Act.LONG_CONTEXT)
 SLOW_FAULTS = [
     (at, next(end for end, a in TOUR.steps if end > at and a is Act.RECOVER))
     for at, act in TOUR.steps
-    if act in (Act.LOW_POWER, Act.STEADY_SLOW)
+    if act in (Act.LOW_POWER, Act.STEADY_SLOW, Act.STALL)
 ]
-"""(start, recovery) of the faults that slow the whole TP group's decode."""
+"""(start, recovery) of the faults that slow the whole TP group's decode (the engine stall
+stops it)."""
 
 
 @dataclass
