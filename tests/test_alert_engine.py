@@ -143,10 +143,7 @@ def test_profile_gives_the_expected_row_and_baseline() -> None:
     alerts, state = AlertEngine(Thresholds(hold_s=0), profile), ClusterState()
     state.apply(engine(t=0.0, running=2.0, mean_prompt_tokens=2048.0, itl_mean_s=1 / 35.3))
     events = alerts.update(state, 0.0)
-    assert (
-        "decode 38 % below expected (1/mean ITL 35.3 vs profile 57.0 tok/s"
-        in events[0].message
-    )
+    assert "decode 38 % below expected (1/mean ITL 35.3 vs profile 57.0 tok/s" in events[0].message
 
 
 def test_four_spark_profile_baseline_clock_is_the_fallback() -> None:
