@@ -19,6 +19,7 @@ from sparktop.safe_text import (
     printable_lines,
     without_credentials,
 )
+from sparktop.sources.kinds import KINDS
 from sparktop.sweep.counts import check_count, parse_size
 
 DESCRIPTION = """\
@@ -98,6 +99,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="a running server's base URL: exact count via /tokenize, free KV via /metrics",
     )
     parser.add_argument(
+        "--kind",
+        choices=sorted(KINDS),
+        help="with --endpoint: the server's kind, which decides the /tokenize request "
+        "(default: found out: a server answering GET /props is llama.cpp, else vLLM's shape)",
+    )
+    parser.add_argument(
         "--api-key-env", metavar="VAR", help="environment variable holding the bearer token"
     )
     parser.add_argument("--tokenizer", metavar="PATH", help="count exactly with a tokenizer.json")
@@ -157,6 +164,8 @@ def _check(args: argparse.Namespace) -> None:
     if args.endpoint and not args.endpoint.startswith(("http://", "https://")):
         shown = without_credentials(args.endpoint)
         raise UserError(f"--endpoint must be an http:// or https:// URL, got {shown!r}")
+    if args.kind and not args.endpoint:
+        raise UserError("--kind applies to --endpoint (the server's /tokenize shape)")
     if args.tokenizer and args.endpoint:
         raise UserError("use either --tokenizer or --endpoint for the exact count, not both")
     if args.tokenizer and args.prompt_tokens is not None:
@@ -189,7 +198,7 @@ def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeF
     if args.tokenizer:
         exact, method = ex.load_tokenizer(args.tokenizer), "exact (tokenizer.json)"
     elif args.endpoint:
-        endpoint = ex.EndpointTokenizer(args.endpoint, api_key)
+        endpoint = ex.EndpointTokenizer(args.endpoint, api_key, kind=args.kind)
         exact, method = endpoint, "exact (/tokenize)"
 
     stdin = None

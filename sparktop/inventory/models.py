@@ -192,7 +192,7 @@ class EngineConfig(_PromTarget):
     name: Name
     url: Annotated[str, AfterValidator(check_url)] = ""
     nodes: tuple[Name, ...] = ()
-    kind: Literal["vllm", "sglang"] = "vllm"
+    kind: Literal["vllm", "sglang", "llamacpp"] = "vllm"
     api_key_env: Annotated[str, AfterValidator(check_env)] | None = None
     max_num_seqs: Count | None = None
     max_num_batched_tokens: Count | None = None
@@ -207,6 +207,13 @@ class EngineConfig(_PromTarget):
         if self.source == "http" and not self.url:
             raise _located("missing", "field required (or set 'source: prometheus')", "url")
         self._check_target(self.source, "engine")
+        if self.kind == "llamacpp" and self.source == "prometheus":
+            raise _located(
+                "kind_source",
+                "kind llamacpp is read from its own /metrics only (source: http); "
+                "source: prometheus reads vLLM series",
+                "source",
+            )
         return self
 
 

@@ -43,10 +43,12 @@ from sparktop.sources.engine_http import (
     fetch_version,
     no_answer,
 )
+from sparktop.sources.engine_props import Props, fetch_props
+from sparktop.sources.kinds import spec_for
 from sparktop.sources.metrics import MetricsDeriver
 from sparktop.sources.pool import Limits
 from sparktop.sources.prom import PromPage
-from sparktop.sources.vllm import FLAVOURS, parse_engine_page
+from sparktop.sources.vllm import FLAVOURS, detect_kind, parse_engine_page
 
 ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
 
@@ -109,6 +111,7 @@ class EngineSource:
         self._client: httpx.AsyncClient | None = None
         self._models: tuple[Num, str, str] | None = None
         self._version: str | None = None
+        self._props: Props | None = None
         self._since: float | None = None
         self._clock = clock
         self._refused = False  # the last scrape's page was over a cap
@@ -226,6 +229,16 @@ class EngineSource:
             self._refused = failure.refused
             return await self._failed(wall, started, failure.state, failure.reason)
         self._refused = page.refused
+        props_path = spec_for(detect_kind(page, self.engine_kind)).props_path
+        if props_path and self._props is None:
+            # The kind is known only from the page: llama.cpp's limits are on /props.
+            try:
+                async with asyncio.timeout(self._deadline_s):
+                    self._props = await fetch_props(self._client_now(), props_path)
+            except TimeoutError:
+                self._props = Props()
+            if not self._version:
+                self._version = self._props.version
         sample = self.deriver.derive(
             page,
             now_s=read_at,
@@ -235,10 +248,12 @@ class EngineSource:
             model_root=root,
             latency_s=time.perf_counter() - started,
             server_version=self._version or "",
+            props=self._props.limits if self._props else None,
         )
         if sample.restarted:
             self._models = None  # a new server may serve another model or length
             self._version = None
+            self._props = None
         if sample.answered:
             self._since = None
             return sample
@@ -252,12 +267,13 @@ class EngineSource:
         if state in (EngineState.UNREACHABLE, EngineState.NOT_ANSWERING):
             await self._drop_connection()
         if state is EngineState.METRICS_DISABLED:
-            # SGLang serves /metrics only when asked to; vLLM always does, so there a 404
-            # means the URL is not the server's base URL.
+            # SGLang and llama.cpp serve /metrics only when asked to; vLLM always does, so
+            # there a 404 means the URL is not the server's base URL.
+            hint = spec_for(self.engine_kind).metrics_hint
             if self.engine_kind == "sglang":
-                reason = "metrics disabled: start SGLang with --enable-metrics"
-            else:
-                reason = f"{reason} (vLLM always serves it: is the URL the server's base URL?)"
+                reason = f"metrics disabled: {hint}"
+            elif hint:
+                reason = f"{reason} ({hint})"
         return EngineSample(
             engine=self.name,
             time_s=wall,
@@ -273,6 +289,7 @@ class EngineSource:
         await self.aclose()
         self._models = None
         self._version = None
+        self._props = None
         self.deriver.reset()
 
     async def aclose(self) -> None:

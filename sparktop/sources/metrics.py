@@ -21,7 +21,7 @@ from sparktop.model import NA, EngineSample, EngineState, Num, RankStats, is_num
 from sparktop.sources.breakdown import PHASE_VALUES, breakdown, phases
 from sparktop.sources.pool import Limits, label_int, resolve_limit, resolve_pool
 from sparktop.sources.prom import PromPage
-from sparktop.sources.vllm import FLAVOURS, SGLANG, VLLM, PageReading, detect_kind, read_page
+from sparktop.sources.vllm import FLAVOURS, VLLM, PageReading, detect_kind, read_page
 from sparktop.sources.window import (
     EngineValues,
     Snap,
@@ -52,6 +52,10 @@ LIFETIME_FIELDS = (
     "tpot_mean_s",
 )
 """Fields that cover the server's lifetime when there is no earlier scrape to diff against."""
+
+_LATENCY_PREFIXES = ("ttft", "itl", "queue_time", "prefill_time", "decode_time", "e2e", "tpot")
+LATENCY_FIELDS = tuple(k for k in LIFETIME_FIELDS if k.startswith(_LATENCY_PREFIXES))
+"""Fields read from latency histograms: n/a with the kind's reason when it exports none."""
 
 
 NOW_WINDOW_S = 3.0
@@ -119,11 +123,13 @@ class MetricsDeriver:
         latency_s: float | None = None,
         server_version: str = "",
         model_root: str = "",
+        props: Mapping[str, Num] | None = None,
     ) -> EngineSample:
         """One sample from one page. ``now_s`` is monotonic (rates); ``wall_s`` is time.time().
 
         ``max_model_len``, ``model`` and ``model_root`` come from ``GET /v1/models`` when the
-        caller has them, ``server_version`` from the server's version path.
+        caller has them, ``server_version`` from the server's version path; ``props``
+        (``max_model_len``, ``max_num_seqs``) from a kind's props path (llama.cpp ``/props``).
         A page refused whole (``page.error``: invalid, or over a parse bound) or without any
         engine sample gives an UNAVAILABLE sample saying why.
         """
@@ -191,7 +197,7 @@ class MetricsDeriver:
         no_tokens_s, kv_still_s = self._stillness(cur, restarted, kv)
         if refused := _all_load_gauges_refused(reading):
             state, stale = EngineState.DEGRADED, refused
-        limits = self._limits(reading, ranks, max_model_len)
+        limits = self._limits(reading, ranks, max_model_len, props or {})
         sample = replace(
             head,
             state=state,
@@ -238,10 +244,16 @@ class MetricsDeriver:
             no_tokens_s=no_tokens_s,
             kv_still_s=kv_still_s,
         )
+        if no_latency := FLAVOURS[kind].no_latency:
+            fill.update({k: NA(no_latency) for k in LATENCY_FIELDS})
         return replace(sample, **fill) if fill else sample  # type: ignore[arg-type]
 
     def _limits(
-        self, reading: PageReading, ranks: list[str], max_model_len: Num | None
+        self,
+        reading: PageReading,
+        ranks: list[str],
+        max_model_len: Num | None,
+        props: Mapping[str, Num],
     ) -> dict[str, tuple[Num, str]]:
         gauges = reading.ranks[ranks[0]].gauges if ranks else {}
         missing = NA("not exported")
@@ -249,9 +261,11 @@ class MetricsDeriver:
         server: dict[str, list[tuple[Num, str]]] = {
             "max_model_len": [
                 (from_models, "/v1/models"),
+                (props.get("max_model_len", missing), "/props"),
                 (gauges.get("max_model_len", missing), "server"),
             ],
             "max_num_seqs": [
+                (props.get("max_num_seqs", missing), "/props"),
                 (gauges.get("max_num_seqs", missing), "server"),
                 (_info_limit(reading, ranks, "max_num_seqs"), "cache_config_info"),
             ],
@@ -347,7 +361,7 @@ def _all_load_gauges_refused(reading: PageReading) -> str:
     what is missing; "" when any of them is usable."""
     read = [k for k in LOAD_GAUGES if k in reading.gauges_read]
     if not read:
-        flavour = SGLANG if reading.kind == "sglang" else VLLM
+        flavour = FLAVOURS.get(reading.kind, VLLM)
         names = ", ".join(flavour.gauges[k][0] for k in LOAD_GAUGES if k in flavour.gauges)
         return (
             f"no load gauge on the page ({names} not exported: an older or differently "
@@ -372,17 +386,18 @@ def _info_limit(reading: PageReading, ranks: list[str], name: str) -> Num:
 def _empty_reason(page: PromPage, reading: PageReading) -> str:
     if reading.declared_empty:
         return "metric families declared but no samples: " + ", ".join(reading.declared_empty[:3])
-    engine_families = sorted(n for n in page.declared if n.startswith(("vllm:", "sglang:")))
+    prefixes = {f"{kind}:": kind for kind in FLAVOURS}
+    engine_families = sorted(n for n in page.declared if n.startswith(tuple(prefixes)))
     if engine_families:
         # An engine too old or too new for these names (vLLM 0.10.0): say what is missing.
-        flavour = FLAVOURS["sglang" if engine_families[0].startswith("sglang:") else "vllm"]
+        flavour = FLAVOURS[prefixes[engine_families[0].split(":", 1)[0] + ":"]]
         needed = [" or ".join(flavour.gauges[k]) for k in ("running", "waiting", "kv_usage")]
         shown = ", ".join(engine_families[:3]) + (", …" if len(engine_families) > 3 else "")
         return (
             f"{len(engine_families)} {flavour.kind} metric families on the page ({shown}) but "
             f"none sparktop needs: no {', '.join(needed)}"
         )
-    return f"no vLLM or SGLang metrics on the page ({page.sample_count} other samples)"
+    return f"no vLLM, SGLang or llama.cpp metrics on the page ({page.sample_count} other samples)"
 
 
 def _recent(history: Iterable[Snap], now_s: float) -> Snap | None:

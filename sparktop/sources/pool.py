@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sparktop.model import NA, Num, is_num
+from sparktop.sources.kinds import spec_for
 from sparktop.sources.vllm import PageReading
 
 LIMIT_NAMES = ("kv_pool_tokens", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
@@ -126,7 +127,9 @@ def resolve_pool(
     for limits, source in ((inventory, "inventory"), (profile, "profile")):
         if limits.kv_pool_tokens is not None:
             return {r: limits.kv_pool_tokens / n for r in ranks}, source
-    if reading.kind == "sglang":
+    if pool_unknown := spec_for(reading.kind).pool_unknown:
+        why = pool_unknown
+    elif reading.kind == "sglang":
         why = (
             "KV pool unknown: no sglang:max_total_num_tokens, and nothing in use to derive it "
             "from (num_used_tokens ÷ token_usage); set kv_pool_tokens in the inventory"

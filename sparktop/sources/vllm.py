@@ -1,4 +1,4 @@
-"""Which metric families sparktop reads from vLLM and SGLang, and one page → per-rank readings.
+"""The metric families sparktop reads from vLLM, SGLang and llama.cpp; a page → per-rank readings.
 
 Names follow DESIGN.md §5 and vLLM's ``vllm/v1/metrics/loggers.py``: aliases are listed
 new-name-first and the first one with samples wins (``kv_cache_usage_perc`` |
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from sparktop.model import NA, Num
 from sparktop.sources.histread import RANK_LABELS, WHOLE_SERVER, Hist, rank_of, read_hist
+from sparktop.sources.kinds import llamacpp
 from sparktop.sources.prom import PromPage, PromSample, parse_page
 
 
@@ -42,6 +43,8 @@ class Flavour:
     """key → (slot ``gauges``|``counters``, sample name, label read per value)."""
     version_path: str = ""
     """Where the server says its version (``GET``, JSON ``{"version": …}``); "" for none."""
+    no_latency: str = ""
+    """Why every latency figure is n/a (a kind without histograms, e.g. llama.cpp)."""
 
     def wanted(self) -> frozenset[str]:
         """Every normalised sample name this flavour reads (for :func:`parse_page`)."""
@@ -144,8 +147,17 @@ SGLANG = Flavour(
     },
 )
 
-FLAVOURS: Mapping[str, Flavour] = {"vllm": VLLM, "sglang": SGLANG}
-WANTED: frozenset[str] = VLLM.wanted() | SGLANG.wanted()
+LLAMACPP = Flavour(
+    kind="llamacpp",
+    gauges=llamacpp.SPEC.gauges,
+    counters=llamacpp.SPEC.counters,
+    histograms=llamacpp.SPEC.histograms,
+    no_latency=llamacpp.SPEC.no_latency,
+)
+"""Built from :data:`sparktop.sources.kinds.llamacpp.SPEC`, where its names are declared."""
+
+FLAVOURS: Mapping[str, Flavour] = {"vllm": VLLM, "sglang": SGLANG, "llamacpp": LLAMACPP}
+WANTED: frozenset[str] = frozenset().union(*(f.wanted() for f in FLAVOURS.values()))
 """Every sample name either flavour reads: the filter for :func:`parse_page`."""
 _FLAVOUR_NAMES = {kind: flavour.wanted() for kind, flavour in FLAVOURS.items()}
 
@@ -314,7 +326,8 @@ def _read_labelled(
 
 
 def detect_kind(page: PromPage, hint: str = "vllm") -> str:
-    """``vllm`` or ``sglang``: the flavour with samples on the page (``hint`` breaks ties)."""
+    """``vllm``, ``sglang`` or ``llamacpp``: the flavour with samples on the page (``hint``
+    breaks ties)."""
     has = {kind: any(map(page.samples.get, names)) for kind, names in _FLAVOUR_NAMES.items()}
     if has.get(hint) or not any(has.values()):
         return hint if hint in FLAVOURS else "vllm"

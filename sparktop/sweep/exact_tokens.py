@@ -15,6 +15,7 @@ from sparktop.errors import RuntimeFailure, UserError
 from sparktop.jsontext import loads
 from sparktop.model import NA
 from sparktop.safe_text import printable
+from sparktop.sources.kinds import KINDS, KindSpec, spec_for
 from sparktop.sweep.tokens import Counter_, TokenCount, count_chars
 
 _ERRNO_REASONS = {
@@ -49,13 +50,49 @@ MAX_TOKENIZE_BYTES = 64 * 1024 * 1024
 """A ``/tokenize`` answer larger than this is refused (a token list of a huge prompt is less)."""
 
 
+async def detect_kind(client: Any) -> KindSpec:
+    """Which engine kind answers at ``client``'s base URL: the first kind whose probe path
+    (llama.cpp ``GET /props``) answers 200 with a JSON object; else vLLM's (whose
+    ``/tokenize`` SGLang shares). ``client`` is an ``httpx.AsyncClient``; never raises
+    for a server that answers badly (the count itself then says what went wrong)."""
+    import httpx
+
+    for spec in KINDS.values():
+        if spec.kind == "vllm" or not spec.probe_path:
+            continue
+        data = bytearray()
+        try:
+            headers = {"Accept": "application/json"}
+            async with client.stream("GET", spec.probe_path, headers=headers) as response:
+                if response.status_code != 200:
+                    continue
+                async for chunk in response.aiter_bytes():
+                    data += chunk
+                    if len(data) > MAX_PROBE_BYTES:
+                        break
+            if len(data) <= MAX_PROBE_BYTES and isinstance(loads(bytes(data)), dict):
+                return spec
+        except (httpx.HTTPError, ValueError):
+            continue
+    return spec_for("vllm")
+
+
+MAX_PROBE_BYTES = 1024 * 1024
+"""A probe answer (llama.cpp's ``/props``, with its chat template) is a few KiB."""
+
+
 class EndpointTokenizer:
     """Exact counts from a running server's ``POST {url}/tokenize`` (one HTTP/1.1 connection).
 
-    Calling it returns the ``count`` field; ``max_model_len`` keeps what the server reported.
+    ``kind`` (a key of :data:`~sparktop.sources.kinds.KINDS`) says the request and answer
+    shapes (vLLM ``{"prompt"}`` → ``{"count"}``, llama.cpp ``{"content"}`` →
+    ``{"tokens"}``); None finds out on the first call (:func:`detect_kind`).
+    Calling it returns the count; ``max_model_len`` keeps what the server reported.
     Raises :class:`RuntimeFailure` when the server is unreachable, answers badly, redirects
-    (not followed), or has not finished answering within ``deadline_s``. A failure never
-    quotes the server's body, and the bearer token is redacted from it.
+    (not followed), answers no tokens for non-empty text (a request of the wrong shape:
+    llama.cpp answers ``{"tokens": []}`` to vLLM's), or has not finished answering within
+    ``deadline_s``. A failure never quotes the server's body, and the bearer token is
+    redacted from it.
     """
 
     def __init__(
@@ -64,6 +101,7 @@ class EndpointTokenizer:
         api_key: str | None = None,
         timeout_s: float = 30.0,
         deadline_s: float | None = None,
+        kind: str | None = None,
     ) -> None:
         import asyncio
 
@@ -72,6 +110,7 @@ class EndpointTokenizer:
         self.url = url.rstrip("/")
         self.max_model_len: int | NA = NA("not reported by /tokenize")
         self._api_key = api_key
+        self.spec: KindSpec | None = spec_for(kind) if kind else None
         self._deadline_s = deadline_s or TOKENIZE_DEADLINE_S
         self._timeout_s = timeout_s
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -94,7 +133,10 @@ class EndpointTokenizer:
         return self._runner.run(self._count(text))
 
     async def _post(self, text: str) -> tuple[int, bytes]:
-        async with self._client.stream("POST", "/tokenize", json={"prompt": text}) as response:
+        if self.spec is None:
+            self.spec = await detect_kind(self._client)
+        shape = self.spec.tokenize
+        async with self._client.stream("POST", shape.path, json=shape.request(text)) as response:
             if response.status_code != 200:
                 return response.status_code, b""
             data = bytearray()
@@ -129,13 +171,24 @@ class EndpointTokenizer:
         if status != 200:
             # Never the body: a server may echo the request, bearer token included.
             raise self._fail(f"{self.url}/tokenize answered HTTP {status}")
+        shape = (self.spec or spec_for("vllm")).tokenize
         try:
             data = loads(body)
-            count = data["count"] if "count" in data else len(data["tokens"])
+            if shape.count_field and shape.count_field in data:
+                count = data[shape.count_field]
+            else:
+                count = len(data[shape.tokens_field])
         except (ValueError, KeyError, TypeError):
             raise self._fail(f"{self.url}/tokenize returned no token count") from None
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise self._fail(f"{self.url}/tokenize returned an invalid count")
+        if count == 0 and text.strip():
+            # No text tokenizes to nothing: the server did not read the text we sent.
+            raise self._fail(
+                f"the server's /tokenize returned no tokens for {len(text):,} characters: "
+                f'wrong request shape? (sent {{"{shape.text_field}": …}} as '
+                f"{(self.spec or spec_for('vllm')).label}'s; pass --kind)"
+            )
         mml = data.get("max_model_len")
         if isinstance(mml, int) and not isinstance(mml, bool) and mml > 0:
             self.max_model_len = mml
@@ -146,9 +199,12 @@ class EndpointTokenizer:
         self._runner.close()
 
 
-def count_with_endpoint(url: str, text: str, api_key: str | None = None) -> TokenCount:
-    """Exact token count of ``text`` from ``POST {url}/tokenize``; RuntimeFailure when down."""
-    tokenizer = EndpointTokenizer(url, api_key)
+def count_with_endpoint(
+    url: str, text: str, api_key: str | None = None, kind: str | None = None
+) -> TokenCount:
+    """Exact token count of ``text`` from ``POST {url}/tokenize`` (``kind``: as
+    :class:`EndpointTokenizer`); RuntimeFailure when down or answering no tokens."""
+    tokenizer = EndpointTokenizer(url, api_key, kind=kind)
     try:
         tokens = tokenizer(text)
     finally:

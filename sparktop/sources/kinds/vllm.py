@@ -1,0 +1,24 @@
+"""vLLM: ``/tokenize`` takes ``{"prompt": …}`` and answers ``{"count", "tokens",
+"max_model_len"}``; ``/version`` says the release; ``/v1/models`` gives ``max_model_len``.
+
+Its metric tables are still :data:`sparktop.sources.vllm.VLLM` (moved here by issue 29's
+``sources/`` split)."""
+
+from __future__ import annotations
+
+from sparktop.sources.kinds.spec import KindSpec
+
+SPEC = KindSpec(
+    kind="vllm",
+    label="vLLM",
+    metric_prefix="vllm:",
+    version_path="/version",
+    probe_path="/version",
+    limits={
+        "max_model_len": "/v1/models",
+        "max_num_seqs": "cache_config_info",
+        "max_num_batched_tokens": "cache_config_info",
+    },
+    tables_in="sparktop.sources.vllm.VLLM",
+    metrics_hint="vLLM always serves it: is the URL the server's base URL?",
+)

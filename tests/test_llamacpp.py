@@ -1,0 +1,135 @@
+"""``kind: llamacpp`` end to end against a loopback llama-server stand-in serving the REAL
+captured pages (``fixtures/real/llama-server-tiny-*.prom``) and README-shaped ``/props``,
+``/v1/models`` and ``/tokenize``: ``snapshot`` (text and JSON) and ``budget --endpoint``
+(the exact count, and a ``/tokenize`` answer of no tokens as an error of the endpoint)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+
+from sparktop.cli import main
+from sparktop.errors import RuntimeFailure
+from sparktop.sources.kinds import KINDS
+from sparktop.sweep.exact_tokens import EndpointTokenizer
+from sparktop.testing.http_stub import serve_threaded
+from sparktop.testing.llamacpp_stub import (
+    N_CTX_SLOT,
+    TOTAL_SLOTS,
+    LlamaServer,
+    serve_llamacpp,
+    token_ids,
+)
+
+
+@pytest.fixture
+def llama() -> Iterator[LlamaServer]:
+    with serve_llamacpp("load") as server:
+        yield server
+
+
+def _inventory(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(f"cluster: test\nengines:\n  - {{name: llama, url: '{url}', kind: llamacpp}}\n")
+    return path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_snapshot_json_reads_the_real_page_and_props(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, llama: LlamaServer
+) -> None:
+    _, out, _ = _run(
+        capsys, "snapshot", "--inventory", str(_inventory(tmp_path, llama.url)), "--json"
+    )
+    row = json.loads(out)["engines"][0]
+    assert (row["kind"], row["state"], row["model"]) == ("llamacpp", "ok", "tiny-llama-f32.gguf")
+    assert (row["running"], row["waiting"]) == (2, 6)  # requests_processing, requests_deferred
+    assert (row["max_model_len_tokens"], row["max_num_seqs"]) == (N_CTX_SLOT, TOTAL_SLOTS)
+    assert row["ttft_p50_s"] is None and row["itl_p50_s"] is None
+    assert row["missing"]["ttft_p50_s"] == "llama.cpp exports no latency histograms"
+    assert row["missing"]["itl_p50_s"] == "llama.cpp exports no latency histograms"
+    assert row["prefill_tok_per_s"] is not None  # a rate over snapshot's window, not n/a
+
+
+def test_snapshot_text_has_the_engine_row_and_no_vllm_complaint(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, llama: LlamaServer
+) -> None:
+    _, out, err = _run(capsys, "snapshot", "--inventory", str(_inventory(tmp_path, llama.url)))
+    row = next(line for line in out.splitlines() if line.startswith("llama "))
+    assert row.split()[1:3] == ["2/2", "6"]  # running of max_num_seqs (from /props), waiting
+    assert "no vLLM or SGLang metrics" not in out + err
+    assert "KV pool unknown: llama.cpp exports no KV-pool size" in out
+
+
+def test_budget_endpoint_counts_exactly_with_llamacpps_request_shape(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, llama: LlamaServer
+) -> None:
+    text = "the quick brown fox jumps over a lazy dog " * 333  # 2,997 words
+    (tmp_path / "p.txt").write_text(text, encoding="utf-8")
+    code, out, err = _run(
+        capsys, "budget", "--file", str(tmp_path / "p.txt"), "--endpoint", llama.url, "--json"
+    )
+    doc = json.loads(out)
+    assert code == 0 and doc["tokens"]["method"] == "exact (/tokenize)"
+    assert doc["tokens"]["prompt_tokens"] == len(token_ids(text))
+    assert llama.tokenize_bodies and all(set(b) == {"content"} for b in llama.tokenize_bodies)
+    assert doc["ceiling"]["max_model_len"]["value"] == N_CTX_SLOT
+    assert "tokens" not in err
+
+
+def test_budget_with_the_wrong_kind_says_the_endpoint_answered_no_tokens(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, llama: LlamaServer
+) -> None:
+    (tmp_path / "p.txt").write_text("word " * 600, encoding="utf-8")
+    argv = ["budget", "--file", str(tmp_path / "p.txt"), "--endpoint", llama.url]
+    code, out, err = _run(capsys, *argv, "--kind", "vllm")
+    assert code == 1
+    assert (
+        "the server's /tokenize returned no tokens for 3,000 characters: wrong request shape?"
+        in err
+    )
+    assert "no text to count" not in out + err
+    assert "estimated" in out  # the count falls back to the estimate, said so
+    assert llama.tokenize_bodies[-1] == {"prompt": "word " * 600}
+
+
+def test_kind_without_endpoint_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "budget", "--prompt-tokens", "100", "--kind", "llamacpp")
+    assert code == 2 and "--kind applies to --endpoint" in err
+
+
+class _Empty(BaseHTTPRequestHandler):
+    """A server whose /tokenize answers no tokens (and a count of 0) to any request."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = json.dumps({"tokens": [], "count": 0, "max_model_len": 4096}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_no_tokens_for_text_is_an_error_of_the_endpoint_for_every_kind(kind: str) -> None:
+    with serve_threaded(_Empty) as url:
+        tokenizer = EndpointTokenizer(url, kind=kind, timeout_s=5)
+        try:
+            with pytest.raises(RuntimeFailure, match="returned no tokens for 11 characters"):
+                tokenizer("hello world")
+            assert tokenizer("   ") == 0  # no text: no tokens is the right answer
+        finally:
+            tokenizer.close()
