@@ -26,12 +26,15 @@ async def test_one_llamacpp_engine_row_in_the_monitor() -> None:
             while not (app.state.engines.get("llama") and app.state.engines["llama"].ok):
                 assert loop.time() < deadline, app.state.engines
                 await pilot.pause(0.1)
-            await pilot.pause()  # the engine block mounts, then renders on the next tick
-            app.tick()
-            await pilot.pause()
             panel = app.query_one(EnginePanel)
+            lines = ""
+            while not lines:  # the engine block mounts, then renders on a later tick
+                assert loop.time() < deadline, "the engine block never rendered"
+                app.tick()
+                await pilot.pause(0.05)
+                block = panel.blocks.get("llama")
+                lines = static_text(block.query_one(".engine-lines", TextBlock)) if block else ""
             assert list(panel.blocks) == ["llama"]
-            lines = static_text(panel.blocks["llama"].query_one(".engine-lines", TextBlock))
             assert "running 2/2" in lines  # slots from /props
             assert "no vLLM" not in lines
             sample = app.state.engines["llama"]
