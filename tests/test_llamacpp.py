@@ -21,6 +21,7 @@ from sparktop.testing.llamacpp_stub import (
     N_CTX_SLOT,
     TOTAL_SLOTS,
     LlamaServer,
+    real_page,
     serve_llamacpp,
     token_ids,
 )
@@ -133,3 +134,35 @@ def test_no_tokens_for_text_is_an_error_of_the_endpoint_for_every_kind(kind: str
             assert tokenizer("   ") == 0  # no text: no tokens is the right answer
         finally:
             tokenizer.close()
+
+
+def _page_with_props(props: bytes) -> type[BaseHTTPRequestHandler]:
+    """The real load page at /metrics and ``props`` (200, as sent) at /props."""
+
+    class _Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = real_page("load").encode() if self.path == "/metrics" else props
+            self.send_response(200 if self.path in ("/metrics", "/props") else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return _Handler
+
+
+def test_a_garbled_props_leaves_the_limits_unknown_with_the_reason(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with serve_threaded(_page_with_props(b"<html>proxy login</html>")) as url:
+        _, out, _ = _run(
+            capsys, "snapshot", "--inventory", str(_inventory(tmp_path, url)), "--json"
+        )
+    row = json.loads(out)["engines"][0]
+    assert (row["state"], row["running"], row["waiting"]) == ("ok", 2, 6)
+    assert row["max_num_seqs"] is None
+    assert row["missing"]["max_num_seqs"].startswith(
+        "GET /props answered no JSON: not llama.cpp's /props?"
+    )

@@ -80,7 +80,10 @@ async def fetch_props(client: httpx.AsyncClient, path: str = "/props") -> Props:
     except ScrapeFailure as failure:
         why = NA(f"GET {path}: {failure.reason}")
         return Props({"max_model_len": why, "max_num_seqs": why})
-    except (httpx.HTTPError, ValueError) as exc:
+    except ValueError:
+        why = NA(f"GET {path} answered no JSON: not llama.cpp's /props?")
+        return Props({"max_model_len": why, "max_num_seqs": why})
+    except httpx.HTTPError as exc:
         why = NA(f"GET {path}: {describe(exc)}")
         return Props({"max_model_len": why, "max_num_seqs": why})
     return read_props(answer, path)
