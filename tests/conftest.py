@@ -20,6 +20,7 @@ from tests.real_vllm_plugin import (
     pytest_configure_node,
     real_vllm,
     real_vllm_configure,
+    real_vllm_summary,
     real_vllm_unconfigure,
 )
 
@@ -71,6 +72,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if (line := real_vllm_summary(terminalreporter.config)) is not None:
+        terminalreporter.write_line(line)
     if _not_collected:
         terminalreporter.write_line(
             f"WARNING: {len(_not_collected)} test modules that read ../shared were not "

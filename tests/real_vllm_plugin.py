@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -142,7 +143,7 @@ def _ensure_started(state: _RunState) -> None:
         server = real_vllm_server.start(
             paths, state.directory / "server.log", watch_pid=state.watch_pid
         )
-        state.write({"status": "starting", **server.to_json()})
+        state.write({"status": "starting", "started_at": time.time(), **server.to_json()})
 
 
 def real_vllm_unconfigure(config: pytest.Config) -> None:
@@ -184,7 +185,9 @@ def _restart_if_port_taken(state: _RunState, data: dict[str, object]) -> bool:
         server = real_vllm_server.start(
             paths, state.directory / "server-2.log", watch_pid=state.watch_pid
         )
-        state.write({"status": "starting", "restarted": True, **server.to_json()})
+        state.write(
+            {"status": "starting", "restarted": True, "started_at": time.time(), **server.to_json()}
+        )
         return True
 
 
@@ -213,9 +216,28 @@ def _wait(state: _RunState) -> RealVllm:
             with state.locked():
                 state.write({**data, "status": "failed", "reason": state.failure})
             _unavailable(state.failure)
+        with state.locked():
+            now = state.read() or {}
+            if now.get("status") == "starting" and now.get("pgid") == data.get("pgid"):
+                started = float(str(now.get("started_at", time.time())))
+                state.write({**now, "status": "ready", "ready_s": time.time() - started})
         state.server = RealVllm(server.url, server.model, server.max_model_len, server.log)
         return state.server
     raise AssertionError("unreachable")
+
+
+def real_vllm_summary(config: pytest.Config) -> str | None:
+    """One line for the run's summary: how long the real server took to answer."""
+    state = config.stash.get(_STATE_KEY, None)
+    data = state.read() if state is not None and state.owner else None
+    if data is None:
+        return None
+    if data.get("status") == "ready":
+        return (
+            f"real vLLM {installer.VLLM_VERSION} answered {float(str(data['ready_s'])):.0f} s "
+            f"after its start ({data['url']})"
+        )
+    return f"real vLLM {installer.VLLM_VERSION}: {data.get('status')}: {data.get('reason', '')}"
 
 
 @pytest.fixture(scope="session")
