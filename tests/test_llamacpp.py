@@ -10,11 +10,13 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
+import httpx
 import pytest
 
 from sparktop.cli import main
 from sparktop.errors import RuntimeFailure
 from sparktop.sources.kinds import KINDS
+from sparktop.sweep.bench_prompts import PromptMaker, _tokenize_ids, endpoint_maker
 from sparktop.sweep.exact_tokens import EndpointTokenizer
 from sparktop.testing.http_stub import serve_threaded
 from sparktop.testing.llamacpp_stub import (
@@ -166,3 +168,21 @@ def test_a_garbled_props_leaves_the_limits_unknown_with_the_reason(
     assert row["missing"]["max_num_seqs"].startswith(
         "GET /props answered no JSON: not llama.cpp's /props?"
     )
+
+
+async def test_the_sweeps_prompts_are_tokenized_in_llamacpps_shape(llama: LlamaServer) -> None:
+    """The sweep's exact prompts on llama.cpp: ``{"content"}`` asked (vLLM's ``{"prompt"}``
+    got ``{"tokens": []}``: "the filler text tokenized to almost nothing")."""
+    async with httpx.AsyncClient(base_url=llama.url, trust_env=False) as client:
+        maker = await endpoint_maker(client)
+        assert isinstance(maker, PromptMaker) and maker.exact
+        prompt = await maker.make(300, "n1")
+    assert prompt.tokens == 300 and len(prompt.body) == 300
+    assert all("content" in body and "prompt" not in body for body in llama.tokenize_bodies)
+
+
+async def test_a_tokenize_answering_no_ids_for_text_fails_the_sweeps_prompts() -> None:
+    with serve_threaded(_Empty) as url:
+        async with httpx.AsyncClient(base_url=url, trust_env=False) as client:
+            with pytest.raises(RuntimeFailure, match="returned no tokens for 5 characters"):
+                await _tokenize_ids(client, "hello", False, KINDS["vllm"].tokenize)

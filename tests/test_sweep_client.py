@@ -14,6 +14,7 @@ import httpx
 import pytest
 from aiohttp import ClientConnectionResetError, web
 
+from sparktop.sources.kinds import Tokenize
 from sparktop.sweep.bench_client import (
     LineTooLong,
     RequestResult,
@@ -272,7 +273,7 @@ async def test_a_trickling_tokenize_is_cut_at_its_deadline(monkeypatch: pytest.M
             loop = asyncio.get_running_loop()
             started = loop.time()
             with pytest.raises(RuntimeFailure, match=r"no complete answer within 0\.5 s"):
-                await bench_prompts._tokenize_ids(client, "hello", False)
+                await bench_prompts._tokenize_ids(client, "hello", False, Tokenize())
             elapsed_s = loop.time() - started
     finally:
         await runner.cleanup()

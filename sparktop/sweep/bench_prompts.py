@@ -25,7 +25,8 @@ import httpx
 
 from sparktop.errors import RuntimeFailure
 from sparktop.jsontext import loads
-from sparktop.sweep.exact_tokens import connect_reason, open_tokenizer
+from sparktop.sources.kinds import Tokenize
+from sparktop.sweep.exact_tokens import connect_reason, detect_kind, open_tokenizer
 
 TOKENIZE_DEADLINE_S = 60.0
 """One ``POST /tokenize`` as a whole (the sweep's client reads with ``--timeout`` per read)."""
@@ -104,14 +105,16 @@ class PromptMaker:
         return Prompt(ids, len(ids))
 
 
-async def _tokenize_ids(client: httpx.AsyncClient, text: str, special: bool) -> list[int]:
-    body = {"prompt": text, "add_special_tokens": special}
+async def _tokenize_ids(
+    client: httpx.AsyncClient, text: str, special: bool, shape: Tokenize
+) -> list[int]:
+    body = shape.request(text, special=special)
     parts: list[bytes] = []
     size = 0
     try:
         async with (
             asyncio.timeout(TOKENIZE_DEADLINE_S),
-            client.stream("POST", "/tokenize", json=body) as response,
+            client.stream("POST", shape.path, json=body) as response,
         ):
             if response.status_code != 200:
                 raise RuntimeFailure(f"/tokenize answered HTTP {response.status_code}")
@@ -128,9 +131,14 @@ async def _tokenize_ids(client: httpx.AsyncClient, text: str, special: bool) -> 
         raise RuntimeFailure(f"/tokenize failed: {connect_reason(exc)}") from None
     try:
         data: Any = loads(b"".join(parts))
-        ids = data["tokens"]
+        ids = data[shape.tokens_field]
     except (ValueError, KeyError, TypeError):
         raise RuntimeFailure("/tokenize returned no token ids") from None
+    if ids == [] and text.strip():
+        raise RuntimeFailure(
+            f"the server's /tokenize returned no tokens for {len(text):,} characters: "
+            "wrong request shape?"
+        )
     if not isinstance(ids, list) or not all(
         isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in ids
     ):
@@ -139,12 +147,16 @@ async def _tokenize_ids(client: httpx.AsyncClient, text: str, special: bool) -> 
 
 
 async def endpoint_maker(client: httpx.AsyncClient) -> PromptMaker | str:
-    """A maker on the server's ``/tokenize`` (through ``client``), or why not (one line)
-    when the server has none (404/405/501) or returns no token ids."""
+    """A maker on the server's ``/tokenize`` (through ``client``), in the request shape of
+    the kind that answers (:func:`~sparktop.sweep.exact_tokens.detect_kind`: llama.cpp's
+    ``{"content"}``, else vLLM's ``{"prompt"}``), or why not (one line) when the server has
+    none (404/405/501) or returns no token ids."""
     try:
+        async with asyncio.timeout(TOKENIZE_DEADLINE_S):
+            shape = (await detect_kind(client)).tokenize
         async with (
             asyncio.timeout(TOKENIZE_DEADLINE_S),
-            client.stream("POST", "/tokenize", json={"prompt": "probe"}) as probe,
+            client.stream("POST", shape.path, json=shape.request("probe")) as probe,
         ):
             status = probe.status_code  # the answer itself is not needed
     except TimeoutError:
@@ -155,7 +167,7 @@ async def endpoint_maker(client: httpx.AsyncClient) -> PromptMaker | str:
         return f"the server has no /tokenize (HTTP {status})"
 
     async def encode(text: str, special: bool) -> list[int]:
-        return await _tokenize_ids(client, text, special)
+        return await _tokenize_ids(client, text, special, shape)
 
     try:
         return await PromptMaker.create("/tokenize", encode)
