@@ -115,9 +115,13 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
     """Parse ``argv``; a monitor option given before a subcommand (``sparktop --theme light
     demo``) means what it means after it when the subcommand takes it, and is a usage error
     (exit 2) when the subcommand does not, or takes another value after it."""
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
     command = getattr(args, "command", None)
     chosen = _subparsers(parser).get(command) if command else None
+    # Every usage error of a subcommand names it and its --help, an unknown option too.
+    usage = chosen if chosen is not None else parser
+    if extras:
+        usage.error(f"unrecognized arguments: {' '.join(extras)}")
     own = {a.dest: a for a in chosen._actions if a.option_strings} if chosen is not None else {}
     for action in parser._actions:
         if not action.dest.startswith(TOP):
@@ -132,18 +136,17 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
             continue
         mine = own.get(dest)
         if mine is None:
-            parser.error(
+            usage.error(
                 f"{flag} is an option of the monitor: 'sparktop {command}' does not take it"
             )
         after = getattr(args, dest)
         if after != mine.default and after != value:
-            parser.error(f"{flag} given twice: {value!r} before '{command}', {after!r} after it")
+            usage.error(f"{flag} given twice: {value!r} before '{command}', {after!r} after it")
         setattr(args, dest, value)
     for dest, mine in own.items():
         if getattr(mine, REQUIRED_LATER, False) and getattr(args, dest) is None:
-            assert chosen is not None
             flags = "/".join(mine.option_strings)
-            chosen.error(f"the following arguments are required: {flags}")
+            usage.error(f"the following arguments are required: {flags}")
     return args
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import textwrap
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparktop.commands.sim import add_common_arguments, options_from, scenario_help
 from sparktop.errors import RuntimeFailure, UserError
-from sparktop.sim.scenarios import SCENARIOS, TOUR_PERIOD_S, timeline
+from sparktop.sim.scenarios import SCENARIOS, TOUR_PERIOD_S, Act, fault_names, timeline
 from sparktop.sim.signals import Terminated, raise_on_signals
 from sparktop.values import minutes_text
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 DEMO_HOLD_S = 5.0
 """Alert hold of the demo's inventory, in simulated seconds (the monitor's default is 10)."""
 
+_NOT_BLAMED = frozenset({Act.BLIP.value, Act.LOAD_SHIFT.value})
+"""Tour steps that are not faults: a brief throttle while the pool is full, a load change."""
+
 DESCRIPTION = """\
 Start a simulated DGX Spark cluster on loopback (real SSH servers answering like GB10 nodes,
 real HTTP servers speaking vLLM's /metrics) and open the monitor on it, polled by the same
@@ -28,11 +32,7 @@ code as a real cluster. The generated inventory, keys and known_hosts live in a 
 directory (printed) that is removed on exit, also when the terminal closes (SIGHUP) or the
 process is killed with SIGTERM.
 
-The default scenario, 'tour', plays the faults in turn, 15-40 s each (thermal 40 s,
-node-down 15 s, the host faults 25 s, the engine stall 35 s, the others 20 s) with 10 s or
-more of recovery between, {round} per round, looping: thermal,
-hidden-low-power, pool-exhaustion, node-down, server-restart, long-context, steady-slow,
-memory-pressure, link-down, engine-stall. Background load runs throughout.
+{tour}
 
 The generated inventory differs from a real cluster's in two ways:
   alerts: {{hold_s: 5}}   a condition must hold 5 s (not the default 10 s) to raise an alert
@@ -60,11 +60,25 @@ examples:
 """
 
 
+def _description() -> str:
+    """The help text, its tour list read from the tour's own steps (what the demo prints)."""
+    faults = fault_names(SCENARIOS["tour"])
+    quiet = [name for name in faults if name in _NOT_BLAMED]
+    tour = (
+        "The default scenario, 'tour', plays the faults in turn, 15-40 s each (thermal 40 s, "
+        "node-down 15 s, the host faults 25 s, the engine stall 35 s, the others 20 s) with "
+        f"10 s or more of recovery between, {minutes_text(TOUR_PERIOD_S)} per round, looping: "
+        f"{', '.join(faults)} ({' and '.join(quiet)} show what is not blamed). "
+        "Background load runs throughout."
+    )
+    return DESCRIPTION.format(tour=textwrap.fill(tour, width=92, break_on_hyphens=False))
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "demo",
         help="a simulated cluster on loopback, opened in the monitor (no hardware needed)",
-        description=DESCRIPTION.format(round=minutes_text(TOUR_PERIOD_S)),
+        description=_description(),
         epilog=EPILOG.format(scenarios=scenario_help()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from typing import Any
 
 from sparktop.commands.profiles_compare import (
@@ -14,12 +15,13 @@ from sparktop.commands.profiles_compare import (
 )
 from sparktop.errors import UserError
 from sparktop.safe_text import dumps_printable, printable, printable_lines
+from sparktop.sweep.builtin import builtin_profile_names
 
 DESCRIPTION = """\
 Sweep profiles are benchmark tables of one serving setup (prompt length x concurrency ->
 TTFT, prefill, decode, aggregate) plus its limits (KV pool, max_model_len, max_num_seqs,
-max_num_batched_tokens). The budget and the monitor's expected row read them. Two are built
-in (transcribed from public sweeps); add your own as YAML files in the user profile
+max_num_batched_tokens). The budget and the monitor's expected row read them. Built in
+(transcribed from public sweeps): {builtin}. Add your own as YAML files in the user profile
 directory, or pass a path anywhere a profile name is accepted."""
 
 EPILOG = """\
@@ -55,11 +57,18 @@ File format: sparktop/sweep/README.md.
 {exit_help}"""
 
 
+def _description() -> str:
+    """The help text, naming the built-in profiles the package ships (``sparktop profiles``
+    lists the same)."""
+    text = DESCRIPTION.format(builtin=", ".join(builtin_profile_names()))
+    return textwrap.fill(text.replace("\n", " "), width=92, break_on_hyphens=False)
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "profiles",
         help="list sweep profiles, or print one",
-        description=DESCRIPTION,
+        description=_description(),
         epilog=EPILOG.format(compare_help=COMPARE_HELP, exit_help=EXIT_HELP),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -247,6 +247,12 @@ def _clock(seconds: float) -> str:
     return f"{minutes}:{secs:02d}"
 
 
+def fault_names(scenario: Scenario) -> tuple[str, ...]:
+    """The faults a scenario plays, in order, by the names :func:`timeline` prints
+    (``("thermal", "hidden-low-power", "pool-exhaustion", "thermal-blip", …)`` for the tour)."""
+    return tuple(_SHOWN.get(act, act.value) for _, act in scenario.steps if act not in _ENDS)
+
+
 def timeline(scenario: Scenario, speed: float = 1.0) -> str:
     """When each fault plays, in wall time at ``speed`` from the scenario's start:
     ``thermal 0:08–0:48, …, server-restart 2:28`` (a fault that plays out by itself, or one

@@ -19,6 +19,8 @@ from pathlib import Path
 from sparktop.errors import UserError
 from sparktop.inputfile import read_limited
 from sparktop.model import NA, Num
+from sparktop.sweep.builtin import PROFILE_SUFFIXES as PROFILE_SUFFIXES
+from sparktop.sweep.builtin import builtin_profile_names as builtin_profile_names
 
 DEFAULT_PROFILE = "4x-spark-dsv41-flash-1017"
 """The profile used when neither the command line nor the inventory names one."""
@@ -27,7 +29,6 @@ AGGREGATE_KINDS = ("end-to-end", "decode-only")
 """What ``aggregate_tps`` means: output tokens over the whole request including prefill
 (``end-to-end``), or over the decode phase only (``decode-only``)."""
 
-PROFILE_SUFFIXES = (".yaml", ".yml")
 MAX_PROFILE_BYTES = 16 << 20
 """A profile file larger than this is refused (a sweep of thousands of rows is well under 1 MiB;
 ``--profile /dev/zero`` must not eat memory)."""
@@ -149,18 +150,6 @@ def user_profile_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base).expanduser() / "sparktop" / "profiles"
-
-
-def builtin_profile_names() -> tuple[str, ...]:
-    """Names of the profiles shipped as package data, sorted."""
-    folder = resources.files(__package__ or "sparktop.sweep").joinpath("profiles")
-    return tuple(
-        sorted(
-            entry.name.rsplit(".", 1)[0]
-            for entry in folder.iterdir()
-            if entry.name.endswith(PROFILE_SUFFIXES)
-        )
-    )
 
 
 def user_profile_paths() -> tuple[Path, ...]:
