@@ -76,8 +76,10 @@ class SparktopApp(DetailNavigation):
                 id="app.pause"),
         Binding("e", "toggle_events", "Events", tooltip="show / hide the events pane",
                 id="app.events"),
+        # Priority: handled as it arrives, so keys typed right behind it reach the bar
+        # (check_action lets an input have it otherwise).
         Binding("slash", "filter", "Filter", tooltip="filter the nodes, engines and events "
-                "(as you type; Enter keeps it, Esc clears)", id="app.filter"),
+                "(as you type; Enter keeps it, Esc clears)", id="app.filter", priority=True),
         Binding("escape", "clear_filter", "Clear filter", show=False,
                 tooltip="clear the / filter", id="app.clear_filter"),
         Binding("c", "show_curve", "Curve", tooltip="the profile's curve (TTFT, aggregate vs "

@@ -93,3 +93,25 @@ def test_the_help_screen_lists_the_new_keys_with_their_binding_ids() -> None:
         ("m", "curve.metric"), ("s", "detail.sort"), ("escape", "filter.clear"),
     ):  # fmt: skip
         assert f"| `{key}` |" in text and f"`{binding_id}`" in text, binding_id
+
+
+async def test_keys_right_behind_the_slash_land_in_the_bar_and_a_field_still_types_it() -> None:
+    from textual import events
+    from textual.widgets import Input
+
+    app, feed = cluster_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed(pilot)  # type: ignore[operator]
+        paused = app.poller.paused
+        for char in "/spark-2p":  # all queued at once, as a fast typist or tmux sends them
+            key = {"/": "slash", "-": "minus"}.get(char, char)
+            app.post_message(events.Key(key, char))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.query_one(FilterBar).value == "spark-2p"
+        assert app.poller.paused == paused  # the p went into the bar, not to Pause
+        await pilot.press("escape", "b")
+        prompt = app.query_one("#prompt", Input)
+        assert app.focused is prompt
+        await pilot.press(*"/tmp")
+        assert prompt.value == "/tmp" and not app.query_one(FilterBar).display
