@@ -7,6 +7,7 @@ Each subcommand lives in ``sparktop/commands/<name>.py`` and provides
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import select
 import signal
@@ -47,7 +48,26 @@ class _Parser(argparse.ArgumentParser):
             (file or sys.stderr).write(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = ("demo", "snapshot", "budget", "sweep", "profiles", "replay", "sim", "exporter")
+"""The subcommands in --help order; each is the module ``sparktop.commands.<name>``."""
+
+
+def wanted_commands(argv: Sequence[str] | None) -> tuple[str, ...]:
+    """The subcommands whose parsers ``argv`` needs: every command named in it, or all of
+    them when none is named or ``-h``/``--help`` comes before the first one (the list in
+    --help, a misspelt command's "choose from"). Importing a command's module can load much
+    (the simulator, the Prometheus client, report tables): ``sparktop budget`` pays for the
+    budget alone."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    named = [i for i, a in enumerate(args) if a in COMMANDS]
+    if not named or any(a in ("-h", "--help") for a in args[: named[0]]):
+        return COMMANDS
+    return tuple(c for c in COMMANDS if c in {args[i] for i in named})
+
+
+def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The command line with the monitor's options and the subcommands ``commands`` (all by
+    default; :func:`wanted_commands` picks those a command line needs)."""
     parser = _Parser(
         prog="sparktop",
         description=(
@@ -58,25 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"sparktop {__version__}")
-    from sparktop.commands import (
-        budget,
-        demo,
-        exporter,
-        monitor,
-        profiles,
-        replay,
-        sim,
-        snapshot,
-        sweep,
-    )  # fmt: skip
+    from sparktop.commands import monitor
 
     before = len(parser._actions)
     monitor.add_arguments(parser)
     for action in parser._actions[before:]:
         _store_apart(action)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    # Order is the order in --help.
-    for module in (demo, snapshot, budget, sweep, profiles, replay, sim, exporter):
+    for name in COMMANDS:  # order is the order in --help
+        if name not in commands:
+            continue
+        module = importlib.import_module(f"sparktop.commands.{name}")
         sub_parser = module.add_parser(sub)
         sub_parser.set_defaults(_run=module.run)
         _require_after_merge(sub_parser, top={a.dest[len(TOP) :] for a in parser._actions})
@@ -185,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     the reader of stdout went away, as under ``| head``)."""
     printable_warnings()
     try:
-        parser = build_parser()
+        parser = build_parser(wanted_commands(argv))
         try:
             args = parse_args(parser, argv)
         except SystemExit:

@@ -14,26 +14,23 @@ replaces each with one visible cell:
   ``�``.
 
 Other spaces (no-break, ideographic) are left as they are: a terminal does nothing with them.
-:func:`printable_lines` keeps line breaks for multi-line text; :class:`PrintableConsole` is
-a rich ``Console`` whose every rendered segment goes through it (the tables of ``snapshot``
-and the alert list), so the rule holds for text that reaches rich by any path.
+:func:`printable_lines` keeps line breaks for multi-line text;
+:class:`sparktop.safe_console.PrintableConsole` is a rich ``Console`` whose every rendered
+segment goes through it (the tables of ``snapshot`` and the alert list), so the rule holds
+for text that reaches rich by any path.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import errno
 import json
 import logging
 import sys
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
-
-from rich.console import Console, ConsoleOptions, RenderableType
-from rich.segment import Segment
 
 _PICTURES = str.maketrans(
     {c: chr(0x2400 + c) for c in range(0x20)}
@@ -138,32 +135,6 @@ class PrintableWriter:
 
     def flush(self) -> None:
         self._out.flush()
-
-
-def safe_segments(segments: Iterable[Segment]) -> Iterable[Segment]:
-    """Rendered segments with their text made printable (rich's own control segments and
-    line feeds are kept)."""
-    for seg in segments:
-        if seg.control or seg.text.isprintable():
-            yield seg
-        else:
-            yield Segment(printable_lines(seg.text), seg.style, seg.control)
-
-
-class PrintableConsole(Console):
-    """A rich ``Console`` that makes every rendered segment printable before it is written:
-    styles still reach the terminal, text from nodes and servers cannot act on it."""
-
-    def render(
-        self, renderable: RenderableType, options: ConsoleOptions | None = None
-    ) -> Iterable[Segment]:
-        return safe_segments(super().render(renderable, options))
-
-    def on_broken_pipe(self) -> None:
-        """Let the closed pipe reach the command line (:func:`sparktop.cli.main`), which exits
-        141 as ``cat`` does under ``| head``; rich's own handler exits 1, which scripts read
-        as "a node or engine did not answer"."""
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
 
 def _json_escape(ch: str) -> str:

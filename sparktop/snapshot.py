@@ -134,7 +134,6 @@ from sparktop.model import (
 )
 from sparktop.poller import error_sample, failure_sample
 from sparktop.report import engines as engine_report
-from sparktop.sources.promnode import PromNodeSource
 
 SCHEMA = "sparktop.snapshot/1"
 
@@ -188,6 +187,10 @@ class Snapshot:
 def _timed_out(source: Source, timeout_s: float) -> Sample:
     """A source past the snapshot's overall deadline. It may have connected and be sending
     (a page that drips in): not answering in time, not unreachable."""
+    # Imported here: the Prometheus client (httpx, pydantic) is only loaded by the commands
+    # that poll through Prometheus, and a source of that kind has loaded it already.
+    from sparktop.sources.promnode import PromNodeSource
+
     message = f"no complete answer within the snapshot's {timeout_s:g} s deadline"
     if isinstance(source, PromNodeSource):  # no SSH involved: name what did not answer
         return failure_sample(source, f"Prometheus not answering: {message}")

@@ -134,7 +134,7 @@ def test_a_broken_pipe_elsewhere_is_not_taken_for_a_closed_stdout(
 
     parser = cli.build_parser()
     parser.set_defaults(_run=run)
-    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    monkeypatch.setattr(cli, "build_parser", lambda commands=cli.COMMANDS: parser)
     with pytest.raises(BrokenPipeError):
         cli.main([])
 

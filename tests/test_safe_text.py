@@ -18,8 +18,8 @@ from rich.text import Text
 
 from sparktop.cli import main
 from sparktop.record.tick import make_header
+from sparktop.safe_console import PrintableConsole
 from sparktop.safe_text import (
-    PrintableConsole,
     cut_credentials,
     dumps_printable,
     json_printable,

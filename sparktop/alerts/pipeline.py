@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from sparktop.alerts.context import RuleContext
-from sparktop.alerts.delivery import AlertDelivery, add_alert_arguments, delivery_from_args
+from sparktop.alerts.delivery import AlertDelivery, delivery_from_args
 from sparktop.alerts.model import Alert, Event, Severity
+from sparktop.alerts.options import add_output_arguments as add_output_arguments
 from sparktop.alerts.outputs import ALERT_LOG_RULE, HOOK_RULE, RECORD_RULE, OutputProblems
 from sparktop.cluster import ClusterState
 from sparktop.errors import UserError
@@ -127,22 +128,6 @@ class AlertPipeline:
             self.recorder.close()
         if self.delivery is not None:
             self.delivery.close_log()
-
-
-def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--on-alert``, ``--alert-log``, ``--bell`` and ``--record`` for the live monitor."""
-    add_alert_arguments(parser)
-    parser.add_argument(
-        "--record",
-        metavar="FILE",
-        type=Path,
-        help="record every tick (samples, derived values, alerts) as JSON lines; "
-        "FILE.zst or FILE.gz compresses. Replay with 'sparktop replay FILE'. An existing "
-        "FILE is kept unless --force; a symbolic link is never written through",
-    )
-    parser.add_argument(
-        "--force", action="store_true", help="let --record replace an existing file"
-    )
 
 
 @dataclass(slots=True)

@@ -96,7 +96,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="N",
         help="with --no-tui: stop after N tables (default: until Ctrl-C)",
     )
-    from sparktop.alerts.pipeline import add_output_arguments
+    from sparktop.alerts.options import add_output_arguments
     from sparktop.commands.terminal import add_force_tui
 
     add_output_arguments(parser)
@@ -196,7 +196,7 @@ def snapshot_loop(
     from sparktop.inventory import load_inventory
     from sparktop.plan import Plan
     from sparktop.report.snapshot_table import render_table
-    from sparktop.safe_text import PrintableConsole
+    from sparktop.safe_console import PrintableConsole
     from sparktop.snapshot import take_snapshot
 
     plan = Plan.from_inventory(load_inventory(inventory_path))

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also serve sparktop's judgements at http://ADDR/metrics for Prometheus "
         "(127.0.0.1:9464; see 'sparktop exporter --help')",
     )
-    from sparktop.alerts.pipeline import add_output_arguments
+    from sparktop.alerts.options import add_output_arguments
     from sparktop.commands.terminal import add_force_tui
 
     add_output_arguments(parser)

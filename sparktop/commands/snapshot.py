@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     from sparktop.report.alerts import render_alerts
     from sparktop.report.expected import expected_json, expected_text
     from sparktop.report.snapshot_table import needed_width, render_table
-    from sparktop.safe_text import PrintableConsole
+    from sparktop.safe_console import PrintableConsole
     from sparktop.snapshot import snapshot_json
 
     if args.timeout is not None and not args.timeout > 0:

@@ -25,7 +25,7 @@ from rich.progress import (
 
 from sparktop import __version__
 from sparktop.errors import RuntimeFailure, UserError
-from sparktop.safe_text import PrintableConsole
+from sparktop.safe_console import PrintableConsole
 from sparktop.sweep.bench_prompts import (
     PromptMaker,
     approximate_maker,

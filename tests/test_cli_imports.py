@@ -1,0 +1,60 @@
+"""A subcommand loads only what it uses: the parsers of the commands its command line names,
+and neither the Prometheus client nor rich's console for ``budget``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sparktop import cli
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["budget", "--prompt-tokens", "1000"], ("budget",)),
+        (["--theme", "light", "demo"], ("demo",)),
+        (["--inventory", "budget", "snapshot"], ("snapshot", "budget")),
+        ([], cli.COMMANDS),
+        (["--inventory", "c.yaml"], cli.COMMANDS),
+        (["--help", "budget"], cli.COMMANDS),
+        (["snapshto"], cli.COMMANDS),
+    ],
+)
+def test_the_parsers_built_are_those_the_command_line_names(
+    argv: list[str], expected: tuple[str, ...]
+) -> None:
+    assert sorted(cli.wanted_commands(argv)) == sorted(expected)
+    subparsers = cli._subparsers(cli.build_parser(cli.wanted_commands(argv)))
+    assert sorted(subparsers) == sorted(expected)
+
+
+def test_a_misspelt_command_still_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["snapshto"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert all(name in err for name in cli.COMMANDS)
+
+
+def test_budget_loads_neither_the_prometheus_client_nor_the_simulator() -> None:
+    code = (
+        "import json, sys, io, contextlib\n"
+        "from sparktop.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    status = main(['budget', '--prompt-tokens', '1000'])\n"
+        "print(json.dumps([status, sorted(sys.modules)]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    status, modules = json.loads(out.splitlines()[-1])
+    assert status == 0
+    loaded = set(modules)
+    for heavy in ("httpx", "asyncssh", "textual", "rich.console", "sparktop.sim.model"):
+        assert heavy not in loaded, heavy
+    assert "sparktop.commands.budget" in loaded
+    assert "sparktop.commands.snapshot" not in loaded
