@@ -363,9 +363,13 @@ class EngineSample:
     kv_free_tokens: Num = NA()
     kv_fill_tps: Num = NA()
     """KV tokens in use gained per second over the window (``kv_cache_usage_perc`` × pool,
-    or SGLang's ``num_used_tokens``, at both ends). A prompt being prefilled fills the KV
-    chunk by chunk while vLLM counts its tokens (``prompt_tokens_total``, ``prefill_tps``)
-    only once its first token is out, so a long prefill in progress shows here first."""
+    or SGLang's ``num_used_tokens``, at both ends); never negative: NA while the KV shrinks.
+    A prompt being prefilled fills the KV chunk by chunk while vLLM counts its tokens
+    (``prompt_tokens_total``, ``prefill_tps``) only once its first token is out, so a long
+    prefill in progress shows here first."""
+    kv_hit_tps: Num = NA()
+    """Prompt tokens per second found in the prefix cache when requests were scheduled
+    (Δ``vllm:prefix_cache_hits_total``): they enter the KV at once without prefill work."""
     kv_freed_tps: Num = NA()
     """Tokens per second the requests that finished in the window held in the KV: their
     prompts and outputs (Δ``_sum`` of ``vllm:request_prompt_tokens`` and
@@ -460,15 +464,20 @@ class EngineSample:
         The KV gains what is prefilled and decoded and loses what finished requests held;
         vLLM counts a prompt (``prompt_tokens_total``) only once its first token is out, so
         KV growth beyond the counted prompts and decoded tokens less the freed ones is a
-        prefill in progress (a long prompt, chunk by chunk). Prefix-cache hits (counted, but
-        sharing blocks) make it read low, never high. NA when a figure is missing or nothing
-        is left over."""
+        prefill in progress (a long prompt, chunk by chunk). Prefix-cache hits fill the KV at
+        scheduling with no prefill work (``kv_hit_tps``) and are taken off; as the prompt
+        count holds them again later, the figure reads low, never high. NA when a figure is
+        missing, while preemptions free KV that no counter shows, or nothing is left over;
+        never more than the KV filled and freed together."""
+        if is_num(self.preemptions_per_s) and self.preemptions_per_s > 0:
+            return NA("preemptions free and refill the KV unseen by the counters")
         figures = (self.kv_fill_tps, self.prefill_tps, self.decode_tps, self.kv_freed_tps)
         for value in figures:
             if isinstance(value, NA):
                 return value
         fill, prefill, decode, freed = (float(v) for v in figures)  # type: ignore[arg-type]
-        left = fill - (prefill + decode - freed)
+        hits = self.kv_hit_tps if is_num(self.kv_hit_tps) else 0.0
+        left = min(fill - hits - (prefill + decode - freed), fill + freed - hits)
         return left if left > 0 else NA("the KV grew no faster than the counted tokens explain")
 
 

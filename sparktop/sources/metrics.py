@@ -212,6 +212,7 @@ class MetricsDeriver:
             kv_used_tokens=used,
             kv_fill_tps=_kv_fill(cur, base),
             kv_freed_tps=_kv_freed(win, ranks),
+            kv_hit_tps=_rate_since(cur, base, "prefix_hits"),
             kv_free_tokens=total("kv_free_tokens"),
             preemptions_per_s=total("preemptions_per_s"),
             prefill_tps=total("prefill_tps"),
@@ -423,13 +424,14 @@ def _rate_since(cur: Snap, base: Snap | None, key: str) -> Num:
 
 
 def _kv_fill(cur: Snap, base: Snap | None) -> Num:
-    """KV tokens in use gained per second since the window's first scrape (negative while
-    finished requests free more than prompts and decode add)."""
+    """KV tokens in use gained per second since the window's first scrape; NA (not a negative
+    fill) while finished or preempted requests free more than prompts and decode add."""
     if base is None:
         return NA("no earlier scrape in the window")
     if cur.kv_used is None or base.kv_used is None or cur.t <= base.t:
         return NA("KV tokens in use unknown at one end of the window")
-    return (cur.kv_used - base.kv_used) / (cur.t - base.t)
+    gained = (cur.kv_used - base.kv_used) / (cur.t - base.t)
+    return gained if gained >= 0 else NA("the KV is shrinking: requests freed more than filled")
 
 
 def _kv_freed(win: Window, ranks: list[str]) -> Num:
