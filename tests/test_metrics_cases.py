@@ -61,9 +61,9 @@ def test_openmetrics_body() -> None:
     assert not [n for n in page.samples if n.endswith("_created")]
 
 
-def test_headers_only_is_unavailable_not_zero() -> None:
+def test_headers_only_is_degraded_with_values_unavailable_not_zero() -> None:
     s = one("headers-only.prom")
-    assert s.state is EngineState.UNAVAILABLE
+    assert s.state is EngineState.DEGRADED  # the server answered (cases/README.md)
     assert "no samples" in s.message and "vllm:num_requests_running" in s.message
     for value in (s.running, s.waiting, s.kv_usage):
         assert isinstance(value, NA)

@@ -148,11 +148,20 @@ class MetricsDeriver:
         if page.duplicates:
             notes.append(f"{page.duplicates} repeated series ignored (the first is read)")
         if reading.samples == 0:
-            return replace(
-                head,
-                state=EngineState.UNAVAILABLE,
-                message="; ".join([_empty_reason(page, reading), *notes]),
-            )
+            why = _empty_reason(page, reading)
+            if reading.declared_empty:
+                # The server answered with its engine's families, just no values yet: the
+                # engine is up but unreadable (DEGRADED), not down.
+                na = NA("declared but no samples")
+                return replace(
+                    head,
+                    state=EngineState.DEGRADED,
+                    message="; ".join([why, *notes]),
+                    running=na,
+                    waiting=na,
+                    kv_usage=na,
+                )
+            return replace(head, state=EngineState.UNAVAILABLE, message="; ".join([why, *notes]))
 
         cur = Snap.of(now_s, reading, wall_s)
         prev = self._history[-1] if self._history else None
