@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.markdown import Markdown as RichMarkdown
 from rich.segment import Segment
 from rich.theme import Theme as RichTheme
 from textual.app import App, ComposeResult
@@ -336,6 +335,10 @@ class HelpText:
     ~50 ms."""
 
     def __init__(self, markdown: str) -> None:
+        # Imported here: rich's Markdown brings markdown-it and Pygments (~2 MB, 80 modules),
+        # which the monitor needs only once ? is pressed.
+        from rich.markdown import Markdown as RichMarkdown
+
         self.markdown = markdown
         self._parsed = RichMarkdown(markdown)
         self._lines: dict[int, list[list[Segment]]] = {}
