@@ -92,4 +92,4 @@ async def test_budget_pane_says_what_sending_now_costs() -> None:
         assert "now     TTFT" in out and "at 8 running" in out
         assert " queue  ≈ 4.00 s  scheduler full [server]" in out  # 2 must finish at 0.5/s
         assert "idle    TTFT" in out
-        assert "lesson  vs 1,002 tok:" in out and "decode keeps" in out
+        assert "lesson  vs shortest 1,002 tok:" in out and "decode gains +" in out
