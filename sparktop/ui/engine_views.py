@@ -128,13 +128,16 @@ def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None
     full = max_seqs is not None and is_num(running) and running >= max_seqs
     queued = is_num(waiting) and waiting > 0
     # An unknown limit reads "/?": another setup's max_num_seqs would be a wrong number.
-    seqs = f"/{max_seqs:,.0f}" if max_seqs is not None else "/?" if is_num(running) else ""
+    # No running figure: "n/a (reason)", never "n/a/8".
+    seqs = (f"/{max_seqs:,.0f}" if max_seqs is not None else "/?") if is_num(running) else ""
     kv = sample.kv_usage
     kv_pct = float(kv) * 100 if is_num(kv) else None
     kv_style = "crit" if kv_pct is not None and kv_pct >= config.kv_usage_pct else "bar"
     preempt = sample.preemptions_per_s
     return [
-        [("running ", "dim"), (fmt.num(running, ",.0f") + seqs, "warn" if full and queued else "")],
+        [("running ", "dim"), (fmt.num(running, ",.0f") + seqs, "warn" if full and queued else ""),
+         *([(f" ({printable(running.reason)})", "dim")]
+           if isinstance(running, NA) and running.reason else [])],
         [("waiting ", "dim"), (fmt.num(waiting, ",.0f"), "warn" if queued else "")],
         [("preempt ", "dim"),
          (fmt.num(preempt, ".2f") + ("/s" if is_num(preempt) else ""),

@@ -338,3 +338,17 @@ def test_an_unknown_memory_figure_is_n_a_without_a_unit() -> None:
     unknown = NodeMemory(NA("not read"), NA("not read"), NA("not read"), unified=True)
     cell = rows_for(NodeSample("spark-1", T0, gpus=(one,), memory=unknown))["mem"][0]
     assert cell == "U n/a·GPU n/a" and "n/aG" not in cell
+
+
+def test_running_without_its_gauge_says_why_never_na_over_the_limit() -> None:
+    from sparktop.sources.metrics import MetricsDeriver
+    from sparktop.sources.prom import parse_page
+    from sparktop.sources.vllm import WANTED
+
+    text = (CASES / "metrics" / "counter-reset-1.prom").read_text()
+    sample = MetricsDeriver("dsv4").derive(parse_page(text, WANTED), now_s=0.0, wall_s=T0)
+    assert isinstance(sample.running, NA)
+    lines = engine_lines(sample, T0, ViewConfig(), 8.0, 200)
+    flat = " ".join(" ".join(t for line in lines for t, _ in line).split())
+    assert "n/a/" not in flat, flat
+    assert f"running n/a ({sample.running.reason})" in flat, flat
