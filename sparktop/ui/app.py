@@ -92,6 +92,8 @@ class SparktopApp(DetailNavigation):
         Binding("t", "cycle_theme", "Theme", tooltip="next colour theme", id="app.theme"),
         Binding("r", "poll_now", "Poll now", show=False, tooltip="poll every source now",
                 id="app.poll_now"),
+        Binding("S", "screenshot", "Screenshot", show=False, tooltip="save the screen as SVG "
+                "in the working directory (also palette → Screenshot)", id="app.screenshot"),
     ]  # fmt: skip
     # Textual declares it without ClassVar; the screen gets -narrow below 110 columns.
     HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012

@@ -7,8 +7,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
+import pytest
 from textual.command import CommandPalette
+from textual.widgets import Static
 
 from sparktop.model import NodeSample
 from sparktop.ui.app import SparktopApp
@@ -302,6 +305,34 @@ async def test_help_shows_keys_as_typed_and_low_power_by_the_rule_thresholds() -
             f"power under {t.low_power_power_w:g} W, and no slowdown reason bit"
         ) in text
         assert "30 W" not in text
+
+
+async def test_help_opens_on_the_keys_with_tab_arrows_and_the_screenshot_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sparktop.ui.screens.help import HelpScreen
+
+    monkeypatch.chdir(tmp_path)
+    app = SparktopApp(plan(), [Scripted(node("spark-1"))], autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = app.screen.help_text.markdown
+        keys_at = text.index("## Keys")
+        assert keys_at < text.index("## Nodes") and keys_at < text.index("## Budget pane")
+        for typed in ("tab / shift+tab", "↑ / ↓", "S"):
+            assert f"| `{typed}` |" in text, typed
+        assert "`app.screenshot`" in text
+        shown = app.screen.query_one("#help-text", Static)
+        first_screen = "\n".join(
+            "".join(seg.text for seg in line)
+            for line in app.screen.help_text._lines[shown.content_region.width][:20]
+        )
+        assert "Keys" in first_screen and "app.quit" in first_screen
+        await pilot.press("escape", "S")
+        await pilot.pause()
+    assert [p.suffix for p in tmp_path.iterdir()] == [".svg"]
 
 
 async def test_a_keys_remap_onto_a_used_key_is_named_and_not_applied() -> None:

@@ -280,12 +280,22 @@ def key_text(keys: str, display: Callable[[Binding], str]) -> str:
     return " / ".join(display(Binding(key.strip(), "")) for key in keys.split(","))
 
 
+FIXED_KEYS = (
+    ("tab,shift+tab", "focus the next / previous pane (Nodes, engines, events, budget)"),
+    ("up,down", "move in the Nodes table, scroll the pane in focus"),
+    ("pageup,pagedown", "a page up / down in the Nodes table or the pane in focus"),
+)
+"""Keys without a binding id (Textual's focus keys, the table's cursor; see
+:data:`sparktop.ui.keymap.RESERVED_KEYS`): listed, not remappable."""
+
+
 def keys_markdown(
     keymap: Mapping[str, str],
     display: Callable[[Binding], str],
     app_class: type[App[Any]],
 ) -> str:
-    """The keys table: key as typed, what it does, its binding id (for ``keys:``)."""
+    """The keys table: key as typed, what it does, its binding id (for ``keys:``); the keys
+    that have no id (:data:`FIXED_KEYS`, the palette, the mouse) at its end."""
     lines = [
         "## Keys (remap in the inventory: `keys: {binding id: key}`)",
         "",
@@ -299,6 +309,7 @@ def keys_markdown(
     palette = key_text("ctrl+p", display)
     lines += [
         f"| `{palette}` | command palette: jump to a node or engine, details, themes | |",
+        *(f"| `{key_text(keys, display)}` | {text} | |" for keys, text in FIXED_KEYS),
         "| mouse | click a row, scroll panes | |",
     ]
     return "\n".join(lines)
@@ -390,6 +401,7 @@ class HelpScreen(ModalScreen[None]):
         text = "\n\n".join(
             [
                 "# sparktop help",
+                self.keys,
                 table(
                     "Nodes (one row per GPU, keyed by node + GPU UUID)", node_columns(thresholds)
                 ),
@@ -401,7 +413,6 @@ class HelpScreen(ModalScreen[None]):
                 EXPECTED,
                 notes,
                 budget_help(),
-                self.keys,
             ]
         )
         self.help_text = HelpText(text)
