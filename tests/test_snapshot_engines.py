@@ -259,3 +259,16 @@ def test_snapshot_exits_3_on_a_critical_condition_in_the_data(
     assert doc["critical"] is True
     kv_alerts = [a for a in doc["alerts"] if a["rule"] == "kv.usage"]
     assert [a["severity"] for a in kv_alerts] == ["critical"]
+
+
+def test_a_refused_page_promises_no_retry_in_a_one_shot_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    lines = ["# TYPE vllm:num_requests_running gauge"]
+    lines += [f'vllm:num_requests_running{{engine="{i}"}} 1' for i in range(12_000)]
+    body = ("\n".join(lines) + "\n").encode()
+    with serving({"/metrics": lambda: Reply(body=body)}) as url:
+        code = main(["snapshot", "--inventory", str(inventory(tmp_path, url)), "--window", "0.05"])
+    out = capsys.readouterr().out
+    assert code == 1 and "12,000 series" in out
+    assert "again" not in out and "backing off" not in out, out

@@ -192,9 +192,11 @@ class EngineSource:
         # for a 31 MB page): ask again later, doubling the wait.
         self._backoff_s = min(BACKOFF_MAX_S, 2 * self._backoff_s or 2.0)
         self._retry_at = now + self._backoff_s
-        note = f"; asked again in {self._backoff_s:g} s"
+        # The refusal itself promises nothing (a one-shot command never asks again); the
+        # repeats carry the pause, not a countdown that an event log would freeze.
+        note = f"; backing off up to {self._backoff_s:g} s"
         self._held = replace(sample, message=sample.message + note)
-        return self._held
+        return sample
 
     async def _scrape_raw(self) -> EngineSample:
         wall, started = time.time(), time.perf_counter()
