@@ -23,7 +23,7 @@ from sparktop.sweep.estimator import Basis, Estimated
 from sparktop.sweep.load import Load, binned
 from sparktop.sweep.matched import cached_estimator, expected_for, model_mismatch, window_load
 from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
-from sparktop.ui.engine_views import engine_state
+from sparktop.ui.engine_views import engine_state, title_groups
 from sparktop.ui.views import ViewConfig
 from tests.alert_samples import cluster, engine, node
 
@@ -161,6 +161,28 @@ def test_the_engine_header_is_its_worst_active_alert() -> None:
     )
     assert engine_state(sample, 100.0, config, alerts) == ("CRIT engine.stalled +1", "crit")
     assert engine_state(sample, 100.0, config, alerts[:1]) == ("WARN expected.decode", "warn")
+
+
+def test_a_down_rank_of_the_tp_group_is_the_engines_verdict() -> None:
+    """A node alert on a rank of the engine's TP group (the group steps at its slowest rank)
+    is the engine's state, the rank named and drawn in its severity; a node outside the group
+    leaves the engine ok. (A trial saw `dsv41  ok` beside `spark-4 unreachable`.)"""
+    sample = engine(t=100.0)
+    config = ViewConfig(engine_nodes={"dsv41": ("spark-1", "spark-4")})
+    down = Alert("node.down:spark-4#1", "node.down", "spark-4", Severity.CRITICAL, 0.0, 0.0,
+                 "unreachable", node="spark-4")  # fmt: skip
+    other = Alert("node.down:spark-9#1", "node.down", "spark-9", Severity.CRITICAL, 0.0, 0.0,
+                  "unreachable", node="spark-9")  # fmt: skip
+    assert engine_state(sample, 100.0, config, (other,)) == ("ok", "ok")
+    assert engine_state(sample, 100.0, config, (down, other)) == (
+        "CRIT node.down @spark-4",
+        "crit",
+    )
+    both = (down, _alert("expected.decode", Severity.WARNING))
+    assert engine_state(sample, 100.0, config, both) == ("CRIT node.down @spark-4 +1", "crit")
+    groups = title_groups(sample, 100.0, config, (down,))
+    assert ("spark-4", "crit") in [piece for group in groups for piece in group]
+    assert ("spark-1", "") in [piece for group in groups for piece in group]
 
 
 # -- 5. the model's identity -------------------------------------------------------------------

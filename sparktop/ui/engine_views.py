@@ -57,30 +57,46 @@ DOWN_OR_NO_PAGE = (
 SEVERITY_WORD = {"critical": ("CRIT", "crit"), "warning": ("WARN", "warn"), "info": ("info", "dim")}
 
 
-def worst_alert(alerts: Sequence[Any], engine: str) -> Any | None:
-    """The worst active alert about ``engine`` (highest severity, then the earliest), or
-    None. ``alerts`` are :class:`~sparktop.alerts.model.Alert`-like (``engine``,
-    ``severity``, ``started_s``)."""
-    mine = [a for a in alerts if getattr(a, "engine", None) == engine]
+def _about(alert: Any, engine: str, tp_nodes: Sequence[str]) -> bool:
+    """Whether ``alert`` is on ``engine``: its own, or a node alert (down, throttled) on one
+    of its tensor-parallel ranks, since the group steps at its slowest rank's pace."""
+    own = getattr(alert, "engine", None)
+    if own is not None:
+        return bool(own == engine)
+    return getattr(alert, "node", None) in tp_nodes
+
+
+def worst_alert(alerts: Sequence[Any], engine: str, tp_nodes: Sequence[str] = ()) -> Any | None:
+    """The worst active alert about ``engine`` or a node of its TP group ``tp_nodes``
+    (highest severity, then the earliest), or None. ``alerts`` are
+    :class:`~sparktop.alerts.model.Alert`-like (``engine``, ``node``, ``severity``,
+    ``started_s``)."""
+    mine = [a for a in alerts if _about(a, engine, tp_nodes)]
     if not mine:
         return None
     return min(mine, key=lambda a: (-a.severity.rank, a.started_s, a.rule))
 
 
 def engine_state(
-    sample: EngineSample, now: float, config: ViewConfig, alerts: Sequence[Any] = ()
+    sample: EngineSample,
+    now: float,
+    config: ViewConfig,
+    alerts: Sequence[Any] = (),
 ) -> Cell:
     """The engine's one verdict: its worst active alert (``CRIT engine.stalled``, ``WARN
-    expected.decode +1``) when it has one and its page answers, else ok / stale N s /
-    unreachable since HH:MM:SS / metrics disabled / unavailable. The header never says ok
-    while an alert on the engine is active."""
-    worst = worst_alert(alerts, sample.engine)
+    expected.decode +1``, ``CRIT node.down @spark-4`` for a rank of its TP group) when it has
+    one and its page answers, else ok / stale N s / unreachable since HH:MM:SS / metrics
+    disabled / unavailable. The header never says ok while an alert on the engine or one of
+    its ranks is active."""
+    tp_nodes = config.engine_nodes.get(sample.engine, ())
+    worst = worst_alert(alerts, sample.engine, tp_nodes)
     # A page that does not answer says so itself (its engine.down alert follows, the page's
     # own alerts clear); one that answers shows its worst alert (a stall over frozen gauges).
     if worst is not None and (sample.ok or sample.state not in DOWN_OR_NO_PAGE):
         word, style = SEVERITY_WORD.get(str(worst.severity), ("WARN", "warn"))
-        more = sum(1 for a in alerts if getattr(a, "engine", None) == sample.engine) - 1
-        return (f"{word} {worst.rule}" + (f" +{more}" if more else ""), style)
+        more = sum(1 for a in alerts if _about(a, sample.engine, tp_nodes)) - 1
+        rank = f" @{worst.node}" if getattr(worst, "engine", None) is None else ""
+        return (f"{word} {worst.rule}{rank}" + (f" +{more}" if more else ""), style)
     if sample.ok:
         age = now - sample.time_s
         if age > config.stale_after_s():
@@ -113,13 +129,22 @@ def title_groups(
     ]
     nodes = config.engine_nodes.get(sample.engine)
     if nodes:  # one group per node, so a long TP group wraps between names
-        groups.append([("TP ", "dim"), (nodes[0], "")])
-        groups += [[(node, "")] for node in nodes[1:]]
+        # A rank with an active node alert (down, throttled) is drawn in its severity.
+        marks = {n: _rank_style(alerts, n) for n in nodes}
+        groups.append([("TP ", "dim"), (nodes[0], marks[nodes[0]])])
+        groups += [[(node, marks[node])] for node in nodes[1:]]
     if len(sample.ranks) > 1:
         groups.append([(f"DP ranks {len(sample.ranks)}", "dim")])
     model = f" {printable(sample.model)}" if sample.model else ""  # the server's text: one line
     groups.append([(sample.kind + model, "dim")])
     return groups
+
+
+def _rank_style(alerts: Sequence[Any], node: str) -> str:
+    worst = worst_alert([a for a in alerts if getattr(a, "engine", None) is None], "", (node,))
+    if worst is None:
+        return ""
+    return SEVERITY_WORD.get(str(worst.severity), ("WARN", "warn"))[1]
 
 
 def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None) -> list[Group]:

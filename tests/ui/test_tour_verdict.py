@@ -52,7 +52,7 @@ async def test_every_tour_step_shows_the_engines_worst_alert_in_its_header() -> 
                 for name, block in app.query_one(EnginePanel).blocks.items():
                     header = str(block.query_one(".engine-lines", TextBlock).render())
                     header = header.splitlines()[0] if header else ""
-                    worst = worst_alert(active, name)
+                    worst = worst_alert(active, name, plan.tp_groups.get(name, ()))
                     if block.sample is not None and block.sample.state in DOWN_OR_NO_PAGE:
                         # No page (a restart's 3 s): the state itself, never ok.
                         shown = str(block.sample.state)
@@ -62,7 +62,8 @@ async def test_every_tour_step_shows_the_engines_worst_alert_in_its_header() -> 
                         agrees = f"{name}  ok" in header or "stale" in header
                     else:
                         word = SEVERITY_WORD[str(worst.severity)][0]
-                        shown = f"{word} {worst.rule}"
+                        rank = f" @{worst.node}" if worst.engine is None else ""
+                        shown = f"{word} {worst.rule}{rank}"
                         agrees = f"{name}  {shown}" in header
                     verdicts.add(shown)
                     if not agrees:
