@@ -219,3 +219,25 @@ async def test_metrics_404_on_vllm_and_recovery_clears_since() -> None:
     assert "vLLM always serves it: is the URL the server's base URL?" in down.message
     assert down.since_s is not None
     assert up.state is EngineState.OK and up.since_s is None
+
+
+@pytest.mark.parametrize(
+    ("key_env", "value", "said"),
+    [
+        ("NOPE_NOT_SET", None, "environment variable NOPE_NOT_SET (api_key_env) is not set"),
+        ("SPARKTOP_TEST_KEY", "wrong", "refused the token in SPARKTOP_TEST_KEY"),
+        (None, None, "set api_key_env: VAR on the engine"),
+    ],
+)
+async def test_a_refused_token_names_its_variable_or_how_to_set_one(
+    monkeypatch: pytest.MonkeyPatch, key_env: str | None, value: str | None, said: str
+) -> None:
+    monkeypatch.delenv("NOPE_NOT_SET", raising=False)
+    if value is not None:
+        monkeypatch.setenv(str(key_env), value)
+    async with StubServer({"/metrics": lambda: Reply(401)}) as server:
+        source = EngineSource(Cfg("e", server.url, api_key_env=key_env))
+        s = await source.sample()
+        await source.aclose()
+    assert s.state is EngineState.UNAVAILABLE
+    assert s.message.startswith("HTTP 401: ") and said in s.message, s.message

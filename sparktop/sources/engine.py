@@ -34,9 +34,11 @@ import httpx
 from sparktop.model import EngineSample, EngineState, Num
 from sparktop.sources.engine_http import (
     ACCEPT_ENCODING,
+    AUTH_HINT,
     Body,
     Progress,
     ScrapeFailure,
+    auth_hint,
     describe,
     fetch_metrics,
     fetch_models,
@@ -216,7 +218,11 @@ class EngineSource:
                     self._version = await fetch_version(client, path) if path else ""
         except ScrapeFailure as failure:
             self._refused = failure.refused
-            return await self._failed(wall, started, failure.state, failure.reason)
+            reason = failure.reason
+            if reason.endswith(AUTH_HINT):
+                hint = auth_hint(self._key_env, self._api_key is not None)
+                reason = reason.removesuffix(AUTH_HINT) + hint
+            return await self._failed(wall, started, failure.state, reason)
         except TimeoutError:
             state, reason = _overdue(progress, self._deadline_s)
             await self._drop_connection()  # the half-read answer is not reused

@@ -12,6 +12,7 @@ appear in a reason; what a server sends (content type, a redirect's host) is sho
 
 from __future__ import annotations
 
+import os
 import socket
 import zlib
 from collections.abc import AsyncIterator
@@ -82,6 +83,22 @@ def transport_reason(exc: BaseException) -> str:
     return describe(exc)
 
 
+AUTH_HINT = "check the bearer token (api_key_env)"
+"""The 401/403 reason's hint where the token's source is not known (:func:`auth_hint`)."""
+
+
+def auth_hint(key_env: str | None, given: bool) -> str:
+    """What to fix when the server refuses the bearer token: the unset variable by name, the
+    variable whose token was refused, or how to set one when the engine has none."""
+    if given:
+        return "the server refused the API key given"
+    if not key_env:
+        return "the server wants a bearer token: set api_key_env: VAR on the engine and export VAR"
+    if not os.environ.get(key_env):
+        return f"environment variable {key_env} (api_key_env) is not set"
+    return f"the server refused the token in {key_env} (api_key_env)"
+
+
 def _check_status(response: httpx.Response) -> None:
     status = response.status_code
     if status == 200:
@@ -91,9 +108,7 @@ def _check_status(response: httpx.Response) -> None:
             EngineState.METRICS_DISABLED, "metrics disabled: GET /metrics returned 404"
         )
     if status in (401, 403):
-        raise ScrapeFailure(
-            EngineState.UNAVAILABLE, f"HTTP {status}: check the bearer token (api_key_env)"
-        )
+        raise ScrapeFailure(EngineState.UNAVAILABLE, f"HTTP {status}: {AUTH_HINT}")
     phrase = ascii(response.reason_phrase[:40])[1:-1]
     raise ScrapeFailure(EngineState.UNAVAILABLE, f"HTTP {status} {phrase}".rstrip())
 
