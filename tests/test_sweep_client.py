@@ -278,3 +278,28 @@ async def test_a_trickling_tokenize_is_cut_at_its_deadline(monkeypatch: pytest.M
     finally:
         await runner.cleanup()
     assert elapsed_s < 3, elapsed_s
+
+
+async def test_an_html_error_page_shows_its_status_and_reason_not_the_markup() -> None:
+    # What python -m http.server answers a POST: an HTML page under 501.
+    page = (
+        '<!DOCTYPE HTML>\n<html lang="en">\n<head>\n<title>Error response</title>\n</head>\n'
+        "<body><h1>Error response</h1><p>Error code: 501</p></body>\n</html>\n"
+    )
+    replies = iter(
+        [
+            web.Response(status=501, text=page, content_type="text/html"),
+            web.Response(status=503, text="upstream\n\x1b[31mbusy\x1b[0m " + "x" * 500),
+        ]
+    )
+
+    async def handler(request: web.Request) -> web.Response:
+        return next(replies)
+
+    async with server(handler) as client:
+        html, text = [
+            await stream_completion(client, "m", "x", 4, sent_prompt_tokens=1) for _ in range(2)
+        ]
+    assert html.error == "HTTP 501: Not Implemented"
+    assert text.error.startswith("HTTP 503: upstream ") and "busy" in text.error
+    assert "\x1b" not in text.error and "\n" not in text.error and len(text.error) <= 200

@@ -227,6 +227,27 @@ class _Timings:
     usage: tuple[int, int] | None = None
 
 
+ERROR_TEXT_CHARS = 200
+"""A server's plain-text error is shown up to this long (one line)."""
+
+
+def _error_message(response: httpx.Response, text: str) -> str:
+    """What a failed completion said, printable and one short line: the JSON error's
+    ``message``, else a short plain-text body, else (an HTML page, an empty body) the
+    status's reason phrase."""
+    with contextlib.suppress(ValueError, AttributeError):
+        doc = json.loads(text)
+        # vLLM >= 0.32 nests it: {"error": {"message": ...}}; older ones did not
+        inner = doc.get("error")
+        text = str((inner if isinstance(inner, dict) else doc).get("message", text))
+    text = " ".join(text.split())
+    html = "html" in response.headers.get("content-type", "") or text.startswith("<")
+    if html or not text:
+        return printable(response.reason_phrase[:60]) or "no message"
+    short = text[:ERROR_TEXT_CHARS] + ("…" if len(text) > ERROR_TEXT_CHARS else "")
+    return printable(short)
+
+
 async def _stream(
     client: httpx.AsyncClient, body: dict[str, Any], start: float, timings: _Timings
 ) -> RequestResult | None:
@@ -238,12 +259,7 @@ async def _stream(
                 raw += piece
                 if len(raw) >= 2000:
                     break
-            message = raw[:2000].decode("utf-8", "replace")
-            with contextlib.suppress(ValueError, AttributeError):
-                doc = json.loads(message)
-                # vLLM >= 0.32 nests it: {"error": {"message": ...}}; older ones did not
-                inner = doc.get("error")
-                message = str((inner if isinstance(inner, dict) else doc).get("message", message))
+            message = _error_message(response, raw[:2000].decode("utf-8", "replace"))
             return _failed(f"HTTP {response.status_code}: {message}", start)
         async for line in capped_lines(response.aiter_bytes()):
             if not line.startswith("data:"):
