@@ -83,7 +83,8 @@ def _token_ticks(low: float, high: float, most: int) -> list[float]:
     stride = 1
     while len(found[::stride]) > max(2, most):
         stride += 1
-    return found[::stride] or [low, high]
+    # Thinned from the top, so the longest prompts on the axis keep their label.
+    return found[::-1][::stride][::-1] or [low, high]
 
 
 def _log(v: float) -> float:
@@ -254,7 +255,7 @@ def curve_caption(
         else (f"{EXPECTED_MARKER} expected · {LIVE_MARKER} live")
     )
     lines = [
-        f"{curve.label} ({curve.metric}, {curve.unit}), log axes: a line per concurrency (its "
+        f"{curve.label} ({curve.unit}), log axes: a line per concurrency (its "
         f"digit) · {CELL_MARKER} measured · {BAND_MARKER} band · {marks}",
     ]
     if live is None:
