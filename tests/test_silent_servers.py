@@ -96,3 +96,34 @@ async def test_a_node_that_accepts_and_sends_no_ssh_banner_is_not_answering(
     finally:
         await gone.aclose()
     assert refused.state is NodeState.UNREACHABLE and refused.message == "connection refused"
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        # What an HTTP server says to an SSH client's version line, then it hangs up.
+        (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", "closed"),
+        # A version line, then bytes that are no SSH packet.
+        (b"SSH-2.0-x\r\n" + b"\x00\x00\x00\x05garbage-not-a-packet" * 4, "garbled"),
+    ],
+)
+async def test_a_port_that_does_not_speak_ssh_is_named_not_the_settings(
+    tmp_path: Path, answer: bytes, why: str
+) -> None:
+    async def talk(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readline()  # the client's version line
+        writer.write(answer)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(talk, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    source = ssh_source(client_files(tmp_path / "client"), node("spark-7", port))
+    try:
+        sample = await asyncio.wait_for(source.sample(), 10)
+    finally:
+        await source.aclose()
+        server.close()
+        await server.wait_closed()
+    assert sample.message.startswith("not an SSH server (") and why in sample.message, sample
+    assert "settings" not in sample.message and sample.message.isprintable()

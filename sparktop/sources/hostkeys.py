@@ -184,7 +184,10 @@ class HostKeyClient(asyncssh.SSHClient):
     """Accepts an unknown host key only with ``accept_new``; a changed key is always refused."""
 
     def __init__(
-        self, matcher: KnownHostsMatcher, accept_new: bool, accepted: Callable[[], None]
+        self,
+        matcher: KnownHostsMatcher,
+        accept_new: bool,
+        accepted: Callable[[asyncssh.SSHClientConnection], None],
     ) -> None:
         self._matcher = matcher
         self._accept_new = accept_new
@@ -193,7 +196,7 @@ class HostKeyClient(asyncssh.SSHClient):
     def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
         """The TCP connection is up (before the SSH handshake): a timeout after this is a
         node that took the connection and did not answer, not one never reached."""
-        self._accepted()
+        self._accepted(conn)
 
     def validate_host_public_key(
         self, host: str, addr: str, port: int, key: asyncssh.SSHKey

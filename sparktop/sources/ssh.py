@@ -48,8 +48,10 @@ from typing import TYPE_CHECKING
 
 import asyncssh
 from asyncssh.encryption import get_default_encryption_algs
+from asyncssh.packet import PacketDecodeError
 
 from sparktop.model import NodeSample, NodeState
+from sparktop.safe_text import printable
 from sparktop.sources.fabric_rates import FabricRates
 from sparktop.sources.hostkeys import (
     HostKeyClient,
@@ -219,6 +221,8 @@ class SshSource:
             conn = await self._connection()
         except _HostKeyRefused as exc:
             return await self._fail(NodeState.HOST_KEY, exc.message, started)
+        except _NotSsh as exc:
+            return await self._fail(NodeState.ERROR, printable(exc.message), started)
         except asyncssh.PermissionDenied as exc:
             return await self._fail(NodeState.AUTH, self._auth_message(exc), started)
         except TimeoutError:
@@ -395,9 +399,11 @@ class SshSource:
         target = user_known_hosts_file(self.settings.known_hosts, options.known_hosts)
         matcher = KnownHostsMatcher(files, host=options.host, port=options.port, target=target)
         self._tcp_accepted = False
+        handshake: list[asyncssh.SSHClientConnection] = []
 
-        def accepted() -> None:
+        def accepted(conn: asyncssh.SSHClientConnection) -> None:
             self._tcp_accepted = True
+            handshake.append(conn)
 
         try:
             async with asyncio.timeout(self.settings.connect_timeout_s + CONNECT_MARGIN_S):
@@ -412,7 +418,13 @@ class SshSource:
         except (asyncssh.KeyExchangeFailed, asyncssh.ConnectionLost, ConnectionResetError):
             if matcher.ca_only:  # only certificate host-key types were offered: no match
                 raise _HostKeyRefused(cert_authority_problem(matcher)) from None
+            if handshake and not handshake[0].get_extra_info("server_version"):
+                # An HTTP server on the port: it answers our version line and hangs up.
+                raise _NotSsh("it closed the connection without an SSH version line") from None
             raise
+        except (PacketDecodeError, asyncssh.ProtocolError, asyncssh.ProtocolNotSupported) as exc:
+            # Garbage where SSH packets belong: the settings are not at fault.
+            raise _NotSsh(f"garbled SSH answer: {exc}") from None
         self.host_key_verified_s = time.time()
         if matcher.new_key is not None:
             record_host_key(target, matcher)
@@ -440,6 +452,12 @@ class SshSource:
             conn.abort()
             with contextlib.suppress(Exception):
                 await conn.wait_closed()
+
+
+class _NotSsh(Exception):
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.message = f"not an SSH server ({why})"
 
 
 class _HostKeyRefused(Exception):
