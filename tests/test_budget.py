@@ -225,6 +225,17 @@ def test_budget_json_from_the_command(capsys: pytest.CaptureFixture[str], tmp_pa
     assert doc["tokens"]["files_counted"] == 1 and doc["profile"]["name"] == FOUR
 
 
+def test_scan_dir_skipped_counts_carry_thousands_separators(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "a.md").write_text("some text " * 10, encoding="utf-8")
+    for i in range(1_001):
+        (tmp_path / f"b{i}.md").write_bytes(b"\x00binary")
+    code, out, _ = _run(capsys, "budget", "--scan-dir", str(tmp_path), "--ext", "md")
+    assert code == 0
+    assert "1 counted, 1,001 skipped (1,001 binary or not UTF-8)" in out, out
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

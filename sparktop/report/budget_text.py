@@ -85,7 +85,7 @@ def _tokens_section(b: Budget) -> list[str]:
     method = t.method
     out = ["Tokens", _line(given, "prompt tokens", f"{tokens(t.tokens)} per request ({method})")]
     if is_num(t.files_counted):
-        skipped = ", ".join(f"{n} {why}" for why, n in t.skipped)
+        skipped = ", ".join(f"{n:,} {why}" for why, n in t.skipped)
         out.append(
             _line(
                 Origin.COMPUTED,
