@@ -160,7 +160,8 @@ _PASSED: dict[int, dict[str, Mapping[str, str]]] = {}
 """Label bound → the blocks that passed under it (``""`` → :data:`NO_LABELS`), shared by the
 pages read: whether a block passes depends on the block and the bound alone, and an engine
 serves the same blocks scrape after scrape. A page starts a fresh table once one holds
-:data:`MAX_BLOCKS` (never mid-page: its rows look their blocks up there)."""
+:data:`MAX_BLOCKS` (never mid-page: its rows look their blocks up there), and one a page
+left past it is dropped when that page ends (:func:`scan_text`)."""
 _VALUES: list[dict[str, float]] = [{}]
 """Value text → value (:func:`~sparktop.sources.promruns.number`), shared by the pages read
 the same way (bucket counts and gauges repeat from scrape to scrape); a page starts a fresh
@@ -243,7 +244,30 @@ def scan_text(
 
     Raises :class:`NotUnderstood` at the first line outside the fast subset (nothing is
     returned: the library reads the page), :class:`PageRefused` over a bound.
+
+    Memory: the shared block and value tables grow with the page's distinct label blocks
+    and values (a 25 MiB page of 546,000 distinct series: ~190 MB before its CPU budget
+    runs out); a table past its cap is dropped when the page ends, read or refused, so what
+    stays between scrapes is at most :data:`MAX_BLOCKS` blocks and :data:`MAX_VALUES` values.
     """
+    try:
+        return _scan_text(text, accept, bounds)
+    finally:
+        _drop_full_tables(bounds.max_labels)
+
+
+def _drop_full_tables(max_labels: int) -> None:
+    """Start fresh tables where a page left one past its cap (a page's rows no longer need
+    them once it is read or refused)."""
+    if len(_PASSED.get(max_labels, ())) > MAX_BLOCKS:
+        del _PASSED[max_labels]
+    if len(_VALUES[0]) > MAX_VALUES:
+        _VALUES[0] = {}
+
+
+def _scan_text(
+    text: str, accept: frozenset[str] | None, bounds: ParseBounds
+) -> tuple[list[Raw], list[Declaration]]:
     if get_legacy_validation():  # the library was told to check names its stricter way
         raise NotUnderstood(0)
     out: list[Raw] = []
