@@ -67,4 +67,4 @@ async def test_a_page_refused_for_cpu_keeps_no_tables_and_is_backed_off(
     assert len(promtext._VALUES[0]) <= promtext.MAX_VALUES
     assert kept < 16 << 20, f"{kept / 2**20:.1f} MiB kept after a refused page"
     assert hits[0] == 3  # at 0, then after 2 and 4 s (0, 2, 6), not 12 times
-    assert messages[-1].endswith("asked again in 8 s")
+    assert messages[-1].endswith("backing off up to 8 s")
