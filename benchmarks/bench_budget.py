@@ -9,14 +9,22 @@ scan must skip. Timed in one run, medians of several repeats, files in the page 
 - counting: :func:`sparktop.sweep.scan.scan_directory` (walk, skip rules, strict UTF-8
   decode in chunks, CJK/other character counts, per-file estimate).
 
+And as a user runs it: the process CPU (user + system, ``getrusage`` of the child) of the
+whole command ``python -m sparktop budget --scan-dir <Python's asyncio package>`` against
+the seed's script on the same folder (:mod:`benchmarks.seed_budget_scan`), the two run
+alternately, medians: start-up, imports, the profile and the fit included.
+
 Run: ``python benchmarks/bench_budget.py [--quick]``
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +39,8 @@ from benchmarks.common import ROOT, Figure, arg_parser, check, info, print_table
 from sparktop.sweep.scan import scan_directory
 
 CHARS = 500_000
+COMMAND_TARGET = 2.0
+"""``sparktop budget --scan-dir`` may cost at most this many times the seed script's CPU."""
 RATIO_TARGET = 2.0
 """Counting may cost at most this many times a plain read of the same tree."""
 CJK_TEXT = "稀疏注意力与键值缓存。長い文脈を一度に送る前に、トークン数を数えておく。\n" * 40
@@ -118,6 +128,37 @@ def measure(repeats: int = 15, chars: int = CHARS) -> BudgetRun:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _child_cpu_s(command: list[str]) -> float:
+    """User + system CPU seconds of ``command`` run to its end (output discarded)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, stdout=subprocess.DEVNULL, check=True, cwd=ROOT, timeout=300)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def command_cpu(repeats: int = 7) -> tuple[float, float, str]:
+    """Median process CPU of ``sparktop budget --scan-dir`` and of the seed script on
+    Python's asyncio package, run alternately; returns (sparktop s, seed s, folder)."""
+    folder = str(Path(asyncio.__file__).parent)
+    ours = [sys.executable, "-m", "sparktop", "budget", "--scan-dir", folder]
+    seed = [sys.executable, str(ROOT / "benchmarks" / "seed_budget_scan.py"), "--scan-dir", folder]
+    a, b = [], []
+    for _ in range(repeats):
+        a.append(_child_cpu_s(ours))
+        b.append(_child_cpu_s(seed))
+    return statistics.median(a), statistics.median(b), folder
+
+
+def command_figures(ours_s: float, seed_s: float) -> list[Figure]:
+    return [
+        info(
+            "budget --scan-dir asyncio, process CPU: sparktop | seed script",
+            f"{ours_s:.2f} | {seed_s:.2f} s",
+        ),
+        check("budget command CPU ÷ the seed script's", ours_s / seed_s, COMMAND_TARGET, "{:.1f}×"),
+    ]
+
+
 def figures(run: BudgetRun) -> list[Figure]:
     return [
         info(
@@ -136,8 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = arg_parser(__doc__, quick="fewer repeats")
     args = parser.parse_args(argv)
     run = measure(5 if args.quick else 15)
-    print_table("Budget: token estimate of a source tree", figures(run))
-    return 0
+    ours_s, seed_s, _ = command_cpu(3 if args.quick else 7)
+    figs = [*figures(run), *command_figures(ours_s, seed_s)]
+    print_table("Budget: token estimate of a source tree", figs)
+    return 0 if all(f.passed is not False for f in figs) else 1
 
 
 if __name__ == "__main__":

@@ -106,7 +106,9 @@ def peers(quick: bool) -> list[Figure]:
 
 
 def budget(quick: bool) -> list[Figure]:
-    return bench_budget.figures(bench_budget.measure(5 if quick else 15))
+    run = bench_budget.measure(5 if quick else 15)
+    ours_s, seed_s, _ = bench_budget.command_cpu(3 if quick else 7)
+    return [*bench_budget.figures(run), *bench_budget.command_figures(ours_s, seed_s)]
 
 
 def prometheus(quick: bool) -> list[Figure]:

@@ -21,6 +21,7 @@ from benchmarks import (
     bench_peers,
     bench_poll,
     bench_render,
+    bench_soak,
     run_all,
 )
 from benchmarks.common import Figure, check, markdown_table
@@ -116,6 +117,25 @@ def test_budget_counts_the_tree_it_built() -> None:
     assert names(judged(bench_budget.figures(run))) == [
         "budget count ÷ plain read of the same tree"
     ]
+
+
+def test_budget_command_and_the_seed_script_both_run_and_are_compared() -> None:
+    ours_s, seed_s, folder = bench_budget.command_cpu(repeats=1)
+    assert ours_s > 0 and seed_s > 0 and Path(folder, "events.py").is_file()
+    figures = judged(bench_budget.command_figures(ours_s, seed_s))
+    assert names(figures) == ["budget command CPU ÷ the seed script's"]
+    assert figures[0].measured == f"{ours_s / seed_s:.1f}×"
+
+
+def test_soak_records_ticks_and_reads_memory_each_round(tmp_path: Path) -> None:
+    minutes = bench_soak.CHECKPOINT_S // 60 + 1
+    points = asyncio.run(bench_soak.soak(minutes, tmp_path, trace=False))
+    assert [p.at_s for p in points] == [bench_soak.CHECKPOINT_S]
+    assert points[0].rss_mb > 0 and points[0].events > 0
+    assert (tmp_path / "soak.jsonl.zst").stat().st_size > 0
+    assert (tmp_path / "alerts.jsonl").read_text().count("\n") >= points[0].events
+    figures = bench_soak.figures(points, minutes)
+    assert not judged(figures)  # shorter than 2 h: shown, not judged
 
 
 def test_ctrl_c_window_sorts_every_outcome() -> None:
