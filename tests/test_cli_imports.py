@@ -54,7 +54,7 @@ def test_budget_loads_neither_the_prometheus_client_nor_the_simulator() -> None:
     status, modules = json.loads(out.splitlines()[-1])
     assert status == 0
     loaded = set(modules)
-    for heavy in ("httpx", "asyncssh", "textual", "rich.console", "sparktop.sim.model"):
+    for heavy in ("httpx", "asyncssh", "asyncio", "textual", "rich.console", "sparktop.sim.model"):
         assert heavy not in loaded, heavy
     assert "sparktop.commands.budget" in loaded
     assert "sparktop.commands.snapshot" not in loaded

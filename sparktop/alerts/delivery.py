@@ -242,23 +242,9 @@ async def _talk(proc: asyncio.subprocess.Process, payload: bytes) -> bytes:
     return bytes(tail)
 
 
-def add_alert_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--on-alert CMD``, ``--alert-log FILE`` and ``--bell`` for commands that watch live."""
-    group = parser.add_argument_group("alerts")
-    group.add_argument(
-        "--on-alert",
-        metavar="CMD",
-        help="run CMD for every alert event, the event as JSON on stdin "
-        "(split like a shell would, never run through one)",
-    )
-    group.add_argument(
-        "--alert-log", metavar="FILE", type=Path, help="append every alert event as a JSON line"
-    )
-    group.add_argument("--bell", action="store_true", help="ring the terminal bell on new alerts")
-
-
 def delivery_from_args(args: argparse.Namespace) -> AlertDelivery:
-    """Build the delivery from parsed :func:`add_alert_arguments` options (UserError if bad)."""
+    """Build the delivery from parsed
+    :func:`~sparktop.alerts.options.add_alert_arguments` options (UserError if bad)."""
     command = getattr(args, "on_alert", None)
     return AlertDelivery(
         on_alert=parse_command(command) if command else None,

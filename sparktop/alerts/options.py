@@ -1,14 +1,27 @@
 """The live monitor's output options (``--on-alert``, ``--alert-log``, ``--bell``,
 ``--record``), kept apart from :mod:`sparktop.alerts.pipeline` so that building the command
-line does not load the recorder and the alert rules (every subcommand's parser has the
-monitor's options)."""
+line does not load the recorder, the alert rules or asyncio (every subcommand's parser has
+the monitor's options)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from sparktop.alerts.delivery import add_alert_arguments
+
+def add_alert_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--on-alert CMD``, ``--alert-log FILE`` and ``--bell`` for commands that watch live."""
+    group = parser.add_argument_group("alerts")
+    group.add_argument(
+        "--on-alert",
+        metavar="CMD",
+        help="run CMD for every alert event, the event as JSON on stdin "
+        "(split like a shell would, never run through one)",
+    )
+    group.add_argument(
+        "--alert-log", metavar="FILE", type=Path, help="append every alert event as a JSON line"
+    )
+    group.add_argument("--bell", action="store_true", help="ring the terminal bell on new alerts")
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
