@@ -526,15 +526,19 @@ def test_case_counter_reset_prom_raises_a_restart_alert_and_no_negative_rate() -
 
 
 def test_case_stale_gauges_raise_a_stale_alert() -> None:
-    # nan-gauge.prom: running = 3 and no counter moves between scrapes → frozen gauges.
+    # nan-gauge.prom: running = 3 and no counter moves between scrapes → frozen gauges
+    # (stale from 20 s). With requests running, no token and the page answering for stall_s
+    # (20 s) that is the stalled engine (critical), which says it instead of engine.stale.
     deriver = _deriver()
     samples = [
         deriver.derive(_page("nan-gauge.prom"), now_s=float(i), wall_s=1000.0 + i)
         for i in range(0, 31, 5)
     ]
     assert samples[0].state is EngineState.OK and samples[-1].state is EngineState.STALE
-    found = run(cluster(*samples))
-    assert "gauges stale" in found["engine.stale:dsv4"].message
+    found = run(cluster(*samples))  # 30 s frozen
+    stalled = found["engine.stalled:dsv4"]
+    assert stalled.severity is Severity.CRITICAL and "3" in stalled.message
+    assert "engine.stale:dsv4" not in found  # one verdict, not both
     assert "kv.usage:dsv4" not in found  # no verdicts from frozen gauges
 
 
