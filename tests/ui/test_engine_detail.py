@@ -82,6 +82,35 @@ async def test_engine_detail_screen_from_the_palette() -> None:
         assert not isinstance(app.screen, EngineDetailScreen)
 
 
+async def test_engine_detail_fields_are_labelled_for_people_with_their_units() -> None:
+    live = engine(kv_usage=0.00159, prefix_hit_rate=0.8974, itl_mean_s=0.0317,
+                  queue_time_mean_s=5.222, since_start=())  # fmt: skip
+    app = make_app(Scripted(live))
+    async with app.run_test(size=(140, 50)) as pilot:
+        await app.poll_now()
+        app.show_engine_details("dsv41")
+        await pilot.pause()
+        assert isinstance(app.screen, EngineDetailScreen)
+        table = app.screen.query_one("#fields", DataTable)
+
+        def row(key: str) -> tuple[str, str, str]:
+            label, value, field = (str(c) for c in table.get_row(key))
+            return label, value, field
+
+        assert row("kv_usage") == ("KV cache usage", "0.16 %", "kv_usage")
+        assert row("prefix_hit_rate") == ("prefix-cache hit rate", "89.7 %", "prefix_hit_rate")
+        assert row("itl_mean_s") == ("ITL mean", "31.7 ms", "itl_mean_s")
+        assert row("queue_time_mean_s") == ("queue time mean", "5.22 s", "queue_time_mean_s")
+        label, value, _ = row("since_start")
+        assert label == "since start" and value.startswith("n/a (") and value != "none"
+        assert row("prefill_tps")[1] == "3,534 tok/s"
+        # Every row has a label that is not its raw key with underscores, but the limits
+        # (max_num_seqs …), which are their standard names.
+        for key in table.rows:
+            label, _, field = row(str(key.value))
+            assert "_" not in label or label == field, (label, field)
+
+
 async def test_budget_pane_says_what_sending_now_costs() -> None:
     live = engine(waiting=1.0, requests_finished_per_s=0.5, **BREAKDOWN)  # 8 of 8 running
     app = make_app(Scripted(live))

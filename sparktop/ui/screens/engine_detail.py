@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 from sparktop.model import NA, EngineSample, Quantile, is_num
 from sparktop.safe_text import printable
 from sparktop.ui import format as fmt
+from sparktop.ui.engine_fields import NO_LIFETIME, field_label, unit_value
 from sparktop.ui.engine_views import engine_state
 from sparktop.ui.events import EventLike
 from sparktop.ui.views import ViewConfig
@@ -62,6 +63,10 @@ UNSET_REASONS = {
 
 
 def _field_value(name: str, value: object) -> str:
+    if name == "since_start" and not value:
+        return NO_LIFETIME
+    if (in_unit := unit_value(name, value)) is not None:
+        return in_unit
     if value is None:
         return f"n/a ({UNSET_REASONS.get(name, 'not set')})"
     if isinstance(value, bool):
@@ -75,11 +80,12 @@ def _field_value(name: str, value: object) -> str:
     return field_text(value)
 
 
-def engine_field_rows(sample: EngineSample) -> list[tuple[str, str]]:
-    """(field name, value) for every EngineSample field but the skipped ones, formatted as
-    the rest of the UI: n/a with the reason, yes/no, clock times and durations."""
+def engine_field_rows(sample: EngineSample) -> list[tuple[str, str, str]]:
+    """(field name, label, value) for every EngineSample field but the skipped ones: the
+    label in the field's standard terms (:func:`~sparktop.ui.engine_fields.field_label`), the
+    value in its unit, as the rest of the UI: n/a with the reason, yes/no, clock times."""
     return [
-        (f.name, _field_value(f.name, getattr(sample, f.name)))
+        (f.name, field_label(f.name), _field_value(f.name, getattr(sample, f.name)))
         for f in fields(EngineSample)
         if f.name not in SKIPPED
     ]
@@ -198,12 +204,13 @@ class EngineDetailScreen(Screen[None]):
         table: DataTable[Any] = self.query_one("#fields", DataTable)
         rows = engine_field_rows(sample)
         if not table.columns:
-            table.add_column("field", key="field")
+            table.add_column("figure", key="label")
             table.add_column("value", key="value")
+            table.add_column("field", key="field")  # the key, as in --json and recordings
         if table.row_count != len(rows):
             table.clear()
-            for name, value in rows:
-                table.add_row(Text(name), Text(value), key=name)
+            for name, label, value in rows:
+                table.add_row(Text(label), Text(value), Text(name, style="dim"), key=name)
             return
-        for name, value in rows:
+        for name, _label, value in rows:
             table.update_cell(name, "value", Text(value), update_width=True)
