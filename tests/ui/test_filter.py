@@ -48,7 +48,7 @@ async def test_slash_filters_nodes_engines_and_events_and_escape_clears() -> Non
         await pilot.pause()
         rows = list(table.row_keys)
         assert rows and all(k.startswith("spark-4") for k in rows)
-        assert not app.query_one(EngineBlock).display  # dsv41 does not hold "spark-4"
+        assert app.query_one(EngineBlock).display  # spark-4 is in dsv41's TP group
         events = event_text(app)
         assert "spark-4" in events and "decode 27 %" not in events
         await pilot.press("enter")  # keep it: back to the table, the filter stays
@@ -81,6 +81,28 @@ async def test_a_state_word_filters_and_escape_in_the_bar_clears() -> None:
         assert app.query_one(EngineBlock).display
         assert "dsv41" in event_text(app) and "spark-4" not in event_text(app)
         assert app.query_one(EventLog).query_text == "dsv41"
+
+
+def panel_notes(app: object) -> list[str]:
+    panel = app.query_one(EnginePanel)  # type: ignore[attr-defined]
+    return [str(n.render()) for n in panel.query(".no-match")]
+
+
+async def test_an_engine_matches_by_its_tp_nodes_and_an_empty_pane_says_so() -> None:
+    app, feed = cluster_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed(pilot)  # type: ignore[operator]
+        await pilot.press("slash", *"spark-3")
+        await pilot.pause()
+        assert app.query_one(EngineBlock).display  # dsv41's TP group holds spark-3
+        assert panel_notes(app) == []
+        await pilot.press(*"x")  # "spark-3x": nothing holds it
+        await pilot.pause()
+        assert not app.query_one(EngineBlock).display
+        assert panel_notes(app) == ['no engine matches "spark-3x" (Esc clears)']
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.query_one(EngineBlock).display and panel_notes(app) == []
 
 
 def test_the_help_screen_lists_the_new_keys_with_their_binding_ids() -> None:

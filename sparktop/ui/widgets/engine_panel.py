@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample
+from sparktop.safe_text import printable
 from sparktop.ui import format as fmt
 from sparktop.ui import styles
 from sparktop.ui.engine_views import engine_lines, limit_seqs
@@ -185,7 +186,7 @@ class EnginePanel(VerticalScroll):
     ) -> int:
         """Update every engine block; mount blocks for new engines. Returns blocks changed.
         ``alerts``: the active alerts (each engine's header shows its worst)."""
-        changed = 0
+        changed = shown = 0
         names = sorted(state.engines, key=lambda n: (order.get(n, 1_000_000), n))
         new = [n for n in names if n not in self.blocks]
         if new:
@@ -205,10 +206,26 @@ class EnginePanel(VerticalScroll):
             if not block.is_mounted:
                 continue  # mounted by an earlier tick, not composed yet (a resize re-ticks)
             sample = state.engines[name]
-            texts = (name, sample.kind, sample.model, str(sample.state))
+            # A node of its TP group matches too: filtering on a node keeps what it serves.
+            texts = (name, sample.kind, sample.model, str(sample.state),
+                     *config.engine_nodes.get(name, ()))  # fmt: skip
             block.display = matches(self.query_text, texts)
+            shown += block.display
             seqs = limit_seqs(sample, max_seqs.get(name))
             expected = (profile_name, row, self.clock)
             if block.show(state, sample, now, config, seqs, expected, alerts):
                 changed += 1
+        self._say_no_match(bool(names) and not shown)
         return changed
+
+    def _say_no_match(self, none_shown: bool) -> None:
+        """A line saying the filter hid every engine (the pane was blank), or none."""
+        notes = self.query(".no-match")
+        if not none_shown:
+            notes.remove()
+            return
+        text = f'no engine matches "{printable(self.query_text.strip())}" (Esc clears)'
+        if notes:
+            notes.first(Static).update(text)
+            return
+        self.mount(Static(text, classes="empty no-match", markup=False))
