@@ -25,16 +25,39 @@ def big_page() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def short_budget(real: Callable[[ParseBounds], Callable[[], None]]) -> Callable:
-    """The CPU guard with a 0.3 s budget: the page is refused part-way, as at 2 s in the
-    trial, without the test spending 2 s of CPU a scrape."""
-    return lambda bounds: real(ParseBounds(max_cpu_s=0.3))
+LOOKS = 40
+"""Looks at the clock before the page is refused: 40 x 256 lines, many times the caps."""
+
+
+def short_budget(
+    real: Callable[[ParseBounds], Callable[[], None]], traced: list[int]
+) -> Callable[[ParseBounds], Callable[[], None]]:
+    """The CPU guard, out of budget at its :data:`LOOKS`-th look (every ``CHECK_EVERY``
+    lines), as at 2 s of CPU in the trial, whatever this machine's speed; each look records
+    the traced memory."""
+
+    def guard(bounds: ParseBounds) -> Callable[[], None]:
+        spent = real(ParseBounds(max_cpu_s=0.0))
+
+        def looked() -> None:
+            traced.append(tracemalloc.get_traced_memory()[0])
+            if len(traced) >= LOOKS:
+                spent()
+
+        return looked
+
+    return guard
 
 
 async def test_a_page_refused_for_cpu_keeps_no_tables_and_is_backed_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(promtext, "cpu_guard", short_budget(promtext.cpu_guard))
+    traced: list[int] = []
+    monkeypatch.setattr(promtext, "cpu_guard", short_budget(promtext.cpu_guard, traced))
+    # Small caps and frequent looks, so the short budget reads many times past the caps.
+    monkeypatch.setattr(promtext, "CHECK_EVERY", 256)
+    monkeypatch.setattr(promtext, "MAX_BLOCKS", 512)
+    monkeypatch.setattr(promtext, "MAX_VALUES", 512)
     body = big_page()
     hits = [0]
 
@@ -59,12 +82,17 @@ async def test_a_page_refused_for_cpu_keeps_no_tables_and_is_backed_off(
             now[0] = float(tick)
             messages.append((await source.sample()).message)
         await source.aclose()
-    assert first.message.startswith("parsing took over 0.3 s of CPU; page refused"), first
+    assert first.message.startswith("parsing took over 0 s of CPU; page refused"), first
+    assert len(traced) >= LOOKS
     # Read well past the tables' caps before the budget ran out ...
     assert promtext.CHECK_EVERY < SERIES
     # ... and none of it kept: the tables are back within their caps.
     assert len(promtext._PASSED.get(ParseBounds().max_labels, ())) <= promtext.MAX_BLOCKS
     assert len(promtext._VALUES[0]) <= promtext.MAX_VALUES
-    assert kept < 16 << 20, f"{kept / 2**20:.1f} MiB kept after a refused page"
+    assert kept < 2 << 20, f"{kept / 2**20:.1f} MiB kept after a refused page"
+    # While it was read, memory stayed within the tables' caps: no entry kept per line (it
+    # grew by ~600 bytes a line, 6 MiB over these 10,240 lines).
+    growth = max(traced[:LOOKS]) - traced[0]
+    assert growth < 1 << 20, f"{growth / 2**20:.1f} MiB while reading"
     assert hits[0] == 3  # at 0, then after 2 and 4 s (0, 2, 6), not 12 times
     assert messages[-1].endswith("backing off up to 8 s")

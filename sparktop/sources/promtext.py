@@ -265,6 +265,21 @@ def _drop_full_tables(max_labels: int) -> None:
         _VALUES[0] = {}
 
 
+def _trim_tables(
+    labels: _Labels, numbers: dict[str, float], pending: list[Row]
+) -> dict[str, float]:
+    """Mid-page, tables grown past twice their caps (a page of distinct series) cut to what the
+    queued rows still look up, so the page's peak memory stays bounded instead of one entry a
+    line; the next page starts with fresh shared tables. Returns the page's new value table
+    (its block table is replaced in ``labels``)."""
+    cache = {"": NO_LABELS}
+    cache.update((b, labels.cache[b]) for b in {row[1] for row in pending} if b in labels.cache)
+    labels.cache = cache
+    _PASSED[labels.max_labels] = {"": NO_LABELS}
+    _VALUES[0] = {}
+    return {v: numbers[v] for v in {row[2] for row in pending} if v in numbers}
+
+
 def _scan_text(
     text: str, accept: frozenset[str] | None, bounds: ParseBounds
 ) -> tuple[list[Raw], list[Declaration]]:
@@ -375,6 +390,8 @@ def _scan_text(
                 series += len(pending) + _count_wanted(text, pos, wanted)
                 pending.clear()
                 break
+            if len(labels.cache) > 2 * MAX_BLOCKS or len(numbers) > 2 * MAX_VALUES:
+                numbers = _trim_tables(labels, numbers, pending)
         if allowed and text[pos : pos + 1] not in ("#", ""):
             taken, after = take_run(pos, line_no)
             if taken:
