@@ -54,7 +54,7 @@ async def test_the_expected_row_agrees_with_itself_and_names_no_column_key(
     assert status == 0, err
     inventory = tmp_path / "cluster.yaml"
     inventory.write_text(
-        f"cluster: real\nprofile: {profile}\n"
+        f"cluster: real\nprofile: {profile.name}\n"  # beside the inventory: a short path
         f"engines:\n  - {{name: {ENGINE}, url: '{real_vllm.url}'}}\n"
     )
     stop = asyncio.Event()
