@@ -176,6 +176,10 @@ async def test_a_throttled_node_holding_a_slowed_engine_back_is_named_critical()
 CHANGES_S = (30, 40)
 """Load changes every 30–40 s (seeded), over running 1–8 × prompts 1K–200K."""
 PROMPTS = (1000, 4000, 8000, 16_000, 30_000, 60_000, 120_000, 200_000)
+LONG_SPEED = 5
+"""The ten simulated minutes run at half the others' speed: the harness polls once per
+simulated second of a clock that runs on regardless, and at 10x a fresh-clone CI run (the real
+vLLM busy on one core) once raised a decode deficit here that a run alone never did."""
 
 
 async def test_ten_minutes_of_load_changes_from_1k_to_200k_prompts_raise_nothing() -> None:
@@ -183,7 +187,7 @@ async def test_ten_minutes_of_load_changes_from_1k_to_200k_prompts_raise_nothing
     prompts 1K–200K) raised 6 ``expected.ttft`` and 2 ``expected.decode`` warnings in 8.5
     minutes: coarse TTFT buckets read as points, decode keyed on the requests that finished."""
     rng = random.Random(28)
-    async with running_sim(speed=SPEED) as sim:
+    async with running_sim(speed=LONG_SPEED) as sim:
         h = Harness.start(sim, hold_s=HOLD_S, window_s=WINDOW_S)
         model = sim.cluster.engines[ENGINE]
         due, loads = 0, []
