@@ -29,9 +29,14 @@ MODEL_ID = "tiny-llama-f32.gguf"
 BUILD_INFO = "b11434-0a1b2c3"
 
 
+REAL_PAGES = {"idle": "llama-server-tiny-idle.prom", "load": "llama-server-tiny-load.prom"}
+"""The captured pages by state (named whole, so a search for a fixture finds its users)."""
+
+
 def real_page(state: str) -> str:
-    """The captured ``/metrics`` page of ``state`` (``idle`` or ``load``), verbatim."""
-    return (REAL / f"llama-server-tiny-{state}.prom").read_text(encoding="utf-8")
+    """The captured ``/metrics`` page of ``state`` (``idle`` or ``load``), verbatim; a
+    ``KeyError`` for another state."""
+    return (REAL / REAL_PAGES[state]).read_text(encoding="utf-8")
 
 
 def _slot(i: int, busy: bool) -> dict[str, Any]:
