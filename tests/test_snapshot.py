@@ -436,3 +436,35 @@ def test_table_has_the_monitors_ttft_split_and_spec_decode_per_engine() -> None:
     text = out.getvalue()
     assert "dsv41: means: queue 420 ms + prefill 8.61 s · spec 54% ×3.69" in text
     assert "plain: means" not in text and "plain: spec" not in text
+
+
+async def test_an_engine_slow_within_its_own_deadline_is_not_cut_by_the_snapshots(
+    tmp_path: Path,
+) -> None:
+    """Each scrape answers in 3.5 s, inside the engine's own 10 s deadline; with --window 1
+    the poll takes two scrapes plus the window (~8 s). The snapshot's default deadline used
+    to cover SSH nodes only (5 + 1.25 s + the window), so a real vLLM slowed by a loaded CPU
+    was reported "no complete answer" and the command exited 1."""
+    from aiohttp import web
+
+    from sparktop.testing.vllm_page import FakeVllm
+    from tests.sweep_helpers import run_cli
+    from tests.test_engine_hostile import aiohttp_server, serve_bytes
+
+    fake = FakeVllm(kv_cache_size_tokens=100_000)
+    fake.set_gauges(running=1, waiting=0, kv_usage=0.1)
+    page = await serve_bytes(fake.page())
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(3.5)
+        return await page(request)
+
+    async with aiohttp_server({"/metrics": slow}) as url:
+        inventory = tmp_path / "cluster.yaml"
+        inventory.write_text(f"cluster: c\nengines:\n  - {{name: slow, url: '{url}'}}\n")
+        status, out, err = await run_cli(
+            tmp_path, "snapshot", "--inventory", str(inventory), "--window", "1", "--json"
+        )
+    doc = json.loads(out)
+    assert [e["state"] for e in doc["engines"]] == ["ok"], out + err
+    assert status == 0, out + err

@@ -118,21 +118,36 @@ def add_parser(
         "--timeout",
         type=float,
         metavar="SECONDS",
-        help="overall deadline for the poll, to which --window is added (default: the slowest "
-        "node's connect_timeout_s + command_timeout_s, plus a margin)",
+        help="overall deadline for the poll, to which --window is added (default: what the "
+        "slowest source may take by its own bounds: a node's connect_timeout_s + "
+        "command_timeout_s plus a margin, an engine's 10 s scrape deadline, twice with a "
+        "--window)",
     )
     return parser
 
 
-def default_timeout_s(inventory: Inventory) -> float:
+def default_timeout_s(inventory: Inventory, window_s: float = 0.0) -> float:
+    """The poll's overall deadline, seconds: the longest any source may take by its own
+    bounds. An SSH node: connect, then field check + probe, with margins. An engine over
+    HTTP: one scrape's deadline, or with a ``window_s`` two (the first and the last scrape
+    of the window) plus the window. An engine read from Prometheus: its query deadline, the
+    same way."""
+    from sparktop.sources.engine import SCRAPE_DEADLINE_S
     from sparktop.sources.ssh import CONNECT_MARGIN_S, PROBE_MARGIN_S
 
-    """Longest any SSH node may take: connect, then field check + probe, with margins."""
-    worst = 0.0
+    worst = inventory.ssh.command_timeout_s
     for node in inventory.nodes:
         ssh = inventory.ssh_for(node)
         worst = max(worst, ssh.connect_timeout_s + ssh.command_timeout_s)
-    return max(worst, inventory.ssh.command_timeout_s) + CONNECT_MARGIN_S + PROBE_MARGIN_S
+    worst += CONNECT_MARGIN_S + PROBE_MARGIN_S
+    scrapes = 2 if window_s > 0 else 1
+    for engine in inventory.engines:
+        if engine.source == "prometheus" and inventory.prometheus is not None:
+            one = inventory.prometheus.timeout_s
+        else:
+            one = SCRAPE_DEADLINE_S
+        worst = max(worst, scrapes * one + window_s)
+    return worst
 
 
 def run(args: argparse.Namespace) -> int:
@@ -161,8 +176,11 @@ def run(args: argparse.Namespace) -> int:
         check_plot_path(args.plot)
         if plan.profile is None:
             raise UserError(f"--plot: no sweep profile to draw ({plan.profile_problem})")
-    timeout_s = args.timeout if args.timeout is not None else default_timeout_s(inventory)
-    snap = asyncio.run(poll(plan, timeout_s + args.window, window_s=args.window))
+    if args.timeout is not None:
+        timeout_s = args.timeout + args.window
+    else:
+        timeout_s = default_timeout_s(inventory, args.window)
+    snap = asyncio.run(poll(plan, timeout_s, window_s=args.window))
     # The monitor's alert engine and rules, judging one poll: no hold time.
     alerts, gpu_states = judge_now(
         (*snap.nodes, *snap.engines), plan.alert_engine(hold_s=0.0), snap.time_s

@@ -72,6 +72,11 @@ BACKOFF_MAX_S = 60.0
 """Longest wait before scraping again a page refused as over a cap."""
 FIRST_WINDOW_STEP_S = 1.0
 """Scrape period across a one-shot command's window (the monitor's default interval)."""
+SCRAPE_TIMEOUT_S = 5.0
+"""Default bound on each network step of a scrape (connect, each read), seconds."""
+SCRAPE_DEADLINE_S = 2 * SCRAPE_TIMEOUT_S
+"""Default bound on one whole scrape (``/metrics``, and ``/v1/models`` and the version on
+the first), seconds."""
 
 
 class EngineSource:
@@ -94,7 +99,7 @@ class EngineSource:
         *,
         inventory_limits: Limits | None = None,
         profile_limits: Limits | None = None,
-        timeout_s: float = 5.0,
+        timeout_s: float = SCRAPE_TIMEOUT_S,
         deadline_s: float | None = None,
         window_s: float = 30.0,
         stale_after_s: float = 60.0,
