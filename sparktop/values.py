@@ -11,10 +11,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Annotated, Any, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeGuard
 
-from pydantic import AfterValidator, PlainSerializer
-from pydantic_core import core_schema
+if TYPE_CHECKING:
+    from pydantic_core import core_schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,8 @@ class NA:
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
         """Recordings write NA as ``{"na": reason}`` (:mod:`sparktop.record.codec`)."""
+        from pydantic_core import core_schema
+
         return core_schema.no_info_plain_validator_function(
             _na_from_json,
             serialization=core_schema.plain_serializer_function_ser_schema(_na_to_json),
@@ -60,14 +62,26 @@ def _frozen(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(value))
 
 
-FloatMap: TypeAlias = Annotated[
-    Mapping[str, float], AfterValidator(_frozen), PlainSerializer(dict, return_type=dict)
-]
+class _ReadOnlyMap:
+    """pydantic metadata of :data:`FloatMap` and :data:`TextMap`: a record decodes the map
+    read-only again and writes it as a JSON object (``AfterValidator`` and ``PlainSerializer``
+    spelt out, so that importing this module, which every sample type does, does not import
+    pydantic: ``sparktop budget`` never needs it)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        from pydantic_core import core_schema
+
+        schema = core_schema.no_info_after_validator_function(_frozen, handler(source))
+        schema["serialization"] = core_schema.plain_serializer_function_ser_schema(
+            dict, return_schema=handler.generate_schema(dict)
+        )
+        return schema
+
+
+FloatMap: TypeAlias = Annotated[Mapping[str, float], _ReadOnlyMap()]
 """A read-only ``name → float`` field (a record decodes it read-only again, and writes it
 as a JSON object)."""
-TextMap: TypeAlias = Annotated[
-    Mapping[str, str], AfterValidator(_frozen), PlainSerializer(dict, return_type=dict)
-]
+TextMap: TypeAlias = Annotated[Mapping[str, str], _ReadOnlyMap()]
 """A read-only ``name → str`` field, like :data:`FloatMap`."""
 
 

@@ -186,7 +186,6 @@ def _api_key(args: argparse.Namespace) -> str | None:
 
 def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeFailure | None]:
     """The token count, and the endpoint's failure when the exact count fell back."""
-    from sparktop.sweep import exact_tokens as ex
     from sparktop.sweep import scan
     from sparktop.sweep import tokens as tk
 
@@ -196,8 +195,12 @@ def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeF
     method = "estimated"
     endpoint = None
     if args.tokenizer:
+        from sparktop.sweep import exact_tokens as ex
+
         exact, method = ex.load_tokenizer(args.tokenizer), "exact (tokenizer.json)"
     elif args.endpoint:
+        from sparktop.sweep import exact_tokens as ex
+
         endpoint = ex.EndpointTokenizer(args.endpoint, api_key, kind=args.kind)
         exact, method = endpoint, "exact (/tokenize)"
 

@@ -7,12 +7,12 @@ Human text uses thousands separators and h/m/s, and tags every figure with its o
 
 from __future__ import annotations
 
-from sparktop.model import NA, is_num
 from sparktop.sweep.batch_step import batch_step
 from sparktop.sweep.budget import Budget, Figure, Origin
 from sparktop.sweep.ceiling import Verdict
 from sparktop.sweep.estimator import Basis, Estimated
 from sparktop.sweep.send_now import keeps
+from sparktop.values import NA, is_num
 
 TAGS = {
     Origin.COMPUTED: "[here]",

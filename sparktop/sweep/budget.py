@@ -13,14 +13,17 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sparktop.model import NA, EngineSample, EngineState, is_num
 from sparktop.sweep.ceiling import UNKNOWN_RULE, Rule, Verdict, advice, rule_for, verdict
 from sparktop.sweep.estimator import Basis, Estimate, Estimated, estimate
 from sparktop.sweep.profile import Profile
 from sparktop.sweep.send_now import Lesson, SendNow, lesson, send_now
 from sparktop.sweep.tokens import TokenCount
+from sparktop.values import NA, is_num
+
+if TYPE_CHECKING:
+    from sparktop.model import EngineSample, EngineState
 
 SCHEMA = "sparktop.budget/1"
 
@@ -220,6 +223,14 @@ def _why_verdict(found: Verdict, prompt: int, output: int, limit: int, rule: Rul
     return f"{rule.server} refuses prompt + output > max_model_len (as every vLLM < 0.32 does)"
 
 
+def _engine_state() -> type[EngineState]:
+    # Imported when a live sample exists (it was built from it): the samples' module is not
+    # on the path of a budget without --endpoint.
+    from sparktop.model import EngineState
+
+    return EngineState
+
+
 def _kv(
     live: int, concurrency: int, pool: Figure, seqs: Figure, sample: EngineSample | None
 ) -> KvFit:
@@ -234,7 +245,7 @@ def _kv(
         pct, fits, by_pool = _here(NA(reason)), None, _here(NA(reason))
     if sample is None:
         free = Figure(NA("no live server; pass --endpoint"), Origin.SERVER)
-    elif sample.state is EngineState.UNREACHABLE or not sample.ok:
+    elif sample.state is _engine_state().UNREACHABLE or not sample.ok:
         what = sample.message or sample.state.value
         free = Figure(NA(f"endpoint {sample.engine} {sample.state.value}: {what}"), Origin.SERVER)
     else:

@@ -34,7 +34,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from sparktop.model import NA, is_num
+from sparktop.sweep import precomputed
 from sparktop.sweep.profile import Profile
 from sparktop.sweep.surface import (
     DESIGNS_EDGE,
@@ -47,6 +47,7 @@ from sparktop.sweep.surface import (
     Point,
     Surface,
 )
+from sparktop.values import NA, is_num
 
 __all__ = ["METRICS", "Basis", "Estimate", "Estimated", "estimate", "loglog"]
 
@@ -276,11 +277,28 @@ class Fitted:
 def fitted(profile: Profile, nested: bool = True) -> Fitted:
     """Fit ``profile`` once: choose each primary's design by leave-one-out, then record every
     cell's held-out error under those designs (the band's source). ``nested=False`` skips
-    both (designs default, no band): used for the inner fits of leave-one-out itself."""
+    both (designs default, no band): used for the inner fits of leave-one-out itself. A
+    built-in profile's designs and errors were computed when it was shipped
+    (:mod:`sparktop.sweep.precomputed`)."""
     points = profile_points(profile)
     base = _surface(profile, points)
     if not nested or len(points) < 3:
         return Fitted(base, ())
+    known = precomputed.fit_for(profile)
+    if known is not None:
+        designs = {m: Design(shrink, edge) for m, (shrink, edge) in known[0].items()}
+        return Fitted(base.with_designs(designs), known[1])
+    designs, errors = choose_designs(profile)
+    return Fitted(base.with_designs(designs), errors)
+
+
+def choose_designs(
+    profile: Profile,
+) -> tuple[dict[str, Design], tuple[tuple[str, tuple[tuple[float, float, float], ...]], ...]]:
+    """The leave-one-out part of :func:`fitted`, always computed: each primary metric's
+    design, and per metric every cell's (log2 prompt, log2 concurrency, held-out log error).
+    Needs at least 3 cells."""
+    points = profile_points(profile)
     held = _held_out(profile, points)
     designs = {m: _choose(held, m) for m in PRIMARY}
     errors = []
@@ -291,7 +309,7 @@ def fitted(profile: Profile, nested: bool = True) -> Fitted:
             if e is not None:
                 found.append((math.log2(pt.prompt), math.log2(pt.concurrency), e))
         errors.append((metric, tuple(found)))
-    return Fitted(base.with_designs(designs), tuple(errors))
+    return designs, tuple(errors)
 
 
 # -- the public call ------------------------------------------------------------------------------

@@ -13,14 +13,14 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from sparktop.errors import UserError
 from sparktop.inputfile import read_limited
-from sparktop.model import NA, Num
+from sparktop.sweep.builtin import FOLDER as _BUILTIN_FOLDER
 from sparktop.sweep.builtin import PROFILE_SUFFIXES as PROFILE_SUFFIXES
 from sparktop.sweep.builtin import builtin_profile_names as builtin_profile_names
+from sparktop.values import NA, Num
 
 DEFAULT_PROFILE = "4x-spark-dsv41-flash-1017"
 """The profile used when neither the command line nor the inventory names one."""
@@ -162,11 +162,21 @@ def user_profile_paths() -> tuple[Path, ...]:
 
 @functools.lru_cache(maxsize=8)
 def _load_builtin(name: str) -> Profile:
+    text = (_BUILTIN_FOLDER / f"{name}.yaml").read_text(encoding="utf-8")
+    # Its validated form and fit, precomputed (sparktop.sweep.precomputed): PyYAML, pydantic
+    # and the estimator's leave-one-out fit were most of `sparktop budget`'s CPU.
+    from sparktop.sweep import precomputed
+
+    try:
+        made = (_BUILTIN_FOLDER / f"{name}.json").read_text(encoding="utf-8")
+    except OSError:
+        made = ""
+    known = precomputed.load(made, text) if made else None
+    if known is not None:
+        return known
     from sparktop.sweep.profile_file import parse_profile
 
-    folder = resources.files(__package__ or "sparktop.sweep").joinpath("profiles")
-    entry = folder.joinpath(f"{name}.yaml")
-    return parse_profile(entry.read_text(encoding="utf-8"), f"built-in:{name}.yaml", "built-in")
+    return parse_profile(text, f"built-in:{name}.yaml", "built-in")
 
 
 def load_profile_file(path: Path) -> Profile:

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from sparktop.errors import UserError
-from sparktop.model import NA
 from sparktop.sweep.tokens import (
     CHUNK_BYTES,
     DEFAULT_CHARS_PER_TOKEN,
@@ -29,6 +28,7 @@ from sparktop.sweep.tokens import (
     file_kind,
     iter_text,
 )
+from sparktop.values import NA
 
 DEFAULT_MAX_FILE_BYTES = 32 * 1024 * 1024
 

@@ -30,10 +30,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sparktop.model import NA, EngineSample, is_num
 from sparktop.sweep.estimator import Basis, Estimated, estimate
 from sparktop.sweep.profile import Profile
+from sparktop.values import NA, is_num
+
+if TYPE_CHECKING:
+    from sparktop.model import EngineSample
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from sparktop.errors import UserError
-from sparktop.model import NA
+from sparktop.values import NA
 
 DEFAULT_CHARS_PER_TOKEN = 4.0
 CHUNK_BYTES = 1024 * 1024
