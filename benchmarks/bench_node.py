@@ -3,14 +3,15 @@
 What a sample costs *on the node* (the machine serving the model), counted two ways:
 
 1. **Simulator** (``sparktop sim`` in a child process, asyncssh nodes): the simulator's CPU
-   seconds per sample above its idle rate while sparktop polls 8 nodes every 0.5 s;
+   seconds per sample above its idle rate while sparktop polls 8 nodes every 1 s (the
+   default interval, as every figure here but the latency);
    one-shot = a new exec channel per poll whose command the simulated node interprets in
    Python (it starts no process, so this is the SSH exchange alone: a floor for the gap);
    stream = one ``nvidia-smi -lms`` channel printing a row per interval plus the slow tier
    every 10 s. The same windows give the head node's CPU per sample (this process:
    sparktop's sources, the poller and parsing).
 2. **OpenSSH sshd** (:mod:`sparktop.testing.sshd`, as in the tests: a real ``sshd`` per
-   node, the fake ``nvidia-smi`` first on the session PATH), 4 nodes every 0.25 s: CPU of everything
+   node, the fake ``nvidia-smi`` first on the session PATH), 4 nodes every 1 s: CPU of everything
    the probe runs there, read through psutil over the sshd process tree (each process's own
    CPU plus that of the children it reaped: the session's shell, ``timeout``, ``cat``,
    nvidia-smi). The fake nvidia-smi's share is stated apart: each one-shot call counted from
@@ -55,10 +56,12 @@ from sparktop.sources.ssh import SshSource
 
 NODES = 8
 SSHD_NODES = 4
-INTERVAL_S = 0.5
+INTERVAL_S = 1.0
+"""The monitor's default interval (``interval_s: 1``): what a node pays as users run it."""
 LATENCY_INTERVAL_S = 0.25
-SSHD_INTERVAL_S = 0.25
-"""Short, so a window holds enough samples for CPU counted in 10 ms ticks."""
+SSHD_INTERVAL_S = 1.0
+"""The default interval, as for the simulator. CPU is counted in 10 ms ticks per process, so
+the windows are long enough to hold ~160 samples (4 nodes × 40 s)."""
 WARMUP_S = 3.0
 CALIBRATE = 20
 RATIO_TARGET = 10.0
@@ -380,10 +383,10 @@ def figures(
 
 
 def measure(quick: bool) -> list[Figure]:
-    seconds = 8.0 if quick else 20.0
+    seconds = 12.0 if quick else 40.0
     sim, idle = simulator_runs(seconds)
     sshd = sshd_runs(seconds)
-    delays = asyncio.run(line_to_ui(seconds))
+    delays = asyncio.run(line_to_ui(10.0 if quick else 20.0))
     return figures(sim, idle, sshd, delays)
 
 

@@ -1,9 +1,13 @@
 """Peers side by side, in one run: what the monitors a Spark/vLLM user would otherwise run cost.
 
 Each tool runs as a user runs it, in a pseudo-terminal (200×50, its screen output read and
-thrown away), against loopback only; after a warm-up psutil reads its CPU time (its own and
-that of the children it reaped: vllm-top runs ``clear`` through a shell on every refresh)
-and RSS. What each does per refresh:
+thrown away), against loopback only; after a 20 s warm-up psutil reads its CPU time (its own
+and that of the children it reaped: vllm-top runs ``clear`` through a shell on every
+refresh) and RSS over a 20 s window. The tools are alternated: two rounds, each running
+every tool once (a fresh start each time, the order turned by one between rounds), so a
+machine whose speed drifts moves every tool alike; a tool's figure is the median of its two
+blocks (both printed) and its largest RSS (``--quick``: one round, 15 s windows). What each
+does per refresh:
 
 - **vllm-top** (PyPI ``vllm-top``): a background thread GETs ``/metrics`` and parses the whole
   page with prometheus_client every 0.1 s (running, waiting, KV usage); the display loop GETs
@@ -31,6 +35,7 @@ import pty
 import re
 import shutil
 import signal
+import statistics
 import struct
 import subprocess
 import sys
@@ -151,39 +156,66 @@ def _engine_only(inventory: Path, directory: Path) -> tuple[Path, str]:
     return path, str(engine["url"])
 
 
+ROUNDS = 2
+"""Blocks per tool: every tool runs once a round, the rounds alternate them (the order turned
+by one each round), and a tool's figure is the median of its blocks' CPU (max RSS)."""
+WINDOW_S = 20.0
+"""Measured seconds per block (×2 rounds: 40 s per tool); ``--quick``: one round of 15 s."""
+
+
 def measure(quick: bool) -> list[TuiRun]:
-    seconds = 15.0 if quick else 40.0
+    """Every tool in ``rounds`` alternating blocks, each a fresh start, warm-up and window."""
+    rounds, seconds = (1, 15.0) if quick else (ROUNDS, WINDOW_S)
     warmup = WARMUP_S
     sparktop = [sys.executable, "-m", "sparktop"]
-    runs: list[TuiRun] = []
+    blocks: dict[str, list[TuiRun]] = {}
     with sim_process(1, 1) as sim, tempfile.TemporaryDirectory() as tmp:
         only, url = _engine_only(sim.inventory, Path(tmp))
         host, port = url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
-        runs.append(
-            run_tui("sparktop, 1 engine, 1 s", [*sparktop, "-i", str(only)], warmup, seconds, b"q")
-        )
+        tools: list[tuple[str, list[str] | str, bytes]] = [
+            ("sparktop, 1 engine, 1 s", [*sparktop, "-i", str(only)], b"q")
+        ]
         top = _tool("vllm-top")
         for interval in ("0.1", "1"):
             label = f"vllm-top, same engine, --interval {interval}"
             if top is None:
-                runs.append(TuiRun(label, problem="not installed (pip install -e '.[bench]')"))
-                continue
-            command = [top, "--host", host, "--port", port, "--interval", interval]
-            runs.append(run_tui(label, command, warmup, seconds, b"\x03"))
-    runs.append(
-        run_tui("sparktop local mode, 1 s", [*sparktop, "--interval", "1"], warmup, seconds, b"q")
-    )
-    glances = _tool("glances")
-    if glances is None:
-        runs.append(TuiRun("glances -t 1", problem="not installed (pip install -e '.[bench]')"))
-    else:
-        runs.append(run_tui("glances TUI, -t 1", [glances, "-t", "1"], warmup, seconds, b"q"))
+                tools.append((label, "not installed (pip install -e '.[bench]')", b""))
+            else:
+                command = [top, "--host", host, "--port", port, "--interval", interval]
+                tools.append((label, command, b"\x03"))
+        tools.append(("sparktop local mode, 1 s", [*sparktop, "--interval", "1"], b"q"))
+        glances = _tool("glances")
+        if glances is None:
+            tools.append(("glances -t 1", "not installed (pip install -e '.[bench]')", b""))
+        else:
+            tools.append(("glances TUI, -t 1", [glances, "-t", "1"], b"q"))
+        for r in range(rounds):
+            turn = tools[r % len(tools) :] + tools[: r % len(tools)]
+            for name, argv, keys in turn:
+                if isinstance(argv, str):
+                    blocks.setdefault(name, []).append(TuiRun(name, problem=argv))
+                    continue
+                run = run_tui(name, argv, warmup, seconds, keys)
+                blocks.setdefault(name, []).append(run)
+    runs = [_merged(name, blocks[name]) for name, _, _ in tools]
     nvitop = _tool("nvitop")
     if nvitop is None:
         runs.append(TuiRun("nvitop", problem="not installed"))
     else:
         runs.append(run_tui("nvitop", [nvitop], 5.0, 2.0, b"q"))
     return runs
+
+
+def _merged(name: str, runs: list[TuiRun]) -> TuiRun:
+    """A tool's blocks as one figure: median CPU per second, largest RSS, the blocks' CPU in
+    the name; a block that could not run makes the figure its problem."""
+    for run in runs:
+        if run.problem:
+            return run
+    cpu = statistics.median(r.cpu_per_s for r in runs)
+    if len(runs) > 1:
+        name += " (blocks " + ", ".join(f"{r.cpu_per_s:.3f}" for r in runs) + ")"
+    return TuiRun(name, cpu, max(r.rss_mb for r in runs))
 
 
 def figures(runs: Sequence[TuiRun]) -> list[Figure]:
@@ -197,6 +229,17 @@ def figures(runs: Sequence[TuiRun]) -> list[Figure]:
                 info(
                     f"{run.name}: CPU s per s | RSS",
                     f"{run.cpu_per_s:.3f} | {run.rss_mb:.0f} MB",
+                )
+            )
+    by_name = {r.name.split(" (blocks")[0]: r for r in runs if not r.problem}
+    ours = by_name.get("sparktop, 1 engine, 1 s")
+    for label in ("vllm-top, same engine, --interval 0.1", "vllm-top, same engine, --interval 1"):
+        peer = by_name.get(label)
+        if ours is not None and peer is not None and ours.cpu_per_s > 0:
+            out.append(
+                info(
+                    f"{label.split(',')[0]} {label.split(', ')[-1]} ÷ sparktop (CPU | RSS)",
+                    f"{peer.cpu_per_s / ours.cpu_per_s:.1f}× | {peer.rss_mb / ours.rss_mb:.2f}×",
                 )
             )
     return out

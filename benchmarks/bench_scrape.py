@@ -75,7 +75,12 @@ def time_sync(step: Callable[[bytes], object], fake: FakeVllm, repeats: int) -> 
     return times
 
 
-async def time_http(fake: FakeVllm, repeats: int) -> tuple[list[float], str]:
+async def time_http(
+    fake: FakeVllm, repeats: int, timer: Callable[[], float] = time.perf_counter
+) -> tuple[list[float], str]:
+    """Each repeat's ``source.sample()`` by ``timer`` (wall by default; run_all passes
+    ``time.process_time``: the process's CPU, the loopback stub server's serving of the page
+    included, as its target is judged against a CPU-time reference)."""
     current = {"page": fake.page()}
     routes = {"/metrics": lambda: Reply(body=current["page"])}
     async with StubServer(routes) as server:
@@ -89,9 +94,9 @@ async def time_http(fake: FakeVllm, repeats: int) -> tuple[list[float], str]:
                 fake.advance(1)
                 clock[0] += 1.0
                 current["page"] = fake.page()
-                started = time.perf_counter()
+                started = timer()
                 sample = await source.sample()
-                times.append(time.perf_counter() - started)
+                times.append(timer() - started)
                 state = (
                     f"{sample.state.value}, {len(sample.ranks)} ranks, "
                     f"running {sample.running:.0f}, "

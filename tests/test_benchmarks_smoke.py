@@ -17,6 +17,7 @@ from benchmarks import (
     bench_budget,
     bench_cpu,
     bench_ctrl_c,
+    bench_limit,
     bench_node,
     bench_peers,
     bench_poll,
@@ -95,18 +96,25 @@ def test_render_tick_shows_every_row() -> None:
     assert [r.rows for r in results] == [2, 4, 4]
     figures = bench_render.figures(results, Speed(REFERENCE_SET_MS))
     assert names(judged(figures)) == [
-        "render: one UI tick + repaint (CPU), 4 GPU rows + 1 engines, 200×60",
-        "render: one UI tick + repaint (CPU), 4 GPU rows + 1 engines, 200×30",
+        "render: one UI tick + repaint + terminal write (CPU), 4 GPU rows + 1 engines, 200×60",
+        "render: one UI tick + repaint + terminal write (CPU), 4 GPU rows + 1 engines, 200×30",
     ]
     assert "render growth 2 → 4 rows: tick() | tick+repaint" in names(figures)
+
+
+def test_render_through_a_terminal_writes_to_it() -> None:
+    # The app with Textual's real driver on a pty, in a child process: its output counted.
+    result = bench_render._measure_apart(4, 30, 1)
+    assert result.rows == 4 and result.height == 30
+    assert result.bytes_per_tick > 0 and result.tick_repaint_cpu_ms > 0
 
 
 def test_scrape_figures_from_the_metrics_benchmark() -> None:
     figures = run_all.scrape_figures(repeats=1)
     assert len(figures) == 4
     assert figures[0].name.startswith("scrape 8-engine page, 5,")
-    assert figures[-1].name.startswith("machine speed: prometheus_client parse")
-    assert judged(figures)[0].name == "scrape end to end (HTTP on loopback → EngineSample)"
+    assert figures[-1].name.startswith("machine speed: CPU time of prometheus_client's parse")
+    assert judged(figures)[0].name == "scrape end to end, CPU (HTTP on loopback → EngineSample)"
 
 
 def test_budget_counts_the_tree_it_built() -> None:
@@ -162,6 +170,24 @@ def test_node_cost_reads_a_streamed_row_within_one_interval() -> None:
         names(figures)[-1],
     ]
     assert names(figures)[-1].startswith("line leaves nvidia-smi → sample handed to the UI")
+
+
+def test_limit_measures_sparktop_and_the_minimal_monitor_in_the_same_blocks() -> None:
+    run = bench_limit.measure(2, blocks=2, warmup_s=1.0, block_s=2.0)
+    assert len(run.sparktop_cpu) == len(run.minimal_cpu) == 2
+    assert all(c > 0 for c in run.sparktop_cpu + run.minimal_cpu)
+    assert run.screen_bytes_per_s > 0
+    figures = bench_limit.figures([run])
+    assert names(judged(figures))[0].startswith("monitor CPU ÷ minimal monitor's, 2 nodes at 1 s")
+
+
+def test_peer_blocks_merge_into_one_figure_per_tool() -> None:
+    blocks = [bench_peers.TuiRun("t", 0.02, 30.0), bench_peers.TuiRun("t", 0.04, 31.0)]
+    merged = bench_peers._merged("t", blocks)
+    assert merged.cpu_per_s == pytest.approx(0.03) and merged.rss_mb == 31.0
+    assert merged.name == "t (blocks 0.020, 0.040)"
+    failed = bench_peers._merged("t", [blocks[0], bench_peers.TuiRun("t", problem="gone")])
+    assert failed.problem == "gone"
 
 
 def test_peer_runner_measures_a_tool_in_a_pty_or_says_why_not() -> None:
