@@ -288,10 +288,16 @@ class NodeDetailScreen(Screen[None]):
             if gpu is not None:
                 subject = gpu_subject(self.node, gpu.key)
                 values = detail.history.get(subject, metric).values()
-            plot = self.query_one(f"#plot-{metric}", Plot)
+            # Under load the screen's first show can come before the rows nested in #plots
+            # are mounted: those plots are drawn at the next show, a tick later.
+            mounted = self.query(f"#plot-{metric}").results(Plot)
+            plot = next(mounted, None)
+            label_now = next(self.query(f"#label-{metric}").results(Label), None)
+            if plot is None or label_now is None:
+                continue
             if gpu is None or not values:
                 plot.show((), 0.0, 1.0, missing_reason(metric, gpu))
-                self.query_one(f"#label-{metric}", Label).update(label)
+                label_now.update(label)
                 continue
             low, high = plot_scale(metric, gpu, values)
             plot.show(values, low, high)
@@ -299,7 +305,7 @@ class NodeDetailScreen(Screen[None]):
             seen = f"{min(values):.0f}–{max(values):.0f}"
             span = fmt.span(detail.history.get(subject, metric).span_s())
             axis = f"axis {low:.0f}–{high:.0f} · {span}"
-            self.query_one(f"#label-{metric}", Label).update(f"{label} {seen}\n{axis}")
+            label_now.update(f"{label} {seen}\n{axis}")
         events = sorted(detail.events, key=lambda e: e.time_s, reverse=True)
         lines = [event_line(e) for e in events]
         self.query_one("#node-events", Static).update(
