@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import random
 import re
 
 import pytest
@@ -275,3 +276,25 @@ def test_discrete_gpu_memory_is_not_unified() -> None:
     assert not sample.memory.unified
     assert sample.gpus[0].memory_used_mib == 19818
     assert sample.gpus[0].process_memory_mib == 0 and sample.memory.gpu_held_mib == 0
+
+
+def test_probe_sections_split_alike_by_line_and_by_marker_search() -> None:
+    # split_probe cuts plain-"\n" text at its markers with str.find; any other line break
+    # goes line by line: both must give the same sections for every shape of text.
+    from sparktop.sources.nvsmi.node import _split_lines, split_probe
+
+    rnd = random.Random(5)
+    atoms = [
+        "@@sparktop:gpu", "@@sparktop:rc 0", "@@sparktop:rc", "@@sparktop:rc -1",
+        "@@sparktop:rc x", " @@sparktop:gpu", "@@sparktop:apps  ", "@@sparktop:meminfo",
+        "x", "", "a,b", "@@sparktop:", "@@sparktop:rc 12 ", "é",
+    ]  # fmt: skip
+    texts = [read(NVSMI / "gb10-580.173.02-nvml-meminfo-probe.txt")]
+    for _ in range(3000):
+        text = "\n".join(rnd.choice(atoms) for _ in range(rnd.randint(0, 9)))
+        text += rnd.choice(["", "\n", "\n\n"])
+        if rnd.random() < 0.1:
+            text = text.replace("\n", rnd.choice(["\r\n", "\x0c", "\u2028"]), 1)
+        texts.append(text)
+    for text in texts:
+        assert split_probe(text) == _split_lines(text), text

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 
-from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, is_num
+from sparktop.hostmodel import GpuProcess
+from sparktop.model import (
+    NA,
+    GpuSample,
+    NodeMemory,
+    NodeSample,
+    NodeState,
+    Num,
+    is_num,
+)
 from sparktop.sources.hostfiles import parse_host
 from sparktop.sources.nvsmi.cells import ParseError, first_line, parse_cell
 from sparktop.sources.nvsmi.tables import (
@@ -210,8 +221,55 @@ def oversized_message(head: str, limit: int) -> str:
     return f"{where} (a probe prints a few KiB per GPU)"
 
 
+_ASCII_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e"
+"""ASCII line boundaries ``str.splitlines`` honours besides ``\\n`` (the others,
+``\\x85``, ``\\u2028`` and ``\\u2029``, are not ASCII)."""
+_NL_MARK = "\n" + MARK
+
+
 def split_probe(text: str) -> dict[str, tuple[str, int | None]]:
-    """Section name → (body, exit status or None) from the probe's ``@@sparktop:`` markers."""
+    """Section name → (body, exit status or None) from the probe's ``@@sparktop:`` markers.
+
+    Lines are as ``str.splitlines`` reads them and a body is its lines joined by ``\\n``.
+    ASCII text whose only line break is ``\\n`` (every probe's) is cut at its marker lines found
+    by ``str.find``, the bodies sliced out whole: a streamed poll's text carries
+    the slow tier's ~130 lines every second, and reading them one by one was a fifth of the
+    poll's parse (same result, see tests/test_nvsmi_parse.py)."""
+    if not text.isascii() or any(ch in text for ch in _ASCII_BREAKS):
+        return _split_lines(text)
+    sections: dict[str, tuple[str, int | None]] = {}
+    name: str | None = None
+    start = 0
+
+    def close(end: int | None, status: int | None) -> None:
+        if name is not None and name not in sections:
+            body = text[start:end]
+            sections[name] = (body[:-1] if body.endswith("\n") else body, status)
+
+    found = text.find(_NL_MARK)
+    at = 0 if text.startswith(MARK) else (found + 1 if found >= 0 else -1)
+    while at >= 0:
+        end = text.find("\n", at)
+        line_end = len(text) if end < 0 else end
+        tag = text[at + len(MARK) : line_end].strip()
+        if tag.startswith("rc"):
+            status = tag[2:].strip()
+            close(at, int(status) if status.lstrip("-").isdigit() else None)
+            name = None
+        else:
+            close(at, None)
+            name = tag
+        start = line_end + 1
+        if end < 0:
+            break
+        found = text.find(_NL_MARK, end)
+        at = found + 1 if found >= 0 else -1
+    close(None, None)
+    return sections
+
+
+def _split_lines(text: str) -> dict[str, tuple[str, int | None]]:
+    """:func:`split_probe` line by line (any line boundary)."""
     sections: dict[str, tuple[str, int | None]] = {}
     name: str | None = None
     body: list[str] = []
@@ -264,14 +322,14 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
     if SECTION_GPU not in sections:
         return _garbled(node, time_s, raw, f"not sparktop probe output: {first_line(text)}")
     if SECTION_APPS in sections:
-        memory = parse_meminfo(sections.get(SECTION_MEMINFO, ("", None))[0])
+        memory = _meminfo(sections.get(SECTION_MEMINFO, ("", None))[0])
     else:  # meminfo is not followed by the apps marker: its last line may be half a line
         cut = NA("probe output cut short")
         memory = NodeMemory(total_mib=cut, used_mib=cut)
     apps_text, apps_rc = sections.get(SECTION_APPS, ("", None))
-    apps: dict[str, Num] | None = None
+    apps: Mapping[str, Num] | None = None
     if apps_rc == 0:
-        apps = parse_apps_csv(apps_text)
+        apps = _apps(apps_text)
     host_text, host_rc = sections.get(SECTION_HOST, (None, None))
     # Without its exit status the section was cut: its last line may be half a line.
     host = parse_host(host_text if host_rc is not None or host_text is None else _whole(host_text))
@@ -307,7 +365,7 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
         psi_some_pct=host.psi_some_pct,
         psi_full_pct=host.psi_full_pct,
     )
-    processes = parse_processes(apps_text, memory.total_mib) if apps_rc == 0 else ()
+    processes = _processes(apps_text, memory.total_mib) if apps_rc == 0 else ()
     state, message = failure if failure is not None else (NodeState.OK, "")
     return NodeSample(
         node=node,
@@ -323,6 +381,27 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
         power=host.power,
         processes=processes,
     )
+
+
+# A streamed poll carries the slow tier's last reading (memory, compute apps) for ~10 s of
+# polls: each text is read once, then found again (keyed by text, so any change is read anew).
+SLOW_KEPT = 256
+"""Slow-tier texts kept parsed: one per node up to this many nodes."""
+
+
+@functools.lru_cache(maxsize=SLOW_KEPT)
+def _meminfo(text: str) -> NodeMemory:
+    return parse_meminfo(text)
+
+
+@functools.lru_cache(maxsize=SLOW_KEPT)
+def _apps(text: str) -> Mapping[str, Num]:
+    return MappingProxyType(parse_apps_csv(text))
+
+
+@functools.lru_cache(maxsize=SLOW_KEPT)
+def _processes(text: str, total_mib: Num) -> tuple[GpuProcess, ...]:
+    return parse_processes(text, total_mib)
 
 
 def _whole(text: str) -> str:
