@@ -23,7 +23,7 @@ from sparktop.model import GpuSample, NodeMemory, NodeSample, Num, failure_text,
 from sparktop.report import engines as engine_report
 from sparktop.report.fit import Col, Fitted, fit_table, hidden_note
 from sparktop.safe_text import printable
-from sparktop.snapshot import Snapshot, iso_time
+from sparktop.snapshot import NO_GPU_DATA, Snapshot, iso_time
 from sparktop.values import bounded
 
 MIB_PER_GIB = 1024.0
@@ -133,16 +133,27 @@ def node_table(
 
 
 def failure_lines(snap: Snapshot) -> list[str]:
-    """``name: message`` for every node and engine that did not answer OK."""
+    """``name: message`` for every node and engine that did not answer (a node that answered
+    without GPU data is in :func:`no_gpu_data_lines` instead)."""
     lines = []
     for n in snap.nodes:
-        if not n.ok:
+        if not n.ok and n.state not in NO_GPU_DATA:
             text = failure_text(n.state.value, n.message, n.since_s)
             lines.append(printable(f"{n.node}: {text}"))
     for e in snap.engines:
         if not e.ok:
             lines.append(printable(f"{e.engine}: {e.message or e.state.value}"))
     return lines
+
+
+def no_gpu_data_lines(snap: Snapshot) -> list[str]:
+    """``name: message`` for every node that answered with no GPU data to read (no NVIDIA
+    driver, no GPU, a driver/library mismatch): degraded, not failed."""
+    return [
+        printable(f"{n.node}: {failure_text(n.state.value, n.message, n.since_s)}")
+        for n in snap.nodes
+        if n.state in NO_GPU_DATA
+    ]
 
 
 def needed_width(snap: Snapshot) -> int:
@@ -188,8 +199,11 @@ def render_table(
     note = hidden_note(fitted, width)
     if note is not None:
         console.print(note)
-    failures = failure_lines(snap)
-    if failures:
-        console.print(Text("failures:", style="bold"))
-        for line in failures:
-            console.print(Text(f"  {line}"))
+    for heading, lines in (
+        ("no GPU data:", no_gpu_data_lines(snap)),
+        ("failures:", failure_lines(snap)),
+    ):
+        if lines:
+            console.print(Text(heading, style="bold"))
+            for line in lines:
+                console.print(Text(f"  {line}"))
