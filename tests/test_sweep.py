@@ -95,6 +95,12 @@ async def test_a_sweep_of_the_simulator_recovers_its_profile_within_15_percent(
     print("\n".join(f"{k}: {v:+.1%}" for k, v in errors.items()))
     worst = max(errors, key=lambda k: abs(errors[k]))
     assert abs(errors[worst]) <= TOLERANCE, f"{worst}: {errors[worst]:+.1%}"
+    # Decode is the server's own: its ITL histogram saw exactly each run's tokens, so each
+    # run's per-request decode is 1 / that mean ITL (the figure the monitor compares).
+    _plan, _prov, cells = read_runs(runs_path(out))
+    for cell in cells:
+        for run in cell.runs:
+            assert all(r.itl_s > 0 and r.decode_tps == 1 / r.itl_s for r in run), run
     # Provenance: what the server said about itself, and the exact command.
     assert profile.model == "deepseek-ai/DeepSeek-V4.1-Flash-1017"
     assert profile.kv_pool_tokens == 11_434_628 and profile.max_model_len == 1_048_576

@@ -12,9 +12,11 @@ import pytest
 from sparktop.alerts.comparisons import Comparison
 from sparktop.alerts.context import Expected, RuleContext
 from sparktop.alerts.counters import CounterTracker
+from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.model import Alert, Severity
 from sparktop.alerts.rules import Finding, evaluate
 from sparktop.alerts.thresholds import Thresholds
+from sparktop.exporter.judgements import Judgements, SourceStats
 from sparktop.model import NA, EngineSample, EngineState, Quantile
 from sparktop.sources.histread import Hist
 from sparktop.sources.quantile import histogram_quantile
@@ -83,6 +85,26 @@ def test_the_deficit_rule_reads_the_bucket_and_says_it() -> None:
     found = run(cluster(beyond), expected=row)["expected.ttft:dsv41"]
     assert "TTFT 84 % above expected (p50 40–80 s vs profile TTFT 21.69 s" in found.message
     assert "ttft_s" not in found.message
+
+
+def test_the_exporters_ratio_compares_the_bucket_as_the_strip_does() -> None:
+    """``live_expected_ratio`` read the point interpolated in the bucket (30 / 21.69 = 1.38)
+    while the strip and the alert said "in band, no deviation"."""
+
+    def row(_: EngineSample) -> Expected:
+        return Expected(30_000.0, 3.0, ttft_s=21.69, ttft_low_s=20.8, ttft_high_s=22.6)
+
+    def ratio(sample: EngineSample) -> float:
+        state = cluster(sample)
+        collector = Judgements(state, lambda: AlertEngine(expected=row), SourceStats())
+        family = next(m for m in collector.collect()
+                      if m.name == "sparktop_engine_live_expected_ratio")  # fmt: skip
+        (value,) = [s.value for s in family.samples if s.labels["figure"] == "ttft_seconds"]
+        return float(value)
+
+    assert ratio(engine(ttft_p50=Quantile(30.0, "", 20.0, 40.0), running=3.0)) == 1.0
+    beyond = ratio(engine(ttft_p50=Quantile(60.0, "", 40.0, 80.0), running=3.0))
+    assert beyond == pytest.approx(40.0 / 21.69)  # the bucket's nearest end, as the alert says
 
 
 # -- 2. keyed on the requests the live figure observed -----------------------------------------

@@ -10,7 +10,9 @@ Only what sparktop derives, never the exporters' raw readings (Prometheus alread
 - per engine (``engine``): ``sparktop_engine_up``; ``sparktop_engine_expected{figure}`` with
   ``_expected_low`` / ``_expected_high`` (the estimator's band) and
   ``sparktop_engine_live_expected_ratio{figure}`` for ``figure`` = ``ttft_seconds`` and
-  ``decode_tokens_per_second`` (per stream); ``sparktop_engine_deficit{cause,node}`` (1 while
+  ``decode_tokens_per_second`` (per stream; a live figure read from a histogram bucket by the
+  bucket's end nearest the expected value, 1 when the bucket holds it, as the strip and the
+  alert compare it); ``sparktop_engine_deficit{cause,node}`` (1 while
   live is past the deficit threshold and outside the band; ``cause``: ``straggler`` naming the
   node, ``pool_bound``, ``scheduler_bound``, ``queueing``, ``spec_acceptance`` or
   ``unexplained``: the cause the alert rules name, in their order; 0 with ``cause="none"``
@@ -190,10 +192,12 @@ class Judgements(Collector):
             d = deficit(ctx, s)
             if d is None:
                 continue
-            if d.ttft_live_s is not None and d.ttft_expected_s:
-                ratio.add_metric([name, FIGURES[0]], d.ttft_live_s / d.ttft_expected_s)
-            if d.decode_live_tps is not None and d.decode_expected_tps:
-                ratio.add_metric([name, FIGURES[1]], d.decode_live_tps / d.decode_expected_tps)
+            # From the live interval's end nearest expected (1 when its bucket holds it), as
+            # the strip and the alert compare: never the point interpolated in a bucket.
+            if d.ttft_over_pct is not None:
+                ratio.add_metric([name, FIGURES[0]], 1.0 + d.ttft_over_pct / 100.0)
+            if d.decode_under_pct is not None:
+                ratio.add_metric([name, FIGURES[1]], 1.0 - d.decode_under_pct / 100.0)
             limit = ctx.thresholds.expected_deficit_pct
             if d.ttft_past(limit) or d.decode_past(limit):
                 why, node = _cause(ctx, s, held, "decode" if d.decode_past(limit) else "ttft")

@@ -7,7 +7,10 @@ seconds from the moment the request is sent:
 - ``ttft_s``: the first chunk whose ``choices[0].text`` is not empty (a first chunk with only
   a role or an empty text is not a token);
 - ``decode_s``: from that first content token to the last one;
-- ``e2e_s``: until the stream ends (``[DONE]`` or the connection closes after the last chunk).
+- ``e2e_s``: until the stream ends (``[DONE]`` or the connection closes after the last chunk);
+- ``itl_s``: the server's own mean inter-token latency over the request's run, set by the
+  sweep when the server's histogram saw exactly that run's tokens
+  (:mod:`sparktop.sweep.server_itl`); decode is then 1 / it, as the monitor reads it live.
 
 Token counts come from ``usage`` when the server sends it, else prompt = what was sent and
 output = content chunks (one token each on vLLM; marked ``usage_reported=False``).
@@ -56,6 +59,8 @@ class RequestResult:
     e2e_s: float = 0.0
     usage_reported: bool = False
     error: str = ""
+    itl_s: float = 0.0
+    """The server's mean inter-token latency over this request's run (s; 0: not known)."""
 
     @property
     def prefill_tps(self) -> float:
@@ -64,8 +69,16 @@ class RequestResult:
 
     @property
     def decode_tps(self) -> float:
-        """Output tokens after the first ÷ time after the first, tok/s (0 with one token)."""
-        if not self.ok or self.output_tokens < 2 or self.decode_s <= 0:
+        """1 / the server's mean inter-token latency when known (:attr:`itl_s`), else output
+        tokens after the first ÷ time after the first as the client saw them, tok/s (0 with
+        one token). The client's clock reads a stream that arrived in one burst (a busy
+        frontend, a fast small model) as thousands of tok/s; the server's is what the
+        monitor compares with."""
+        if not self.ok or self.output_tokens < 2:
+            return 0.0
+        if self.itl_s > 0:
+            return 1.0 / self.itl_s
+        if self.decode_s <= 0:
             return 0.0
         return (self.output_tokens - 1) / self.decode_s
 
@@ -81,6 +94,7 @@ class RequestResult:
             "e2e_s": self.e2e_s,
             "usage_reported": self.usage_reported,
             "error": self.error,
+            "itl_s": self.itl_s,
         }
 
     @classmethod
@@ -94,6 +108,7 @@ class RequestResult:
             e2e_s=float(doc["e2e_s"]),
             usage_reported=bool(doc["usage_reported"]),
             error=str(doc["error"]),
+            itl_s=float(doc.get("itl_s", 0.0)),
         )
 
 

@@ -32,6 +32,7 @@ from sparktop.sweep.profile import (
     builtin_profile_names,
     user_profile_paths,
 )
+from sparktop.sweep.server_itl import itl_totals, run_itl_s, with_itl
 from sparktop.sweep.sweep_cells import CellRuns
 from sparktop.sweep.sweep_state import Plan
 
@@ -210,6 +211,7 @@ class Runner:
         """``concurrency`` requests of ``tokens`` prompt tokens sent together; their results
         and the wall time until the last finished (s, scaled)."""
         prompts = [await self.maker.make(tokens, self._nonce()) for _ in range(concurrency)]
+        before = await itl_totals(self.client)
         start = time.perf_counter()
         results = await asyncio.gather(
             *(
@@ -220,7 +222,9 @@ class Runner:
             )
         )
         wall = (time.perf_counter() - start) * self.time_scale
-        return [_scaled(r, self.time_scale) for r in results], wall
+        # The server's ITL is on its own clock (a simulator's too): not scaled.
+        itl = await run_itl_s(self.client, before, results)
+        return with_itl([_scaled(r, self.time_scale) for r in results], itl), wall
 
     async def warm_up(self) -> RequestResult:
         """One short request before the first cell (loads kernels, fills caches)."""

@@ -33,7 +33,12 @@ COLUMNS = (
     ("prompt_tokens", "prompt tokens per request as the server counted them (usage), median"),
     ("ttft_s", "time to first content token, s; mean over a run's requests, median of runs"),
     ("prefill_tps", "prompt tokens / TTFT per request, tok/s; mean, median of runs"),
-    ("decode_tps", "per request: output tokens after the first / time after the first, tok/s"),
+    (
+        "decode_tps",
+        "per request, tok/s: 1 / the server's mean inter-token latency over the "
+        "run when its histogram saw exactly the run's tokens, else output tokens after the "
+        "first / time after the first",
+    ),
     ("aggregate_prefill_tps", "sum of prompt tokens / max TTFT, tok/s"),
     ("aggregate_tps", "decode-only: sum of output tokens / (last token - max TTFT), tok/s"),
     ("aggregate_e2e_tps", "end-to-end: sum of output tokens / wall time of the run, tok/s"),
