@@ -74,6 +74,15 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if (line := real_vllm_summary(terminalreporter.config)) is not None:
         terminalreporter.write_line(line)
+    # A test's measured figures (``record_property("evidence", ...)``), so CI logs show
+    # them without -s; user properties travel with the reports from xdist workers too.
+    for kind in ("passed", "failed"):
+        for report in terminalreporter.stats.get(kind, ()):
+            if getattr(report, "when", "") != "call":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "evidence":
+                    terminalreporter.write_line(f"{kind} {report.nodeid}: {value}")
     if _not_collected:
         terminalreporter.write_line(
             f"WARNING: {len(_not_collected)} test modules that read ../shared were not "

@@ -1,0 +1,199 @@
+"""Issue 28's real-vLLM "Done when", minutes long (marker ``real_vllm_long``: not in the
+default run; CI runs them in a step of their own after the README's test command, the
+machine otherwise idle — ``pytest -q -m real_vllm_long``).
+
+A profile is swept from the run's real vLLM 0.32.0 with ``sparktop sweep --endpoint``
+(prompts 128–1K × concurrency 1–4, 3 runs a cell), then the monitor's own sources, poller
+and alert engine (default 30 s window, 10 s hold) watch that server:
+
+- 5 minutes of load changes every 30–40 s (running 1–4 × prompts 128–1K, inside the swept
+  grid) raise no ``expected.*`` alert;
+- a busy process pinned to each core the server's CPU worker is bound to (about half of
+  its CPU: a real slowdown) raises ``expected.decode`` within ``hold_s`` + one window,
+  naming the live statistic, the profile's figure and the window.
+
+Each test writes its evidence (alert counts, decode ratios, machine load) as a line of the
+run's summary, so CI logs show the figures (:func:`tests.conftest.pytest_terminal_summary`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from sparktop.alerts import Severity
+from sparktop.alerts.expected_rules import Deficit
+from sparktop.sweep.profile import load_profile_file
+from sparktop.testing.real_vllm_cpus import start_busy, stop_busy, worker_cpus
+from sparktop.testing.real_vllm_server import START_TIMEOUT_S
+from tests.real_vllm_load import LoadDriver, Monitor
+from tests.real_vllm_plugin import RealVllm
+from tests.sweep_helpers import cli_env
+
+pytestmark = [pytest.mark.real_vllm, pytest.mark.real_vllm_long]
+
+ENGINE = "tiny"
+OUTPUT_TOKENS = 128
+PROMPTS = (128, 256, 512, 1024)
+"""Inside the swept grid (128, 512, 1K): 256 lies between two measured rows."""
+RUNNING = (1, 4)
+CHANGES_S = (30.0, 40.0)
+LOAD_S = 300.0
+WINDOW_S = 30.0
+"""The engine sources' default window (``EngineSource``), the monitor's."""
+TIMEOUT_S = int(START_TIMEOUT_S) + 900
+
+
+def _load_avg() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+@pytest.fixture(scope="module")
+def swept(real_vllm: RealVllm, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The inventory of the real engine with a profile swept from it just now."""
+    where = tmp_path_factory.mktemp("swept")
+    profile = where / "tiny.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "sparktop", "sweep", "--endpoint", real_vllm.url,
+         "--prompts", "128,512,1k", "--concurrency", "1,2,4", "--runs", "3",
+         "--output-tokens", str(OUTPUT_TOKENS), "--yes", "-o", str(profile)],
+        capture_output=True, text=True, env=cli_env(where), cwd=where, timeout=600,
+        stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = load_profile_file(profile).rows
+    assert len(rows) == 9 and all(r.decode_tps > 0 for r in rows), rows
+    inventory = where / "cluster.yaml"
+    inventory.write_text(
+        f"cluster: real\nprofile: {profile.name}\n"
+        f"engines:\n  - {{name: {ENGINE}, url: '{real_vllm.url}'}}\n",
+        encoding="utf-8",
+    )
+    return inventory
+
+
+async def _run(monitor: Monitor, seconds: float, stop: Callable[[], bool] = lambda: False) -> None:
+    """Let the monitor judge for ``seconds`` (or until ``stop()``), checked each second."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not stop():
+        await asyncio.sleep(1.0)
+
+
+def _messages(monitor: Monitor, prefix: str) -> list[str]:
+    return [f"{e.alert.rule}: {e.alert.message}" for _, e in monitor.fired(prefix)]
+
+
+def _row(d: Deficit | None) -> str:
+    if d is None or d.decode_expected_tps is None:
+        return "no expected row"
+    low = "no band" if d.decode_low_tps is None else f"band ≥ {d.decode_low_tps:.0f}"
+    return f"{d.decode_expected_tps:.0f} tok/s ({low}) at {d.load}"
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+async def test_five_minutes_of_load_changes_on_its_own_profile_raise_no_expected_alert(
+    real_vllm: RealVllm, swept: Path, record_property: Callable[[str, object], None]
+) -> None:
+    rng = random.Random(28)
+    driver = LoadDriver(real_vllm.url, real_vllm.model, OUTPUT_TOKENS, seed=28)
+    monitor = Monitor(swept, ENGINE)
+    steps: list[tuple[int, int]] = []
+    started = time.time()
+    driver.start()
+    monitor.start()
+    try:
+        while (left := LOAD_S - (time.time() - started)) > 0:
+            step = (rng.randint(*RUNNING), rng.choice(PROMPTS))
+            driver.set(*step)
+            steps.append(step)
+            await _run(monitor, min(left, rng.uniform(*CHANGES_S)))
+    finally:
+        await driver.aclose()
+        await monitor.aclose()
+    fired = _messages(monitor, "expected.")
+    ratios = [live / exp for live, exp in monitor.decode(started + WINDOW_S)]
+    compared = sum(1 for t in monitor.ticks if t.deficit is not None)
+    evidence = (
+        f"real vLLM, {LOAD_S:.0f} s of load changes on its own sweep: {len(fired)} expected.* "
+        f"alerts, {len(steps)} loads ({', '.join(f'{c}x{p}' for c, p in steps)}), "
+        f"{driver.sent} requests ({driver.failed} failed), decode live/expected "
+        f"min {min(ratios, default=0):.2f} median {statistics.median(ratios or [0]):.2f} over "
+        f"{len(ratios)} ticks, load avg {_load_avg()}"
+    )
+    record_property("evidence", evidence)
+    assert fired == [], f"{evidence}\n" + "\n".join(fired)
+    assert driver.failed == 0, evidence
+    assert len(set(steps)) >= 5, evidence  # the load did change
+    assert compared >= LOAD_S / 2, evidence  # the expected row was compared most of the time
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+async def test_a_load_pinned_to_the_workers_cores_raises_the_decode_deficit_in_time(
+    real_vllm: RealVllm, swept: Path, record_property: Callable[[str, object], None]
+) -> None:
+    port = urlsplit(real_vllm.url).port
+    assert port is not None
+    cpus = worker_cpus(port)
+    assert cpus, f"no process listens on {real_vllm.url}"
+    driver = LoadDriver(real_vllm.url, real_vllm.model, OUTPUT_TOKENS, seed=7)
+    monitor = Monitor(swept, ENGINE)
+    driver.start()
+    monitor.start()
+    busy: list[subprocess.Popen[bytes]] = []
+    try:
+        driver.set(2, 512)
+        await _run(monitor, WINDOW_S + 15)  # a whole window of the steady load
+        baseline = monitor.decode(time.time() - 5)
+        row = next((t.deficit for t in reversed(monitor.ticks) if t.deficit is not None), None)
+        early = _messages(monitor, "expected.")
+        busy = start_busy(cpus)
+        slowed = time.time()
+        limit = monitor.hold_s + WINDOW_S
+
+        def deficit_fired() -> bool:
+            return bool(monitor.fired("expected.decode", slowed))
+
+        await _run(monitor, limit + 5, deficit_fired)
+        # Go on until a window lies wholly in the slowdown, to measure it.
+        await _run(monitor, max(0.0, slowed + WINDOW_S + 3 - time.time()))
+        during = monitor.decode(time.time() - 3)
+    finally:
+        stop_busy(busy)
+        await driver.aclose()
+        await monitor.aclose()
+    before = statistics.median(live for live, _ in baseline) if baseline else 0.0
+    after = statistics.median(live for live, _ in during) if during else 0.0
+    found = monitor.fired("expected.decode", slowed)
+    took = found[0][0] - slowed if found else None
+    limit_pct = monitor.alerts.thresholds.expected_deficit_pct
+    past = [t.time_s - slowed for t in monitor.ticks if t.time_s >= slowed
+            and t.deficit is not None and t.deficit.decode_past(limit_pct)]  # fmt: skip
+    evidence = (
+        f"real vLLM, a busy process pinned to CPU {sorted(cpus)} (the worker's): decode "
+        f"{before:.0f} -> {after:.0f} tok/s per stream (x{after / before if before else 0:.2f}), "
+        f"expected.decode after {'never' if took is None else f'{took:.0f} s'} "
+        f"(limit hold {monitor.hold_s:.0f} + window {WINDOW_S:.0f} s; the deficit first past "
+        f"{limit_pct:.0f} % and the band after {f'{past[0]:.0f} s' if past else 'never'}, on "
+        f"{len(past)} ticks), load avg {_load_avg()}; "
+        f"profile then: {_row(row)}"
+    )
+    record_property("evidence", evidence)
+    assert early == [], f"{evidence}\nbefore the slowdown: {early}"
+    assert took is not None and took <= limit + 2, f"{evidence}\n{monitor.events}"
+    event = found[0][1]
+    assert event.severity is Severity.WARNING
+    message = event.alert.message
+    assert "1/mean ITL" in message and "vs profile " in message, message
+    assert re.search(r"last \d+ s", message), message
+    assert "no cause found" in message, message  # no node in the inventory to blame
