@@ -54,13 +54,15 @@ COMMANDS = ("demo", "snapshot", "budget", "sweep", "profiles", "replay", "sim", 
 
 def wanted_commands(argv: Sequence[str] | None) -> tuple[str, ...]:
     """The subcommands whose parsers ``argv`` needs: every command named in it, or all of
-    them when none is named or ``-h``/``--help`` comes before the first one (the list in
-    --help, a misspelt command's "choose from"). Importing a command's module can load much
-    (the simulator, the Prometheus client, report tables): ``sparktop budget`` pays for the
-    budget alone."""
+    them when ``-h``/``--help`` comes before the first one (the list in --help). Importing a
+    command's module can load much (the simulator, the Prometheus client, report tables):
+    ``sparktop budget`` pays for the budget alone, and the monitor (no command named) for
+    none. :func:`build_parser` still lists every name, so a misspelt command's "choose
+    from" names them all."""
     args = list(sys.argv[1:] if argv is None else argv)
     named = [i for i, a in enumerate(args) if a in COMMANDS]
-    if not named or any(a in ("-h", "--help") for a in args[: named[0]]):
+    first = named[0] if named else len(args)
+    if any(a in ("-h", "--help") for a in args[:first]):
         return COMMANDS
     return tuple(c for c in COMMANDS if c in {args[i] for i in named})
 
@@ -87,6 +89,7 @@ def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:  # order is the order in --help
         if name not in commands:
+            sub.add_parser(name)  # its name only, for a misspelt command's "choose from"
             continue
         module = importlib.import_module(f"sparktop.commands.{name}")
         sub_parser = module.add_parser(sub)

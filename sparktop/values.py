@@ -131,6 +131,19 @@ def fmt_num(value: Num | None, spec: str = ",.0f", unit: str = "") -> str:
     return f"{text} {unit}" if unit else text
 
 
+MIB_PER_GIB = 1024.0
+
+
+def gib_text(mib: Num | None) -> str:
+    """MiB as GiB without the unit, as every output writes memory: ``1.4`` under 10 GiB,
+    ``92`` from 10 (``n/a`` when unknown). The snapshot's table and the monitor's cells and
+    details use it."""
+    if not is_num(mib):
+        return "n/a"
+    gib = float(mib) / MIB_PER_GIB
+    return bounded(gib, ".0f") if gib >= 10 else bounded(gib, ".1f")
+
+
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``1 file``, ``2 files``, ``1,024 files``: a count with its noun agreeing (``plural``
     for nouns that do not take an ``s``)."""

@@ -28,12 +28,11 @@ from sparktop.alerts.outputs import ALERT_LOG_RULE, HOOK_RULE, RECORD_RULE, Outp
 from sparktop.cluster import ClusterState
 from sparktop.errors import UserError
 from sparktop.outfile import create_file
-from sparktop.record.tick import tick_from_state
-from sparktop.record.writer import Recorder
 from sparktop.safe_text import printable
 
 if TYPE_CHECKING:
     from sparktop.alerts.engine import AlertEngine
+    from sparktop.record.writer import Recorder
 
 HOOK_EVENTS_PER_UPDATE = 5
 """Hook failures shown one by one per update; more are summed up in one event."""
@@ -80,6 +79,8 @@ class AlertPipeline:
             if self.delivery.bell and self.bell is not None and self.delivery.should_ring(events):
                 self.bell()
         if self.recorder is not None:
+            from sparktop.record.tick import tick_from_state
+
             recorded = (*events, *self._unrecorded)
             self.recorder.write(tick_from_state(state, now_s, self.active(), recorded))
         # Checked after this tick's write, so a failure (and what it lost) shows at once; its
@@ -155,13 +156,20 @@ class AlertOutputs:
                 raise
         return cls(delivery, record, record_file=record_file)
 
-    def wrap(self, engine: AlertEngine, header: dict[str, Any]) -> AlertPipeline:
+    def wrap(
+        self, engine: AlertEngine, header: dict[str, Any] | Callable[[], dict[str, Any]]
+    ) -> AlertPipeline:
         """``engine`` (the plan's), delivered and, with ``--record``, recorded under
-        ``header`` (the plan's: inventory without secrets, profile, interval)."""
+        ``header`` (the plan's: inventory without secrets, profile, interval; or what makes
+        it, called only with ``--record``: the recorder's modules and pydantic codecs, ~1 MB,
+        load only then)."""
         recorder = None
         if self.record is not None:
+            from sparktop.record.writer import Recorder
+
             raw, self.record_file = self.record_file, None
-            recorder = Recorder(self.record, header, raw=raw)
+            made = header() if callable(header) else header
+            recorder = Recorder(self.record, made, raw=raw)
         self.pipeline = AlertPipeline(engine, self.delivery, recorder)
         return self.pipeline
 

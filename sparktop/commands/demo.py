@@ -174,7 +174,7 @@ def open_monitor(inventory_path: Path, *, theme: str | None, outputs: AlertOutpu
 
     plan = Plan.from_inventory(load_inventory(inventory_path))
     sources = plan.sources()
-    alerts = outputs.wrap(plan.alert_engine(), plan.header())
+    alerts = outputs.wrap(plan.alert_engine(), plan.header)
     return run_tui(plan, sources, alerts, theme=theme)
 
 
@@ -204,7 +204,7 @@ def snapshot_loop(
     state = ClusterState()
     pipeline = None
     if outputs is not None:
-        pipeline = outputs.wrap(plan.alert_engine(), plan.header())
+        pipeline = outputs.wrap(plan.alert_engine(), plan.header)
 
     async def loop() -> None:
         sources = plan.sources()

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         metrics = MetricsEndpoint(args.serve_metrics)  # a taken port is exit 2, before the screen
     outputs = AlertOutputs.from_args(args)
     sources = plan.sources()
-    alerts = outputs.wrap(plan.alert_engine(), plan.header())
+    alerts = outputs.wrap(plan.alert_engine(), plan.header)
     try:
         return run_tui(plan, sources, alerts, theme=args.theme, metrics=metrics)
     finally:

@@ -24,9 +24,7 @@ from sparktop.report import engines as engine_report
 from sparktop.report.fit import Col, Fitted, fit_table, hidden_note
 from sparktop.safe_text import printable
 from sparktop.snapshot import NO_GPU_DATA, Snapshot, iso_time
-from sparktop.values import bounded
-
-MIB_PER_GIB = 1024.0
+from sparktop.values import gib_text
 
 NODE_COLUMNS = (
     Col("node", 0, "left"),
@@ -45,15 +43,6 @@ NODE_PRIORITY = tuple(c.header for c in sorted(NODE_COLUMNS, key=lambda c: c.pri
 """Columns most important first: node, state, SM MHz, util%, W, °C, reasons, memory, GPU."""
 
 MEMORY_LEGEND = "memory: U = unified, used/total GiB; GPU = GiB held by GPU processes"
-
-
-def gib_text(mib: Num | None) -> str:
-    """MiB as GiB without the unit, as every output writes memory: ``1.4`` under 10 GiB,
-    ``92`` from 10 (``n/a`` when unknown). The monitor's cells and details use it too."""
-    if not is_num(mib):
-        return "n/a"
-    gib = float(mib) / MIB_PER_GIB
-    return bounded(gib, ".0f") if gib >= 10 else bounded(gib, ".1f")
 
 
 _gib = gib_text

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sparktop.model import EngineState, Source
-from sparktop.sources.ssh import SshSource
 
 if TYPE_CHECKING:
     from sparktop.inventory import Inventory
@@ -45,6 +44,9 @@ def build_node_sources(
         elif node.local:
             sources.append(local_source(node.name))
         else:
+            # asyncssh and cryptography (~17 MB, ~190 modules) load only for SSH nodes
+            from sparktop.sources.ssh import SshSource
+
             sources.append(SshSource(node, inventory.ssh_for(node), **ssh_options))
     return sources
 

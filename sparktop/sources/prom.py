@@ -23,11 +23,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from types import MappingProxyType
-from typing import NamedTuple
-
-from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_families
-from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.samples import Sample
+from typing import TYPE_CHECKING, NamedTuple
 
 from sparktop.safe_text import printable
 from sparktop.sources.promtext import (
@@ -41,6 +37,9 @@ from sparktop.sources.promtext import (
     scan_text,
     unescape,
 )
+
+if TYPE_CHECKING:
+    from prometheus_client.samples import Sample
 
 DEFAULT_BOUNDS = ParseBounds()
 
@@ -176,6 +175,13 @@ def _library(text: str, accept: frozenset[str] | None, bounds: ParseBounds, om: 
                 raise PageRefused(
                     f"line {line_no} has {count:,} labels; limit {bounds.max_labels:,}"
                 )
+    # The library (~30 modules with its HTTP server's) loads only for a page the fast reader
+    # does not take: a monitor of vLLM servers never needs it.
+    from prometheus_client.openmetrics.parser import (
+        text_string_to_metric_families as om_families,
+    )
+    from prometheus_client.parser import text_string_to_metric_families
+
     check = cpu_guard(bounds)
     parse = om_families if om else text_string_to_metric_families
     out: list[Raw] = []

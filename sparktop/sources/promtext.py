@@ -20,15 +20,15 @@ whose library name is in ``accept`` are kept. Pure and Textual-free; bounded by
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 from types import MappingProxyType
-
-from prometheus_client.validation import get_legacy_validation
 
 from sparktop.sources.promgrammar import LABEL_NAME as _LABEL_NAME
 from sparktop.sources.promgrammar import NAME as _NAME
@@ -280,10 +280,20 @@ def _trim_tables(
     return {v: numbers[v] for v in {row[2] for row in pending} if v in numbers}
 
 
+def _legacy_validation() -> bool:
+    """prometheus_client's name-validation setting, without loading the library for it: its
+    environment variable until the library is loaded, then its own (a program may change it)."""
+    library = sys.modules.get("prometheus_client.validation")
+    if library is not None:
+        return bool(library.get_legacy_validation())
+    setting = os.environ.get("PROMETHEUS_LEGACY_NAME_VALIDATION", "False")
+    return setting.lower() in ("true", "1", "t")
+
+
 def _scan_text(
     text: str, accept: frozenset[str] | None, bounds: ParseBounds
 ) -> tuple[list[Raw], list[Declaration]]:
-    if get_legacy_validation():  # the library was told to check names its stricter way
+    if _legacy_validation():  # the library was told to check names its stricter way
         raise NotUnderstood(0)
     out: list[Raw] = []
     decls: list[Declaration] = []

@@ -15,11 +15,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-
-from textual_plotext import Plot
+from typing import TYPE_CHECKING
 
 from sparktop.sweep.curve import CurveLine, OperatingPoint, ProfileCurve
 from sparktop.ui import format as fmt
+
+if TYPE_CHECKING:
+    from textual_plotext import Plot  # loaded by the widget that draws (ui.widgets.curve)
 
 RGB = tuple[int, int, int]
 

@@ -11,8 +11,7 @@ import time
 from collections.abc import Sequence
 
 from sparktop.model import GpuSample, NodeMemory, Num, Quantile, is_num
-from sparktop.report.snapshot_table import gib_text
-from sparktop.values import HUGE, bounded
+from sparktop.values import HUGE, bounded, gib_text
 
 BARS = "▁▂▃▄▅▆▇█"
 DASH = "·"

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import RenderResult
 from textual.color import Color
-from textual_plotext import PlotextPlot
+from textual.widget import Widget
 
 from sparktop.sweep.curve import OperatingPoint, ProfileCurve
 from sparktop.ui.curve_plot import RGB, CurveColours, draw_curve
+
+if TYPE_CHECKING:
+    from textual_plotext import Plot
 
 SERIES_VARIABLES = ("spark-accent", "accent", "spark-ok", "secondary", "primary", "warning")
 """Theme variables the concurrency lines take in turn (themes/*.tcss)."""
@@ -36,10 +39,15 @@ def theme_colours(variables: dict[str, str], background: Color) -> CurveColours:
     )
 
 
-class CurvePlot(PlotextPlot):
+class CurvePlot(Widget):
     """Draws a :class:`~sparktop.sweep.curve.ProfileCurve` (:meth:`show`); redrawn only when
     what it shows, its size or the theme changes. Without a curve it says why (``missing``).
-    Under ``NO_COLOR`` it draws without colour: the lines carry their concurrency's digit."""
+    Under ``NO_COLOR`` it draws without colour: the lines carry their concurrency's digit.
+
+    It draws through textual-plotext's :class:`Plot` (what its ``PlotextPlot`` widget
+    wraps), made with the first curve drawn: the budget pane composes a CurvePlot at start,
+    hidden, and plotext with textual-plotext is ~20 modules a monitor that never shows a
+    curve does not need."""
 
     DEFAULT_CSS = """
     CurvePlot { width: 1fr; height: 1fr; min-height: 8; }
@@ -55,6 +63,19 @@ class CurvePlot(PlotextPlot):
         """How many times the plot was drawn (tests: a tick that changes nothing draws none)."""
         self._drawn: tuple[object, ...] | None = None
         self._text: Text | None = None
+        self._plot: Plot | None = None
+
+    @property
+    def plt(self) -> Plot:
+        """The plotext figure the curve is drawn on (made, and plotext loaded, on first use)."""
+        if self._plot is None:
+            from textual_plotext import Plot
+
+            self._plot = Plot()
+        return self._plot
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
 
     def show(
         self,
