@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from rich.table import Table
 
-from sparktop.sources.vllm import parse_engine_page
+from sparktop.sources.engines.reading import parse_engine_page
 
 
 def wide_line(labels: int) -> str:

@@ -52,7 +52,7 @@ from sparktop.inventory import Inventory, load_inventory
 from sparktop.model import NodeSample, Sample
 from sparktop.poller import Poller
 from sparktop.sources.probe import APPS_FIELDS, FIELD_SETS
-from sparktop.sources.ssh import SshSource
+from sparktop.sources.ssh.source import SshSource
 
 NODES = 8
 SSHD_NODES = 4

@@ -54,7 +54,7 @@ from sparktop.inventory import Inventory, load_inventory, parse_inventory
 from sparktop.plan import Plan
 from sparktop.poller import Poller
 from sparktop.sim.promrun import missing_binaries, start_prometheus, until
-from sparktop.sources.promhub import PromHub
+from sparktop.sources.prometheus.hub import PromHub
 
 FARM = Path(__file__).resolve().parent / "promfarm.py"
 SCRAPE_S = 5.0

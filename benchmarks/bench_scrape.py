@@ -32,9 +32,9 @@ from rich.table import Table
 
 from benchmarks.common import arg_parser
 from benchmarks.reference import measure_speed
-from sparktop.sources.engine import EngineSource
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.vllm import parse_engine_page
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.reading import parse_engine_page
+from sparktop.sources.engines.source import EngineSource
 from sparktop.testing.http_stub import Reply, StubServer
 from sparktop.testing.vllm_page import FakeVllm, Load
 

@@ -85,8 +85,8 @@ def scrape_figures(repeats: int) -> list[Figure]:
     from prometheus_client.parser import text_string_to_metric_families
 
     from benchmarks import bench_scrape as bs
-    from sparktop.sources.metrics import MetricsDeriver
-    from sparktop.sources.vllm import parse_engine_page
+    from sparktop.sources.engines.metrics import MetricsDeriver
+    from sparktop.sources.engines.reading import parse_engine_page
 
     fake = bs.build()
     page = fake.page()

@@ -28,10 +28,10 @@ from sparktop.sim.metrics import EngineCollector, engine_registry
 from sparktop.sim.model import SimCluster
 from sparktop.sim.rates import ProfileRates
 from sparktop.sim.scenarios import SCENARIOS, Act, Player
-from sparktop.sources.metrics import MetricsDeriver
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.reading import parse_engine_page
 from sparktop.sources.nvsmi import parse_probe_output
 from sparktop.sources.probe import FIELD_SETS, probe_command
-from sparktop.sources.vllm import parse_engine_page
 from sparktop.sweep.profile import DEFAULT_PROFILE
 
 PROBE = probe_command(FIELD_SETS[0])

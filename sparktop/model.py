@@ -323,7 +323,7 @@ class EngineSample:
     over the window: exact, where ``itl_p50`` is only as fine as the buckets (every decode
     rate from 40 to 100 tok/s reads ~18 ms with vLLM's default 10 / 25 ms edges).
 
-    The request breakdown (:mod:`sparktop.sources.breakdown`, same window): ``queue_time_*``,
+    The request breakdown (``sources/engines/breakdown.py``, same window): ``queue_time_*``,
     ``prefill_time_*``, ``decode_time_*``, ``e2e_latency_*`` and ``tpot_*`` (per-request time
     per output token) are p50 and mean seconds of the requests that *finished* in the window
     (``vllm:request_queue_time_seconds`` …; TTFT ≈ queue + prefill);
@@ -435,7 +435,7 @@ class EngineSample:
     which requests got their first token (Δ``prompt_tokens_total`` / Δ TTFT ``_count``; the
     most requests running at a scrape of the window up to then): the TTFT quantiles'
     population, finer than ``first_token_prompt_tokens``
-    (:func:`sparktop.sources.window.first_tokens`)."""
+    (:func:`sparktop.sources.engines.window.first_tokens`)."""
     no_tokens_s: float | None = None
     """Seconds since ``vllm:generation_tokens_total`` or ``prompt_tokens_total`` last grew
     (the scrape clock; None when the page has no generation counter)."""

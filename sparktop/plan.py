@@ -8,7 +8,7 @@ limits each engine declares outside its server, the alert thresholds and the key
 From it come the sources (:meth:`Plan.sources`), the alert engine (:meth:`Plan.alert_engine`)
 and a recording's header (:meth:`Plan.header`); the UI derives its view settings from it.
 
-Limits: one precedence rule, :func:`sparktop.sources.pool.resolve_limit` — the server, else
+Limits: one precedence rule, :func:`sparktop.sources.engines.pool.resolve_limit` — the server, else
 the inventory, else the profile. A profile's limits apply only when the profile describes
 this run's engines: the inventory's ``profile:`` or ``--profile`` names it. The default
 profile (used for the expected row and the budget when nothing names one) gives no limits:
@@ -28,7 +28,7 @@ from sparktop.alerts.thresholds import Thresholds
 from sparktop.errors import UserError
 from sparktop.inventory import EngineConfig, Inventory
 from sparktop.model import Num, Source, is_num
-from sparktop.sources.pool import LIMIT_NAMES, Limits, resolve_limit
+from sparktop.sources.engines.pool import LIMIT_NAMES, Limits, resolve_limit
 from sparktop.sweep.matched import MatchedExpected
 from sparktop.sweep.profile import DEFAULT_PROFILE, Profile, load_profile
 
@@ -62,7 +62,7 @@ class EnginePlan:
         return resolve_limit(name, (), self.inventory_limits, self.profile_limits)
 
     def limits(self) -> dict[str, tuple[Num, str]]:
-        """Every limit (:data:`~sparktop.sources.pool.LIMIT_NAMES`) with its origin."""
+        """Every limit (:data:`~sparktop.sources.engines.pool.LIMIT_NAMES`) with its origin."""
         return {name: self.limit(name) for name in LIMIT_NAMES}
 
 
@@ -250,7 +250,7 @@ class Plan:
         """Every source: nodes in order (SSH, this machine, Prometheus), then engines; the
         Prometheus nodes and engines share one query hub.
 
-        ``engine_options`` go to every HTTP :class:`~sparktop.sources.engine.EngineSource`
+        ``engine_options`` go to every HTTP :class:`~sparktop.sources.engines.source.EngineSource`
         (``first_window_s`` for one-shot commands); ``ssh_options`` to every SSH source
         (e.g. ``backoff_cap_s``).
         """
@@ -276,7 +276,7 @@ class Plan:
     ) -> list[Source]:
         """One source per engine, with the limits the plan declares for it: HTTP, or read from
         Prometheus (``prometheus``: already built, to share a hub)."""
-        from sparktop.sources.engine import EngineSource
+        from sparktop.sources.engines.source import EngineSource
 
         if prometheus is None:
             prometheus = self._prometheus()[1]

@@ -189,7 +189,7 @@ def _timed_out(source: Source, timeout_s: float) -> Sample:
     (a page that drips in): not answering in time, not unreachable."""
     # Imported here: the Prometheus client (httpx, pydantic) is only loaded by the commands
     # that poll through Prometheus, and a source of that kind has loaded it already.
-    from sparktop.sources.promnode import PromNodeSource
+    from sparktop.sources.prometheus.node import PromNodeSource
 
     message = f"no complete answer within the snapshot's {timeout_s:g} s deadline"
     if isinstance(source, PromNodeSource):  # no SSH involved: name what did not answer

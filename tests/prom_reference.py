@@ -1,6 +1,6 @@
 """The reference reading of a page: prometheus_client's parsers, then sparktop's stated rules.
 
-The rules applied after the library (each documented in ``sparktop/sources/prom.py``):
+The rules applied after the library (each documented in ``sparktop/sources/exposition/page.py``):
 ``vllm_``/``sglang_`` names normalised, ``*_created`` dropped, a repeated series read once
 (the first, or the one with the newest timestamp when they carry timestamps). Comparison is
 by multiset of (name, labels, value), NaN equal to NaN.
@@ -14,7 +14,7 @@ from collections.abc import Collection
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_families
 from prometheus_client.parser import text_string_to_metric_families
 
-from sparktop.sources.prom import PromPage, normalise
+from sparktop.sources.exposition.page import PromPage, normalise
 
 Key = tuple[str, frozenset[tuple[str, str]], str]
 

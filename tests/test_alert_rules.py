@@ -13,9 +13,9 @@ from sparktop.alerts.rules import Finding, evaluate
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, Quantile
-from sparktop.sources.metrics import MetricsDeriver
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.exposition.page import PromPage, parse_page
 from sparktop.sources.nvsmi import parse_gpu_csv
-from sparktop.sources.prom import PromPage, parse_page
 from tests.alert_samples import cluster, counters, engine, engine_down, failed, node, warm
 from tests.conftest import CASES
 

@@ -17,7 +17,7 @@ import pytest
 from sparktop.model import NA, EngineSample
 from sparktop.report.budget_text import render_text
 from sparktop.sim.requests import LoadSpec
-from sparktop.sources.engine import scrape_once
+from sparktop.sources.engines.source import scrape_once
 from sparktop.sweep.budget import budget_json, compute_budget
 from sparktop.sweep.ceiling import Verdict, advice, rule_for
 from sparktop.sweep.profile import load_profile

@@ -13,7 +13,7 @@ import pytest
 from sparktop.cli import main
 from sparktop.model import EngineSample, is_num
 from sparktop.sim.engine import LoadSpec
-from sparktop.sources.engine import scrape_once
+from sparktop.sources.engines.source import scrape_once
 from sparktop.sweep.budget import budget_json, compute_budget, render_budget
 from sparktop.sweep.estimator import estimate
 from sparktop.sweep.profile import load_profile

@@ -21,11 +21,11 @@ from sparktop.alerts.model import EventKind
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import NA, EngineSample, EngineState
-from sparktop.sources import engine as engine_module
-from sparktop.sources.engine import EngineSource
-from sparktop.sources.prom import parse_page
-from sparktop.sources.promtext import ParseBounds
-from sparktop.sources.vllm import WANTED
+from sparktop.sources.engines import source as engine_module
+from sparktop.sources.engines.reading import WANTED
+from sparktop.sources.engines.source import EngineSource
+from sparktop.sources.exposition.page import parse_page
+from sparktop.sources.exposition.text import ParseBounds
 from sparktop.testing.vllm_page import FakeVllm
 from tests.test_prometheus_hostile import LoopWatch
 

@@ -10,10 +10,10 @@ import pytest
 from sparktop.errors import UserError
 from sparktop.inventory import parse_inventory
 from sparktop.inventory.models import EngineConfig
-from sparktop.sources.engine_props import read_props
-from sparktop.sources.kinds import KINDS, spec_for
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.vllm import FLAVOURS, WANTED, parse_engine_page
+from sparktop.sources.engines.kinds import KINDS, spec_for
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.props import read_props
+from sparktop.sources.engines.reading import FLAVOURS, WANTED, parse_engine_page
 from sparktop.testing.llamacpp_stub import real_page
 
 

@@ -11,9 +11,9 @@ from collections.abc import Callable
 import pytest
 from aiohttp import web
 
-from sparktop.sources import promtext
-from sparktop.sources.engine import EngineSource
-from sparktop.sources.promtext import ParseBounds
+from sparktop.sources.engines.source import EngineSource
+from sparktop.sources.exposition import text as promtext
+from sparktop.sources.exposition.text import ParseBounds
 from tests.test_engine_hostile import Cfg, aiohttp_server
 
 SERIES = 200_000

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
-from sparktop.sources.engine import EngineSource
+from sparktop.sources.engines.source import EngineSource
 from sparktop.testing.http_stub import StubServer, text
 from sparktop.testing.vllm_page import FakeVllm
 

@@ -12,7 +12,7 @@ import pytest
 
 from sparktop.model import NA, EngineSample, EngineState, Quantile, Sample
 from sparktop.poller import Poller
-from sparktop.sources.engine import EngineSource, scrape_once
+from sparktop.sources.engines.source import EngineSource, scrape_once
 from sparktop.testing.http_stub import Reply, Route, StubServer, models_route
 from sparktop.testing.vllm_page import FakeVllm, Load
 

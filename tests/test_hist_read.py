@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from sparktop.sources import histread
-from sparktop.sources.prom import parse_page
-from sparktop.sources.vllm import WANTED, read_page
+from sparktop.sources.engines import histread
+from sparktop.sources.engines.reading import WANTED, read_page
+from sparktop.sources.exposition.page import parse_page
 from tests.test_prom_runs import bench_page
 
 EDGES = (0.1, 0.5, 1.0, 2.5, math.inf)

@@ -16,7 +16,7 @@ from sparktop.sim.gb10 import Gb10Responder
 from sparktop.sim.gpu import GpuModel
 from sparktop.sim.sshserver import start_ssh_server
 from sparktop.sources.probe import HOST_FILES, SLOW_TIER_S
-from sparktop.sources.ssh import SshSource
+from sparktop.sources.ssh.source import SshSource
 from tests.ssh_helpers import ClientFiles, client_files, node
 
 

@@ -15,9 +15,9 @@ import pytest
 
 from sparktop.hostmodel import FabricPort, FabricReading
 from sparktop.model import NA, is_num
-from sparktop.sources.fabric_rates import FabricRates
-from sparktop.sources.hostfiles import NO_INFINIBAND, NO_PSI, parse_host
-from sparktop.sources.hostread import read_host_files
+from sparktop.sources.host.fabric_rates import FabricRates
+from sparktop.sources.host.files import NO_INFINIBAND, NO_PSI, parse_host
+from sparktop.sources.host.read import read_host_files
 from sparktop.sources.nvsmi import parse_meminfo, parse_probe_output
 from sparktop.sources.nvsmi.tables import parse_processes
 from sparktop.sources.probe import HOST_FILES, MARK, host_part

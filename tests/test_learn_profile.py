@@ -12,7 +12,7 @@ from sparktop.model import NA
 from sparktop.record.tick import Tick, make_header
 from sparktop.record.writer import Recorder
 from sparktop.sim.engine import LoadSpec
-from sparktop.sources.engine import EngineSource
+from sparktop.sources.engines.source import EngineSource
 from sparktop.sweep.learn import bucket, learn_cells
 from sparktop.sweep.profile import load_profile_file
 from tests.sim_helpers import engine_sample, running_sim

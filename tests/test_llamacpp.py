@@ -15,7 +15,7 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.errors import RuntimeFailure
-from sparktop.sources.kinds import KINDS
+from sparktop.sources.engines.kinds import KINDS
 from sparktop.sweep.bench_prompts import PromptMaker, _tokenize_ids, endpoint_maker
 from sparktop.sweep.exact_tokens import EndpointTokenizer
 from sparktop.testing.http_stub import serve_threaded

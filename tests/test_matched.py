@@ -10,9 +10,9 @@ import math
 import pytest
 
 from sparktop.model import EngineSample, is_num
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.prom import parse_page
-from sparktop.sources.vllm import WANTED
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.reading import WANTED
+from sparktop.sources.exposition.page import parse_page
 from sparktop.sweep.estimator import estimate
 from sparktop.sweep.matched import cached_estimator, window_expected, window_load
 from sparktop.sweep.profile import load_profile
@@ -213,12 +213,12 @@ def test_a_lone_bucket_keeps_its_own_estimate_and_points_keep_their_median() -> 
 
 def test_span_median_reads_a_histogram_as_histogram_quantile_does() -> None:
     """Adjacent spans with counts are a histogram: the median agrees with the Prometheus
-    method (``sparktop.sources.quantile``) on every bucket layout tried."""
+    method (``sparktop.sources.engines.quantile``) on every bucket layout tried."""
     import random
 
     from sparktop.model import Quantile
-    from sparktop.sources.histread import Hist
-    from sparktop.sources.quantile import histogram_quantile
+    from sparktop.sources.engines.histread import Hist
+    from sparktop.sources.engines.quantile import histogram_quantile
     from sparktop.sweep.mixture import span_median
 
     rng = random.Random(7)

@@ -18,8 +18,8 @@ from sparktop.report.engines import engine_json
 from sparktop.sim.engine import SPEC_ACCEPT, LoadSpec
 from sparktop.sim.httpserver import SIM_TIME_HEADER
 from sparktop.sim.stats import ITL_BUCKETS_S, REQUEST_LATENCY_BUCKETS_S, SPEC_TOKENS
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.vllm import parse_engine_page, read_page
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.reading import parse_engine_page, read_page
 from tests.conftest import SHARED
 from tests.sim_helpers import samples, sim_client, until
 
@@ -110,7 +110,7 @@ def test_real_dp8_spec_decode_counters_are_read_per_rank_and_position() -> None:
 def test_real_cache_config_info_gives_no_scheduler_limits() -> None:
     # vLLM 0.11.0's cache_config_info carries CacheConfig labels only: max_num_seqs and
     # max_num_batched_tokens fall through to the inventory, then the profile, with origin.
-    from sparktop.sources.pool import Limits
+    from sparktop.sources.engines.pool import Limits
 
     text = (FIXTURES / "vllm-0.11.0-cache-config-info-issue28924.prom").read_text()
     text += 'vllm:num_requests_running{engine="0"} 1\n'

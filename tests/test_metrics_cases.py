@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from sparktop.model import NA, EngineSample, EngineState, Quantile, is_num
-from sparktop.sources.breakdown import PHASE_VALUES
-from sparktop.sources.histread import Hist
-from sparktop.sources.metrics import ENGINE_VALUES, LIFETIME_FIELDS, MetricsDeriver
-from sparktop.sources.pool import Limits
-from sparktop.sources.prom import parse_page
-from sparktop.sources.quantile import histogram_quantile
-from sparktop.sources.vllm import WANTED
+from sparktop.sources.engines.breakdown import PHASE_VALUES
+from sparktop.sources.engines.histread import Hist
+from sparktop.sources.engines.metrics import ENGINE_VALUES, LIFETIME_FIELDS, MetricsDeriver
+from sparktop.sources.engines.pool import Limits
+from sparktop.sources.engines.quantile import histogram_quantile
+from sparktop.sources.engines.reading import WANTED
+from sparktop.sources.exposition.page import parse_page
 from sparktop.testing.vllm_page import FakeVllm, Load
 from tests.conftest import CASES
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparktop.cli import main
-from sparktop.sources.prom import parse_page
+from sparktop.sources.exposition.page import parse_page
 from sparktop.testing.http_stub import metrics_handler, serve_threaded
 
 BAD_PAGE = (

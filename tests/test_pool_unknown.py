@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from sparktop.cli import main
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.prom import parse_page
-from sparktop.sources.vllm import WANTED
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.reading import WANTED
+from sparktop.sources.exposition.page import parse_page
 from sparktop.testing.http_stub import metrics_handler, serve_threaded
 from sparktop.ui.engine_views import load_groups
 from sparktop.ui.views import ViewConfig

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from sparktop.sources.prom import parse_page
-from sparktop.sources.promtext import NotUnderstood, ParseBounds, scan_text
-from sparktop.sources.vllm import WANTED
+from sparktop.sources.engines.reading import WANTED
+from sparktop.sources.exposition.page import parse_page
+from sparktop.sources.exposition.text import NotUnderstood, ParseBounds, scan_text
 from tests.conftest import FIXTURES
 from tests.prom_reference import observed, reference
 

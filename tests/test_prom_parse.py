@@ -11,9 +11,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 from sparktop.model import EngineSample, Quantile
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.prom import PromPage, normalise, parse_page, promql_table_to_text
-from sparktop.sources.vllm import WANTED
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.reading import WANTED
+from sparktop.sources.exposition.page import PromPage, normalise, parse_page, promql_table_to_text
 from tests.conftest import FIXTURES
 
 METRICS = FIXTURES / "metrics"

@@ -23,12 +23,19 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from sparktop.sources import histread, promtext
-from sparktop.sources.prom import parse_page, promql_table_to_text, spellings
-from sparktop.sources.promgrammar import VALUE
-from sparktop.sources.promruns import MAX_BLOCK_CHARS, PLAIN_LABELS, PLAIN_LINE, PassedRuns
-from sparktop.sources.promtext import SAMPLE, NotUnderstood, PageRefused, ParseBounds, scan_text
-from sparktop.sources.vllm import WANTED, read_page
+from sparktop.sources.engines import histread
+from sparktop.sources.engines.reading import WANTED, read_page
+from sparktop.sources.exposition import text as promtext
+from sparktop.sources.exposition.grammar import VALUE
+from sparktop.sources.exposition.page import parse_page, promql_table_to_text, spellings
+from sparktop.sources.exposition.runs import MAX_BLOCK_CHARS, PLAIN_LABELS, PLAIN_LINE, PassedRuns
+from sparktop.sources.exposition.text import (
+    SAMPLE,
+    NotUnderstood,
+    PageRefused,
+    ParseBounds,
+    scan_text,
+)
 from sparktop.testing.vllm_page import FakeVllm, Load
 from tests.conftest import FIXTURES
 from tests.prom_reference import observed, reference

@@ -16,8 +16,8 @@ from sparktop.inventory import parse_inventory
 from sparktop.model import EngineState, NodeState
 from sparktop.plan import Plan
 from sparktop.sim.promrun import free_port
-from sparktop.sources.promapi import is_loopback_url
-from sparktop.sources.promql import Target, filters, host_part, node_query
+from sparktop.sources.prometheus.api import is_loopback_url
+from sparktop.sources.prometheus.promql import Target, filters, host_part, node_query
 
 PROM = "prometheus: {url: http://p:9090}\n"
 Handler = Callable[[web.Request], web.StreamResponse]

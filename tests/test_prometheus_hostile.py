@@ -26,9 +26,9 @@ from sparktop.inventory import parse_inventory
 from sparktop.model import NodeState
 from sparktop.plan import Plan
 from sparktop.sim.promrun import free_port
-from sparktop.sources.promapi import MAX_SERIES, PromClient, PromFailure, SeriesCounter
-from sparktop.sources.promhub import PromHub
-from sparktop.sources.promql import Target
+from sparktop.sources.prometheus.api import MAX_SERIES, PromClient, PromFailure, SeriesCounter
+from sparktop.sources.prometheus.hub import PromHub
+from sparktop.sources.prometheus.promql import Target
 from tests.sweep_helpers import run_cli, start_cli
 from tests.test_prometheus_failures import Handler, _inventory, stand_in
 

@@ -16,8 +16,8 @@ from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, is_num
 from sparktop.report.engines import engine_json, engine_tables
 from sparktop.sim.requests import LoadSpec
-from sparktop.sources.metrics import NOW_WINDOW_S, MetricsDeriver
-from sparktop.sources.vllm import parse_engine_page
+from sparktop.sources.engines.metrics import NOW_WINDOW_S, MetricsDeriver
+from sparktop.sources.engines.reading import parse_engine_page
 from sparktop.ui.engine_views import engine_lines
 from sparktop.ui.views import ViewConfig
 from tests.conftest import FIXTURES

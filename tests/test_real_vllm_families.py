@@ -1,6 +1,7 @@
-"""Every vLLM metric family sparktop reads (``sparktop/sources/vllm.py``, ``VLLM``) held to
-a real vLLM 0.32.0 page: present, same type, the labels sparktop groups and reads by, and
-the bucket edges sparktop's simulator, tests and benchmarks assume (issue 27 item 2).
+"""Every vLLM metric family sparktop reads (``sparktop/sources/engines/reading.py``,
+``VLLM``) held to a real vLLM 0.32.0 page: present, same type, the labels sparktop groups and
+reads by, and the bucket edges sparktop's simulator, tests and benchmarks assume (issue 27
+item 2).
 
 Checked on the pages captured from a real server (``../shared/fixtures/real``) and on the
 live real server of this run. The newest alias of each family is the one 0.32 exports;
@@ -18,8 +19,8 @@ from sparktop.sim.stats import (
     TTFT_BUCKETS_S,
     buckets_1_2_5,
 )
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.vllm import SUM_COUNT_ONLY, VLLM, parse_engine_page
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.reading import SUM_COUNT_ONLY, VLLM, parse_engine_page
 from tests.real_page import (
     REAL_IDLE_PAGE,
     REAL_LOAD_PAGE,

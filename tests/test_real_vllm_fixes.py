@@ -19,9 +19,9 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.model import is_num
-from sparktop.sources.engine import EngineSource, scrape_once
-from sparktop.sources.metrics import NOW_WINDOW_S, MetricsDeriver
-from sparktop.sources.vllm import parse_engine_page, read_page
+from sparktop.sources.engines.metrics import NOW_WINDOW_S, MetricsDeriver
+from sparktop.sources.engines.reading import parse_engine_page, read_page
+from sparktop.sources.engines.source import EngineSource, scrape_once
 from sparktop.sweep.budget import compute_budget
 from sparktop.sweep.ceiling import Verdict
 from sparktop.sweep.profile import load_profile

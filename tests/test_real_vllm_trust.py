@@ -17,10 +17,10 @@ import json
 import httpx
 
 from sparktop.model import Quantile
-from sparktop.sources.engine_http import fetch_models
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.prom import parse_page
-from sparktop.sources.vllm import WANTED
+from sparktop.sources.engines.http import fetch_models
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.reading import WANTED
+from sparktop.sources.exposition.page import parse_page
 from tests.real_vllm_plugin import RealVllm
 
 

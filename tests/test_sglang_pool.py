@@ -20,9 +20,9 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.model import NA
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.prom import parse_page
-from sparktop.sources.vllm import WANTED
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.reading import WANTED
+from sparktop.sources.exposition.page import parse_page
 from sparktop.testing.http_stub import serve_threaded
 from tests.conftest import FIXTURES
 

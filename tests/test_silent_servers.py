@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sparktop.model import EngineState, NodeState
-from sparktop.sources.engine import EngineSource
+from sparktop.sources.engines.source import EngineSource
 from sparktop.testing.sshclient import client_files, node, ssh_source
 from sparktop.ui.engine_views import engine_lines
 from sparktop.ui.views import ViewConfig

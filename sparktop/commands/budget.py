@@ -19,7 +19,7 @@ from sparktop.safe_text import (
     printable_lines,
     without_credentials,
 )
-from sparktop.sources.kinds import KINDS
+from sparktop.sources.engines.kinds import KINDS
 from sparktop.sweep.counts import check_count, parse_size
 
 DESCRIPTION = """\
@@ -240,7 +240,7 @@ LIVE_TIMEOUT_S = 5.0
 def _live(url: str, api_key: str | None) -> Any:
     import asyncio
 
-    from sparktop.sources.engine import scrape_once
+    from sparktop.sources.engines.source import scrape_once
 
     return asyncio.run(scrape_once(url, api_key=api_key, timeout_s=LIVE_TIMEOUT_S))
 

@@ -132,8 +132,8 @@ def default_timeout_s(inventory: Inventory, window_s: float = 0.0) -> float:
     HTTP: one scrape's deadline, or with a ``window_s`` two (the first and the last scrape
     of the window) plus the window. An engine read from Prometheus: its query deadline, the
     same way."""
-    from sparktop.sources.engine import SCRAPE_DEADLINE_S
-    from sparktop.sources.ssh import CONNECT_MARGIN_S, PROBE_MARGIN_S
+    from sparktop.sources.engines.source import SCRAPE_DEADLINE_S
+    from sparktop.sources.ssh.source import CONNECT_MARGIN_S, PROBE_MARGIN_S
 
     worst = inventory.ssh.command_timeout_s
     for node in inventory.nodes:

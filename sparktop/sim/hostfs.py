@@ -1,7 +1,7 @@
 """The files a simulated GB10 host shows the probe's ``grep -sH .``: ``/proc/uptime``, PSI,
 the ConnectX-7's RDMA ports and its hwmon, and the ``spark_hwmon`` (``spbm``) driver.
 
-Formats follow the kernel's documentation (see :mod:`sparktop.sources.hostfiles`). Facts:
+Formats follow the kernel's documentation (see :mod:`sparktop.sources.host.files`). Facts:
 a DGX Spark's ConnectX-7 shows as RDMA devices ``rocep1s0f0`` / ``rocep1s0f1`` on netdevs
 ``enp1s0f0np0`` / ``enp1s0f1np1`` at 200 Gb/s; the ``spbm`` channel labels are the driver's.
 Invented (not published): the tensor-parallel traffic per node (~12 Gb/s each way while

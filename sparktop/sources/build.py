@@ -45,7 +45,7 @@ def build_node_sources(
             sources.append(local_source(node.name))
         else:
             # asyncssh and cryptography (~17 MB, ~190 modules) load only for SSH nodes
-            from sparktop.sources.ssh import SshSource
+            from sparktop.sources.ssh.source import SshSource
 
             sources.append(SshSource(node, inventory.ssh_for(node), **ssh_options))
     return sources
@@ -58,7 +58,7 @@ def prometheus_sources(
     ``prometheus:`` server), sharing one hub."""
     if inventory.prometheus is None:
         return {}, {}
-    from sparktop.sources.prombuild import prometheus_sources as build
+    from sparktop.sources.prometheus.build import prometheus_sources as build
 
     return build(inventory, profile_limits)
 
@@ -66,7 +66,7 @@ def prometheus_sources(
 def local_engine_answers(url: str = LOCAL_ENGINE_URL) -> bool:
     """True when something answers HTTP at ``url`` (one scrape, 1 s timeout): without an
     inventory the monitor watches the server there only when there is one."""
-    from sparktop.sources.engine import scrape_once
+    from sparktop.sources.engines.source import scrape_once
 
     sample = asyncio.run(scrape_once(url, timeout_s=LOCAL_PROBE_TIMEOUT_S))
     return sample.state is not EngineState.UNREACHABLE

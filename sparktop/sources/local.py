@@ -21,9 +21,9 @@ from typing import Any
 import psutil
 
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, is_num
-from sparktop.sources.fabric_rates import FabricRates
-from sparktop.sources.hostfiles import HostRead, parse_host
-from sparktop.sources.hostread import read_host_files
+from sparktop.sources.host.fabric_rates import FabricRates
+from sparktop.sources.host.files import HostRead, parse_host
+from sparktop.sources.host.read import read_host_files
 from sparktop.sources.nvsmi import is_unified, sum_num
 from sparktop.sources.probe import SLOW_TIER_S
 

@@ -25,7 +25,7 @@ import httpx
 
 from sparktop.errors import RuntimeFailure
 from sparktop.jsontext import loads
-from sparktop.sources.kinds import Tokenize
+from sparktop.sources.engines.kinds import Tokenize
 from sparktop.sweep.exact_tokens import connect_reason, detect_kind, open_tokenizer
 
 TOKENIZE_DEADLINE_S = 60.0

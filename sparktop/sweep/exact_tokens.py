@@ -15,7 +15,7 @@ from sparktop.errors import RuntimeFailure, UserError
 from sparktop.jsontext import loads
 from sparktop.model import NA
 from sparktop.safe_text import printable
-from sparktop.sources.kinds import KINDS, KindSpec, spec_for
+from sparktop.sources.engines.kinds import KINDS, KindSpec, spec_for
 from sparktop.sweep.tokens import Counter_, TokenCount, count_chars
 
 _ERRNO_REASONS = {
@@ -84,7 +84,7 @@ MAX_PROBE_BYTES = 1024 * 1024
 class EndpointTokenizer:
     """Exact counts from a running server's ``POST {url}/tokenize`` (one HTTP/1.1 connection).
 
-    ``kind`` (a key of :data:`~sparktop.sources.kinds.KINDS`) says the request and answer
+    ``kind`` (a key of :data:`~sparktop.sources.engines.kinds.KINDS`) says the request and answer
     shapes (vLLM ``{"prompt"}`` → ``{"count"}``, llama.cpp ``{"content"}`` →
     ``{"tokens"}``); None finds out on the first call (:func:`detect_kind`).
     Calling it returns the count; ``max_model_len`` keeps what the server reported.

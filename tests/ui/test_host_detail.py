@@ -10,7 +10,7 @@ from textual.widgets import Label, Static
 
 from sparktop.hostmodel import FabricPort, FabricReading, GpuProcess, PowerTelemetry
 from sparktop.model import NA, NodeMemory
-from sparktop.sources.hostfiles import NO_INFINIBAND, NO_PSI
+from sparktop.sources.host.files import NO_INFINIBAND, NO_PSI
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.host_view import fabric_text, power_text, pressure_text, processes_text
 from sparktop.ui.screens.node_detail import NodeDetailScreen

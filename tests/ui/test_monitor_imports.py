@@ -25,7 +25,7 @@ NOT_FOR_ENGINES = (
     "textual_plotext",
     "click",
     "pygments",
-    "sparktop.sources.ssh",
+    "sparktop.sources.ssh.source",
     "sparktop.record.writer",
     "sparktop.commands.sim",
     "sparktop.sim",

@@ -341,9 +341,9 @@ def test_an_unknown_memory_figure_is_n_a_without_a_unit() -> None:
 
 
 def test_running_without_its_gauge_says_why_never_na_over_the_limit() -> None:
-    from sparktop.sources.metrics import MetricsDeriver
-    from sparktop.sources.prom import parse_page
-    from sparktop.sources.vllm import WANTED
+    from sparktop.sources.engines.metrics import MetricsDeriver
+    from sparktop.sources.engines.reading import WANTED
+    from sparktop.sources.exposition.page import parse_page
 
     text = (CASES / "metrics" / "counter-reset-1.prom").read_text()
     sample = MetricsDeriver("dsv4").derive(parse_page(text, WANTED), now_s=0.0, wall_s=T0)

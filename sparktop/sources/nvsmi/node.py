@@ -18,7 +18,7 @@ from sparktop.model import (
     Num,
     is_num,
 )
-from sparktop.sources.hostfiles import parse_host
+from sparktop.sources.host.files import parse_host
 from sparktop.sources.nvsmi.cells import ParseError, first_line, parse_cell
 from sparktop.sources.nvsmi.tables import (
     add,

@@ -1,9 +1,9 @@
 """What one engine kind declares: its metric families, endpoints and the limits it exports.
 
 One :class:`KindSpec` per kind lives in this package (``vllm.py``, ``sglang.py``,
-``llamacpp.py``) and :data:`sparktop.sources.kinds.KINDS` maps the inventory's ``kind:``
+``llamacpp.py``) and :data:`sparktop.sources.engines.kinds.KINDS` maps the inventory's ``kind:``
 to it. Plain data only: nothing here imports another sparktop module, so the readers
-(:mod:`sparktop.sources.vllm`, the budget's tokenizer) can build on it without a cycle.
+(:mod:`sparktop.sources.engines.reading`, the budget's tokenizer) can build on it without a cycle.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class KindSpec:
     (the first one with samples wins).
 
     ``gauges``/``counters``/``histograms``: for kinds whose tables still live in
-    :mod:`sparktop.sources.vllm` (vLLM, SGLang) these are empty and ``tables_in`` says so.
+    :mod:`sparktop.sources.engines.reading` (vLLM, SGLang) these are empty and ``tables_in``
+    says so.
     ``no_latency``: why TTFT/ITL are n/a for a kind that exports no latency histograms.
     ``props_path``: a JSON ``GET`` with the server's limits (llama.cpp ``/props``);
     ``limits``: where each limit is read (``max_model_len`` → ``/v1/models`` or a gauge…);

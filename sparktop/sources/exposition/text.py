@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from operator import itemgetter
 from types import MappingProxyType
 
-from sparktop.sources.promgrammar import LABEL_NAME as _LABEL_NAME
-from sparktop.sources.promgrammar import NAME as _NAME
-from sparktop.sources.promgrammar import VALUE as _VALUE
-from sparktop.sources.promruns import (
+from sparktop.sources.exposition.grammar import LABEL_NAME as _LABEL_NAME
+from sparktop.sources.exposition.grammar import NAME as _NAME
+from sparktop.sources.exposition.grammar import VALUE as _VALUE
+from sparktop.sources.exposition.runs import (
     MAX_BLOCK_CHARS,
     MAX_RUN_LINES,
     PLAIN_LABELS,
@@ -163,7 +163,7 @@ serves the same blocks scrape after scrape. A page starts a fresh table once one
 :data:`MAX_BLOCKS` (never mid-page: its rows look their blocks up there), and one a page
 left past it is dropped when that page ends (:func:`scan_text`)."""
 _VALUES: list[dict[str, float]] = [{}]
-"""Value text → value (:func:`~sparktop.sources.promruns.number`), shared by the pages read
+"""Value text → value (:func:`~sparktop.sources.exposition.runs.number`), shared by the pages read
 the same way (bucket counts and gauges repeat from scrape to scrape); a page starts a fresh
 one once it holds :data:`MAX_VALUES`."""
 MAX_VALUES = 32_768

@@ -1,8 +1,9 @@
 """The tokens of the Prometheus text format (0.0.4) as sparktop's readers match them.
 
-:mod:`sparktop.sources.promtext` (every line it takes) and :mod:`sparktop.sources.promruns`
-(runs of plain lines) build their patterns from these, so a plain line is a line the line
-reader takes, token for token. Each is a strict subset of what prometheus_client accepts.
+:mod:`sparktop.sources.exposition.text` (every line it takes) and
+:mod:`sparktop.sources.exposition.runs` (runs of plain lines) build their patterns from these,
+so a plain line is a line the line reader takes, token for token. Each is a strict subset of
+what prometheus_client accepts.
 """
 
 from __future__ import annotations

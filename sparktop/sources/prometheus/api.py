@@ -28,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 from typing_extensions import TypedDict
 
-from sparktop.sources.engine_http import ACCEPT_ENCODING, ScrapeFailure, describe, inflate
+from sparktop.sources.engines.http import ACCEPT_ENCODING, ScrapeFailure, describe, inflate
 
 QUERY_PATH = "/api/v1/query"
 MAX_BODY_BYTES = 64 * 1024 * 1024

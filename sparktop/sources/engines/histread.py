@@ -23,20 +23,20 @@ from operator import add, itemgetter, le, sub
 from types import MappingProxyType
 
 from sparktop.model import NA
-from sparktop.sources.prom import PromPage, PromSample
+from sparktop.sources.exposition.page import PromPage, PromSample
 
 RANK_LABELS = ("engine", "dp_rank")
 WHOLE_SERVER = "*"
 """Where a gauge or counter without a rank label goes on a page of several data-parallel
 ranks: it is the whole server's (vLLM 0.32's ``admission_rejections_total`` has only
 ``model_name`` and ``reason``), not rank 0's. On a page of one rank (or none labelled) it
-is that rank's. See :func:`sparktop.sources.vllm.read_page`."""
+is that rank's. See :func:`sparktop.sources.engines.reading.read_page`."""
 
 
 def rank_of(labels: Mapping[str, str]) -> str:
     """The first non-empty of :data:`RANK_LABELS`, else :data:`WHOLE_SERVER` (called per
-    sample; :func:`sparktop.sources.vllm.read_page` settles it: the one rank's on a page of
-    at most one rank)."""
+    sample; :func:`~sparktop.sources.engines.reading.read_page` settles it: the one rank's on
+    a page of at most one rank)."""
     return labels.get("engine") or labels.get("dp_rank") or WHOLE_SERVER
 
 

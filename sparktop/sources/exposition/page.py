@@ -1,7 +1,7 @@
 """Prometheus ``/metrics`` text → normalised samples (pure, Textual-free, no I/O).
 
 A page reads exactly as prometheus_client reads it: text format 0.0.4 through the fast
-reader in :mod:`sparktop.sources.promtext` (the same samples as
+reader in :mod:`sparktop.sources.exposition.text` (the same samples as
 ``prometheus_client.parser``, or it hands the page to that parser), an OpenMetrics body (by
 its content type) through ``prometheus_client.openmetrics.parser``. An OpenMetrics-shaped
 body served as text still reads (``# EOF`` is a comment there). Names are normalised
@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from sparktop.safe_text import printable
-from sparktop.sources.promtext import (
+from sparktop.sources.exposition.text import (
     LABEL_PAIR,
     Declaration,
     NotUnderstood,
@@ -85,7 +85,7 @@ class PromPage:
     ``declared`` holds the normalised family names that had a ``# HELP`` or ``# TYPE`` line
     (so "declared but no samples" can be told from "not exported"); ``types`` maps them to
     their declared type. ``error`` says why a page was refused whole (not valid for
-    prometheus_client, or over a :class:`~sparktop.sources.promtext.ParseBounds` bound); it
+    prometheus_client, or over a :class:`~sparktop.sources.exposition.text.ParseBounds` bound); it
     then has no samples. ``parser`` names what read it: ``fast``, ``prometheus_client`` (a
     line outside the fast subset) or ``openmetrics``.
     ``duplicates`` counts samples that repeat a series already read (same name and labels):
@@ -101,7 +101,7 @@ class PromPage:
     error: str = ""
     parser: str = "fast"
     refused: bool = False
-    """``error`` is a :class:`~sparktop.sources.promtext.ParseBounds` bound (the page is too
+    """``error`` is a :class:`~sparktop.sources.exposition.text.ParseBounds` bound (the page is too
     big, not broken: the same page will be refused again)."""
 
     def get(self, name: str) -> tuple[PromSample, ...]:
@@ -263,7 +263,7 @@ def parse_page(
     the wanted names present on the page and returns those to leave out (an old alias when
     its new name is there). ``openmetrics``: the body is OpenMetrics (its content type says
     so), read by prometheus_client's OpenMetrics parser; else the text format 0.0.4, read by
-    :func:`~sparktop.sources.promtext.scan_text` or, for a line outside its subset, by
+    :func:`~sparktop.sources.exposition.text.scan_text` or, for a line outside its subset, by
     ``text_string_to_metric_families``. A page either parser rejects, or over one of
     ``bounds``, has no samples and ``error`` says why. NaN/Inf values are kept (the reader
     decides what they mean). Cost: CPU-bound, up to ``bounds.max_cpu_s``; callers on an

@@ -14,7 +14,7 @@ from bisect import bisect_left
 from itertools import accumulate
 
 from sparktop.model import NA, Quantile
-from sparktop.sources.histread import Hist
+from sparktop.sources.engines.histread import Hist
 
 
 def histogram_quantile(q: float, hist: Hist, empty_reason: str) -> Quantile | NA:

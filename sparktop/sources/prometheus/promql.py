@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sparktop.sources.promapi import DERIVED_LABEL
+from sparktop.sources.prometheus.api import DERIVED_LABEL
 
 DCGM_FIELDS = (
     "DCGM_FI_DEV_SM_CLOCK",

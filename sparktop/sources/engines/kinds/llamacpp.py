@@ -12,7 +12,7 @@ build does not).
 
 from __future__ import annotations
 
-from sparktop.sources.kinds.spec import KindSpec, Tokenize
+from sparktop.sources.engines.kinds.spec import KindSpec, Tokenize
 
 SPEC = KindSpec(
     kind="llamacpp",

@@ -20,9 +20,9 @@ from operator import add
 from typing import TypedDict
 
 from sparktop.model import NA, Num, Quantile, RankStats, is_num
-from sparktop.sources.histread import WHOLE_SERVER, Hist
-from sparktop.sources.quantile import histogram_quantile
-from sparktop.sources.vllm import PageReading
+from sparktop.sources.engines.histread import WHOLE_SERVER, Hist
+from sparktop.sources.engines.quantile import histogram_quantile
+from sparktop.sources.engines.reading import PageReading
 
 RATES = {
     "prefill_tps": "prompt_tokens",

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from sparktop.sources.promapi import PromClient, PromFailure, QueryResult, Series
-from sparktop.sources.promql import Target, engine_query, host_part, node_query
+from sparktop.sources.prometheus.api import PromClient, PromFailure, QueryResult, Series
+from sparktop.sources.prometheus.promql import Target, engine_query, host_part, node_query
 
 
 @dataclass(slots=True)

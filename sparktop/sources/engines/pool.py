@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sparktop.model import NA, Num, is_num
-from sparktop.sources.kinds import spec_for
-from sparktop.sources.vllm import PageReading
+from sparktop.sources.engines.kinds import spec_for
+from sparktop.sources.engines.reading import PageReading
 
 LIMIT_NAMES = ("kv_pool_tokens", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
 

@@ -1,10 +1,10 @@
 """SGLang: its limits are gauges on ``/metrics`` (``context_len``, ``max_running_requests``,
 ``max_prefill_tokens``); ``/tokenize`` as vLLM's. Metric tables: still
-:data:`sparktop.sources.vllm.SGLANG`."""
+:data:`sparktop.sources.engines.reading.SGLANG`."""
 
 from __future__ import annotations
 
-from sparktop.sources.kinds.spec import KindSpec
+from sparktop.sources.engines.kinds.spec import KindSpec
 
 SPEC = KindSpec(
     kind="sglang",
@@ -15,6 +15,6 @@ SPEC = KindSpec(
         "max_num_seqs": "sglang:max_running_requests",
         "max_num_batched_tokens": "sglang:max_prefill_tokens",
     },
-    tables_in="sparktop.sources.vllm.SGLANG",
+    tables_in="sparktop.sources.engines.reading.SGLANG",
     metrics_hint="start SGLang with --enable-metrics",
 )

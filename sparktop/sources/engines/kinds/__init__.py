@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sparktop.sources.kinds import llamacpp, sglang, vllm
-from sparktop.sources.kinds.spec import KindSpec, Tokenize
+from sparktop.sources.engines.kinds import llamacpp, sglang, vllm
+from sparktop.sources.engines.kinds.spec import KindSpec, Tokenize
 
 KINDS: Mapping[str, KindSpec] = {s.kind: s for s in (vllm.SPEC, sglang.SPEC, llamacpp.SPEC)}
 """Every engine kind, by the inventory's ``kind:`` value."""

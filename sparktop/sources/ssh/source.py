@@ -1,13 +1,13 @@
 """SSH node source: one persistent asyncssh connection per node.
 
-A poll is read from the node's GPU stream (:mod:`sparktop.sources.stream`: one long-lived
+A poll is read from the node's GPU stream (:mod:`sparktop.sources.ssh.stream`: one long-lived
 ``nvidia-smi … -lms N`` and a slow tier every few seconds) once the poller has set a period
 with :meth:`SshSource.follow_interval`, and from the one-shot probe otherwise (the first poll
 of a connection, one-off commands, while a stream restarts, or on a node whose ``-lms``
 does not work; ``NodeSample.probe`` says which). Both are fixed commands from
 :mod:`sparktop.sources.probe` (nvidia-smi CSV with its header, ``/proc/meminfo``,
 per-process GPU memory; the host files only every
-:data:`~sparktop.sources.probe.SLOW_TIER_S`, see :mod:`sparktop.sources.hosttier`) and their
+:data:`~sparktop.sources.probe.SLOW_TIER_S`, see :mod:`sparktop.sources.host.tier`) and their
 output is parsed by
 :func:`sparktop.sources.nvsmi.parse_probe_output`. The nvidia-smi field set is learnt once per
 connection (newest first, falling back for older drivers, see ``FIELD_SETS``).
@@ -29,7 +29,7 @@ has a client deadline of ``command_timeout_s`` + :data:`PROBE_MARGIN_S`, and a n
 two probes in flight (a concurrent ``sample()`` joins the running one). A probe that sshd
 started but that missed the deadline is ``NOT_ANSWERING`` ("nvidia-smi not answering (probe
 timed out after 5 s)"): the connection is kept and probing backs off. Output is bounded
-(:mod:`sparktop.sources.remote`; at most :data:`~sparktop.sources.nvsmi.node.MAX_GPUS` GPUs):
+(:mod:`sparktop.sources.ssh.remote`; at most :data:`~sparktop.sources.nvsmi.node.MAX_GPUS` GPUs):
 more is an error on the node's row, never megabytes parsed on the event loop.
 """
 
@@ -52,17 +52,8 @@ from asyncssh.packet import PacketDecodeError
 
 from sparktop.model import NodeSample, NodeState
 from sparktop.safe_text import printable
-from sparktop.sources.fabric_rates import FabricRates
-from sparktop.sources.hostkeys import (
-    HostKeyClient,
-    KnownHostsMatcher,
-    cert_authority_problem,
-    host_key_fix,
-    known_hosts_files,
-    record_host_key,
-    user_known_hosts_file,
-)
-from sparktop.sources.hosttier import HostTier
+from sparktop.sources.host.fabric_rates import FabricRates
+from sparktop.sources.host.tier import HostTier
 from sparktop.sources.nvsmi import parse_probe_output, unsupported_field
 from sparktop.sources.nvsmi.node import RAW_MAX, oversized_message
 from sparktop.sources.probe import (
@@ -71,15 +62,24 @@ from sparktop.sources.probe import (
     field_check_command,
     probe_command,
 )
-from sparktop.sources.remote import OutputTooLarge, Progress, run_bounded
-from sparktop.sources.sshutil import (
+from sparktop.sources.ssh.hostkeys import (
+    HostKeyClient,
+    KnownHostsMatcher,
+    cert_authority_problem,
+    host_key_fix,
+    known_hosts_files,
+    record_host_key,
+    user_known_hosts_file,
+)
+from sparktop.sources.ssh.remote import OutputTooLarge, Progress, run_bounded
+from sparktop.sources.ssh.stream import StreamProbe
+from sparktop.sources.ssh.util import (
     connect_kwargs,
     expand_path,
     failure_reason,
     gcm_first,
     local_file_problem,
 )
-from sparktop.sources.stream import StreamProbe
 
 if TYPE_CHECKING:
     from sparktop.inventory import NodeConfig, SshSettings

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
 from sparktop.model import NA, Num
-from sparktop.sources.histread import RANK_LABELS, WHOLE_SERVER, Hist, rank_of, read_hist
-from sparktop.sources.kinds import llamacpp
-from sparktop.sources.prom import PromPage, PromSample, parse_page
+from sparktop.sources.engines.histread import RANK_LABELS, WHOLE_SERVER, Hist, rank_of, read_hist
+from sparktop.sources.engines.kinds import llamacpp
+from sparktop.sources.exposition.page import PromPage, PromSample, parse_page
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +154,7 @@ LLAMACPP = Flavour(
     histograms=llamacpp.SPEC.histograms,
     no_latency=llamacpp.SPEC.no_latency,
 )
-"""Built from :data:`sparktop.sources.kinds.llamacpp.SPEC`, where its names are declared."""
+"""Built from :data:`sparktop.sources.engines.kinds.llamacpp.SPEC`, where its names are declared."""
 
 FLAVOURS: Mapping[str, Flavour] = {"vllm": VLLM, "sglang": SGLANG, "llamacpp": LLAMACPP}
 WANTED: frozenset[str] = frozenset().union(*(f.wanted() for f in FLAVOURS.values()))
@@ -231,17 +231,17 @@ class PageReading:
     """Gauge slot → why its first refused sample was refused (``vllm:… is nan``)."""
     server: RankReading | None = None
     """Gauges and counters without a rank label on a page whose others have one: the whole
-    server's (:data:`~sparktop.sources.histread.WHOLE_SERVER`), kept out of ``ranks``."""
+    server's (:data:`~sparktop.sources.engines.histread.WHOLE_SERVER`), kept out of ``ranks``."""
 
     def rank(self, key: str) -> RankReading:
         """``ranks[key]``, or the whole server's readings for
-        :data:`~sparktop.sources.histread.WHOLE_SERVER`."""
+        :data:`~sparktop.sources.engines.histread.WHOLE_SERVER`."""
         if key == WHOLE_SERVER and self.server is not None:
             return self.server
         return self.ranks[key]
 
     def holders(self, ranks: list[str]) -> list[str]:
-        """``ranks``, plus :data:`~sparktop.sources.histread.WHOLE_SERVER` when the page has
+        """``ranks``, plus :data:`~sparktop.sources.engines.histread.WHOLE_SERVER` when the page has
         whole-server samples: where a labelled family may be found."""
         return [*ranks, WHOLE_SERVER] if self.server is not None else ranks
 

@@ -3,8 +3,8 @@ end to end, per-request TPOT), where its prompt tokens came from, how requests f
 many were refused at admission, and speculative decoding per draft position.
 
 Every figure is over the same window as the rest of the sample (Δ of counters and histogram
-buckets against the window's base scrape, via :class:`~sparktop.sources.window.Window`), over
-the server's lifetime on the first scrape. A family the server does not export is NA naming
+buckets against the window's base scrape, via :class:`~sparktop.sources.engines.window.Window`),
+over the server's lifetime on the first scrape. A family the server does not export is NA naming
 the metric (``vllm:request_queue_time_seconds not exported by this server``): vLLM added
 them over releases (``prompt_tokens_by_source`` and ``num_requests_waiting_by_reason`` in
 the V1 engine, ``request_time_per_output_token_seconds`` in 0.11, ``admission_rejections``
@@ -38,8 +38,16 @@ from types import MappingProxyType
 from typing import TypedDict
 
 from sparktop.model import NA, Num, Quantile, is_num
-from sparktop.sources.vllm import FLAVOURS
-from sparktop.sources.window import NOT_EXPORTED, Window, combine, mean, merge, quantile, ratio
+from sparktop.sources.engines.reading import FLAVOURS
+from sparktop.sources.engines.window import (
+    NOT_EXPORTED,
+    Window,
+    combine,
+    mean,
+    merge,
+    quantile,
+    ratio,
+)
 
 PHASES = ("queue", "prefill_time", "decode_time", "e2e", "tpot")
 """Histogram keys of the per-request phases, in the order a request lives them."""

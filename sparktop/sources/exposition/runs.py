@@ -4,7 +4,7 @@ A *plain* line is what exporters write: a legacy name, an optional label block o
 :data:`MAX_BLOCK_CHARS` whose values hold no ``"``, ``\\``, ``}`` or line break, one space, a
 value, then ``\\n`` (a line with a timestamp is not plain: the library reads that page, so
 a series repeated with timestamps is its newest sample). The line reader's
-``SAMPLE`` (:mod:`sparktop.sources.promtext`) matches every plain line with the same three
+``SAMPLE`` (:mod:`sparktop.sources.exposition.text`) matches every plain line with the same three
 groups, and ``strip()`` leaves it as it is, so a run of plain lines read at once yields what
 reading them one by one does; any other line is read by the line reader
 (``tests/test_prom_runs.py`` holds the two to the same samples and refusals).
@@ -12,7 +12,7 @@ reading them one by one does; any other line is read by the line reader
 The line pattern is kept cheap, because it runs over every character of a page: the block is
 taken up to its first ``}`` (and checked once per distinct block by :data:`PLAIN_LABELS`), the
 value as a run of number characters (checked by ``float()`` once per distinct value text,
-which reads exactly the decimal grammar of :data:`~sparktop.sources.promgrammar.VALUE` over
+which reads exactly the decimal grammar of :data:`~sparktop.sources.exposition.grammar.VALUE` over
 those characters, and which the kept samples need anyway). Pure and Textual-free.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-from sparktop.sources.promgrammar import LABEL_NAME, NAME, VALUE
+from sparktop.sources.exposition.grammar import LABEL_NAME, NAME, VALUE
 
 MAX_BLOCK_CHARS = 512
 """A plain label block's length at most, braces included (a longer one is read by line)."""

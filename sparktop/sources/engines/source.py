@@ -10,7 +10,7 @@ redacted from every message), and ``GET /v1/models`` once per connection for
 Bounded: each network step has ``timeout_s`` and the whole scrape (both requests, headers and
 body) one deadline (``deadline_s``, default twice that), so a server that trickles its answer
 is given up on; the body is inflated (gzip, at most 32 MiB out), decoded and parsed in a
-worker thread within :class:`~sparktop.sources.promtext.ParseBounds`, so a huge page or a
+worker thread within :class:`~sparktop.sources.exposition.text.ParseBounds`, so a huge page or a
 gzip bomb never blocks the event loop. A page refused as over a cap is asked for again after
 2, 4, 8 … up to :data:`BACKOFF_MAX_S` s, not every tick (the row keeps saying why).
 
@@ -32,7 +32,7 @@ from typing import Protocol
 import httpx
 
 from sparktop.model import EngineSample, EngineState, Num
-from sparktop.sources.engine_http import (
+from sparktop.sources.engines.http import (
     ACCEPT_ENCODING,
     AUTH_HINT,
     Body,
@@ -45,12 +45,12 @@ from sparktop.sources.engine_http import (
     fetch_version,
     no_answer,
 )
-from sparktop.sources.engine_props import Props, fetch_props
-from sparktop.sources.kinds import spec_for
-from sparktop.sources.metrics import MetricsDeriver
-from sparktop.sources.pool import Limits
-from sparktop.sources.prom import PromPage
-from sparktop.sources.vllm import FLAVOURS, detect_kind, parse_engine_page
+from sparktop.sources.engines.kinds import spec_for
+from sparktop.sources.engines.metrics import MetricsDeriver
+from sparktop.sources.engines.pool import Limits
+from sparktop.sources.engines.props import Props, fetch_props
+from sparktop.sources.engines.reading import FLAVOURS, detect_kind, parse_engine_page
+from sparktop.sources.exposition.page import PromPage
 
 ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
 

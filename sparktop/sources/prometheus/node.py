@@ -28,9 +28,9 @@ from math import isfinite
 from sparktop.hostmodel import PowerTelemetry
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, SlowdownCounters
 from sparktop.sources.nvsmi import is_unified
-from sparktop.sources.promapi import PromFailure, QueryResult, Series
-from sparktop.sources.promhub import PromHub
-from sparktop.sources.promql import DCGM_FIELDS, DOWN, GPU_TS, Target
+from sparktop.sources.prometheus.api import PromFailure, QueryResult, Series
+from sparktop.sources.prometheus.hub import PromHub
+from sparktop.sources.prometheus.promql import DCGM_FIELDS, DOWN, GPU_TS, Target
 
 MIB = 1024 * 1024
 RAW_MAX = 4000

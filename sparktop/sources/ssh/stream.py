@@ -39,7 +39,7 @@ from sparktop.sources.probe import (
     stream_command,
     stream_interval_ms,
 )
-from sparktop.sources.remote import OutputTooLarge, Progress, run_bounded
+from sparktop.sources.ssh.remote import OutputTooLarge, Progress, run_bounded
 
 log = logging.getLogger(__name__)
 

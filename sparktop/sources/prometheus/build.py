@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sparktop.model import Source
-from sparktop.sources.promapi import PromClient
-from sparktop.sources.promengine import PromEngineSource
-from sparktop.sources.promhub import PromHub, bearer_token
-from sparktop.sources.promnode import PromNodeSource
-from sparktop.sources.promql import Target
+from sparktop.sources.prometheus.api import PromClient
+from sparktop.sources.prometheus.engine import PromEngineSource
+from sparktop.sources.prometheus.hub import PromHub, bearer_token
+from sparktop.sources.prometheus.node import PromNodeSource
+from sparktop.sources.prometheus.promql import Target
 
 if TYPE_CHECKING:
     from sparktop.inventory import Inventory

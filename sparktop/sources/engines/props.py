@@ -16,7 +16,7 @@ import httpx
 
 from sparktop.jsontext import loads
 from sparktop.model import NA, Num
-from sparktop.sources.engine_http import (
+from sparktop.sources.engines.http import (
     MAX_MODEL_LEN,
     Progress,
     ScrapeFailure,

@@ -18,11 +18,10 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from sparktop.model import NA, EngineSample, EngineState, Num, RankStats, is_num
-from sparktop.sources.breakdown import PHASE_VALUES, breakdown, phases
-from sparktop.sources.pool import Limits, label_int, resolve_limit, resolve_pool
-from sparktop.sources.prom import PromPage
-from sparktop.sources.vllm import FLAVOURS, VLLM, PageReading, detect_kind, read_page
-from sparktop.sources.window import (
+from sparktop.sources.engines.breakdown import PHASE_VALUES, breakdown, phases
+from sparktop.sources.engines.pool import Limits, label_int, resolve_limit, resolve_pool
+from sparktop.sources.engines.reading import FLAVOURS, VLLM, PageReading, detect_kind, read_page
+from sparktop.sources.engines.window import (
     EngineValues,
     Snap,
     Window,
@@ -30,6 +29,7 @@ from sparktop.sources.window import (
     counter_total,
     first_tokens,
 )
+from sparktop.sources.exposition.page import PromPage
 
 LIFETIME_FIELDS = (
     "ttft_p50",

@@ -1,7 +1,8 @@
 """An inference server read from Prometheus (its scraped ``vllm:*`` series) → :class:`EngineSample`.
 
 Gauges (running, waiting, KV usage, ``cache_config_info``) are read as on a ``/metrics``
-page (:func:`sparktop.sources.vllm.read_page`: same aliases, ranks by the ``engine`` label);
+page (:func:`sparktop.sources.engines.reading.read_page`: same aliases, ranks by the
+``engine`` label);
 rates and latency quantiles are computed by Prometheus over the same window the HTTP source
 uses (``rate(…[30s])``, ``histogram_quantile`` over bucket rates): prefill/decode tok/s,
 preemptions/s, TTFT p50/p95, ITL p50 and mean, mean prompt tokens, prefix-cache hit rate,
@@ -26,13 +27,13 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from sparktop.model import NA, EngineSample, EngineState, Num, Quantile, RankStats, is_num
-from sparktop.sources.pool import Limits, resolve_limit, resolve_pool
-from sparktop.sources.prom import PromPage, PromSample, normalise
-from sparktop.sources.promapi import PromFailure, Series
-from sparktop.sources.promhub import PromHub
-from sparktop.sources.promql import ENGINE_TS, Target
-from sparktop.sources.vllm import PageReading, read_page
-from sparktop.sources.window import combine
+from sparktop.sources.engines.pool import Limits, resolve_limit, resolve_pool
+from sparktop.sources.engines.reading import PageReading, read_page
+from sparktop.sources.engines.window import combine
+from sparktop.sources.exposition.page import PromPage, PromSample, normalise
+from sparktop.sources.prometheus.api import PromFailure, Series
+from sparktop.sources.prometheus.hub import PromHub
+from sparktop.sources.prometheus.promql import ENGINE_TS, Target
 
 NO_PREFIX = "no prefix-cache queries"
 
@@ -47,7 +48,7 @@ BREAKDOWN_NA = {
         "requests_errored_per_s", "admission_rejections_per_s", "retracted_reqs",
     )
 }  # fmt: skip
-"""The request breakdown (:mod:`sparktop.sources.breakdown`) has no PromQL here: each
+"""The request breakdown (:mod:`sparktop.sources.engines.breakdown`) has no PromQL here: each
 figure says so instead of a bare n/a."""
 
 

@@ -1,12 +1,12 @@
 """vLLM: ``/tokenize`` takes ``{"prompt": …}`` and answers ``{"count", "tokens",
 "max_model_len"}``; ``/version`` says the release; ``/v1/models`` gives ``max_model_len``.
 
-Its metric tables are still :data:`sparktop.sources.vllm.VLLM` (moved here by issue 29's
+Its metric tables are still :data:`sparktop.sources.engines.reading.VLLM` (moved here by issue 29's
 ``sources/`` split)."""
 
 from __future__ import annotations
 
-from sparktop.sources.kinds.spec import KindSpec
+from sparktop.sources.engines.kinds.spec import KindSpec
 
 SPEC = KindSpec(
     kind="vllm",
@@ -19,6 +19,6 @@ SPEC = KindSpec(
         "max_num_seqs": "cache_config_info",
         "max_num_batched_tokens": "cache_config_info",
     },
-    tables_in="sparktop.sources.vllm.VLLM",
+    tables_in="sparktop.sources.engines.reading.VLLM",
     metrics_hint="vLLM always serves it: is the URL the server's base URL?",
 )
