@@ -305,6 +305,11 @@ class RankStats:
     itl_p50: Quantile | NA = NA()
     mean_prompt_tokens: Num = NA()
     prefix_hit_rate: Num = NA()
+    no_tokens_s: float | None = None
+    """Seconds since this rank's generation or prompt token counter last grew (None: no
+    counter), as :attr:`EngineSample.no_tokens_s` for the whole server."""
+    kv_still_s: float | None = None
+    """Seconds since this rank's KV in use last changed (None: no KV reading)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -302,3 +302,45 @@ def test_the_deriver_counts_the_seconds_without_a_token_and_with_the_kv_still() 
         frozen = scrape(float(t))
     assert frozen.no_tokens_s == pytest.approx(24.0, abs=1.0)
     assert frozen.kv_still_s == pytest.approx(17.0, abs=1.0)  # the KV last moved at 12 s
+
+
+def test_one_data_parallel_rank_stalled_while_the_other_generates_is_a_stall() -> None:
+    """DP2: rank 1 holds 3 running requests and makes no token, its KV still; rank 0 goes on
+    generating, so the server's totals move and its own clocks stay at zero. The rank's
+    clocks say it; an idle rank (running 0) never does."""
+    from sparktop.sources.engines.metrics import MetricsDeriver
+    from sparktop.sources.engines.reading import WANTED
+    from sparktop.sources.exposition.page import parse_page
+    from sparktop.testing.vllm_page import FakeVllm
+    from sparktop.testing.vllm_page import Load as PageLoad
+
+    fake = FakeVllm(engines=2)
+    deriver = MetricsDeriver("dsv41", window_s=30)
+    fake.load["0"] = PageLoad(decode_tps=300, requests_per_s=1, prompt_tokens=3800)
+    fake.load["1"] = PageLoad(decode_tps=300, requests_per_s=1, prompt_tokens=3800)
+    fake.set_gauges("0", running=3, waiting=0, kv_usage=0.3)
+    fake.set_gauges("1", running=3, waiting=0, kv_usage=0.3)
+
+    def scrape(t: float) -> EngineSample:
+        page = parse_page(fake.page().decode(), WANTED)
+        return deriver.derive(page, now_s=t, wall_s=t)
+
+    for t in range(0, 5):
+        fake.advance(1)
+        moving = scrape(float(t))
+    assert "engine.stalled:dsv41" not in run(cluster(moving))
+    fake.load["1"] = PageLoad()  # rank 1 freezes
+    for t in range(5, 35):
+        fake.advance(1)
+        frozen = scrape(float(t))
+    assert frozen.no_tokens_s == 0.0  # the totals move: the server's own clocks see nothing
+    rank = {r.rank: r for r in frozen.ranks}
+    assert rank["1"].no_tokens_s == pytest.approx(30.0, abs=1.0) and rank["0"].no_tokens_s == 0
+    stall = run(cluster(frozen))["engine.stalled:dsv41"]
+    assert stall.severity is Severity.CRITICAL
+    assert stall.message.startswith("stalled: rank 1 of 2: 3 running and no token for 30 s")
+    assert "the other ranks generating" in stall.message
+    # The frozen rank idle (nothing running on it): no stall.
+    fake.set_gauges("1", running=0, waiting=0, kv_usage=0.3)
+    fake.advance(1)
+    assert "engine.stalled:dsv41" not in run(cluster(scrape(35.0)))

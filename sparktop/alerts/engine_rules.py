@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sparktop.alerts.context import Finding, RuleContext
 from sparktop.alerts.model import Severity
-from sparktop.model import ANSWERED, EngineSample, EngineState, failure_text, is_num
+from sparktop.model import ANSWERED, EngineSample, EngineState, RankStats, failure_text, is_num
 
 MIN_SLOPE_POINTS = 8
 MIN_SPAN_SHARE = 0.9
@@ -61,6 +61,24 @@ def stalled_for(s: EngineSample, stall_s: float) -> float | None:
         return None
     still = min(s.no_tokens_s, s.kv_still_s)
     return still if still >= stall_s else None
+
+
+def stalled_rank(s: EngineSample, stall_s: float) -> tuple[RankStats, float] | None:
+    """The data-parallel rank stalled longest (running requests, no token and its KV still
+    for at least ``stall_s``) while the server's page answers, with its seconds; None when
+    none is (or the server has one rank: :func:`stalled_for` says it)."""
+    if s.state not in ANSWERED or len(s.ranks) < 2:
+        return None
+    found: tuple[RankStats, float] | None = None
+    for rank in s.ranks:
+        if not is_num(rank.running) or rank.running < 1:
+            continue
+        if rank.no_tokens_s is None or rank.kv_still_s is None:
+            continue
+        still = min(rank.no_tokens_s, rank.kv_still_s)
+        if still >= stall_s and (found is None or still > found[1]):
+            found = (rank, still)
+    return found
 
 
 def ok_engines(ctx: RuleContext) -> Iterator[EngineSample]:

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sparktop.alerts.context import Finding, RuleContext
-from sparktop.alerts.engine_rules import engine_finding, stalled_for
+from sparktop.alerts.engine_rules import engine_finding, stalled_for, stalled_rank
 from sparktop.alerts.model import Severity
 from sparktop.model import is_num
+from sparktop.safe_text import printable
 
 
 def _group_evidence(ctx: RuleContext, engine: str) -> tuple[str, dict[str, float]]:
@@ -57,17 +58,28 @@ def stall_rule(ctx: RuleContext) -> Iterator[Finding]:
     limit = ctx.thresholds.stall_s
     for s in ctx.state.engines.values():
         still = stalled_for(s, limit)
-        if still is None or not is_num(s.running):
+        running, waiting_n, where = s.running, s.waiting, ""
+        if still is None:
+            # A data-parallel server with one rank deadlocked: its totals still move.
+            stalled = stalled_rank(s, limit)
+            if stalled is None:
+                continue
+            rank, still = stalled
+            running, waiting_n = rank.running, rank.waiting
+            where = f"rank {printable(rank.rank)} of {len(s.ranks)}: "
+        if not is_num(running):
             continue
         gpus, values = _group_evidence(ctx, s.engine)
-        waiting = f", {s.waiting:.0f} waiting" if is_num(s.waiting) and s.waiting > 0 else ""
+        waiting = f", {waiting_n:.0f} waiting" if is_num(waiting_n) and waiting_n > 0 else ""
+        others = ", the other ranks generating" if where else ""
         yield engine_finding(
             s,
             "engine.stalled",
             Severity.CRITICAL,
-            f"stalled: {s.running:.0f} running{waiting} and no token for {still:.0f} s, the "
-            f"KV cache unchanged (no prefill advancing) while the server answers{gpus}",
-            {"running": float(s.running), "no_tokens_s": still, **values},
+            f"stalled: {where}{running:.0f} running{waiting} and no token for {still:.0f} s, "
+            f"the KV cache unchanged (no prefill advancing) while the server answers"
+            f"{others}{gpus}",
+            {"running": float(running), "no_tokens_s": still, **values},
             score=round(still),
         )
 

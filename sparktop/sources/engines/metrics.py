@@ -21,6 +21,7 @@ from sparktop.model import NA, EngineSample, EngineState, Num, RankStats, is_num
 from sparktop.sources.engines.breakdown import PHASE_VALUES, breakdown, phases
 from sparktop.sources.engines.pool import Limits, label_int, resolve_limit, resolve_pool
 from sparktop.sources.engines.reading import FLAVOURS, VLLM, PageReading, detect_kind, read_page
+from sparktop.sources.engines.stillness import RankClocks
 from sparktop.sources.engines.window import (
     EngineValues,
     Snap,
@@ -100,6 +101,7 @@ class MetricsDeriver:
         self._tokens_at = 0.0
         self._kv: float | None = None
         self._kv_at = 0.0
+        self._rank_clocks = RankClocks()
 
     @property
     def has_history(self) -> bool:
@@ -111,6 +113,7 @@ class MetricsDeriver:
         self._history.clear()
         self._gauges = None
         self._tokens = self._kv = None
+        self._rank_clocks.reset()
 
     def derive(
         self,
@@ -204,6 +207,8 @@ class MetricsDeriver:
             since_start = tuple(k for k in LIFETIME_FIELDS if k in fill)
         state, stale = self._staleness(now_s, (running, waiting, kv), moved)
         no_tokens_s, kv_still_s = self._stillness(cur, restarted, kv)
+        if len(stats) > 1:  # data-parallel: one rank can stall while the others generate
+            stats = self._rank_clocks.apply(cur, stats, restarted)
         if refused := _all_load_gauges_refused(reading):
             state, stale = EngineState.DEGRADED, refused
         limits = self._limits(reading, ranks, max_model_len, props or {})
