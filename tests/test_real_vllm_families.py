@@ -1,5 +1,5 @@
-"""Every vLLM metric family sparktop reads (``sparktop/sources/engines/reading.py``,
-``VLLM``) held to a real vLLM 0.32.0 page: present, same type, the labels sparktop groups and
+"""Every vLLM metric family sparktop reads (``sparktop/sources/engines/kinds/vllm.py``,
+``SPEC``) held to a real vLLM 0.32.0 page: present, same type, the labels sparktop groups and
 reads by, and the bucket edges sparktop's simulator, tests and benchmarks assume (issue 27
 item 2).
 
@@ -19,8 +19,9 @@ from sparktop.sim.stats import (
     TTFT_BUCKETS_S,
     buckets_1_2_5,
 )
+from sparktop.sources.engines.kinds.vllm import SPEC as VLLM
 from sparktop.sources.engines.metrics import MetricsDeriver
-from sparktop.sources.engines.reading import SUM_COUNT_ONLY, VLLM, parse_engine_page
+from sparktop.sources.engines.reading import SUM_COUNT_ONLY, parse_engine_page
 from tests.real_page import (
     REAL_IDLE_PAGE,
     REAL_LOAD_PAGE,

@@ -34,6 +34,7 @@ from sparktop.inventory.names import (
     check_user,
     expand_path,
 )
+from sparktop.sources.engines.kinds import spec_for, through_prometheus
 
 
 def _no_bool(value: Any) -> Any:
@@ -186,8 +187,9 @@ class EngineConfig(_PromTarget):
     expose: ``max_num_seqs`` (sequences), ``max_num_batched_tokens``, ``max_model_len`` and
     ``kv_pool_tokens`` (tokens); ``None`` = ask the server, else the profile (DESIGN.md §5).
     ``api_key_env`` names an environment variable holding a bearer token. With
-    ``source: prometheus`` its ``vllm:*`` series are read from the ``prometheus:`` server
-    (by ``instance``/``match``) and ``url`` is optional (only ``/tokenize`` uses it)."""
+    ``source: prometheus`` its ``vllm:*`` or ``sglang:*`` series are read from the
+    ``prometheus:`` server (by ``instance``/``match``) and ``url`` is optional (only
+    ``/tokenize`` uses it)."""
 
     name: Name
     url: Annotated[str, AfterValidator(check_url)] = ""
@@ -207,11 +209,12 @@ class EngineConfig(_PromTarget):
         if self.source == "http" and not self.url:
             raise _located("missing", "field required (or set 'source: prometheus')", "url")
         self._check_target(self.source, "engine")
-        if self.kind == "llamacpp" and self.source == "prometheus":
+        if self.source == "prometheus" and spec_for(self.kind).promql is None:
+            read = " and ".join(s.label for s in through_prometheus())
             raise _located(
                 "kind_source",
-                "kind llamacpp is read from its own /metrics only (source: http); "
-                "source: prometheus reads vLLM series",
+                f"kind {self.kind} is read from its own /metrics only (source: http); "
+                f"source: prometheus reads {read} series",
                 "source",
             )
         return self

@@ -33,8 +33,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-SHORTENS_FROM = (0, 32)
-"""The first vLLM release that shortens the output instead of refusing the request."""
+from sparktop.sources.engines.kinds import KINDS
 
 
 class Verdict(enum.StrEnum):
@@ -68,14 +67,16 @@ def _release(version: str) -> tuple[int, int] | None:
 
 def rule_for(kind: str, version: str) -> Rule:
     """The rule for a server of ``kind`` (``vllm``, ``sglang``…) at ``version`` (its
-    ``/version`` answer, "" unknown). Only vLLM's rule is known; any other kind, or a vLLM
-    without a version, gets ``shortens=None``."""
-    if kind != "vllm":
+    ``/version`` answer, "" unknown): the release its kind declares it shortens from
+    (:attr:`~sparktop.sources.engines.kinds.KindSpec.shortens_from`; only vLLM's is known).
+    A kind without one, or a server without a version, gets ``shortens=None``."""
+    spec = KINDS.get(kind)
+    if spec is None or spec.shortens_from is None:
         return Rule(None, f"{kind or 'a server'} (its rule is not known here)")
     release = _release(version)
     if release is None:
-        return Rule(None, "vLLM, version unknown (no /version answer)")
-    return Rule(release >= SHORTENS_FROM, f"vLLM {version}")
+        return Rule(None, f"{spec.label}, version unknown (no /version answer)")
+    return Rule(release >= spec.shortens_from, f"{spec.label} {version}")
 
 
 UNKNOWN_RULE = Rule(None, "unknown (no live server: pass --endpoint)")

@@ -15,7 +15,7 @@ from sparktop.errors import RuntimeFailure, UserError
 from sparktop.jsontext import loads
 from sparktop.model import NA
 from sparktop.safe_text import printable
-from sparktop.sources.engines.kinds import KINDS, KindSpec, spec_for
+from sparktop.sources.engines.kinds import DEFAULT, KINDS, KindSpec, spec_for
 from sparktop.sweep.tokens import Counter_, TokenCount, count_chars
 
 _ERRNO_REASONS = {
@@ -58,7 +58,7 @@ async def detect_kind(client: Any) -> KindSpec:
     import httpx
 
     for spec in KINDS.values():
-        if spec.kind == "vllm" or not spec.probe_path:
+        if spec is DEFAULT or not spec.probe_path:
             continue
         data = bytearray()
         try:
@@ -74,7 +74,7 @@ async def detect_kind(client: Any) -> KindSpec:
                 return spec
         except (httpx.HTTPError, ValueError):
             continue
-    return spec_for("vllm")
+    return DEFAULT
 
 
 MAX_PROBE_BYTES = 1024 * 1024
@@ -171,7 +171,7 @@ class EndpointTokenizer:
         if status != 200:
             # Never the body: a server may echo the request, bearer token included.
             raise self._fail(f"{self.url}/tokenize answered HTTP {status}")
-        shape = (self.spec or spec_for("vllm")).tokenize
+        shape = (self.spec or DEFAULT).tokenize
         try:
             data = loads(body)
             if shape.count_field and shape.count_field in data:
@@ -187,7 +187,7 @@ class EndpointTokenizer:
             raise self._fail(
                 f"the server's /tokenize returned no tokens for {len(text):,} characters: "
                 f'wrong request shape? (sent {{"{shape.text_field}": …}} as '
-                f"{(self.spec or spec_for('vllm')).label}'s; pass --kind)"
+                f"{(self.spec or DEFAULT).label}'s; pass --kind)"
             )
         mml = data.get("max_model_len")
         if isinstance(mml, int) and not isinstance(mml, bool) and mml > 0:

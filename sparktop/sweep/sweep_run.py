@@ -21,6 +21,7 @@ from sparktop.errors import RuntimeFailure
 from sparktop.jsontext import loads
 from sparktop.model import NA, is_num
 from sparktop.sources.engines.http import ScrapeFailure, fetch_metrics, fetch_models
+from sparktop.sources.engines.kinds import DEFAULT
 from sparktop.sources.engines.reading import read_page
 from sparktop.sources.engines.source import read_engine_body, scrape_once
 from sparktop.sweep.bench_client import RequestResult, clean, stream_completion
@@ -98,7 +99,7 @@ async def _cache_config(client: httpx.AsyncClient) -> dict[str, str]:
     try:
         async with asyncio.timeout(DISCOVERY_STEP_S):
             body = await fetch_metrics(client, DISCOVERY_STEP_S)
-        page = read_page(await asyncio.to_thread(read_engine_body, body), "vllm")
+        page = read_page(await asyncio.to_thread(read_engine_body, body), DEFAULT.kind)
     except (ScrapeFailure, TimeoutError):
         return {}
     info = page.shared_info or next((r.info for r in page.ranks.values() if r.info), None) or {}

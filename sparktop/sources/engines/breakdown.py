@@ -38,7 +38,7 @@ from types import MappingProxyType
 from typing import TypedDict
 
 from sparktop.model import NA, Num, Quantile, is_num
-from sparktop.sources.engines.reading import FLAVOURS
+from sparktop.sources.engines.kinds import spec_for
 from sparktop.sources.engines.window import (
     NOT_EXPORTED,
     Window,
@@ -88,13 +88,13 @@ class Breakdown(TypedDict, total=False):
 
 
 def metric_name(kind: str, key: str) -> str:
-    """The family a key is read from in ``kind``'s flavour (the first alias), or ""."""
-    flavour = FLAVOURS[kind]
-    for table in (flavour.gauges, flavour.counters, flavour.histograms):
+    """The family a key is read from in ``kind``'s tables (the first alias), or ""."""
+    spec = spec_for(kind)
+    for table in (spec.gauges, spec.counters, spec.histograms):
         if key in table:
             return table[key][0]
-    if key in flavour.labelled:
-        return flavour.labelled[key][1]
+    if key in spec.labelled:
+        return spec.labelled[key][1]
     return ""
 
 
@@ -142,7 +142,7 @@ def _present_rate(win: Window, ranks: list[str], key: str, value: str, values: s
     if not values:
         return named(NA(NOT_EXPORTED), kind, key)  # type: ignore[return-value]
     if value not in values:
-        label = FLAVOURS[kind].labelled[key][2]
+        label = spec_for(kind).labelled[key][2]
         return NA(f'{metric_name(kind, key)} has no {label}="{value}" series')
     return _labelled_rate(win, ranks, key, value)
 

@@ -24,9 +24,12 @@ import httpx
 
 from sparktop.jsontext import loads
 from sparktop.model import NA, EngineState, Num
+from sparktop.sources.engines.kinds import DEFAULT
+from sparktop.sources.engines.kinds.spec import Models
 
 METRICS_PATH = "/metrics"
-MODELS_PATH = "/v1/models"
+DEFAULT_MODELS: Models = DEFAULT.models
+"""The models endpoint's shape when the kind is not known (all kinds share OpenAI's)."""
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """A /metrics page larger than this is refused (a mis-pointed URL streaming something else)."""
 MAX_MODELS_BYTES = 1024 * 1024
@@ -317,17 +320,21 @@ MAX_MODEL_LEN = 1e9
 answer is broken."""
 
 
-async def fetch_models(client: httpx.AsyncClient) -> tuple[Num, str, str]:
+async def fetch_models(
+    client: httpx.AsyncClient, shape: Models = DEFAULT_MODELS
+) -> tuple[Num, str, str]:
     """``max_model_len`` (or NA with the reason), the base model's id (its served name) and
     its ``root`` (the checkpoint it was loaded from: vLLM's model path or hub name, "" when
-    the server gives none); never raises (the caller's deadline may cancel it). The answer
-    is read up to 1 MiB."""
+    the server gives none), read from ``GET shape.path`` with the keys ``shape`` names (the
+    kind's :class:`~sparktop.sources.engines.kinds.Models`); never raises (the caller's
+    deadline may cancel it). The answer is read up to 1 MiB."""
     progress = Progress()
+    path = shape.path
     try:
         headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
-        async with open_stream(client, MODELS_PATH, progress, headers=headers) as response:
+        async with open_stream(client, path, progress, headers=headers) as response:
             if response.status_code != 200:
-                return NA(f"GET {MODELS_PATH}: HTTP {response.status_code}"), "", ""
+                return NA(f"GET {path}: HTTP {response.status_code}"), "", ""
             raw = await read_capped(response, MAX_MODELS_BYTES, progress, raw=True)
             coding = response.headers.get("content-encoding", "")
             entries: Any = loads(inflate(raw, coding, MAX_MODELS_BYTES, "answer"))  # ≤ 1 MiB
@@ -335,23 +342,23 @@ async def fetch_models(client: httpx.AsyncClient) -> tuple[Num, str, str]:
     except ScrapeFailure as failure:
         return NA(failure.reason), "", ""
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        return NA(f"GET {MODELS_PATH}: {describe(exc)}"), "", ""
+        return NA(f"GET {path}: {describe(exc)}"), "", ""
     for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, dict) and entry.get("parent") is None:
-            length = entry.get("max_model_len")
-            model = str(entry.get("id", ""))
-            root = entry.get("root")
+        if isinstance(entry, dict) and entry.get(shape.parent_field) is None:
+            length = entry.get(shape.length_field)
+            model = str(entry.get(shape.id_field, ""))
+            root = entry.get(shape.root_field)
             root = root if isinstance(root, str) and root != model else ""
             if isinstance(length, int | float) and not isinstance(length, bool):
                 if 0 < length <= MAX_MODEL_LEN:
                     return float(length), model, root
                 return (
-                    NA(f"{MODELS_PATH} says max_model_len {length:.3g}: not plausible"),
+                    NA(f"{path} says {shape.length_field} {length:.3g}: not plausible"),
                     model,
                     root,
                 )
-            return NA(f"{MODELS_PATH} has no max_model_len"), model, root
-    return NA(f"{MODELS_PATH} lists no base model"), "", ""
+            return NA(f"{path} has no {shape.length_field}"), model, root
+    return NA(f"{path} lists no base model"), "", ""
 
 
 MAX_VERSION_BYTES = 4096

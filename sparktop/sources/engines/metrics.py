@@ -19,8 +19,9 @@ from types import MappingProxyType
 
 from sparktop.model import NA, EngineSample, EngineState, Num, RankStats, is_num
 from sparktop.sources.engines.breakdown import PHASE_VALUES, breakdown, phases
+from sparktop.sources.engines.kinds import DEFAULT, KINDS, spec_for
 from sparktop.sources.engines.pool import Limits, label_int, resolve_limit, resolve_pool
-from sparktop.sources.engines.reading import FLAVOURS, VLLM, PageReading, detect_kind, read_page
+from sparktop.sources.engines.reading import PageReading, detect_kind, read_page
 from sparktop.sources.engines.stillness import RankClocks
 from sparktop.sources.engines.window import (
     EngineValues,
@@ -79,7 +80,7 @@ class MetricsDeriver:
         self,
         engine: str,
         *,
-        kind: str = "vllm",
+        kind: str = DEFAULT.kind,
         inventory: Limits | None = None,
         profile: Limits | None = None,
         window_s: float = 30.0,
@@ -259,7 +260,7 @@ class MetricsDeriver:
             no_tokens_s=no_tokens_s,
             kv_still_s=kv_still_s,
         )
-        if no_latency := FLAVOURS[kind].no_latency:
+        if no_latency := spec_for(kind).no_latency:
             fill.update({k: NA(no_latency) for k in LATENCY_FIELDS})
         return replace(sample, **fill) if fill else sample  # type: ignore[arg-type]
 
@@ -376,8 +377,8 @@ def _all_load_gauges_refused(reading: PageReading) -> str:
     what is missing; "" when any of them is usable."""
     read = [k for k in LOAD_GAUGES if k in reading.gauges_read]
     if not read:
-        flavour = FLAVOURS.get(reading.kind, VLLM)
-        names = ", ".join(flavour.gauges[k][0] for k in LOAD_GAUGES if k in flavour.gauges)
+        spec = spec_for(reading.kind)
+        names = ", ".join(spec.gauges[k][0] for k in LOAD_GAUGES if k in spec.gauges)
         return (
             f"no load gauge on the page ({names} not exported: an older or differently "
             "configured server?)"
@@ -401,18 +402,20 @@ def _info_limit(reading: PageReading, ranks: list[str], name: str) -> Num:
 def _empty_reason(page: PromPage, reading: PageReading) -> str:
     if reading.declared_empty:
         return "metric families declared but no samples: " + ", ".join(reading.declared_empty[:3])
-    prefixes = {f"{kind}:": kind for kind in FLAVOURS}
+    prefixes = {spec.metric_prefix: spec for spec in KINDS.values()}
     engine_families = sorted(n for n in page.declared if n.startswith(tuple(prefixes)))
     if engine_families:
         # An engine too old or too new for these names (vLLM 0.10.0): say what is missing.
-        flavour = FLAVOURS[prefixes[engine_families[0].split(":", 1)[0] + ":"]]
-        needed = [" or ".join(flavour.gauges[k]) for k in ("running", "waiting", "kv_usage")]
+        spec = prefixes[engine_families[0].split(":", 1)[0] + ":"]
+        needed = [" or ".join(spec.gauges[k]) for k in ("running", "waiting", "kv_usage")]
         shown = ", ".join(engine_families[:3]) + (", …" if len(engine_families) > 3 else "")
         return (
-            f"{len(engine_families)} {flavour.kind} metric families on the page ({shown}) but "
+            f"{len(engine_families)} {spec.kind} metric families on the page ({shown}) but "
             f"none sparktop needs: no {', '.join(needed)}"
         )
-    return f"no vLLM, SGLang or llama.cpp metrics on the page ({page.sample_count} other samples)"
+    *others, last = (spec.label for spec in KINDS.values())
+    names = f"{', '.join(others)} or {last}" if others else last
+    return f"no {names} metrics on the page ({page.sample_count} other samples)"
 
 
 def _recent(history: Iterable[Snap], now_s: float) -> Snap | None:

@@ -1,16 +1,17 @@
 """Engine limits /metrics may not export: the KV pool in tokens, ``max_model_len``,
 ``max_num_seqs``, ``max_num_batched_tokens``, each resolved in a fixed order and labelled.
 
-KV pool per DP rank (DESIGN.md §5): ``cache_config_info{kv_cache_size_tokens}`` (newer vLLM),
-else ``num_gpu_blocks × block_size ÷ number of ranks``, else SGLang's
-``sglang:max_total_num_tokens``, else SGLang's ``num_used_tokens ÷ token_usage`` (the same
-page; not while nothing is in use), else the inventory's ``kv_pool_tokens``, else the
-profile's, else unknown. Label values are strings and may be ``"None"``.
+KV pool per DP rank (DESIGN.md §5), by the rules the kind names (``pool_from``):
+vLLM ``cache_config_info{kv_cache_size_tokens}`` (newer vLLM), else ``num_gpu_blocks ×
+block_size ÷ number of ranks``; SGLang ``sglang:max_total_num_tokens``, else
+``num_used_tokens ÷ token_usage`` (the same page; not while nothing is in use); then for
+every kind the inventory's ``kv_pool_tokens``, else the profile's, else unknown. Label values
+are strings and may be ``"None"``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sparktop.model import NA, Num, is_num
@@ -100,44 +101,77 @@ def _used_over_usage(gauges: Mapping[str, Num]) -> float | None:
     return float(round(used / usage))
 
 
-def resolve_pool(
-    reading: PageReading, ranks: Sequence[str], inventory: Limits, profile: Limits
-) -> tuple[dict[str, Num], str]:
-    """KV pool tokens per rank and where it came from."""
-    n = max(1, len(ranks))
-    infos = {r: reading.ranks[r].info or reading.shared_info for r in ranks}
+Pool = dict[str, Num]
+"""KV pool tokens per rank."""
+_Infos = Mapping[str, Mapping[str, str] | None]
+
+
+def _pool_info_size(reading: PageReading, ranks: Sequence[str], infos: _Infos) -> Pool | None:
     sized = {r: label_int(i, "kv_cache_size_tokens") for r, i in infos.items()}
     if ranks and all(v is not None for v in sized.values()):
-        return {r: float(v) for r, v in sized.items() if v is not None}, "cache_config_info"
+        return {r: float(v) for r, v in sized.items() if v is not None}
+    return None
+
+
+def _pool_blocks(reading: PageReading, ranks: Sequence[str], infos: _Infos) -> Pool | None:
+    n = max(1, len(ranks))
     blocks = {
         r: (label_int(i, "num_gpu_blocks"), label_int(i, "block_size")) for r, i in infos.items()
     }
     if ranks and all(
         b is not None and s is not None and b * s <= MAX_LABEL_INT for b, s in blocks.values()
     ):
-        return {
-            r: b * s / n for r, (b, s) in blocks.items() if b and s
-        }, "num_gpu_blocks×block_size"
+        return {r: b * s / n for r, (b, s) in blocks.items() if b and s}
+    return None
+
+
+def _pool_gauge(reading: PageReading, ranks: Sequence[str], infos: _Infos) -> Pool | None:
     gauges = {r: reading.ranks[r].gauges.get("pool_tokens") for r in ranks}
     if ranks and all(is_num(v) and v > 0 for v in gauges.values()):
-        return {r: float(v) for r, v in gauges.items() if is_num(v)}, "max_total_num_tokens"
+        return {r: float(v) for r, v in gauges.items() if is_num(v)}
+    return None
+
+
+def _pool_used_over_usage(reading: PageReading, ranks: Sequence[str], infos: _Infos) -> Pool | None:
     derived = {r: _used_over_usage(reading.ranks[r].gauges) for r in ranks}
     if ranks and all(v is not None for v in derived.values()):
-        return {r: v for r, v in derived.items() if v is not None}, "num_used_tokens÷token_usage"
+        return {r: v for r, v in derived.items() if v is not None}
+    return None
+
+
+_Rule = Callable[[PageReading, Sequence[str], _Infos], Pool | None]
+_POOL_RULES: Mapping[str, tuple[_Rule, str]] = {
+    "cache_config_info": (_pool_info_size, "cache_config_info"),
+    "blocks": (_pool_blocks, "num_gpu_blocks×block_size"),
+    "pool_gauge": (_pool_gauge, "max_total_num_tokens"),
+    "used_over_usage": (_pool_used_over_usage, "num_used_tokens÷token_usage"),
+}
+"""The KV-pool rules a kind's :attr:`~sparktop.sources.engines.kinds.KindSpec.pool_from`
+names: each gives the pool per rank (None when the page does not state it) and the source
+shown beside it."""
+
+
+def resolve_pool(
+    reading: PageReading, ranks: Sequence[str], inventory: Limits, profile: Limits
+) -> tuple[dict[str, Num], str]:
+    """KV pool tokens per rank and where it came from."""
+    n = max(1, len(ranks))
+    spec = spec_for(reading.kind)
+    infos = {r: reading.ranks[r].info or reading.shared_info for r in ranks}
+    for rule in spec.pool_from:
+        read, source = _POOL_RULES[rule]
+        found = read(reading, ranks, infos)
+        if found is not None:
+            return found, source
     for limits, source in ((inventory, "inventory"), (profile, "profile")):
         if limits.kv_pool_tokens is not None:
             return {r: limits.kv_pool_tokens / n for r in ranks}, source
-    if pool_unknown := spec_for(reading.kind).pool_unknown:
-        why = pool_unknown
-    elif reading.kind == "sglang":
-        why = (
-            "KV pool unknown: no sglang:max_total_num_tokens, and nothing in use to derive it "
-            "from (num_used_tokens ÷ token_usage); set kv_pool_tokens in the inventory"
-        )
+    if spec.pool_unknown:
+        why = spec.pool_unknown
     elif info := next((i for i in infos.values() if i), None):
-        read = ", ".join(_shown(info, k) for k in ("num_gpu_blocks", "block_size"))
+        shown = ", ".join(_shown(info, k) for k in ("num_gpu_blocks", "block_size"))
         why = (
-            f"KV pool unknown: cache_config_info has {read} (no plausible pool); "
+            f"KV pool unknown: cache_config_info has {shown} (no plausible pool); "
             "set kv_pool_tokens in the inventory"
         )
     else:

@@ -1,7 +1,7 @@
-"""The metric families sparktop reads from vLLM, SGLang and llama.cpp; a page → per-rank readings.
+"""A ``/metrics`` page of vLLM, SGLang or llama.cpp → per-rank readings, through the tables
+its kind declares (:mod:`sparktop.sources.engines.kinds`).
 
-Names follow DESIGN.md §5 and vLLM's ``vllm/v1/metrics/loggers.py``: aliases are listed
-new-name-first and the first one with samples wins (``kv_cache_usage_perc`` |
+Aliases are listed new-name-first and the first one with samples wins (``kv_cache_usage_perc`` |
 ``gpu_cache_usage_perc``, ``inter_token_latency_seconds`` | ``time_per_output_token_seconds``,
 ``prefix_cache_*`` | ``gpu_prefix_cache_*``). Series are grouped by data-parallel rank (vLLM's
 ``engine`` label, SGLang's ``dp_rank``); other labels (``model_name``, ``finished_reason``,
@@ -21,153 +21,43 @@ the window diffs them like any other counter.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Set
 from dataclasses import dataclass, field
 
 from sparktop.model import NA, Num
 from sparktop.sources.engines.histread import RANK_LABELS, WHOLE_SERVER, Hist, rank_of, read_hist
-from sparktop.sources.engines.kinds import llamacpp
+from sparktop.sources.engines.kinds import DEFAULT, KINDS, KindSpec, spec_for
 from sparktop.sources.exposition.page import PromPage, PromSample, parse_page
-
-
-@dataclass(frozen=True, slots=True)
-class Flavour:
-    """The families one server kind exports. Each entry: aliases, new name first."""
-
-    kind: str
-    gauges: Mapping[str, tuple[str, ...]]
-    counters: Mapping[str, tuple[str, ...]]
-    histograms: Mapping[str, tuple[str, ...]]
-    info: str = ""
-    labelled: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
-    """key → (slot ``gauges``|``counters``, sample name, label read per value)."""
-    version_path: str = ""
-    """Where the server says its version (``GET``, JSON ``{"version": …}``); "" for none."""
-    no_latency: str = ""
-    """Why every latency figure is n/a (a kind without histograms, e.g. llama.cpp)."""
-
-    def wanted(self) -> frozenset[str]:
-        """Every normalised sample name this flavour reads (for :func:`parse_page`)."""
-        names = {n for aliases in self.gauges.values() for n in aliases}
-        names |= {n for aliases in self.counters.values() for n in aliases}
-        names |= {name for _slot, name, _label in self.labelled.values()}
-        for key, aliases in self.histograms.items():
-            suffixes = (
-                ("_sum", "_count") if key in SUM_COUNT_ONLY else ("_bucket", "_sum", "_count")
-            )
-            names |= {a + s for a in aliases for s in suffixes}
-        if self.info:
-            names.add(self.info)
-        return frozenset(names)
-
 
 SUM_COUNT_ONLY = frozenset({"iteration_tokens"})
 """Histograms read only for Δsum/Δcount (their buckets are never parsed). The prompt-length
 buckets are read: the expected row weighs the profile by the prompt lengths that finished."""
 
-VLLM = Flavour(
-    kind="vllm",
-    gauges={
-        "running": ("vllm:num_requests_running",),
-        "waiting": ("vllm:num_requests_waiting",),
-        "kv_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-    },
-    counters={
-        "prompt_tokens": ("vllm:prompt_tokens_total",),
-        "generation_tokens": ("vllm:generation_tokens_total",),
-        "preemptions": ("vllm:num_preemptions_total",),
-        "prefix_queries": (
-            "vllm:prefix_cache_queries_total",
-            "vllm:gpu_prefix_cache_queries_total",
-        ),
-        "prefix_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
-        "spec_drafts": ("vllm:spec_decode_num_drafts_total",),
-        "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
-        "spec_accepted": ("vllm:spec_decode_num_accepted_tokens_total",),
-    },
-    histograms={
-        "ttft": ("vllm:time_to_first_token_seconds",),
-        "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
-        "prompt_len": ("vllm:request_prompt_tokens",),
-        "generation_len": ("vllm:request_generation_tokens",),
-        # one observation per engine step: proof of life for stale-gauge detection
-        "iteration_tokens": ("vllm:iteration_tokens_total",),
-        # per finished request (vLLM observes them when the request ends)
-        "queue": ("vllm:request_queue_time_seconds",),
-        "prefill_time": ("vllm:request_prefill_time_seconds",),
-        "decode_time": ("vllm:request_decode_time_seconds",),
-        "e2e": ("vllm:e2e_request_latency_seconds",),
-        "tpot": ("vllm:request_time_per_output_token_seconds",),
-    },
-    info="vllm:cache_config_info",
-    version_path="/version",
-    labelled={
-        "waiting_by_reason": ("gauges", "vllm:num_requests_waiting_by_reason", "reason"),
-        "prompt_by_source": ("counters", "vllm:prompt_tokens_by_source_total", "source"),
-        "finished": ("counters", "vllm:request_success_total", "finished_reason"),
-        "admission_rejections": ("counters", "vllm:admission_rejections_total", "reason"),
-        "spec_accepted_pos": (
-            "counters",
-            "vllm:spec_decode_num_accepted_tokens_per_pos_total",
-            "position",
-        ),
-    },
-)
 
-SGLANG = Flavour(
-    kind="sglang",
-    gauges={
-        "running": ("sglang:num_running_reqs",),
-        "waiting": ("sglang:num_queue_reqs",),
-        "kv_usage": ("sglang:token_usage",),
-        "pool_tokens": ("sglang:max_total_num_tokens",),
-        "used_tokens": ("sglang:num_used_tokens",),
-        "hit_rate": ("sglang:cache_hit_rate",),
-        "max_model_len": ("sglang:context_len",),
-        "max_num_seqs": ("sglang:max_running_requests",),
-        # SGLang's --max-prefill-tokens: the token budget of one prefill batch
-        "max_num_batched_tokens": ("sglang:max_prefill_tokens",),
-        "free_tokens": ("sglang:kv_available_tokens",),
-        # requests retracted (SGLang's preemption) in the most recent batch
-        "retracted": ("sglang:num_retracted_reqs",),
-        # SGLang exports acceptance as gauges over its own recent steps, not counters
-        "spec_accept_rate": ("sglang:spec_accept_rate",),
-        "spec_accept_length": ("sglang:spec_accept_length",),
-    },
-    counters={
-        "prompt_tokens": ("sglang:prompt_tokens_total",),
-        "generation_tokens": ("sglang:generation_tokens_total",),
-        "preemptions": ("sglang:num_retracted_requests_total",),
-    },
-    histograms={
-        "ttft": ("sglang:time_to_first_token_seconds",),
-        "itl": ("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
-        "queue": ("sglang:queue_time_seconds",),
-        "e2e": ("sglang:e2e_request_latency_seconds",),
-    },
-)
+def wanted(spec: KindSpec) -> frozenset[str]:
+    """Every normalised sample name ``spec``'s tables read (for :func:`parse_page`)."""
+    names = {n for aliases in spec.gauges.values() for n in aliases}
+    names |= {n for aliases in spec.counters.values() for n in aliases}
+    names |= {name for _slot, name, _label in spec.labelled.values()}
+    for key, aliases in spec.histograms.items():
+        suffixes = ("_sum", "_count") if key in SUM_COUNT_ONLY else ("_bucket", "_sum", "_count")
+        names |= {a + s for a in aliases for s in suffixes}
+    if spec.info:
+        names.add(spec.info)
+    return frozenset(names)
 
-LLAMACPP = Flavour(
-    kind="llamacpp",
-    gauges=llamacpp.SPEC.gauges,
-    counters=llamacpp.SPEC.counters,
-    histograms=llamacpp.SPEC.histograms,
-    no_latency=llamacpp.SPEC.no_latency,
-)
-"""Built from :data:`sparktop.sources.engines.kinds.llamacpp.SPEC`, where its names are declared."""
 
-FLAVOURS: Mapping[str, Flavour] = {"vllm": VLLM, "sglang": SGLANG, "llamacpp": LLAMACPP}
-WANTED: frozenset[str] = frozenset().union(*(f.wanted() for f in FLAVOURS.values()))
-"""Every sample name either flavour reads: the filter for :func:`parse_page`."""
-_FLAVOUR_NAMES = {kind: flavour.wanted() for kind, flavour in FLAVOURS.items()}
+WANTED: frozenset[str] = frozenset().union(*(wanted(s) for s in KINDS.values()))
+"""Every sample name any kind reads: the filter for :func:`parse_page`."""
+_KIND_NAMES = {kind: wanted(spec) for kind, spec in KINDS.items()}
 
 _SUFFIXES = ("", "_bucket", "_sum", "_count")
 
 
 def _alias_groups() -> list[tuple[str, ...]]:
     groups: list[tuple[str, ...]] = []
-    for flavour in FLAVOURS.values():
-        for table in (flavour.gauges, flavour.counters, flavour.histograms):
+    for spec in KINDS.values():
+        for table in (spec.gauges, spec.counters, spec.histograms):
             groups += [aliases for aliases in table.values() if len(aliases) > 1]
     return groups
 
@@ -186,7 +76,7 @@ def older_aliases(present: Set[str]) -> set[str]:
 
 
 def parse_engine_page(text: str, *, openmetrics: bool = False) -> PromPage:
-    """Parse only what either flavour reads, skipping old aliases shadowed by new names."""
+    """Parse only what any kind reads, skipping old aliases shadowed by new names."""
     return parse_page(text, WANTED, older_aliases, openmetrics=openmetrics)
 
 
@@ -217,7 +107,7 @@ class RankReading:
 
 @dataclass(slots=True)
 class PageReading:
-    """A page read through one flavour: ranks by label value, plus what was found at all."""
+    """A page read through one kind's tables: ranks by label value, plus what was found at all."""
 
     kind: str
     ranks: dict[str, RankReading]
@@ -325,25 +215,25 @@ def _read_labelled(
             store[sub] = s.value if old is None else old + s.value
 
 
-def detect_kind(page: PromPage, hint: str = "vllm") -> str:
-    """``vllm``, ``sglang`` or ``llamacpp``: the flavour with samples on the page (``hint``
-    breaks ties)."""
-    has = {kind: any(map(page.samples.get, names)) for kind, names in _FLAVOUR_NAMES.items()}
+def detect_kind(page: PromPage, hint: str = DEFAULT.kind) -> str:
+    """The kind (a key of :data:`~sparktop.sources.engines.kinds.KINDS`) with samples on the
+    page; ``hint`` breaks ties (the default kind's for an unknown ``hint``)."""
+    has = {kind: any(map(page.samples.get, names)) for kind, names in _KIND_NAMES.items()}
     if has.get(hint) or not any(has.values()):
-        return hint if hint in FLAVOURS else "vllm"
+        return spec_for(hint).kind
     return next(kind for kind, present in has.items() if present)
 
 
 def read_page(page: PromPage, kind: str) -> PageReading:
-    """Group one page's engine samples by rank through the flavour for ``kind``."""
-    flavour = FLAVOURS[kind]
+    """Group one page's engine samples by rank through the tables of ``kind``."""
+    spec = spec_for(kind)
     readings: dict[str, RankReading] = {}
     model = ""
     count = 0
     empty: list[str] = []
     gauges_read: dict[str, str] = {}
     refused: dict[str, str] = {}
-    for slot, table in (("gauges", flavour.gauges), ("counters", flavour.counters)):
+    for slot, table in (("gauges", spec.gauges), ("counters", spec.counters)):
         for key, aliases in table.items():
             name, samples = _pick(page, aliases)
             if not samples:
@@ -363,7 +253,7 @@ def read_page(page: PromPage, kind: str) -> PageReading:
                 )
                 if bad is not None:
                     refused[key] = bad.reason
-    for key, (slot, name, label) in flavour.labelled.items():
+    for key, (slot, name, label) in spec.labelled.items():
         samples = page.get(name)
         if not samples:
             if name in page.declared or name.removesuffix("_total") in page.declared:
@@ -372,7 +262,7 @@ def read_page(page: PromPage, kind: str) -> PageReading:
         # not counted in ``samples``: a page with only these (vLLM 0.10.0's request_success)
         # has none of the families an engine row needs
         _read_labelled(readings, slot, key, samples, label)
-    for key, aliases in flavour.histograms.items():
+    for key, aliases in spec.histograms.items():
         only = key in SUM_COUNT_ONLY
         name, samples = _pick(page, aliases, "_count")
         if not samples:
@@ -382,8 +272,8 @@ def read_page(page: PromPage, kind: str) -> PageReading:
         for rank, hist in read_hist(page, name, only).items():
             readings.setdefault(rank, RankReading()).hists[key] = hist
     shared: dict[str, str] | None = None
-    if flavour.info:
-        for s in page.get(flavour.info):
+    if spec.info:
+        for s in page.get(spec.info):
             count += 1
             if any(s.labels.get(k) for k in RANK_LABELS):
                 readings.setdefault(rank_of(s.labels), RankReading()).info = dict(s.labels)

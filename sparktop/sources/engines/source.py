@@ -45,11 +45,11 @@ from sparktop.sources.engines.http import (
     fetch_version,
     no_answer,
 )
-from sparktop.sources.engines.kinds import spec_for
+from sparktop.sources.engines.kinds import DEFAULT, spec_for
 from sparktop.sources.engines.metrics import MetricsDeriver
 from sparktop.sources.engines.pool import Limits
 from sparktop.sources.engines.props import Props, fetch_props
-from sparktop.sources.engines.reading import FLAVOURS, detect_kind, parse_engine_page
+from sparktop.sources.engines.reading import detect_kind, parse_engine_page
 from sparktop.sources.exposition.page import PromPage
 
 ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
@@ -109,7 +109,7 @@ class EngineSource:
     ) -> None:
         self.name = config.name
         self.url = config.url.rstrip("/")
-        self.engine_kind = config.kind or "vllm"
+        self.engine_kind = config.kind or DEFAULT.kind
         self.first_window_s = first_window_s
         self._key_env = config.api_key_env
         self._api_key = api_key
@@ -215,11 +215,11 @@ class EngineSource:
                 # When the page was read: /v1/models and /version after it (first scrape)
                 # must not shorten the rate window the page's counters are divided by.
                 read_at = self._clock()
+                spec = spec_for(self.engine_kind)
                 if self._models is None:
-                    self._models = await fetch_models(client)
+                    self._models = await fetch_models(client, spec.models)
                 if self._version is None:
-                    flavour = FLAVOURS.get(self.engine_kind)
-                    path = flavour.version_path if flavour else ""
+                    path = spec.version_path
                     self._version = await fetch_version(client, path) if path else ""
         except ScrapeFailure as failure:
             self._refused = failure.refused
@@ -282,11 +282,9 @@ class EngineSource:
         if state is EngineState.METRICS_DISABLED:
             # SGLang and llama.cpp serve /metrics only when asked to; vLLM always does, so
             # there a 404 means the URL is not the server's base URL.
-            hint = spec_for(self.engine_kind).metrics_hint
-            if self.engine_kind == "sglang":
-                reason = f"metrics disabled: {hint}"
-            elif hint:
-                reason = f"{reason} ({hint})"
+            spec = spec_for(self.engine_kind)
+            if spec.metrics_hint:
+                reason = spec.metrics_404.format(reason=reason, hint=spec.metrics_hint)
         return EngineSample(
             engine=self.name,
             time_s=wall,
@@ -333,7 +331,7 @@ class _OneShotConfig:
     def __init__(self, url: str) -> None:
         self.name = url
         self.url = url
-        self.kind = "vllm"
+        self.kind = DEFAULT.kind
         self.api_key_env: str | None = None
 
 

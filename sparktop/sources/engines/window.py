@@ -21,6 +21,7 @@ from typing import TypedDict
 
 from sparktop.model import NA, Num, Quantile, RankStats, is_num
 from sparktop.sources.engines.histread import WHOLE_SERVER, Hist
+from sparktop.sources.engines.kinds import spec_for
 from sparktop.sources.engines.quantile import histogram_quantile
 from sparktop.sources.engines.reading import PageReading
 
@@ -300,7 +301,7 @@ class Window:
         )
         d = {k: combine({r: self.delta(r, k) for r in ranks}) for k in keys}
         ttft = merged["ttft"]
-        if self.reading.kind == "sglang" or not any(
+        if spec_for(self.reading.kind).recent_gauges or not any(
             "prefix_queries" in self.reading.ranks[r].counters for r in ranks
         ):
             hit = combine({s.rank: s.prefix_hit_rate for s in stats}, _mean_of)
@@ -308,7 +309,7 @@ class Window:
             hit = ratio(d["prefix_hits"], d["prefix_queries"], "no prefix-cache queries")
         rate = _spec(d["spec_accepted"], d["spec_draft_tokens"], 0.0, d["spec_drafts"])
         length = _spec(d["spec_accepted"], d["spec_drafts"], 1.0, d["spec_drafts"])
-        if self.reading.kind == "sglang":  # gauges over SGLang's own recent steps
+        if spec_for(self.reading.kind).recent_gauges:  # gauges over the server's recent steps
             rate = self._gauge_mean(ranks, "spec_accept_rate", rate)
             length = self._gauge_mean(ranks, "spec_accept_length", length)
         return EngineValues(

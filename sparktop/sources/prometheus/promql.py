@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from sparktop.sources.engines.kinds import KindSpec, spec_for
 from sparktop.sources.prometheus.api import DERIVED_LABEL
 
 DCGM_FIELDS = (
@@ -43,59 +44,41 @@ NODE_FIELDS = ("node_memory_MemTotal_bytes", "node_memory_MemAvailable_bytes")
 GPU_TS = "sparktop:gpu_sample_time"
 ENGINE_TS = "sparktop:engine_sample_time"
 
-VLLM_GAUGES = (
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm:kv_cache_usage_perc",
-    "vllm:gpu_cache_usage_perc",
-    "vllm:cache_config_info",
-    "process_start_time_seconds",
-)
+PROCESS_START = "process_start_time_seconds"
+"""Read beside every engine's series: a change means the server restarted."""
 
-RANK = "instance, job, engine"
-"""vLLM's data-parallel rank label is ``engine``; ``instance, job`` keep servers apart."""
+
+def engine_series(spec: KindSpec) -> tuple[str, ...]:
+    """The raw series fetched for an engine of this kind: its gauges (every alias) and its
+    info gauge, read like a page through the kind's tables, and :data:`PROCESS_START`."""
+    names = [n for aliases in spec.gauges.values() for n in aliases]
+    return (*names, *([spec.info] if spec.info else []), PROCESS_START)
+
+
+def rank_by(spec: KindSpec) -> str:
+    """The labels a per-rank rate is summed by: the server's and the kind's rank label."""
+    return f"{SERVER}, {spec.promql.rank_label if spec.promql else 'engine'}"
+
+
 SERVER = "instance, job"
+"""Keep servers apart."""
 
 
-def either_spelling(names: str) -> str:
-    """A name regex matching vLLM's ``vllm:`` names and their ``vllm_`` spelling (what
-    prometheus_client ≥ 0.2x writes when Prometheus negotiates OpenMetrics)."""
-    return names.replace("vllm:", "vllm[:_]")
+def either_spelling(names: str, prefix: str = "vllm:") -> str:
+    """A name regex matching a kind's ``prefix:`` names (``vllm:``, ``sglang:``) and their
+    ``prefix_`` spelling (what prometheus_client ≥ 0.2x writes when Prometheus negotiates
+    OpenMetrics)."""
+    return names.replace(prefix, prefix[:-1] + "[:_]")
 
 
-def _rate(names: str, window: str, flt: str, suffix: str = "") -> str:
-    return f'rate({{__name__=~"{either_spelling(names + suffix)}",{flt}}}[{window}])'
+def _rate(names: str, window: str, flt: str, prefix: str, suffix: str = "") -> str:
+    return f'rate({{__name__=~"{either_spelling(names + suffix, prefix)}",{flt}}}[{window}])'
 
 
 def _renamed(expr: str, name: str) -> str:
     # A label, not __name__: `or` matches label sets without the metric name, so two derived
     # series that differ only by name would be one (the second dropped).
     return f'label_replace({expr}, "{DERIVED_LABEL}", "{name.removeprefix("sparktop:")}", "", "")'
-
-
-VLLM_RATES: Mapping[str, str] = {
-    "prefill_tps": "vllm:prompt_tokens_total",
-    "decode_tps": "vllm:generation_tokens_total",
-    "preemptions_per_s": "vllm:num_preemptions_total",
-    "prefix_queries": "vllm:(gpu_)?prefix_cache_queries_total",
-    "prefix_hits": "vllm:(gpu_)?prefix_cache_hits_total",
-    "spec_drafts": "vllm:spec_decode_num_drafts_total",
-    "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
-    "spec_accepted": "vllm:spec_decode_num_accepted_tokens_total",
-    "prompt_len_sum": "vllm:request_prompt_tokens_sum",
-    "prompt_len_count": "vllm:request_prompt_tokens_count",
-    "itl_sum": "vllm:(inter_token_latency|time_per_output_token)_seconds_sum",
-    "itl_count": "vllm:(inter_token_latency|time_per_output_token)_seconds_count",
-}
-"""Counter → per-second rate over the window, per rank (``sparktop:NAME``) and per server
-(``sparktop:NAME:all``). Regex names cover vLLM's renamed families."""
-
-VLLM_QUANTILES: Mapping[str, tuple[float, str]] = {
-    "ttft_p50": (0.5, "vllm:time_to_first_token_seconds"),
-    "ttft_p95": (0.95, "vllm:time_to_first_token_seconds"),
-    "itl_p50": (0.5, "vllm:(inter_token_latency|time_per_output_token)_seconds"),
-}
-"""Latency quantiles Prometheus computes (``histogram_quantile`` over bucket rates)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +88,20 @@ class Target:
     name: str
     instance: str | None = None
     match: tuple[tuple[str, str], ...] = ()
+    kind: str = ""
+    """An engine's kind (a key of :data:`~sparktop.sources.engines.kinds.KINDS`); "" for a
+    node, and the default kind for an engine without one."""
 
     @classmethod
     def of(cls, config: object) -> Target:
-        """From an inventory entry with ``name``, ``instance`` and ``match``."""
+        """From an inventory entry with ``name``, ``instance``, ``match`` (and an engine's
+        ``kind``)."""
         match = getattr(config, "match", None) or {}
         return cls(
             str(getattr(config, "name", "")),
             getattr(config, "instance", None),
             tuple(sorted(match.items())),
+            str(getattr(config, "kind", "") or ""),
         )
 
     @property
@@ -218,22 +206,32 @@ def node_query(targets: Sequence[Target]) -> str:
 
 def engine_query(targets: Sequence[Target], window_s: float) -> str:
     """Gauges, per-rank and per-server rates and quantiles over ``window_s`` for these
-    engines, their ``up`` and the sample time of ``vllm:num_requests_running``."""
+    engines, their ``up`` and the sample time of their ``running`` gauge; each kind's part
+    from its :class:`~sparktop.sources.engines.kinds.PromQL`, for the targets of that kind."""
     window = f"{max(1, round(window_s))}s"
     parts = []
-    for flt in filters(targets):
-        gauges = either_spelling("|".join((*VLLM_GAUGES, "up")))
-        parts.append(f'{{__name__=~"{gauges}",{flt}}}')
-        ts = f'timestamp({{__name__=~"vllm[:_]num_requests_running",{flt}}})'
-        parts.append(_renamed(ts, ENGINE_TS))
-        for name, counter in VLLM_RATES.items():
-            rate = _rate(counter, window, flt)
-            parts.append(_renamed(f"sum by ({RANK}) ({rate})", name))
-            parts.append(_renamed(f"sum by ({SERVER}) ({rate})", name + ":all"))
-        for name, (q, hist) in VLLM_QUANTILES.items():
-            buckets = _rate(hist, window, flt, "_bucket")
-            per_rank = f"histogram_quantile({q}, sum by ({RANK}, le) ({buckets}))"
-            per_server = f"histogram_quantile({q}, sum by ({SERVER}, le) ({buckets}))"
-            parts.append(_renamed(per_rank, name))
-            parts.append(_renamed(per_server, name + ":all"))
+    by_kind: dict[str, list[Target]] = {}
+    for t in targets:
+        by_kind.setdefault(spec_for(t.kind).kind, []).append(t)
+    for kind, mine in by_kind.items():
+        spec = spec_for(kind)
+        if spec.promql is None:
+            continue  # the inventory refuses such a target
+        prefix, rank = spec.metric_prefix, rank_by(spec)
+        for flt in filters(mine):
+            gauges = either_spelling("|".join((*engine_series(spec), "up")), prefix)
+            parts.append(f'{{__name__=~"{gauges}",{flt}}}')
+            alive = either_spelling(spec.gauges["running"][0], prefix)
+            ts = f'timestamp({{__name__=~"{alive}",{flt}}})'
+            parts.append(_renamed(ts, ENGINE_TS))
+            for name, counter in spec.promql.rates.items():
+                rate = _rate(counter, window, flt, prefix)
+                parts.append(_renamed(f"sum by ({rank}) ({rate})", name))
+                parts.append(_renamed(f"sum by ({SERVER}) ({rate})", name + ":all"))
+            for name, (q, hist) in spec.promql.quantiles.items():
+                buckets = _rate(hist, window, flt, prefix, "_bucket")
+                per_rank = f"histogram_quantile({q}, sum by ({rank}, le) ({buckets}))"
+                per_server = f"histogram_quantile({q}, sum by ({SERVER}, le) ({buckets}))"
+                parts.append(_renamed(per_rank, name))
+                parts.append(_renamed(per_server, name + ":all"))
     return _either(parts)
