@@ -56,6 +56,7 @@ examples:
   sparktop demo                                  4 nodes, 1 engine, the tour
   sparktop demo --scenario thermal               one node overheats and holds the engine back
   sparktop demo --nodes 8 --engines 2 --speed 3  bigger, faster
+  sparktop demo --llamacpp                       a llama.cpp engine beside the vLLM one
   sparktop demo --no-tui --rounds 3              print three snapshot tables and exit
 """
 

@@ -105,6 +105,12 @@ def add_common_arguments(parser: argparse.ArgumentParser, default_scenario: str)
         help=f"background users sending requests (default {LoadSpec().clients}); 0 leaves the "
         "server idle for your own client, e.g. 'sparktop sweep'",
     )
+    parser.add_argument(
+        "--llamacpp",
+        action="store_true",
+        help="also serve a llama.cpp engine ('llama': llama-server's /metrics, /props and "
+        "/tokenize) on one host beside the vLLM ones",
+    )
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -151,6 +157,7 @@ def options_from(args: argparse.Namespace) -> SimOptions:
         speed=args.speed,
         seed=args.seed,
         load=LoadSpec(clients=args.clients),
+        llamacpp=args.llamacpp,
     )
 
 

@@ -192,6 +192,13 @@ class EngineModel:
             return
         self._admit(now)
         conc = len(self.running)
+        if conc:
+            s = self.stats
+            s.decode_calls += 1
+            s.busy_slot_steps += conc
+            prefilling = sum(1 for r in self.running if r.phase is Phase.PREFILL)
+            s.slot_prefill_s += prefilling * dt
+            s.slot_decode_s += (conc - prefilling) * dt
         for req in list(self.running):
             if req.phase is Phase.PREFILL:
                 self._prefill(req, now, dt)
@@ -311,6 +318,7 @@ class EngineModel:
         req.phase, req.finish_reason = Phase.DONE, "length"
         s = self.stats
         s.success["length"] += 1
+        s.tokens_max = max(s.tokens_max, req.prompt_tokens + req.generated)
         scheduled = req.first_scheduled_s if req.first_scheduled_s is not None else now
         first = req.first_token_s if req.first_token_s is not None else now
         s.e2e.observe(now - req.arrival_s)

@@ -103,6 +103,24 @@ class SimCluster:
         }
         self._step_all(0.0)
 
+    def add_engine(
+        self, name: str, rates: ProfileRates, model_name: str, load: LoadSpec
+    ) -> EngineModel:
+        """An engine on no TP group of the simulated nodes (a single-host server such as
+        llama.cpp's, which the cluster's GPUs do not follow), stepped with the others."""
+        if name in self.engines:
+            raise ValueError(f"engine {name!r} already exists")
+        engine = EngineModel(
+            name=name,
+            model_name=model_name,
+            rates=rates,
+            rng=random.Random(f"{self.seed}/{name}"),
+            load=load,
+        )
+        self.groups[name] = ()
+        self.engines[name] = engine
+        return engine
+
     # -- time ------------------------------------------------------------------------------
 
     def advance_to(self, now: float) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from sparktop.alerts.thresholds import Thresholds
+from sparktop.sim import llamacpp
 from sparktop.sim.clock import SimClock
 from sparktop.sim.engine import LoadSpec
 from sparktop.sim.exporters import (
@@ -59,6 +60,7 @@ TICK_WALL_S = 0.05
 """How often (wall seconds) the runner advances the model and plays the scenario."""
 
 SSH_USER = "sparktop"
+LLAMACPP_ENGINE = "llama"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,8 @@ class SimOptions:
     ``clocks_event_reasons*`` fields). ``alert_hold_s`` goes into the generated inventory as
     ``alerts: {hold_s: …}`` (wall seconds; None = the monitor's default). ``exporters`` also
     starts a dcgm-exporter and a node_exporter page per node (:mod:`sparktop.sim.exporters`),
-    each node on its own loopback address, for a real Prometheus to scrape."""
+    each node on its own loopback address, for a real Prometheus to scrape. ``llamacpp``
+    adds a llama.cpp engine beside the vLLM ones."""
 
     nodes: int = 4
     engines: int = 1
@@ -84,6 +87,9 @@ class SimOptions:
     old_driver_nodes: tuple[str, ...] = ()
     alert_hold_s: float | None = None
     exporters: bool = False
+    llamacpp: bool = False
+    """Also serve a llama.cpp engine (:data:`LLAMACPP_ENGINE`, :mod:`sparktop.sim.llamacpp`)
+    on no TP group, with :data:`~sparktop.sim.llamacpp.SLOTS` slots."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +147,25 @@ class SimHandle:
             link=group[1 % len(group)],
         )
         self._load = options.load or LoadSpec()
+        self.llamacpp: set[str] = set()
+        if options.llamacpp:
+            self._add_llamacpp(rates)
         self._player: Player | None = None
         self.scenario = ""
         self._task: asyncio.Task[None] | None = None
         self._actions: asyncio.Queue[Act] = asyncio.Queue()
+
+    def _add_llamacpp(self, rates: ProfileRates) -> None:
+        """The llama.cpp engine: the profile's rates and context per slot, SLOTS slots
+        sharing a pool of SLOTS contexts (``llama-server -c`` = slots × ``n_ctx``)."""
+        slots = llamacpp.SLOTS
+        pool = slots * rates.limits.max_model_len
+        own = ProfileRates(rates.profile, max_num_seqs=slots, kv_pool_tokens=pool)
+        first = next(iter(self.cluster.engines.values()), None)
+        model = first.model_name if first else "DeepSeek-V4.1-Flash-1017"
+        gguf = model.rsplit("/", 1)[-1] + "-Q8_0.gguf"
+        self.cluster.add_engine(LLAMACPP_ENGINE, own, gguf, self._load)
+        self.llamacpp.add(LLAMACPP_ENGINE)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -161,7 +182,8 @@ class SimHandle:
         if self.options.exporters:
             await self._start_exporters()
         for name, engine in self.cluster.engines.items():
-            server = EngineServer(engine, self.clock, self.refresh)
+            face = llamacpp.LlamacppServer if name in self.llamacpp else EngineServer
+            server = face(engine, self.clock, self.refresh)
             await server.start()
             self.http[name] = server
         client_key.write_private_key(str(self.identity_path))
@@ -338,7 +360,7 @@ class SimHandle:
             }
             for name, server in self.ssh.items()
         ]
-        engines = [
+        engines: list[dict[str, object]] = [
             {
                 "name": name,
                 "url": self.http[name].url,
@@ -347,7 +369,15 @@ class SimHandle:
                 "max_num_batched_tokens": limits.max_num_batched_tokens,
             }
             for name in self.cluster.engines
+            if name not in self.llamacpp
         ]
+        for name in sorted(self.llamacpp):
+            # llama-server states its slots and context (/props), never its KV pool.
+            pool = self.cluster.engines[name].limits.kv_pool_tokens
+            engines.append(
+                {"name": name, "url": self.http[name].url, "kind": "llamacpp",
+                 "kv_pool_tokens": pool}
+            )  # fmt: skip
         doc: dict[str, object] = {
             "cluster": f"sim-{len(node_entries)}x",
             "profile": _profile_ref(self.options.profile),
@@ -383,7 +413,8 @@ class SimHandle:
             lines.append(f"  node   {name:<10} ssh://{SSH_USER}@127.0.0.1:{server.port}")
         for name, http in self.http.items():
             group = ",".join(self.cluster.groups[name])
-            lines.append(f"  engine {name:<10} {http.url}  (TP group {group})")
+            where = "llama.cpp, one host" if name in self.llamacpp else f"TP group {group}"
+            lines.append(f"  engine {name:<10} {http.url}  ({where})")
         lines.append(
             f"  scenario {self.scenario}, speed {self.clock.speed:g}x, seed {self.options.seed}"
         )

@@ -107,6 +107,15 @@ class EngineStats:
     )
     spec_drafts: float = 0.0
     spec_accepted_pos: list[float] = field(default_factory=lambda: [0.0] * SPEC_TOKENS)
+    # What llama.cpp counts (its page, :mod:`sparktop.sim.llamacpp`): seconds each request
+    # spent in prefill and in decode summed over requests, steps with a request running
+    # (its llama_decode() calls), the requests running summed over those steps, and the
+    # longest sequence (prompt + generated) finished.
+    slot_prefill_s: float = 0.0
+    slot_decode_s: float = 0.0
+    decode_calls: int = 0
+    busy_slot_steps: int = 0
+    tokens_max: int = 0
     prompt_len: Hist = field(init=False)
     generation_len: Hist = field(init=False)
     max_tokens: Hist = field(init=False)
