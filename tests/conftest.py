@@ -15,9 +15,21 @@ from pathlib import Path
 import pytest
 
 from sparktop.testing.shared import CASES, FIXTURES, PROFILES, REPO, SHARED
+from tests.real_llamacpp_plugin import (
+    real_llamacpp,
+    real_llamacpp_collection_finish,
+    real_llamacpp_configure,
+    real_llamacpp_configure_node,
+    real_llamacpp_summary,
+    real_llamacpp_unconfigure,
+)
 from tests.real_vllm_plugin import (
-    pytest_collection_finish,
-    pytest_configure_node,
+    pytest_collection_finish as real_vllm_collection_finish,
+)
+from tests.real_vllm_plugin import (
+    pytest_configure_node as real_vllm_configure_node,
+)
+from tests.real_vllm_plugin import (
     real_vllm,
     real_vllm_configure,
     real_vllm_summary,
@@ -26,7 +38,7 @@ from tests.real_vllm_plugin import (
 
 __all__ = [
     "CASES", "FIXTURES", "PROFILES", "REPO", "SHARED",
-    "pytest_collection_finish", "pytest_configure_node", "real_vllm",
+    "real_llamacpp", "real_vllm",
 ]  # fmt: skip
 
 HAVE_SHARED = (SHARED / "DESIGN.md").is_file() and CASES.is_dir() and FIXTURES.is_dir()
@@ -49,10 +61,25 @@ def pytest_configure(config: pytest.Config) -> None:
     if not HAVE_SHARED and os.environ.get("CI"):
         raise pytest.UsageError(_missing_message())
     real_vllm_configure(config)
+    real_llamacpp_configure(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     real_vllm_unconfigure(config)
+    real_llamacpp_unconfigure(config)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the run's real servers early (each only if this process runs its tests)."""
+    real_vllm_collection_finish(session)
+    real_llamacpp_collection_finish(session)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: object) -> None:
+    """xdist: hand each real server's state directory and the controller's pid to a worker."""
+    real_vllm_configure_node(node)
+    real_llamacpp_configure_node(node)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -72,8 +99,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if (line := real_vllm_summary(terminalreporter.config)) is not None:
-        terminalreporter.write_line(line)
+    for summary in (real_vllm_summary, real_llamacpp_summary):
+        if (line := summary(terminalreporter.config)) is not None:
+            terminalreporter.write_line(line)
     # A test's measured figures (``record_property("evidence", ...)``), so CI logs show
     # them without -s; user properties travel with the reports from xdist workers too.
     for kind in ("passed", "failed"):
