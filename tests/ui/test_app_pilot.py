@@ -393,7 +393,7 @@ async def test_events_api_and_alert_bar_accept_generic_records() -> None:
     async with app.run_test(size=(120, 40)):
         app.add_event(EventRecord(T0, "warning", "spark-1", "clock 1,833 MHz (−27 %)"))
         app.tick()
-        lines = static_text(app.query_one("#event-lines", Static))
+        lines = "\n".join(app.query_one(EventLog).lines)
         assert "WARN spark-1  clock 1,833 MHz" in lines
 
         class Active:

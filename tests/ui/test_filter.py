@@ -31,7 +31,7 @@ def test_matches_is_case_insensitive_text_anywhere() -> None:
 
 
 def event_text(app: object) -> str:
-    return str(app.query_one("#event-lines").render())  # type: ignore[attr-defined]
+    return "\n".join(app.query_one(EventLog).lines)  # type: ignore[attr-defined]
 
 
 async def test_slash_filters_nodes_engines_and_events_and_escape_clears() -> None:

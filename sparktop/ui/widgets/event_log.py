@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.cache import LRUCache
 from textual.content import Content
-from textual.widgets import Static
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.visual import Visual
 
 from sparktop.ui import format as fmt
 from sparktop.ui.events import EventLike
@@ -16,6 +18,9 @@ from sparktop.ui.widgets.filter_bar import matches
 
 MAX_EVENTS = 500
 """The pane keeps this many events (oldest dropped); memory stays bounded."""
+
+STRIPS_KEPT = 256
+"""Rendered rows kept (the rows on screen, and some around them for scrolling)."""
 
 SEVERITY_STYLE = {
     "critical": "$spark-crit bold",
@@ -43,8 +48,13 @@ def event_line(event: EventLike) -> Content:
     )
 
 
-class EventLog(VerticalScroll):
-    """Events newest first. Rendered only when an event is added (events are rare)."""
+class EventLog(ScrollView):
+    """Events newest first, drawn line by line: only the rows on screen are rendered, and
+    only when the pane shows them. The lines are rebuilt when an event is added, the filter
+    or the width changes (events are rare); what the pane holds is bounded by
+    :data:`MAX_EVENTS` lines of text, not by their rendered form (a ``Static`` of all 500
+    lines kept every line's strips and re-rendered them all on each event: ~13 kB an
+    event, and RSS that kept rising with each re-render)."""
 
     DEFAULT_CSS = """
     EventLog {
@@ -52,8 +62,8 @@ class EventLog(VerticalScroll):
         min-height: 3;
         border-top: solid $panel;
         padding: 0 1;
+        overflow-x: hidden;
     }
-    EventLog > Static { width: 1fr; }
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -62,9 +72,16 @@ class EventLog(VerticalScroll):
         self._dirty = False
         self.query_text = ""
         """The ``/`` filter: only events whose line holds it are shown ("" shows all)."""
+        self._lines: list[Content] = [Content("no events yet")]
+        """The pane's lines before wrapping: one an event shown, or what says there is none."""
+        self._rows: list[Content] = []
+        self._rows_width = -1
+        self._strips: LRUCache[tuple[int, object], Strip] = LRUCache(STRIPS_KEPT)
 
-    def compose(self) -> ComposeResult:
-        yield Static("no events yet", id="event-lines")
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """The pane's lines as plain text, newest event first (what it shows, unwrapped)."""
+        return tuple(line.plain for line in self._lines)
 
     def add(self, event: EventLike) -> None:
         """Record an event; the pane redraws on the next :meth:`flush` (the UI tick)."""
@@ -88,5 +105,37 @@ class EventLog(VerticalScroll):
             lines = [line for line in lines if matches(self.query_text, (line.plain,))]
             if not lines:
                 lines = [Content(f"no event matches /{self.query_text}").stylize("$spark-dim")]
-        self.query_one("#event-lines", Static).update(Content("\n").join(lines))
+        self._lines = lines or [Content("no events yet")]
+        self._rows_width = -1
+        self._wrap()
         return True
+
+    def _wrap(self) -> None:
+        """The lines wrapped at the pane's width, as a ``Static`` wraps them; the scrollable
+        height follows."""
+        width = self.scrollable_content_region.width
+        if width <= 0 or width == self._rows_width:
+            return
+        self._rows_width = width
+        self._rows = [row for line in self._lines for row in line.wrap(width)]
+        self._strips.clear()
+        self.virtual_size = Size(width, len(self._rows))
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._wrap()
+
+    def render_line(self, y: int) -> Strip:
+        self._wrap()
+        width = self.scrollable_content_region.width
+        index = self.scroll_offset.y + y
+        style = self.visual_style
+        if index >= len(self._rows) or width <= 0:
+            return Strip.blank(max(width, 0), style.rich_style)
+        key = (index, (width, style, self.app.theme))
+        strip = self._strips.get(key)
+        if strip is None:
+            strips = Visual.to_strips(self, self._rows[index], width, 1, style)
+            strip = strips[0] if strips else Strip.blank(width, style.rich_style)
+            self._strips[key] = strip
+        return strip
