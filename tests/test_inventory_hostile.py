@@ -11,6 +11,7 @@ import pytest
 from sparktop.errors import UserError
 from sparktop.inventory import is_valid_host, load_inventory, parse_inventory
 from sparktop.inventory.loader import MAX_BYTES
+from sparktop.plan import Plan
 from sparktop.yamltree import MAX_VALUES
 
 LOCAL = "nodes: [{name: a, local: true}]\n"
@@ -216,3 +217,36 @@ def test_inventory_errors_show_control_characters_as_every_output_does() -> None
         message = str(exc.value)
         assert "␛" in message and "\\x1b" not in message and "\x1b" not in message, message
         assert "\n" not in message
+
+
+SHADOW = (
+    "root:*:20228:0:99999:7:::\n"
+    "daemon:*:20228:0:99999:7:::\n"
+    "ops:$6$salt$hashhashhash:20228:0:99999:7:::\n"
+)
+"""A file of secrets shaped like YAML keys (an /etc/shadow): each line parses as a key."""
+
+
+def test_a_file_that_is_no_inventory_is_named_so_and_its_keys_are_not_quoted() -> None:
+    message = message_of(SHADOW)
+    assert "not a sparktop inventory" in message and "3 top-level keys" in message
+    assert "20228" not in message and "hashhash" not in message
+
+
+def test_a_typo_of_the_only_key_still_gets_did_you_mean() -> None:
+    message = message_of("clustr: x\n")
+    assert "unknown key 'clustr' (did you mean 'cluster'?)" in message
+
+
+def test_a_profile_path_at_a_file_of_secrets_does_not_quote_it(tmp_path: Path) -> None:
+    """An inventory whose ``profile:`` points at any readable file: the error says it is not
+    a profile and never quotes the file's lines (they were listed as unknown keys)."""
+    secret = tmp_path / "shadow"
+    secret.write_text(SHADOW)
+    inventory = tmp_path / "c.yaml"
+    inventory.write_text(f"profile: {secret}\n{LOCAL}")
+    with pytest.raises(UserError) as info:
+        Plan.from_inventory(load_inventory(inventory))
+    message = str(info.value)
+    assert "not a sparktop profile" in message
+    assert "20228" not in message and "hashhash" not in message

@@ -36,6 +36,13 @@ MAX_BYTES = 1 << 20
 MAX_SHOWN = 5
 _LOADER_ONLY = frozenset({"source_path", "profile_at"})
 """Model fields the loader sets itself; they are not YAML keys."""
+_YAML_KEYS = tuple(k for k in Inventory.model_fields if k not in _LOADER_ONLY)
+
+
+def _inventory_like(key: object) -> bool:
+    """A top-level key an inventory has, or a typo of one (answered with "did you mean")."""
+    text = str(key)
+    return text in _YAML_KEYS or bool(difflib.get_close_matches(text, _YAML_KEYS, n=1))
 
 
 def load_inventory(path: Path) -> Inventory:
@@ -92,6 +99,13 @@ def parse_inventory(text: str, source: str, *, base_dir: Path | None = None) -> 
         raise UserError(
             f"{_one_line(source)}:1:1: the inventory must be a mapping of keys "
             f"(cluster:, nodes:, …), got {_describe(data)}"
+        )
+    if data and not any(_inventory_like(key) for key in data):
+        # Not an inventory at all (a path typed wrong): its keys are its contents, and a file
+        # of secrets must not be quoted back key by key.
+        raise UserError(
+            f"{_one_line(source)}:1:1: not a sparktop inventory (none of its {len(data)} "
+            f"top-level keys is one of: {', '.join(_YAML_KEYS)})"
         )
     for key in _LOADER_ONLY & data.keys():
         problems.append(_unknown_key(key, (), marks, Inventory))
