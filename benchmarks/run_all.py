@@ -20,8 +20,9 @@ with every part (figures on a loaded machine read high: run it on a quiet one to
 
 Duration on 2 quiet cores: about 25 minutes; ``--quick`` about 12 (it took 20 at load
 17-25; shorter windows, fewer repeats: for checking that it runs, not for judging).
-``--only limit,budget`` runs some; ``--markdown FILE`` also writes the table as markdown. Exit status 0 when every figure with a
-target passes, 1 when one misses (each miss is named at the end).
+``--only limit,budget`` runs some; ``--markdown FILE`` also writes the table as markdown.
+Exit status 0 when every figure with a target passes, 1 when one misses (each miss is named
+at the end).
 """
 
 from __future__ import annotations
