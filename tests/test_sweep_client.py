@@ -21,7 +21,7 @@ from sparktop.sweep.bench_client import (
     capped_lines,
     stream_completion,
 )
-from sparktop.sweep.sweep_cells import CellRuns, cell_figures, run_figures
+from sparktop.sweep.sweep_cells import CellRuns, cell_figures, no_figures_reason, run_figures
 
 
 @asynccontextmanager
@@ -303,3 +303,17 @@ async def test_an_html_error_page_shows_its_status_and_reason_not_the_markup() -
     assert html.error == "HTTP 501: Not Implemented"
     assert text.error.startswith("HTTP 503: upstream ") and "busy" in text.error
     assert "\x1b" not in text.error and "\n" not in text.error and len(text.error) <= 200
+
+
+def test_a_cell_without_decode_says_why_and_not_that_every_run_failed() -> None:
+    """A fresh-eyes trial: every request of a cell succeeded but its 16 tokens came in one
+    burst (decode_s 0): the sweep said "no figures (every run failed)" in the profile's
+    notes and "no figures (), 0 failed" on screen."""
+    burst = RequestResult(ok=True, prompt_tokens=2048, output_tokens=16, ttft_s=2.96, e2e_s=2.96)
+    cell = CellRuns("2K", 2048, 1, ((burst,),), (2.96,))
+    assert cell_figures(cell) is None
+    reason = no_figures_reason(cell)
+    assert "decode_tps" in reason and "one burst" in reason and "not a failure" in reason
+    failed = RequestResult(ok=False, error="HTTP 500")
+    dead = CellRuns("2K", 2048, 1, ((failed,),), (1.0,))
+    assert no_figures_reason(dead) == "every request failed (HTTP 500)"

@@ -33,7 +33,7 @@ from sparktop.sweep.bench_prompts import (
     tokenizer_maker,
 )
 from sparktop.sweep.profile import Profile, load_profile_file
-from sparktop.sweep.sweep_cells import CellRuns, cell_figures
+from sparktop.sweep.sweep_cells import CellRuns, cell_figures, no_figures_reason
 from sparktop.sweep.sweep_run import (
     Runner,
     ServerInfo,
@@ -211,7 +211,7 @@ class SweepFlow:
         fails = f", {cell.failed} of {cell.requests} failed" if cell.failed else ", 0 failed"
         head = f"cell {len(self.cells)}/{self.total} {cell.context} x {cell.concurrency}:"
         if figures is None:
-            self.say(f"{head} no figures ({'; '.join(cell.errors()[:2])}){fails}")
+            self.say(f"{head} no figures: {no_figures_reason(cell)}{fails}")
         else:
             self.say(
                 f"{head} TTFT {figures['ttft_s']:.2f} s, decode {figures['decode_tps']:.1f} tok/s, "

@@ -95,8 +95,30 @@ def cell_figures(cell: CellRuns) -> dict[str, float] | None:
         values = [f[name] for f in per_run if name in f and f[name] > 0]
         if values:
             out[name] = statistics.median(values)
-    required = ("prompt_tokens", "ttft_s", "prefill_tps", "decode_tps", "aggregate_tps")
-    return out if all(k in out for k in required) else None
+    return out if all(k in out for k in REQUIRED) else None
+
+
+REQUIRED = ("prompt_tokens", "ttft_s", "prefill_tps", "decode_tps", "aggregate_tps")
+"""Figures every profile row has; a cell without one of them is left out, with a reason."""
+
+
+def no_figures_reason(cell: CellRuns) -> str:
+    """Why :func:`cell_figures` gave None: every run failed (with the first reasons), or
+    which required figures no run measured and why (decode needs tokens that come in over
+    time after the first; a server that sends a whole answer in one burst gives none)."""
+    if not any(r.ok for run in cell.runs for r in run):
+        errors = "; ".join(cell.errors()[:2])
+        return f"every request failed ({errors})" if errors else "every request failed"
+    pairs = zip(cell.runs, cell.walls_s, strict=True)
+    per_run = [f for f in (run_figures(r, w) for r, w in pairs) if f]
+    missing = [k for k in REQUIRED if not any(f.get(k, 0) > 0 for f in per_run)]
+    why = ", ".join(missing)
+    if {"decode_tps", "aggregate_tps"} & set(missing):
+        return (
+            f"{why} not measured: every answer's tokens arrived in one burst, so no time "
+            "after the first token to divide by (not a failure)"
+        )
+    return f"{why} not measured (not a failure)"
 
 
 def quartiles(values: Sequence[float]) -> tuple[float, float]:

@@ -21,7 +21,7 @@ import yaml
 from sparktop.errors import UserError
 from sparktop.sweep.bench_client import RequestResult
 from sparktop.sweep.profile_file import parse_profile
-from sparktop.sweep.sweep_cells import CellRuns, cell_figures
+from sparktop.sweep.sweep_cells import CellRuns, cell_figures, no_figures_reason
 
 RUNS_FORMAT = "sparktop-sweep-runs"
 RUNS_VERSION = 1
@@ -237,7 +237,9 @@ def profile_yaml(name: str, plan: Plan, prov: Provenance, cells: list[CellRuns])
             )
         figures = cell_figures(cell)
         if figures is None:
-            notes.append(f"{cell.context} x {cell.concurrency}: no figures (every run failed)")
+            notes.append(
+                f"{cell.context} x {cell.concurrency}: no figures ({no_figures_reason(cell)})"
+            )
             continue
         rows.append(
             [
