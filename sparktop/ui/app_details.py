@@ -8,6 +8,8 @@ app's tick hands it a fresh copy.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import on
 from textual.app import App
 
@@ -24,6 +26,10 @@ from sparktop.ui.widgets.engine_panel import EngineBlock, EnginePanel
 from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.node_table import NodeTable
 
+if TYPE_CHECKING:
+    from sparktop.alerts.engine import AlertEngine
+    from sparktop.alerts.pipeline import AlertPipeline
+
 
 class DetailNavigation(App[int]):
     """Opening the detail screens and jumping to rows; the app sets these attributes."""
@@ -36,6 +42,7 @@ class DetailNavigation(App[int]):
     known_time_s: dict[str, float]
     known_nodes: dict[str, NodeSample]
     node_states: dict[str, Cell]
+    alert_engine: AlertEngine | AlertPipeline | None
 
     @on(NodeChosen)
     def _node_chosen(self, message: NodeChosen) -> None:
@@ -112,6 +119,7 @@ class DetailNavigation(App[int]):
             engine=engine,
             sample=self.state.engines.get(engine),
             events=tuple(e for e in events if e.subject == engine),
+            alerts=tuple(self.alert_engine.active()) if self.alert_engine is not None else (),
         )
 
     def live_engine(self) -> EngineSample | None:

@@ -122,3 +122,25 @@ async def test_budget_pane_says_what_sending_now_costs() -> None:
         assert " queue  ≈ 4.00 s  scheduler full [server]" in out  # 2 must finish at 0.5/s
         assert "idle    TTFT" in out
         assert "lesson  vs shortest 1,002 tok:" in out and "decode gains +" in out
+
+
+async def test_engine_detail_title_gives_the_engine_rows_verdict_not_ok_beside_an_alert() -> None:
+    """A fresh-eyes trial saw ``engine dsv41  ok`` in the detail screen while the main view
+    said ``dsv41  CRIT expected.decode +3``: the screen judged the page alone."""
+    from sparktop.alerts.engine import AlertEngine
+    from sparktop.alerts.thresholds import Thresholds
+
+    full = engine(kv_usage=0.995, waiting=12.0)  # a full KV cache with requests waiting
+    app = make_app(Scripted(full), alerts=AlertEngine(Thresholds(hold_s=0)))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        app.tick()
+        active = [a for a in app.alert_engine.active() if a.engine == "dsv41"]  # type: ignore[union-attr]
+        assert active, "the full KV cache raises an alert on the engine"
+        app.show_engine_details("dsv41")
+        await pilot.pause()
+        assert isinstance(app.screen, EngineDetailScreen)
+        title = static_text(app.screen.query_one("#title", Static))
+        assert "  ok" not in title, title
+        assert any(a.rule in title for a in active), (title, [a.rule for a in active])

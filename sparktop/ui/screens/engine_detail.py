@@ -137,6 +137,9 @@ class EngineDetail:
     engine: str
     sample: EngineSample | None
     events: tuple[EventLike, ...]
+    alerts: tuple[Any, ...] = ()
+    """The active alerts (the app's alert engine): the title's verdict is the engine row's,
+    its worst alert, never "ok" beside a CRIT on it."""
 
 
 class EngineDetailScreen(Screen[None]):
@@ -183,7 +186,7 @@ class EngineDetailScreen(Screen[None]):
         if sample is None or sample is self._shown or not self._mounted:
             return
         self._shown = sample
-        state, _role = engine_state(sample, sample.time_s, self.config)
+        state, _role = engine_state(sample, sample.time_s, self.config, detail.alerts)
         self.query_one("#title", Static).update(Content.assemble(
             ("engine ", "$spark-dim"), (self.engine, "bold"), ("  ", ""), state,
             ("  ", ""), (printable(f"{sample.kind} {sample.model}".strip()), "$spark-dim"),
