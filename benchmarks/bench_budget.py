@@ -7,7 +7,7 @@ scan must skip. Timed in one run in CPU time, medians of several repeats, files 
 cache:
 
 - reading: ``os.walk`` + ``read_text()`` of every file (what any tool must at least do);
-- counting: :func:`sparktop.sweep.scan.scan_directory` (walk, skip rules, strict UTF-8
+- counting: :func:`sparktop.sweep.tokens.scan.scan_directory` (walk, skip rules, strict UTF-8
   decode in chunks, CJK/other character counts, per-file estimate).
 
 And as a user runs it: the process CPU (user + system, ``getrusage`` of the child) of the
@@ -37,7 +37,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import ROOT, Figure, arg_parser, check, info, print_table
-from sparktop.sweep.scan import scan_directory
+from sparktop.sweep.tokens.scan import scan_directory
 
 CHARS = 500_000
 COMMAND_TARGET = 2.0

@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if server is not None:
             server.terminate()  # the launcher stops the server's process group on SIGTERM
             server.wait(60)
-    from sparktop.sweep.profile import load_profile_file
+    from sparktop.sweep.profiles.loader import load_profile_file
 
     a, b = (load_profile_file(p).rows for p in sweeps)
     tools = {t: load_profile_file(p).rows for t, p in imported.items()}

@@ -14,15 +14,16 @@ from __future__ import annotations
 import sys
 import time
 
-from sparktop.sweep.estimator import METRICS
-from sparktop.sweep.profile import builtin_profile_names, load_profile
-from sparktop.sweep.validate import (
+from sparktop.sweep.estimator.estimator import METRICS
+from sparktop.sweep.estimator.validate import (
     Summary,
     band_pooled,
     leave_one_out,
     loglog_predict,
     summarise,
 )
+from sparktop.sweep.profiles.builtin import builtin_profile_names
+from sparktop.sweep.profiles.loader import load_profile
 
 LABELS = {"ttft_s": "TTFT", "prefill_tps": "prefill", "decode_tps": "decode",
           "aggregate_tps": "aggregate"}  # fmt: skip

@@ -32,7 +32,7 @@ from sparktop.sources.engines.metrics import MetricsDeriver
 from sparktop.sources.engines.reading import parse_engine_page
 from sparktop.sources.nvsmi import parse_probe_output
 from sparktop.sources.probe import FIELD_SETS, probe_command
-from sparktop.sweep.profile import DEFAULT_PROFILE
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
 PROBE = probe_command(FIELD_SETS[0])
 

@@ -341,7 +341,7 @@ class EngineSample:
     whose token k was accepted (empty when not exported); ``retracted_reqs`` is SGLang's
     ``num_retracted_reqs``. Each is NA naming the metric when the server does not export it.
     The load the window's figures were measured under (what the expected row is computed
-    for, :mod:`sparktop.sweep.matched`): ``load_dist`` is ``(running, waiting, seconds)``,
+    for, :mod:`sparktop.sweep.expected.matched`): ``load_dist`` is ``(running, waiting, seconds)``,
     the time each pair of ``num_requests_running`` / ``num_requests_waiting`` readings held
     over the window (each interval between two scrapes split half to each end; empty before
     a second scrape); ``prompt_tokens_dist`` is ``(low, high, requests)`` per non-empty
@@ -434,7 +434,7 @@ class EngineSample:
     server_version: str = ""
     """The server's own version (vLLM's ``GET /version``: ``0.32.0``); "" when it does not
     say. How it treats prompt + ``max_tokens`` over ``max_model_len`` depends on it
-    (:mod:`sparktop.sweep.ceiling`)."""
+    (:mod:`sparktop.sweep.budget.ceiling`)."""
     first_tokens: tuple[tuple[float, float, float], ...] = ()
     """``(mean prompt tokens, requests, peak running)`` per scrape interval of the window in
     which requests got their first token (Δ``prompt_tokens_total`` / Δ TTFT ``_count``; the

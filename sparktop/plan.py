@@ -29,8 +29,9 @@ from sparktop.errors import UserError
 from sparktop.inventory import EngineConfig, Inventory
 from sparktop.model import Num, Source, is_num
 from sparktop.sources.engines.pool import LIMIT_NAMES, Limits, resolve_limit
-from sparktop.sweep.matched import MatchedExpected
-from sparktop.sweep.profile import DEFAULT_PROFILE, Profile, load_profile
+from sparktop.sweep.expected.matched import MatchedExpected
+from sparktop.sweep.profiles.loader import load_profile
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE, Profile
 
 THIS_MACHINE = "this machine"
 
@@ -326,8 +327,8 @@ def _engine(config: EngineConfig) -> EnginePlan:
 
 def load_named(name: str) -> Profile:
     """The one profile loader: a built-in name, a user profile's name, or a profile file
-    (:func:`sparktop.sweep.profile.load_profile`, with the inventory's guards). Every command
-    that takes a profile name (the plan, ``demo``, ``sim``, ``sweep``, the simulator) loads
+    (:func:`sparktop.sweep.profiles.loader.load_profile`, with the inventory's guards). Every
+    command that takes a profile name (the plan, ``demo``, ``sim``, ``sweep``, the simulator) loads
     it here; ``UserError`` for a bad name or file."""
     return load_profile(name)
 

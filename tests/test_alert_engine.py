@@ -7,7 +7,7 @@ from typing import Any
 from sparktop.alerts import Alert, AlertEngine, Event, EventKind, Severity, Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import NodeState
-from sparktop.sweep.profile import load_profile
+from sparktop.sweep.profiles.loader import load_profile
 from tests.alert_samples import engine, failed, node, warm
 
 HOT: dict[str, Any] = {"sm_clock_mhz": 1833.0, "clock_event_mask": 0x20}

@@ -611,7 +611,7 @@ def test_failure_messages_do_not_repeat_the_sources_own_since() -> None:
 
 def test_the_profiles_expected_row_carries_the_estimators_band() -> None:
     from sparktop.alerts.engine import profile_expected
-    from sparktop.sweep.profile import load_profile
+    from sparktop.sweep.profiles.loader import load_profile
 
     expected = profile_expected(load_profile("4x-spark-dsv41-flash-1017"))
     assert expected is not None

@@ -15,10 +15,12 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.model import NA, EngineSample, EngineState
-from sparktop.sweep.budget import Origin, budget_json, compute_budget, render_budget
-from sparktop.sweep.ceiling import Verdict
-from sparktop.sweep.estimator import Basis
-from sparktop.sweep.profile import load_profile
+from sparktop.report.budget_json import to_json
+from sparktop.report.budget_text import render_text
+from sparktop.sweep.budget.budget import Origin, compute_budget
+from sparktop.sweep.budget.ceiling import Verdict
+from sparktop.sweep.estimator.estimator import Basis
+from sparktop.sweep.profiles.loader import load_profile
 from sparktop.testing.http_stub import serve_threaded
 from tests.conftest import PROFILES
 
@@ -120,15 +122,15 @@ def test_a_profile_without_limits_says_which_flag_to_pass() -> None:
     assert "--kv-pool" in getattr(b.kv.pool_tokens.value, "reason", "")
     assert b.kv.fits is None and b.ceiling.rejected is None and b.batched.over_limit is None
     assert "--max-model-len" in getattr(b.ceiling.max_model_len.value, "reason", "")
-    json.dumps(budget_json(b))
-    render_budget(b)
+    json.dumps(to_json(b))
+    render_text(b)
 
 
 def test_concurrency_above_max_num_seqs_warns_and_has_no_data() -> None:
     b = compute_budget(2048, 8, load_profile(TWO))
     assert any("max_num_seqs 6" in w for w in b.warnings)
     assert isinstance(b.timing.ttft_s.value, NA)
-    assert "no data (concurrency 8 is outside the measured columns" in render_budget(b)
+    assert "no data (concurrency 8 is outside the measured columns" in render_text(b)
 
 
 def test_invalid_numbers_are_refused() -> None:
@@ -157,7 +159,7 @@ JSON_KEYS = {
 
 
 def test_json_shape_is_stable_and_plain() -> None:
-    doc = budget_json(compute_budget(899_994, 1, load_profile(TWO)))
+    doc = to_json(compute_budget(899_994, 1, load_profile(TWO)))
     assert set(doc) == JSON_KEYS and doc["schema"] == "sparktop.budget/1"
     assert doc["time"]["ttft_s"] == {
         "value": 1028.85,
@@ -169,7 +171,7 @@ def test_json_shape_is_stable_and_plain() -> None:
         "reason": None,
         "band_reason": None,
     }
-    fitted = budget_json(compute_budget(500_000, 1, load_profile(TWO)))["time"]["ttft_s"]
+    fitted = to_json(compute_budget(500_000, 1, load_profile(TWO)))["time"]["ttft_s"]
     assert fitted["basis"] == "fitted" and fitted["low"] < fitted["value"] < fitted["high"]
     assert doc["time"]["decode_tps"]["value"] is None
     assert doc["time"]["decode_tps"]["low"] is None and doc["time"]["decode_tps"]["high"] is None

@@ -2,7 +2,7 @@
 
 vLLM 0.32 accepts a request whose prompt + ``max_tokens`` exceeds ``max_model_len`` and stops
 the output at what the prompt leaves (``finish_reason: length``); older vLLM refuses it; a
-prompt that alone fills the limit is refused by all (``sparktop/sweep/ceiling.py``). The
+prompt that alone fills the limit is refused by all (``sparktop/sweep/budget/ceiling.py``). The
 real run of ``shared/fixtures/real/SOURCES.md``: a 985-token prompt with ``max_tokens`` 2048
 on ``max_model_len`` 2048 came back with 1,063 completion tokens.
 """
@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from sparktop.model import NA, EngineSample
+from sparktop.report.budget_json import to_json
 from sparktop.report.budget_text import render_text
 from sparktop.sim.requests import LoadSpec
 from sparktop.sources.engines.source import scrape_once
-from sparktop.sweep.budget import budget_json, compute_budget
-from sparktop.sweep.ceiling import Verdict, advice, rule_for
-from sparktop.sweep.profile import load_profile
+from sparktop.sweep.budget.budget import compute_budget
+from sparktop.sweep.budget.ceiling import Verdict, advice, rule_for
+from sparktop.sweep.profiles.loader import load_profile
 from sparktop.testing.http_stub import Reply, StubServer, models_route, text
 from tests.conftest import FIXTURES, REPO
 from tests.sim_helpers import sim_client
@@ -55,7 +56,7 @@ def test_vllm_032_shortens_the_output_and_says_what_to_lower() -> None:
         text_out
     )
     assert "rejects" not in text_out.split("Warnings")[0]
-    doc = budget_json(b)["ceiling"]
+    doc = to_json(b)["ceiling"]
     assert (doc["verdict"], doc["served_output_tokens"], doc["rejected"]) == (
         "shortened",
         1063,
@@ -74,7 +75,7 @@ def test_vllm_031_refuses_it_and_gives_no_ttft_now() -> None:
     block = _send_now_block(render_text(b))
     assert "not sent" in block and "TTFT now" not in block and " s ·" not in block
     assert isinstance(b.timing.ttft_s.value, NA)
-    assert budget_json(b)["send_now"]["refused"] == n.refused
+    assert to_json(b)["send_now"]["refused"] == n.refused
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.commands import budget as budget_command
-from sparktop.sweep import exact_tokens
+from sparktop.sweep.tokens import exact_tokens
 from sparktop.testing.http_stub import serve_threaded
 
 TOKEN = "sekrit-token-4711"

@@ -12,11 +12,13 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.model import EngineSample, is_num
+from sparktop.report.budget_json import to_json
+from sparktop.report.budget_text import render_text
 from sparktop.sim.engine import LoadSpec
 from sparktop.sources.engines.source import scrape_once
-from sparktop.sweep.budget import budget_json, compute_budget, render_budget
-from sparktop.sweep.estimator import estimate
-from sparktop.sweep.profile import load_profile
+from sparktop.sweep.budget.budget import compute_budget
+from sparktop.sweep.estimator.estimator import estimate
+from sparktop.sweep.profiles.loader import load_profile
 from tests.sim_helpers import running_sim, until
 
 TWO = "2x-spark-dsv4-flash-0731"
@@ -31,11 +33,11 @@ def test_the_seed_lesson_at_128k_on_two_sparks() -> None:
     assert x.decode_keep_pct == pytest.approx(65.2 / 75.4 * 100)
     assert x.e2e_keep_pct == pytest.approx(5.9 / 69.1 * 100)
     assert x.ttft_growth == pytest.approx(78.75 / 0.63)
-    text = render_budget(b)
+    text = render_text(b)
     assert "decode keeps              86 %" in text
     assert "end-to-end keeps          8.5 % (the profile's end-to-end aggregate)" in text
     assert "TTFT grows                125.0×" in text
-    lesson = budget_json(b)["lesson"]
+    lesson = to_json(b)["lesson"]
     assert lesson["ttft_growth_x"] == {"value": 125, "reason": None}
 
 
@@ -94,7 +96,7 @@ def test_a_full_scheduler_queues_at_the_measured_finish_rate() -> None:
     assert (n.queue_wait_s, n.wait_origin) == (6.0, "server")  # 3 must finish, 0.5/s
     assert n.ttft_s is not None and is_num(n.ttft_s.value)
     assert n.ttft_total_s == pytest.approx(n.ttft_s.value + 6.0)
-    text = render_budget(b)
+    text = render_text(b)
     assert "the scheduler is full (running = max_num_seqs): ≈ 6.00 s" in text
     # 8 + 1 is not 8: the cap is said where the count is.
     assert "→ concurrency 8 with this request (at most max_num_seqs: it waits" in text
@@ -110,7 +112,7 @@ def test_a_prompt_bigger_than_the_free_pool_waits_for_tokens() -> None:
 
 def test_without_a_live_engine_only_the_idle_figure() -> None:
     b = compute_budget(30_000, 1, load_profile(FOUR))
-    doc = budget_json(b)["send_now"]
+    doc = to_json(b)["send_now"]
     assert doc["live"] is False and doc["ttft_s"] is None
     assert doc["ttft_total_s"] == {"value": None, "reason": "no live server; pass --endpoint"}
     idle = estimate(load_profile(FOUR), 30_000, 1).ttft_s.value

@@ -59,9 +59,9 @@ def test_budget_loads_neither_the_prometheus_client_nor_the_simulator() -> None:
     loaded = set(modules)
     for heavy in ("httpx", "asyncssh", "asyncio", "textual", "rich.console", "sparktop.sim.model"):
         assert heavy not in loaded, heavy
-    # The built-in profile comes precomputed (sparktop.sweep.precomputed): no YAML parse, no
-    # validation models, no refit, and no sample types (tens of dataclasses).
-    for heavy in ("yaml", "pydantic", "sparktop.sweep.profile_file", "sparktop.model"):
+    # The built-in profile comes precomputed (sparktop.sweep.profiles.precomputed): no YAML
+    # parse, no validation models, no refit, and no sample types (tens of dataclasses).
+    for heavy in ("yaml", "pydantic", "sparktop.sweep.profiles.profile_file", "sparktop.model"):
         assert heavy not in loaded, heavy
     assert "sparktop.commands.budget" in loaded
     assert "sparktop.commands.snapshot" not in loaded

@@ -109,7 +109,7 @@ def test_ctrl_c_while_starting_exits_130_quietly(workdir: Path, command: str, mo
     ("command", "module"),
     [
         ("snapshot", "sparktop.snapshot"),  # imported by the command once it runs
-        ("budget", "sparktop.sweep.budget"),
+        ("budget", "sparktop.sweep.budget.budget"),
     ],
 )
 def test_ctrl_c_while_the_command_imports_exits_130_quietly(

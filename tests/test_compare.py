@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from sparktop.sweep.compare import FIGURES, Verdict, compare, pair_cells
-from sparktop.sweep.compare_noise import NOISE_FLOOR_LN, NoiseBasis, NoiseModel
-from sparktop.sweep.compare_summary import summarize
-from sparktop.sweep.profile import load_profile
+from sparktop.sweep.compare.compare import FIGURES, Verdict, compare, pair_cells
+from sparktop.sweep.compare.compare_noise import NOISE_FLOOR_LN, NoiseBasis, NoiseModel
+from sparktop.sweep.compare.compare_summary import summarize
+from sparktop.sweep.profiles.loader import load_profile
 from tests.conftest import SHARED
 
 OLD = "4x-spark-dsv41-flash-1015"

@@ -11,9 +11,9 @@ import yaml
 
 from sparktop.sim.engine import LoadSpec
 from sparktop.sim.runner import SimOptions, start_sim
-from sparktop.sweep.compare import Verdict, compare
-from sparktop.sweep.profile import load_profile, load_profile_file
-from sparktop.sweep.sweep_state import runs_path
+from sparktop.sweep.compare.compare import Verdict, compare
+from sparktop.sweep.profiles.loader import load_profile, load_profile_file
+from sparktop.sweep.runner.sweep_state import runs_path
 from tests.sweep_helpers import idle_sim, run_cli
 
 SPEED = 2.0

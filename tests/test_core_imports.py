@@ -33,9 +33,10 @@ def test_core_does_not_import_textual() -> None:
 
 
 def test_import_linter_contract_is_kept() -> None:
-    """The import-linter contracts in pyproject.toml hold: core ↛ textual, sparktop.ui; and the
+    """Every import-linter contract in pyproject.toml holds: core ↛ textual, sparktop.ui; the
     layers inside ``sparktop.sources`` (build → local | ssh | prometheus → engines | nvsmi →
-    host | exposition → probe)."""
+    host | exposition → probe); the sweep subpackages' layers and no import cycles among the
+    modules of ``sparktop.sweep``."""
     import shutil
     from pathlib import Path
 
@@ -53,16 +54,22 @@ def test_import_linter_contract_is_kept() -> None:
         result.stdout
     )
 
+    import tomllib
+
+    contracts = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["importlinter"]
+    assert f"{len(contracts['contracts'])} kept, 0 broken" in result.stdout
+
 
 def test_monitor_path_does_not_import_numpy_or_scipy() -> None:
     """NumPy and SciPy (about 50 MB of RSS) are test references only: the app, the plan, the
-    alert rules and a fitted estimator run without them (sparktop.sweep.fitmath)."""
+    alert rules and a fitted estimator run without them (sparktop.sweep.estimator.fitmath)."""
     code = (
         "import sys\n"
         "import sparktop.ui.app, sparktop.commands.monitor, sparktop.plan, sparktop.alerts.rules\n"
         "import sparktop.exporter.run, sparktop.commands.budget\n"
-        "from sparktop.sweep.estimator import estimate\n"
-        "from sparktop.sweep.profile import builtin_profile_names, load_profile\n"
+        "from sparktop.sweep.estimator.estimator import estimate\n"
+        "from sparktop.sweep.profiles.builtin import builtin_profile_names\n"
+        "from sparktop.sweep.profiles.loader import load_profile\n"
         "for name in builtin_profile_names():\n"
         "    estimate(load_profile(name), 3000, 2)\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy'))\n"

@@ -1,4 +1,4 @@
-"""The curve of a profile (sparktop.sweep.curve) and the live window's point on it."""
+"""The curve of a profile (sparktop.sweep.expected.curve) and the live window's point on it."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import pytest
 
 from sparktop.alerts.curve_point import operating_points
 from sparktop.model import Quantile
-from sparktop.sweep.curve import CURVE_METRICS, profile_curve
-from sparktop.sweep.estimator import Basis, estimate
-from sparktop.sweep.matched import MatchedExpected
-from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
-from sparktop.sweep.surface import EXTRAPOLATION_LIMIT
+from sparktop.sweep.estimator.estimator import Basis, estimate
+from sparktop.sweep.estimator.surface import EXTRAPOLATION_LIMIT
+from sparktop.sweep.expected.curve import CURVE_METRICS, profile_curve
+from sparktop.sweep.expected.matched import MatchedExpected
+from sparktop.sweep.profiles.loader import load_profile
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 from tests.ui.fakes import engine
 
 

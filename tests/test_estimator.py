@@ -9,9 +9,9 @@ import pytest
 
 from sparktop.model import NA, is_num
 from sparktop.report.budget_text import hms
-from sparktop.sweep.estimator import Basis, estimate, loglog, without
-from sparktop.sweep.profile import load_profile
-from sparktop.sweep.validate import column_loglog, leave_one_out, summarise
+from sparktop.sweep.estimator.estimator import Basis, estimate, loglog, without
+from sparktop.sweep.estimator.validate import column_loglog, leave_one_out, summarise
+from sparktop.sweep.profiles.loader import load_profile
 
 TWO = "2x-spark-dsv4-flash-0731"
 FOUR = "4x-spark-dsv41-flash-1017"

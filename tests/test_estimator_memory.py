@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from sparktop.model import NA
-from sparktop.sweep.estimator import Basis, estimate
-from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+from sparktop.sweep.estimator.estimator import Basis, estimate
+from sparktop.sweep.profiles.loader import load_profile
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
 
 def test_cells_past_the_table_share_one_figure_per_reason() -> None:

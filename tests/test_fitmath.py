@@ -1,6 +1,6 @@
 """The estimator's plain-Python fit routines agree with SciPy's (the reference).
 
-``sparktop.sweep.fitmath`` replaced ``scipy.optimize.nnls`` and ``minimize_scalar`` on the
+``sparktop.sweep.estimator.fitmath`` replaced ``scipy.optimize.nnls`` and ``minimize_scalar`` on the
 monitor's path; SciPy stays a test dependency to hold it to them: on the exact problems the
 built-in profiles pose, on generated problems, and through the whole estimator.
 """
@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 from scipy.optimize import nnls as scipy_nnls
 
-from sparktop.sweep import estimator, surface
-from sparktop.sweep.fitmath import lstsq, minimize_bounded, nnls
-from sparktop.sweep.profile import builtin_profile_names, load_profile
+from sparktop.sweep.estimator import estimator, surface
+from sparktop.sweep.estimator.fitmath import lstsq, minimize_bounded, nnls
+from sparktop.sweep.profiles.builtin import builtin_profile_names
+from sparktop.sweep.profiles.loader import load_profile
 
 
 def _residual(a: list[list[float]], x: list[float], b: list[float]) -> float:

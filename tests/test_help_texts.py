@@ -9,7 +9,7 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.sim.scenarios import SCENARIOS, fault_names, timeline
-from sparktop.sweep.profile import builtin_profile_names
+from sparktop.sweep.profiles.builtin import builtin_profile_names
 
 
 def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:

@@ -11,8 +11,9 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.errors import UserError
-from sparktop.sweep.import_formats import import_results
-from sparktop.sweep.profile import Profile, load_profile_file
+from sparktop.sweep.profiles.import_formats import import_results
+from sparktop.sweep.profiles.loader import load_profile_file
+from sparktop.sweep.profiles.profile import Profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 BENCHY = FIXTURES / "llama-benchy-0.4.0-qwen3.5-9b-llamacpp-pp1024-tg32.json"

@@ -14,8 +14,9 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.errors import UserError
-from sparktop.sweep.import_formats import import_profile, import_results
-from sparktop.sweep.profile import Profile, load_profile_file
+from sparktop.sweep.profiles.import_formats import import_profile, import_results
+from sparktop.sweep.profiles.loader import load_profile_file
+from sparktop.sweep.profiles.profile import Profile
 
 REAL = Path(__file__).parent / "fixtures" / "importers" / "real-vllm-0.32.0"
 VLLM = REAL / "vllm-bench"

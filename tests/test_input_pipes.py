@@ -20,7 +20,8 @@ from sparktop import inputfile
 from sparktop.cli import main
 from sparktop.errors import UserError
 from sparktop.inventory import Inventory, load_inventory
-from sparktop.sweep.profile import Profile, load_profile, load_profile_file
+from sparktop.sweep.profiles.loader import load_profile, load_profile_file
+from sparktop.sweep.profiles.profile import Profile
 from tests.fifo_helpers import finishes
 
 INVENTORY = "cluster: piped\nnodes:\n  - {name: spark-1, host: 127.0.0.1}\n"

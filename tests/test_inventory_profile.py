@@ -15,7 +15,8 @@ from sparktop.cli import main
 from sparktop.errors import UserError
 from sparktop.inventory import load_inventory, parse_inventory
 from sparktop.plan import Plan
-from sparktop.sweep.profile import DEFAULT_PROFILE, builtin_profile_names
+from sparktop.sweep.profiles.builtin import builtin_profile_names
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
 NODES = "nodes:\n  - {name: spark-1, host: 127.0.0.1}\n"
 

@@ -13,8 +13,8 @@ from sparktop.record.tick import Tick, make_header
 from sparktop.record.writer import Recorder
 from sparktop.sim.engine import LoadSpec
 from sparktop.sources.engines.source import EngineSource
-from sparktop.sweep.learn import bucket, learn_cells
-from sparktop.sweep.profile import load_profile_file
+from sparktop.sweep.profiles.loader import load_profile_file
+from sparktop.sweep.runner.learn import bucket, learn_cells
 from tests.sim_helpers import engine_sample, running_sim
 
 TICKS = 40
@@ -68,7 +68,7 @@ async def test_a_recording_of_the_simulator_becomes_a_profile(tmp_path: Path) ->
 
 
 def test_a_recording_that_states_no_limits_omits_the_block_and_says_why() -> None:
-    from sparktop.sweep.learn import recorded_limits
+    from sparktop.sweep.runner.learn import recorded_limits
     from tests.ui.fakes import engine
 
     bare = engine(max_model_len=NA("not asked"), max_num_seqs=NA("not exported"),

@@ -16,8 +16,8 @@ import pytest
 from sparktop.cli import main
 from sparktop.errors import RuntimeFailure
 from sparktop.sources.engines.kinds import KINDS
-from sparktop.sweep.bench_prompts import PromptMaker, _tokenize_ids, endpoint_maker
-from sparktop.sweep.exact_tokens import EndpointTokenizer
+from sparktop.sweep.runner.bench_prompts import PromptMaker, _tokenize_ids, endpoint_maker
+from sparktop.sweep.tokens.exact_tokens import EndpointTokenizer
 from sparktop.testing.http_stub import serve_threaded
 from sparktop.testing.llamacpp_stub import (
     N_CTX_SLOT,

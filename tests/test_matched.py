@@ -1,5 +1,5 @@
-"""The expected row over the live window's own load (sparktop.sweep.matched): the deriver keeps
-the running counts and the finished prompt lengths of the window, and the profile's cells are
+"""The expected row over the live window's own load (sparktop.sweep.expected.matched): the deriver
+keeps the running counts and the finished prompt lengths of the window, and the profile's cells are
 combined as the live statistics combine their observations."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from sparktop.model import EngineSample, is_num
 from sparktop.sources.engines.metrics import MetricsDeriver
 from sparktop.sources.engines.reading import WANTED
 from sparktop.sources.exposition.page import parse_page
-from sparktop.sweep.estimator import estimate
-from sparktop.sweep.matched import cached_estimator, window_expected, window_load
-from sparktop.sweep.profile import load_profile
+from sparktop.sweep.estimator.estimator import estimate
+from sparktop.sweep.expected.matched import cached_estimator, window_expected, window_load
+from sparktop.sweep.profiles.loader import load_profile
 from sparktop.testing.vllm_page import FakeVllm, Load
 
 PROFILE = load_profile("4x-spark-dsv41-flash-1017")
@@ -102,8 +102,9 @@ def test_a_running_count_without_data_is_said_against_the_headers_statistic() ->
     """The strip's header gives the window's running range and its mean ("running 4–12
     (mean 4.6)"); a count in that range the profile has no column for is said as that count
     of this window, with the same mean and range, not as a bare concurrency."""
-    from sparktop.sweep.matched import Load, cached_estimator, expected_for
-    from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+    from sparktop.sweep.expected.matched import Load, cached_estimator, expected_for
+    from sparktop.sweep.profiles.loader import load_profile
+    from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
     estimator = cached_estimator(load_profile(DEFAULT_PROFILE))  # columns 1, 2, 4, 8
     load = Load(((4, 27.0), (12, 3.0)), ((4000.0, 1.0),), ((4000.0, 1.0),), 30.0)
@@ -147,8 +148,8 @@ def test_one_short_request_on_an_idle_engine_is_too_little_load_said_plainly() -
 def test_a_prompt_off_the_table_is_the_estimators_reason_not_a_running_count() -> None:
     """Two running counts, both with data at other prompts: a 325-token prompt is off the
     table for every count, so the reason is the prompt's, not "running reached 1 …"."""
-    from sparktop.sweep.matched import Load as WindowLoad
-    from sparktop.sweep.matched import expected_for
+    from sparktop.sweep.expected.matched import Load as WindowLoad
+    from sparktop.sweep.expected.matched import expected_for
 
     load = WindowLoad(((1, 20.0), (2, 10.0)), ((325.0, 3.0),), ((325.0, 3.0),), 30.0)
     got = expected_for(cached_estimator(PROFILE), load, "")
@@ -219,7 +220,7 @@ def test_span_median_reads_a_histogram_as_histogram_quantile_does() -> None:
     from sparktop.model import Quantile
     from sparktop.sources.engines.histread import Hist
     from sparktop.sources.engines.quantile import histogram_quantile
-    from sparktop.sweep.mixture import span_median
+    from sparktop.sweep.expected.mixture import span_median
 
     rng = random.Random(7)
     for _ in range(200):
@@ -246,7 +247,7 @@ def test_a_profile_measured_on_another_model_is_said_beside_the_row() -> None:
     its Hugging Face id is the same model, one serving anything else gets a note (in the
     monitor's strip, the alert message and the snapshot line), and the row is still shown."""
     from sparktop.alerts.engine import profile_expected
-    from sparktop.sweep.matched import MatchedExpected, model_mismatch
+    from sparktop.sweep.expected.matched import MatchedExpected, model_mismatch
     from sparktop.ui.expected import DeficitClock, expected_lines
 
     other = load_profile("2x-spark-dsv4-flash-0731")

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from sparktop.sweep.mixture import Span, point_median, span_median
+from sparktop.sweep.expected.mixture import Span, point_median, span_median
 
 
 def _by_definition(spans: list[Span]) -> float:

@@ -16,7 +16,8 @@ from sparktop.errors import UserError
 from sparktop.inventory import load_inventory
 from sparktop.plan import Plan
 from sparktop.report.engines import KEY_OF
-from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+from sparktop.sweep.profiles.loader import load_profile
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 from sparktop.testing.http_stub import Reply, models_route
 from sparktop.testing.vllm_page import FakeVllm
 from sparktop.ui.app import SparktopApp

@@ -1,5 +1,5 @@
-"""The built-in profiles' precomputed JSON (sparktop.sweep.precomputed) is what a fresh parse
-of their YAML and a fresh fit give, and a JSON that does not match its YAML is ignored."""
+"""The built-in profiles' precomputed JSON (sparktop.sweep.profiles.precomputed) is what a fresh
+parse of their YAML and a fresh fit give, and a JSON that does not match its YAML is ignored."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import json
 
 import pytest
 
-from sparktop.sweep import estimator, precomputed
-from sparktop.sweep.builtin import FOLDER, builtin_profile_names
-from sparktop.sweep.profile import load_profile
-from sparktop.sweep.profile_file import parse_profile
+from sparktop.sweep.estimator import estimator
+from sparktop.sweep.profiles import precomputed
+from sparktop.sweep.profiles.builtin import FOLDER, builtin_profile_names
+from sparktop.sweep.profiles.loader import load_profile
+from sparktop.sweep.profiles.profile_file import parse_profile
 from tests.conftest import REPO
 
 

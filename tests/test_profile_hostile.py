@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sparktop.errors import UserError
-from sparktop.sweep.profile import load_profile
+from sparktop.sweep.profiles.loader import load_profile
 from sparktop.yamltree import MAX_DEPTH, MAX_VALUES
 from tests.conftest import CASES
 

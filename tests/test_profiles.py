@@ -11,12 +11,9 @@ import pytest
 
 from sparktop.errors import UserError
 from sparktop.model import NA
-from sparktop.sweep.profile import (
-    DEFAULT_PROFILE,
-    builtin_profile_names,
-    load_profile,
-    user_profile_paths,
-)
+from sparktop.sweep.profiles.builtin import builtin_profile_names
+from sparktop.sweep.profiles.loader import load_profile, user_profile_paths
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 from tests.conftest import PROFILES, REPO
 
 TWO = "2x-spark-dsv4-flash-0731"
@@ -242,8 +239,8 @@ def _bench(concurrency: int | None, prompt: int, **extra: object) -> dict[str, o
 
 def test_import_vllm_bench_results(tmp_path: Path) -> None:
     """``vllm bench serve --save-result`` files (one per run, or one per line) through the one
-    importer ``profiles --import`` uses (:mod:`sparktop.sweep.import_formats`)."""
-    from sparktop.sweep.import_formats import import_results
+    importer ``profiles --import`` uses (:mod:`sparktop.sweep.profiles.import_formats`)."""
+    from sparktop.sweep.profiles.import_formats import import_results
 
     (tmp_path / "a.json").write_text(json.dumps(_bench(1, 1000)), encoding="utf-8")
     lines = [json.dumps(_bench(2, 1000)), json.dumps(_bench(2, 4000, mean_ttft_ms=2000.0))]
@@ -261,7 +258,7 @@ def test_import_vllm_bench_results(tmp_path: Path) -> None:
 
 
 def test_import_rejects_incomplete_results(tmp_path: Path) -> None:
-    from sparktop.sweep.import_formats import import_results
+    from sparktop.sweep.profiles.import_formats import import_results
 
     (tmp_path / "a.json").write_text(json.dumps(_bench(1, 1000, mean_tpot_ms=None)))
     with pytest.raises(UserError, match=r"a\.json: .*mean_tpot_ms"):

@@ -23,8 +23,8 @@ from sparktop.inventory import load_inventory
 from sparktop.model import is_num
 from sparktop.plan import Plan
 from sparktop.sim.promrun import free_port, until
-from sparktop.sweep.bench_client import stream_completion
-from sparktop.sweep.profile import load_profile_file
+from sparktop.sweep.profiles.loader import load_profile_file
+from sparktop.sweep.runner.bench_client import stream_completion
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.text_block import TextBlock

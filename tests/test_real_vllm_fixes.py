@@ -22,9 +22,9 @@ from sparktop.model import is_num
 from sparktop.sources.engines.metrics import NOW_WINDOW_S, MetricsDeriver
 from sparktop.sources.engines.reading import parse_engine_page, read_page
 from sparktop.sources.engines.source import EngineSource, scrape_once
-from sparktop.sweep.budget import compute_budget
-from sparktop.sweep.ceiling import Verdict
-from sparktop.sweep.profile import load_profile
+from sparktop.sweep.budget.budget import compute_budget
+from sparktop.sweep.budget.ceiling import Verdict
+from sparktop.sweep.profiles.loader import load_profile
 from tests.real_vllm_plugin import RealVllm
 from tests.sim_helpers import until
 from tests.test_budget_ceiling import CASES

@@ -35,7 +35,7 @@ import pytest
 
 from sparktop.alerts import Severity
 from sparktop.alerts.expected_rules import Deficit
-from sparktop.sweep.profile import load_profile_file
+from sparktop.sweep.profiles.loader import load_profile_file
 from sparktop.testing.real_vllm_cpus import start_busy, stop_busy, worker_cpus
 from sparktop.testing.real_vllm_server import START_TIMEOUT_S
 from tests.real_vllm_load import LoadDriver, Monitor

@@ -34,7 +34,8 @@ from sparktop.record import Recorder, Recording, make_header, read_ticks, tick_f
 from sparktop.record import writer as writer_module
 from sparktop.record.codec import CodecError, decode, encode
 from sparktop.record.tick import Tick, redact, tick_to_json
-from sparktop.sweep.profile import Profile, load_profile
+from sparktop.sweep.profiles.loader import load_profile
+from sparktop.sweep.profiles.profile import Profile
 from tests.alert_samples import engine, node
 
 FULL_GPU = GpuSample(

@@ -19,11 +19,12 @@ from sparktop.commands.sweep_flow import suggested_cell
 from sparktop.errors import UserError
 from sparktop.exporter.judgements import Judgements, SourceStats
 from sparktop.model import EngineSample, Quantile
-from sparktop.sweep.counts import looks_like_number, parse_count
-from sparktop.sweep.estimator import estimate
-from sparktop.sweep.profile import Profile, load_profile
-from sparktop.sweep.send_now import lesson
-from sparktop.sweep.tokens import TokenCount
+from sparktop.sweep.budget.counts import looks_like_number, parse_count
+from sparktop.sweep.budget.send_now import lesson
+from sparktop.sweep.estimator.estimator import estimate
+from sparktop.sweep.profiles.loader import load_profile
+from sparktop.sweep.profiles.profile import Profile
+from sparktop.sweep.tokens.tokens import TokenCount
 from sparktop.ui.budget_view import BudgetInputs, budget_lines
 from tests.alert_samples import cluster, engine
 

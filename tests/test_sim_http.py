@@ -175,8 +175,9 @@ def test_the_simulator_serves_the_model_its_profile_measured() -> None:
     from sparktop.sim.model import SimCluster
     from sparktop.sim.rates import ProfileRates
     from sparktop.sim.runner import served_model
-    from sparktop.sweep.matched import model_mismatch
-    from sparktop.sweep.profile import builtin_profile_names, load_profile
+    from sparktop.sweep.expected.matched import model_mismatch
+    from sparktop.sweep.profiles.builtin import builtin_profile_names
+    from sparktop.sweep.profiles.loader import load_profile
 
     served = {}
     # The built-ins that state the limits a simulator needs (the 10-15 comparison profile

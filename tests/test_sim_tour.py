@@ -23,7 +23,7 @@ from sparktop.plan import Plan
 from sparktop.sim.clock import SimClock
 from sparktop.sim.runner import SimHandle, SimOptions, start_sim
 from sparktop.sim.scenarios import SCENARIOS, TOUR_LONG_PROMPT_TOKENS, Act
-from sparktop.sweep.profile import load_profile
+from sparktop.sweep.profiles.loader import load_profile
 from tests.sim_helpers import running_sim, samples
 
 TOUR = SCENARIOS["tour"]

@@ -14,9 +14,9 @@ import httpx
 from sparktop.inventory import load_inventory
 from sparktop.plan import Plan
 from sparktop.sim.runner import SimHandle
-from sparktop.sweep.estimator import estimate
-from sparktop.sweep.profile import load_profile_file
-from sparktop.sweep.sweep_state import read_runs, runs_path
+from sparktop.sweep.estimator.estimator import estimate
+from sparktop.sweep.profiles.loader import load_profile_file
+from sparktop.sweep.runner.sweep_state import read_runs, runs_path
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from tests.sim_helpers import samples

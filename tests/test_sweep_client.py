@@ -15,13 +15,13 @@ import pytest
 from aiohttp import ClientConnectionResetError, web
 
 from sparktop.sources.engines.kinds import Tokenize
-from sparktop.sweep.bench_client import (
+from sparktop.sweep.runner.bench_client import (
     LineTooLong,
     RequestResult,
     capped_lines,
     stream_completion,
 )
-from sparktop.sweep.sweep_cells import CellRuns, cell_figures, no_figures_reason, run_figures
+from sparktop.sweep.runner.sweep_cells import CellRuns, cell_figures, no_figures_reason, run_figures
 
 
 @asynccontextmanager
@@ -211,7 +211,7 @@ async def test_discovery_is_bounded_per_request_not_per_read(
     """``sweep``'s client reads with ``--timeout`` (1,800 s) per read: a server trickling
     ``/v1/models`` held the sweep before it began. Each discovery request has a deadline."""
     from sparktop.errors import RuntimeFailure
-    from sparktop.sweep import sweep_run
+    from sparktop.sweep.runner import sweep_run
 
     monkeypatch.setattr(sweep_run, "DISCOVERY_STEP_S", 0.5)
 
@@ -248,7 +248,7 @@ async def test_discovery_is_bounded_per_request_not_per_read(
 
 async def test_a_trickling_tokenize_is_cut_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     from sparktop.errors import RuntimeFailure
-    from sparktop.sweep import bench_prompts
+    from sparktop.sweep.runner import bench_prompts
 
     monkeypatch.setattr(bench_prompts, "TOKENIZE_DEADLINE_S", 0.5)
 

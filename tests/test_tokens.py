@@ -13,9 +13,9 @@ import pytest
 
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import NA
-from sparktop.sweep import exact_tokens as ex
-from sparktop.sweep import scan
-from sparktop.sweep import tokens as tk
+from sparktop.sweep.tokens import exact_tokens as ex
+from sparktop.sweep.tokens import scan
+from sparktop.sweep.tokens import tokens as tk
 from sparktop.testing.http_stub import serve_threaded
 from tests.fifo_helpers import finishes
 
@@ -160,7 +160,7 @@ def _closed_port() -> int:
 
 
 def test_count_via_endpoint(tokenize_url: str) -> None:
-    count = tk.count_via_endpoint(tokenize_url + "/", "one two three")
+    count = ex.count_with_endpoint(tokenize_url + "/", "one two three")
     assert count.tokens == 3 and count.exact and count.method == "exact (/tokenize)"
     assert count.max_model_len == 4096
 
@@ -178,9 +178,9 @@ def test_scan_with_endpoint_counts_each_file(tokenize_url: str, tmp_path: Path) 
 
 def test_endpoint_down_or_wrong_is_a_runtime_failure(tokenize_url: str) -> None:
     with pytest.raises(RuntimeFailure, match="unreachable"):
-        tk.count_via_endpoint(f"http://127.0.0.1:{_closed_port()}", "x")
+        ex.count_with_endpoint(f"http://127.0.0.1:{_closed_port()}", "x")
     with pytest.raises(RuntimeFailure, match="HTTP 404"):
-        tk.count_via_endpoint(tokenize_url + "/v1", "x")
+        ex.count_with_endpoint(tokenize_url + "/v1", "x")
 
 
 def _tiny_tokenizer(path: Path) -> Path:
@@ -195,10 +195,10 @@ def _tiny_tokenizer(path: Path) -> Path:
 
 def test_count_via_tokenizer(tmp_path: Path) -> None:
     path = _tiny_tokenizer(tmp_path / "tokenizer.json")
-    count = tk.count_via_tokenizer(path, "hello world hello!")
+    count = ex.count_with_tokenizer(path, "hello world hello!")
     assert count.tokens == 4 and count.method == "exact (tokenizer.json)"
     assert isinstance(count.chars_per_token, NA)
-    assert tk.count_via_tokenizer(tmp_path, "hello").tokens == 1  # a folder holding one
+    assert ex.count_with_tokenizer(tmp_path, "hello").tokens == 1  # a folder holding one
     with pytest.raises(UserError, match="not found"):
         ex.load_tokenizer(tmp_path / "absent.json")
     (tmp_path / "bad.json").write_text("{", encoding="utf-8")

@@ -21,10 +21,16 @@ from sparktop.model import NA, EngineSample, EngineState, Quantile
 from sparktop.sources.engines.histread import Hist
 from sparktop.sources.engines.quantile import histogram_quantile
 from sparktop.sources.engines.window import Snap, first_tokens
-from sparktop.sweep.estimator import Basis, Estimated
-from sparktop.sweep.load import Load, binned
-from sparktop.sweep.matched import cached_estimator, expected_for, model_mismatch, window_load
-from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+from sparktop.sweep.estimator.estimator import Basis, Estimated
+from sparktop.sweep.expected.load import Load, binned
+from sparktop.sweep.expected.matched import (
+    cached_estimator,
+    expected_for,
+    model_mismatch,
+    window_load,
+)
+from sparktop.sweep.profiles.loader import load_profile
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 from sparktop.ui.engine_views import engine_state, title_groups
 from sparktop.ui.views import ViewConfig
 from tests.alert_samples import cluster, engine, node

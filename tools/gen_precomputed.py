@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Write each built-in profile's precomputed form (``sparktop/sweep/profiles/<name>.json``):
-the profile as parsed from its YAML and the estimator's fit (:mod:`sparktop.sweep.precomputed`).
+the profile as parsed from its YAML and the estimator's fit
+(:mod:`sparktop.sweep.profiles.precomputed`).
 
 Run it after changing a built-in YAML (``tools/gen_profiles.py``) or the estimator's fit:
 
@@ -17,10 +18,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sparktop.sweep import precomputed  # noqa: E402
-from sparktop.sweep.builtin import builtin_profile_names  # noqa: E402
-from sparktop.sweep.estimator import choose_designs  # noqa: E402
-from sparktop.sweep.profile_file import parse_profile  # noqa: E402
+from sparktop.sweep.estimator.estimator import choose_designs  # noqa: E402
+from sparktop.sweep.profiles import precomputed  # noqa: E402
+from sparktop.sweep.profiles.builtin import builtin_profile_names  # noqa: E402
+from sparktop.sweep.profiles.profile_file import parse_profile  # noqa: E402
 
 FOLDER = REPO / "sparktop" / "sweep" / "profiles"
 

@@ -2,8 +2,8 @@
 
 One list of comparisons for an engine's window, shared by the monitor's expected strip and
 ``snapshot`` (text and ``--json``), so both say the same thing. The expected figures are the
-window-matched row (:func:`sparktop.sweep.matched.window_expected`); the live ones are defined
-like the columns (:mod:`sparktop.alerts.live`). A comparison whose two figures are defined
+window-matched row (:func:`sparktop.sweep.expected.matched.window_expected`); the live ones are
+defined like the columns (:mod:`sparktop.alerts.live`). A comparison whose two figures are defined
 differently (a decode-only profile aggregate beside the live end-to-end rate) is shown, never
 flagged; a live value inside the estimator's band is never a deficit.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from sparktop.alerts.live import live_decode, live_ttft
 from sparktop.model import NA, EngineSample, Num, Quantile, is_num
-from sparktop.sweep.estimator import Estimated
-from sparktop.sweep.matched import WindowExpected
+from sparktop.sweep.estimator.estimator import Estimated
+from sparktop.sweep.expected.matched import WindowExpected
 
 AGGREGATE_KINDS = {
     "end_to_end": "end-to-end",

@@ -23,9 +23,9 @@ class Expected:
     no data (the estimator said "no data"). ``*_low`` / ``*_high``: the estimator's
     uncertainty band (same units; None: no band, the % threshold alone decides). A live value
     inside the band is not a deficit. ``prompt_tokens`` / ``concurrency`` are the window's mean
-    load (:mod:`sparktop.sweep.matched`); ``load`` says it in words and ``window_s`` how long
-    the window is (None: the instant reading, no window yet). ``model_note``: set when the
-    profile looks like another model's (:func:`sparktop.sweep.matched.model_mismatch`).
+    load (:mod:`sparktop.sweep.expected.matched`); ``load`` says it in words and ``window_s`` how
+    long the window is (None: the instant reading, no window yet). ``model_note``: set when the
+    profile looks like another model's (:func:`sparktop.sweep.expected.matched.model_mismatch`).
     """
 
     prompt_tokens: float

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from sparktop.alerts.comparisons import comparisons
 from sparktop.model import NA, EngineSample, is_num
-from sparktop.sweep.curve import OperatingPoint
-from sparktop.sweep.matched import WindowExpected
+from sparktop.sweep.expected.curve import OperatingPoint
+from sparktop.sweep.expected.matched import WindowExpected
 
 
 def _wmean(pairs: tuple[tuple[float, float], ...], default: float) -> float:

@@ -25,9 +25,9 @@ from sparktop.alerts.rules import ENGINE_SCOPED, NODE_SCOPED, RULES, Rule, evalu
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, is_num
-from sparktop.sweep.estimator import Estimated
-from sparktop.sweep.matched import MatchedExpected
-from sparktop.sweep.profile import Profile
+from sparktop.sweep.estimator.estimator import Estimated
+from sparktop.sweep.expected.matched import MatchedExpected
+from sparktop.sweep.profiles.profile import Profile
 
 
 @dataclass(slots=True)
@@ -48,7 +48,7 @@ class AlertEngine:
 
     ``thresholds`` default to :class:`Thresholds`'s. ``profile`` gives the expected row (via
     the sweep estimator) and a fallback SM-clock baseline; ``matched`` is that row shared with
-    the monitor's expected strip (:class:`~sparktop.sweep.matched.MatchedExpected`, built
+    the monitor's expected strip (:class:`~sparktop.sweep.expected.matched.MatchedExpected`, built
     from ``profile`` when not given); ``expected`` overrides how the expected row is computed.
     ``tp_groups`` maps engine → its tensor-parallel nodes; ``max_num_seqs`` engine → the
     limit when ``/metrics`` lacks it.
@@ -241,10 +241,10 @@ def profile_expected(
 ) -> ExpectedFn | None:
     """An :data:`ExpectedFn` that asks the sweep estimator for the live window's load.
 
-    The load is the window's (:func:`sparktop.sweep.matched.window_load`): the time-weighted
-    running counts and the prompt lengths that finished, each cell estimated and combined as
-    the live statistic combines its observations. ``matched`` (default: one of its own for
-    ``profile``) computes that row once per sample, for every caller that holds it.
+    The load is the window's (:func:`sparktop.sweep.expected.matched.window_load`): the
+    time-weighted running counts and the prompt lengths that finished, each cell estimated and
+    combined as the live statistic combines its observations. ``matched`` (default: one of its own
+    for ``profile``) computes that row once per sample, for every caller that holds it.
     """
     if profile is None:
         return None

@@ -1,8 +1,8 @@
 """Expected-row rules: live TTFT / decode against the sweep profile, and the TP straggler.
 
 The expected figures are computed for the live window's own load and combined as the live
-statistic is (:mod:`sparktop.sweep.matched`): the time-weighted running counts and the prompt
-lengths that finished in the window; each live figure is defined like the profile column it
+statistic is (:mod:`sparktop.sweep.expected.matched`): the time-weighted running counts and the
+prompt lengths that finished in the window; each live figure is defined like the profile column it
 is compared with (:mod:`sparktop.alerts.live`: TTFT without the queue, per-request decode).
 Live per-stream decode is 1 / mean TPOT or ITL (Δ``_sum`` / Δ``_count`` over the window),
 compared with the profile's per-request decode column. Not ITL p50: with vLLM's

@@ -10,8 +10,8 @@
   Δcount, exact per token), else 1 / mean per-request TPOT
   (``request_time_per_output_token_seconds``). Both have the same expectation when requests
   have equal outputs (a request's tokens are counted once either way: Σ weights / Σ weights ×
-  rate), and the expected row weighs its cells so (:mod:`sparktop.sweep.matched`). ITL first:
-  it is observed per token as it is generated, so it follows the window's load, where TPOT is
+  rate), and the expected row weighs its cells so (:mod:`sparktop.sweep.expected.matched`). ITL
+  first: it is observed per token as it is generated, so it follows the window's load, where TPOT is
   observed at the finish and spans the request's whole decode (on the simulator it reads 3–5 %
   below 1 / ITL at a steady load, its scheduling steps counted in).
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from sparktop.alerts.engine_rules import windowed
 from sparktop.model import EngineSample, Quantile, is_num
-from sparktop.sweep.matched import window_load
+from sparktop.sweep.expected.matched import window_load
 
 
 @dataclass(frozen=True, slots=True)

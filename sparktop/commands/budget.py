@@ -20,7 +20,7 @@ from sparktop.safe_text import (
     without_credentials,
 )
 from sparktop.sources.engines.kinds import KINDS
-from sparktop.sweep.counts import check_count, parse_size
+from sparktop.sweep.budget.counts import check_count, parse_size
 
 DESCRIPTION = """\
 Budget a context before sending it: count its tokens, check it against max_model_len, the
@@ -186,8 +186,8 @@ def _api_key(args: argparse.Namespace) -> str | None:
 
 def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeFailure | None]:
     """The token count, and the endpoint's failure when the exact count fell back."""
-    from sparktop.sweep import scan
-    from sparktop.sweep import tokens as tk
+    from sparktop.sweep.tokens import scan
+    from sparktop.sweep.tokens import tokens as tk
 
     if args.prompt_tokens is not None:
         return tk.TokenCount(args.prompt_tokens, "given", source="--prompt-tokens"), None
@@ -195,11 +195,11 @@ def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeF
     method = "estimated"
     endpoint = None
     if args.tokenizer:
-        from sparktop.sweep import exact_tokens as ex
+        from sparktop.sweep.tokens import exact_tokens as ex
 
         exact, method = ex.load_tokenizer(args.tokenizer), "exact (tokenizer.json)"
     elif args.endpoint:
-        from sparktop.sweep import exact_tokens as ex
+        from sparktop.sweep.tokens import exact_tokens as ex
 
         endpoint = ex.EndpointTokenizer(args.endpoint, api_key, kind=args.kind)
         exact, method = endpoint, "exact (/tokenize)"
@@ -250,7 +250,7 @@ def _tcp_reason(url: str, timeout_s: float = 3.0) -> str | None:
     import socket
     from urllib.parse import urlsplit
 
-    from sparktop.sweep.exact_tokens import connect_reason
+    from sparktop.sweep.tokens.exact_tokens import connect_reason
 
     try:
         parts = urlsplit(url)
@@ -323,8 +323,9 @@ def _run(args: argparse.Namespace) -> int:
         from sparktop.ui.curve_file import check_plot_path
 
         check_plot_path(args.plot)
-    from sparktop.sweep.budget import Origin, budget_json, compute_budget, render_budget
-    from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+    from sparktop.sweep.budget.budget import Origin, compute_budget
+    from sparktop.sweep.profiles.loader import load_profile
+    from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
     profile = load_profile(args.profile or DEFAULT_PROFILE)
     api_key = _api_key(args)
@@ -353,10 +354,15 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.concurrency is None:
         budget = dataclasses.replace(budget, concurrency_origin=Origin.DEFAULT)
+    # Each report loads only with the output asked for (the JSON one loads the sample types).
     if args.json:
-        text = dumps_printable(budget_json(budget), indent=2) + "\n"
+        from sparktop.report.budget_json import to_json
+
+        text = dumps_printable(to_json(budget), indent=2) + "\n"
     else:
-        text = printable_lines(render_budget(budget))
+        from sparktop.report.budget_text import render_text
+
+        text = printable_lines(render_text(budget))
     sys.stdout.write(cut_credentials(text, args.endpoint) if args.endpoint else text)
     if args.plot is not None:
         from sparktop.ui.curve_file import budget_panels, write_plot

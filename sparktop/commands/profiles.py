@@ -15,7 +15,7 @@ from sparktop.commands.profiles_compare import (
 )
 from sparktop.errors import UserError
 from sparktop.safe_text import dumps_printable, printable, printable_lines
-from sparktop.sweep.builtin import builtin_profile_names
+from sparktop.sweep.profiles.builtin import builtin_profile_names
 
 DESCRIPTION = """\
 Sweep profiles are benchmark tables of one serving setup (prompt length x concurrency ->
@@ -105,7 +105,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _import(args: argparse.Namespace) -> int:
     import re
 
-    from sparktop.sweep.import_formats import import_profile
+    from sparktop.sweep.profiles.import_formats import import_profile
 
     if not args.name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", args.name):
         flag = "--import" if args.import_files else "--from-recording"
@@ -129,7 +129,7 @@ def _import(args: argparse.Namespace) -> int:
         for flag in flags:  # also in the profile's notes; said here so nobody misses it
             print(printable(f"warning: {flag}"), file=sys.stderr)
     else:
-        from sparktop.sweep.learn import learn_profile
+        from sparktop.sweep.runner.learn import learn_profile
 
         text = learn_profile(args.from_recording, args.name, limits=limits)
     return _emit(args, text)
@@ -182,14 +182,14 @@ def _summary(profile: Any) -> str:
 
 
 def _list(as_json: bool) -> int:
-    from sparktop.sweep.profile import (
-        DEFAULT_PROFILE,
-        builtin_profile_names,
+    from sparktop.sweep.profiles.builtin import builtin_profile_names
+    from sparktop.sweep.profiles.loader import (
         load_profile,
         load_profile_file,
         user_profile_dir,
         user_profile_paths,
     )
+    from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
     entries: list[dict[str, Any]] = []
     for name in builtin_profile_names():
@@ -283,7 +283,7 @@ def _profile_json(profile: Any) -> dict[str, Any]:
 
 
 def _show(name: str, as_json: bool) -> int:
-    from sparktop.sweep.profile import load_profile
+    from sparktop.sweep.profiles.loader import load_profile
 
     profile = load_profile(name)
     if as_json:

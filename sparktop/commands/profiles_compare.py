@@ -1,5 +1,5 @@
 """``sparktop profiles --compare OLD NEW`` and ``sparktop sweep --compare-to PROFILE``: print a
-profile comparison (:mod:`sparktop.sweep.compare`) and gate on regressions."""
+profile comparison (:mod:`sparktop.sweep.compare.compare`) and gate on regressions."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def print_comparison(old: Any, new: Any, as_json: bool, pct: float | None) -> in
     """Compare profile ``new`` against ``old``, print it to stdout (text or JSON) and return
     the exit status (0, or :data:`REGRESSED`)."""
     from sparktop.report.compare_text import render_text, to_json
-    from sparktop.sweep.compare import compare
+    from sparktop.sweep.compare.compare import compare
 
     comparison = compare(old, new)
     if as_json:

@@ -81,7 +81,7 @@ def _check_recording_path(path: Path) -> None:
     """A recording is a regular file (read twice: indexed, then decoded); say what it is not."""
     import stat
 
-    from sparktop.sweep.tokens import file_kind
+    from sparktop.sweep.tokens.tokens import file_kind
 
     try:
         mode = path.stat().st_mode

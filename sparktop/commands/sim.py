@@ -15,7 +15,7 @@ from sparktop.errors import UserError
 from sparktop.sim.requests import LoadSpec
 from sparktop.sim.scenarios import SCENARIOS
 from sparktop.sim.signals import STOP_SIGNALS
-from sparktop.sweep.profile import DEFAULT_PROFILE
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
     from sparktop.sim.runner import SimOptions

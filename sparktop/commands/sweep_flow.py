@@ -25,16 +25,18 @@ from rich.progress import (
 
 from sparktop import __version__
 from sparktop.errors import RuntimeFailure, UserError
+from sparktop.plan import load_named
 from sparktop.safe_console import PrintableConsole
-from sparktop.sweep.bench_prompts import (
+from sparktop.sweep.profiles.loader import load_profile_file
+from sparktop.sweep.profiles.profile import Profile
+from sparktop.sweep.runner.bench_prompts import (
     PromptMaker,
     approximate_maker,
     endpoint_maker,
     tokenizer_maker,
 )
-from sparktop.sweep.profile import Profile, load_profile_file
-from sparktop.sweep.sweep_cells import CellRuns, cell_figures, no_figures_reason
-from sparktop.sweep.sweep_run import (
+from sparktop.sweep.runner.sweep_cells import CellRuns, cell_figures, no_figures_reason
+from sparktop.sweep.runner.sweep_run import (
     Runner,
     ServerInfo,
     cell_name,
@@ -43,7 +45,7 @@ from sparktop.sweep.sweep_run import (
     estimate_cells,
     nearest_profile,
 )
-from sparktop.sweep.sweep_state import (
+from sparktop.sweep.runner.sweep_state import (
     Plan,
     Provenance,
     RunsFile,
@@ -159,7 +161,7 @@ class SweepFlow:
         )
 
     def _show_plan(self, plan: Plan, info: ServerInfo, todo: list[tuple[str, int, int]]) -> None:
-        profile = nearest_profile(plan.model)
+        profile = nearest_profile(plan.model, load_named)
         est_s, unknown = self._estimate(plan, profile, todo)
         prompts = ", ".join(lab for lab, _ in plan.prompts)
         self.say(f"sweep of {plan.endpoint}  model {plan.model}  server {info.version}")

@@ -1,7 +1,7 @@
 """The inventory's ``profile:``: a sweep profile that must exist, checked when the file loads.
 
 A name is a built-in profile or one in the user profile directory
-(:func:`sparktop.sweep.profile.load_profile`); a path (contains ``/``, starts with ``~`` or
+(:func:`sparktop.sweep.profiles.loader.load_profile`); a path (contains ``/``, starts with ``~`` or
 ``.``, or ends in ``.yaml``/``.yml``) is read relative to the inventory's own directory and
 stored absolute, so every later reader finds the same file whatever the working directory.
 Only the name or the file's existence is checked here; the plan (:mod:`sparktop.plan`) loads
@@ -15,11 +15,8 @@ import os
 from pathlib import Path
 
 from sparktop.errors import UserError
-from sparktop.sweep.profile import (
-    PROFILE_SUFFIXES,
-    builtin_profile_names,
-    user_profile_paths,
-)
+from sparktop.sweep.profiles.builtin import PROFILE_SUFFIXES, builtin_profile_names
+from sparktop.sweep.profiles.loader import user_profile_paths
 
 
 def looks_like_path(name: str) -> bool:

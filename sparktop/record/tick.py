@@ -23,7 +23,7 @@ from sparktop.cluster import ClusterState, gpu_subject
 from sparktop.model import EngineSample, NodeSample
 from sparktop.record.codec import CodecError, decode, encode
 from sparktop.safe_text import without_credentials
-from sparktop.sweep.profile import Profile
+from sparktop.sweep.profiles.profile import Profile
 
 if TYPE_CHECKING:
     from sparktop.inventory import Inventory

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from sparktop.model import NA, is_num
-from sparktop.sweep.budget import SCHEMA, Budget, Figure, Origin
-from sparktop.sweep.estimator import Estimated
+from sparktop.sweep.budget.budget import SCHEMA, Budget, Figure, Origin
+from sparktop.sweep.estimator.estimator import Estimated
 
 
 def _why(value: object) -> str:

@@ -7,11 +7,11 @@ Human text uses thousands separators and h/m/s, and tags every figure with its o
 
 from __future__ import annotations
 
-from sparktop.sweep.batch_step import batch_step
-from sparktop.sweep.budget import Budget, Figure, Origin
-from sparktop.sweep.ceiling import Verdict
-from sparktop.sweep.estimator import Basis, Estimated
-from sparktop.sweep.send_now import keeps
+from sparktop.sweep.budget.budget import Budget, Figure, Origin
+from sparktop.sweep.budget.ceiling import Verdict
+from sparktop.sweep.budget.send_now import keeps
+from sparktop.sweep.estimator.estimator import Basis, Estimated
+from sparktop.sweep.profiles.batch_step import batch_step
 from sparktop.values import NA, is_num
 
 TAGS = {

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sparktop.sweep.compare import CellChange, Comparison, FigureComparison, Verdict
-from sparktop.sweep.compare_summary import Summary, summarize
+from sparktop.sweep.compare.compare import CellChange, Comparison, FigureComparison, Verdict
+from sparktop.sweep.compare.compare_summary import Summary, summarize
 
 SCHEMA = "sparktop.compare/1"
 NOISE_MARK = "~"

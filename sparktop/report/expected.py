@@ -10,7 +10,7 @@ from __future__ import annotations
 from sparktop.alerts.comparisons import comparison_json, comparisons
 from sparktop.model import EngineSample, EngineState, is_num
 from sparktop.plan import Plan
-from sparktop.sweep.matched import WindowExpected
+from sparktop.sweep.expected.matched import WindowExpected
 
 NO_PROFILE = "no sweep profile (set profile: in the inventory or --profile)"
 

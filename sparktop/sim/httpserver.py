@@ -31,7 +31,7 @@ from sparktop.sim.model import STEP_S
 VERSION = "0.32.0+sparktop.sim"
 """What ``/version`` answers: the release whose request handling the simulator follows (a
 prompt + ``max_tokens`` over ``max_model_len`` shortened, not refused); the budget keys its
-verdict on it (:mod:`sparktop.sweep.ceiling`)."""
+verdict on it (:mod:`sparktop.sweep.budget.ceiling`)."""
 SIM_TIME_HEADER = "X-Sparktop-Sim-Time"
 """Response header on ``/metrics``: the simulated second the page describes (tests use it)."""
 _WORDS = (" the", " cluster", " token", " cache", " decode", " spark", " node", " model", ".")

@@ -1,8 +1,8 @@
 """How fast the simulated engine prefills and decodes: the sweep profile, through the estimator.
 
 The simulator takes TTFT and per-stream decode rates from
-:func:`sparktop.sweep.estimator.estimate` for the current prompt length and concurrency, so
-the demo and the integration tests behave like the sweep the profile recorded. Where the
+:func:`sparktop.sweep.estimator.estimator.estimate` for the current prompt length and concurrency,
+so the demo and the integration tests behave like the sweep the profile recorded. Where the
 estimator has no data the simulator still needs *some* physics, and says what it assumes:
 
 - between two measured concurrencies: the estimator's own interpolation;
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from sparktop.errors import UserError
 from sparktop.model import is_num
-from sparktop.sweep.estimator import estimate
-from sparktop.sweep.profile import Profile
+from sparktop.sweep.estimator.estimator import estimate
+from sparktop.sweep.profiles.profile import Profile
 
 BLOCK_SIZE = 256
 """KV block size of the simulated server (the 2-Spark seed's boot log: block size 256)."""

@@ -52,7 +52,8 @@ from sparktop.sim.scenarios import (
     Player,
 )
 from sparktop.sim.sshserver import SshServerHandle, generate_key, start_ssh_server
-from sparktop.sweep.profile import DEFAULT_PROFILE, builtin_profile_names
+from sparktop.sweep.profiles.builtin import builtin_profile_names
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The budget pane's lines, from :func:`sparktop.sweep.budget.compute_budget` (Textual-free).
+"""The budget pane's lines, from :func:`sparktop.sweep.budget.budget.compute_budget` (Textual-free).
 
 Every figure is tagged with its origin as ``sparktop budget`` does (``here``, ``profile``,
 ``server``, ``given``), plus ``inventory`` for a limit from ``cluster.yaml`` and ``what-if``
@@ -14,11 +14,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sparktop.model import NA, EngineSample, is_num
-from sparktop.sweep.budget import DEFAULT_OUTPUT_TOKENS, Budget, Figure, Origin, compute_budget
-from sparktop.sweep.ceiling import Verdict
-from sparktop.sweep.profile import Profile
-from sparktop.sweep.send_now import keeps
-from sparktop.sweep.tokens import TokenCount
+from sparktop.sweep.budget.budget import (
+    DEFAULT_OUTPUT_TOKENS,
+    Budget,
+    Figure,
+    Origin,
+    compute_budget,
+)
+from sparktop.sweep.budget.ceiling import Verdict
+from sparktop.sweep.budget.send_now import keeps
+from sparktop.sweep.profiles.profile import Profile
+from sparktop.sweep.tokens.tokens import TokenCount
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_views import Group, pack
 from sparktop.ui.views import Cell
@@ -160,7 +166,7 @@ CEILING_HEAD = {
     Verdict.REJECTED: ("REJECTED", "crit"),
     Verdict.UNKNOWN: ("?", "dim"),
 }
-"""The ceiling's verdict at a glance (:mod:`sparktop.sweep.ceiling`)."""
+"""The ceiling's verdict at a glance (:mod:`sparktop.sweep.budget.ceiling`)."""
 
 
 def _ceiling(b: Budget, tags: Tags) -> list[Group]:
@@ -284,7 +290,7 @@ QUEUE_WHY = {
 
 
 def _send_now(b: Budget) -> list[list[Group]]:
-    """One more request on the live load, next to the idle figure (sweep/send_now.py)."""
+    """One more request on the live load, next to the idle figure (sweep/budget/send_now.py)."""
     n = b.send_now
     idle = n.idle_ttft_s.value
     out: list[list[Group]] = []

@@ -25,9 +25,9 @@ from sparktop.errors import UserError
 from sparktop.model import EngineSample
 from sparktop.outfile import create_file
 from sparktop.safe_text import printable
-from sparktop.sweep.curve import OperatingPoint, ProfileCurve, profile_curve
-from sparktop.sweep.matched import MatchedExpected, cached_estimator
-from sparktop.sweep.profile import Profile
+from sparktop.sweep.expected.curve import OperatingPoint, ProfileCurve, profile_curve
+from sparktop.sweep.expected.matched import MatchedExpected, cached_estimator
+from sparktop.sweep.profiles.profile import Profile
 from sparktop.ui import themes
 from sparktop.ui.curve_plot import TYPED_MARKER, CurveColours, curve_caption, draw_curve
 from sparktop.ui.widgets.curve import theme_colours

@@ -1,4 +1,5 @@
-"""Drawing a :class:`~sparktop.sweep.curve.ProfileCurve` with plotext (textual-plotext's figure).
+"""Drawing a :class:`~sparktop.sweep.expected.curve.ProfileCurve` with plotext (textual-plotext's
+figure).
 
 One function, :func:`draw_curve`, configures a figure for the monitor's curve screen, the
 budget pane and the report files alike: log axes (the data is plotted as log10 and the ticks
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from sparktop.sweep.curve import CurveLine, OperatingPoint, ProfileCurve
+from sparktop.sweep.expected.curve import CurveLine, OperatingPoint, ProfileCurve
 from sparktop.ui import format as fmt
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """The expected-row strip: the sweep profile's figures for the live window, beside the live ones.
 
 The expected figures are computed over the same window and load as the live ones
-(:mod:`sparktop.sweep.matched`: time-weighted running counts, the prompt lengths that finished
-in the window) and each comparison names the profile column it reads and the live statistic
+(:mod:`sparktop.sweep.expected.matched`: time-weighted running counts, the prompt lengths that
+finished in the window) and each comparison names the profile column it reads and the live statistic
 it is compared with (DESIGN.md §6). The estimator says how each was obtained (exact,
 interpolated, fitted, extrapolated, no data) and gives a band: a live value inside it is not
 flagged, whatever the %. Textual-free; the widget renders the lines.
@@ -15,7 +15,7 @@ from typing import Any
 
 from sparktop.alerts.comparisons import comparisons
 from sparktop.model import EngineSample, is_num
-from sparktop.sweep.matched import RowFn
+from sparktop.sweep.expected.matched import RowFn
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_views import Group, pack
 from sparktop.ui.views import Cell
@@ -78,7 +78,7 @@ def expected_lines(
     """The window's load (and how the row was obtained), then each expected value beside the
     live one: ``TTFT ttft_s 10.7 s (9.8–11.5 s) p50 6.25 s −41 %``. ``row`` gives the
     sample's window-matched expected row (the plan's
-    :class:`~sparktop.sweep.matched.MatchedExpected`, shared with the alert rules); None:
+    :class:`~sparktop.sweep.expected.matched.MatchedExpected`, shared with the alert rules); None:
     no profile."""
     head: Group = [("expected ", "dim")]
     if row is None:

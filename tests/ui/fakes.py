@@ -19,7 +19,7 @@ from sparktop.model import (
     Sample,
 )
 from sparktop.plan import Plan
-from sparktop.sweep.profile import DEFAULT_PROFILE
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
 T0 = 1_767_225_600.0
 """2026-01-01 00:00:00 UTC: the frozen clock of the UI tests."""

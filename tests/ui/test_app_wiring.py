@@ -438,7 +438,7 @@ async def test_the_budget_pane_takes_no_limit_from_a_profile_nobody_named() -> N
     unknown in the pane too (its row says ``/?``), not the default profile's 8."""
     from sparktop.model import NA
     from sparktop.plan import Plan
-    from sparktop.sweep.profile import DEFAULT_PROFILE
+    from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
     from sparktop.ui.widgets.text_block import TextBlock
     from tests.ui.fakes import engine
 

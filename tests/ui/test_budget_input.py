@@ -201,7 +201,7 @@ async def test_a_slow_tokenize_is_said_as_slow_not_unreachable(
 ) -> None:
     from textual import events
 
-    from sparktop.sweep import exact_tokens
+    from sparktop.sweep.tokens import exact_tokens
     from sparktop.ui.widgets.budget import PromptInput
 
     monkeypatch.setattr(exact_tokens, "TOKENIZE_DEADLINE_S", 0.5)
@@ -273,8 +273,9 @@ def test_pane_lines_fit_80_columns_and_say_no_data_as_the_cli() -> None:
     """A reply or reason longer than the pane breaks between words under the indent (it was
     one group, cut by the terminal at the edge), and a figure without data reads
     ``no data (reason)`` as ``sparktop budget`` says it, the reason given once."""
-    from sparktop.sweep import tokens
-    from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+    from sparktop.sweep.profiles.loader import load_profile
+    from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
+    from sparktop.sweep.tokens import tokens
     from sparktop.ui.budget_view import BudgetInputs, budget_lines
 
     note = (

@@ -127,7 +127,7 @@ async def test_the_pane_takes_limits_from_the_live_engine_and_explains_its_tags(
     from types import MappingProxyType
 
     from sparktop.plan import Plan
-    from sparktop.sweep.profile import DEFAULT_PROFILE
+    from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
     from sparktop.ui.widgets.text_block import TextBlock
 
     limits = MappingProxyType(

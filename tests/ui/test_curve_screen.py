@@ -90,7 +90,7 @@ async def test_no_color_draws_the_curve_without_colour(monkeypatch: pytest.Monke
 
 
 async def test_the_budget_pane_marks_the_typed_context_on_the_curve() -> None:
-    from sparktop.sweep.estimator import estimate
+    from sparktop.sweep.estimator.estimator import estimate
     from sparktop.ui.widgets.budget_curve import BudgetCurve
 
     app, feed = cluster_app()
@@ -132,9 +132,10 @@ async def test_the_budget_curve_is_drawn_once_the_pane_opens() -> None:
 def test_a_live_figure_known_to_its_bucket_is_drawn_over_the_bucket() -> None:
     from textual_plotext import Plot
 
-    from sparktop.sweep.curve import OperatingPoint, profile_curve
-    from sparktop.sweep.estimator import estimate
-    from sparktop.sweep.profile import DEFAULT_PROFILE, load_profile
+    from sparktop.sweep.estimator.estimator import estimate
+    from sparktop.sweep.expected.curve import OperatingPoint, profile_curve
+    from sparktop.sweep.profiles.loader import load_profile
+    from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
     from sparktop.ui.curve_plot import curve_caption, draw_curve
 
     profile = load_profile(DEFAULT_PROFILE)

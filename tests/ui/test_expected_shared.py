@@ -12,7 +12,7 @@ from sparktop.alerts.context import Expected
 from sparktop.inventory import load_inventory
 from sparktop.model import EngineSample, is_num
 from sparktop.plan import Plan
-from sparktop.sweep import matched
+from sparktop.sweep.expected import matched
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from tests.sim_helpers import running_sim

@@ -219,9 +219,9 @@ def test_sparkline_and_bar_text() -> None:
 def test_expected_strip_says_how_in_a_word_and_no_data_with_its_reason_once() -> None:
     from functools import partial
 
-    from sparktop.sweep.estimator import estimate
-    from sparktop.sweep.matched import MatchedExpected
-    from sparktop.sweep.profile import load_profile
+    from sparktop.sweep.estimator.estimator import estimate
+    from sparktop.sweep.expected.matched import MatchedExpected
+    from sparktop.sweep.profiles.loader import load_profile
     from sparktop.ui.expected import DeficitClock, expected_lines
 
     profile = load_profile("4x-spark-dsv41-flash-1017")
@@ -245,9 +245,9 @@ def test_expected_strip_says_how_in_a_word_and_no_data_with_its_reason_once() ->
 def test_expected_strip_shows_the_band_and_a_live_value_inside_it_is_not_flagged() -> None:
     from functools import partial
 
-    from sparktop.sweep.estimator import estimate
-    from sparktop.sweep.matched import MatchedExpected
-    from sparktop.sweep.profile import load_profile
+    from sparktop.sweep.estimator.estimator import estimate
+    from sparktop.sweep.expected.matched import MatchedExpected
+    from sparktop.sweep.profiles.loader import load_profile
     from sparktop.ui.expected import DeficitClock, expected_lines
 
     profile = load_profile("4x-spark-dsv41-flash-1017")
@@ -276,9 +276,9 @@ def test_a_narrow_strip_puts_the_comparisons_first_with_the_same_deviations() ->
     first (no column names or bands), the load and profile after; same figures as wide."""
     from functools import partial
 
-    from sparktop.sweep.estimator import estimate
-    from sparktop.sweep.matched import MatchedExpected
-    from sparktop.sweep.profile import load_profile
+    from sparktop.sweep.estimator.estimator import estimate
+    from sparktop.sweep.expected.matched import MatchedExpected
+    from sparktop.sweep.profiles.loader import load_profile
     from sparktop.ui.expected import COMPACT_BELOW, DeficitClock, expected_lines
 
     profile = load_profile("4x-spark-dsv41-flash-1017")
@@ -299,8 +299,8 @@ def test_a_narrow_strip_puts_the_comparisons_first_with_the_same_deviations() ->
 
 
 def test_budget_pane_shows_the_band_of_an_estimated_figure_not_of_an_exact_one() -> None:
-    from sparktop.sweep.profile import load_profile
-    from sparktop.sweep.tokens import TokenCount
+    from sparktop.sweep.profiles.loader import load_profile
+    from sparktop.sweep.tokens.tokens import TokenCount
     from sparktop.ui.budget_view import BudgetInputs, budget_lines
 
     profile = load_profile("2x-spark-dsv4-flash-0731")

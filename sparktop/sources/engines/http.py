@@ -5,7 +5,7 @@ that never answered), size-capped, status and content type checked. ``fetch_mode
 ``GET /v1/models`` → ``max_model_len``, id and ``root`` of the base model (the entry with
 ``parent: null``; LoRA adapters name their parent). ``fetch_version``: ``GET /version`` →
 the server's version (vLLM answers ``{"version": "0.32.0"}``), which decides how it treats
-a request over ``max_model_len`` (:mod:`sparktop.sweep.ceiling`). Redirects are followed
+a request over ``max_model_len`` (:mod:`sparktop.sweep.budget.ceiling`). Redirects are followed
 only within the engine's origin. Request headers (and so the bearer token) and bodies never
 appear in a reason; what a server sends (content type, a redirect's host) is shown escaped.
 """

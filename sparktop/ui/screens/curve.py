@@ -21,9 +21,9 @@ from textual.widgets import Footer, Static
 from sparktop.alerts.curve_point import operating_points
 from sparktop.model import EngineSample
 from sparktop.safe_text import printable
-from sparktop.sweep.curve import OperatingPoint, ProfileCurve, profile_curve
-from sparktop.sweep.matched import MatchedExpected, on_grid
-from sparktop.sweep.profile import Profile
+from sparktop.sweep.expected.curve import OperatingPoint, ProfileCurve, profile_curve
+from sparktop.sweep.expected.matched import MatchedExpected, on_grid
+from sparktop.sweep.profiles.profile import Profile
 from sparktop.ui.curve_plot import curve_caption
 from sparktop.ui.widgets.curve import CurvePlot
 

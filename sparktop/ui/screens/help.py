@@ -238,7 +238,7 @@ beside the live values and the signed deviation, coloured past
 
 def budget_help() -> str:
     """The budget pane's section: inputs, keys, and what each origin tag means."""
-    from sparktop.sweep.budget import DEFAULT_OUTPUT_TOKENS
+    from sparktop.sweep.budget.budget import DEFAULT_OUTPUT_TOKENS
     from sparktop.ui.budget_view import TAG_MEANINGS
 
     tags = ", ".join(f"`[{tag}]` {meaning}" for tag, meaning in TAG_MEANINGS)

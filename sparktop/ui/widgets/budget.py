@@ -22,9 +22,9 @@ from textual.widgets import Input, Label, Static
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import EngineSample
 from sparktop.safe_text import printable
-from sparktop.sweep import scan, tokens
-from sparktop.sweep.counts import MAX_COUNT, looks_like_number, parse_count
-from sparktop.sweep.profile import Profile
+from sparktop.sweep.budget.counts import MAX_COUNT, looks_like_number, parse_count
+from sparktop.sweep.profiles.profile import Profile
+from sparktop.sweep.tokens import scan, tokens
 from sparktop.ui import styles
 from sparktop.ui.budget_view import BudgetInputs, budget_lines, for_the_pane
 from sparktop.ui.widgets.budget_curve import BudgetCurve
@@ -319,8 +319,10 @@ class BudgetPane(VerticalScroll, can_focus=True):
         if path is None:
             assert text is not None
             if url:
+                from sparktop.sweep.tokens.exact_tokens import count_with_endpoint
+
                 try:
-                    return tokens.count_via_endpoint(url, text)
+                    return count_with_endpoint(url, text)
                 except RuntimeFailure as exc:
                     estimate = tokens.estimate_text_tokens(text, source="pasted text")
                     return tokens.with_note(estimate, f"estimated: {exc}")
@@ -334,7 +336,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
 
         if not url:
             return count(None, "estimated")
-        from sparktop.sweep.exact_tokens import EndpointTokenizer
+        from sparktop.sweep.tokens.exact_tokens import EndpointTokenizer
 
         endpoint = EndpointTokenizer(url)
         try:

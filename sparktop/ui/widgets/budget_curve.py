@@ -9,9 +9,9 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from sparktop.sweep.curve import OperatingPoint, ProfileCurve, profile_curve
-from sparktop.sweep.matched import EstimateFn, cached_estimator, on_grid
-from sparktop.sweep.profile import Profile
+from sparktop.sweep.expected.curve import OperatingPoint, ProfileCurve, profile_curve
+from sparktop.sweep.expected.matched import EstimateFn, cached_estimator, on_grid
+from sparktop.sweep.profiles.profile import Profile
 from sparktop.ui import format as fmt
 from sparktop.ui.curve_plot import TYPED_MARKER
 from sparktop.ui.widgets.curve import CurvePlot

@@ -9,7 +9,7 @@ from textual.app import RenderResult
 from textual.color import Color
 from textual.widget import Widget
 
-from sparktop.sweep.curve import OperatingPoint, ProfileCurve
+from sparktop.sweep.expected.curve import OperatingPoint, ProfileCurve
 from sparktop.ui.curve_plot import RGB, CurveColours, draw_curve
 
 if TYPE_CHECKING:
@@ -40,8 +40,8 @@ def theme_colours(variables: dict[str, str], background: Color) -> CurveColours:
 
 
 class CurvePlot(Widget):
-    """Draws a :class:`~sparktop.sweep.curve.ProfileCurve` (:meth:`show`); redrawn only when
-    what it shows, its size or the theme changes. Without a curve it says why (``missing``).
+    """Draws a :class:`~sparktop.sweep.expected.curve.ProfileCurve` (:meth:`show`); redrawn only
+    when what it shows, its size or the theme changes. Without a curve it says why (``missing``).
     Under ``NO_COLOR`` it draws without colour: the lines carry their concurrency's digit.
 
     It draws through textual-plotext's :class:`Plot` (what its ``PlotextPlot`` widget
