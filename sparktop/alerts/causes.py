@@ -40,7 +40,7 @@ from sparktop.alerts.gpu_rules import (
 )
 from sparktop.alerts.live import live_ttft, waited, waiting_peak
 from sparktop.alerts.peers import peer_facts
-from sparktop.alerts.spec_rules import acceptance_baseline
+from sparktop.alerts.spec_rules import spec_drop as spec_condition
 from sparktop.cluster import gpu_subject
 from sparktop.model import EngineSample, Quantile, is_num
 
@@ -115,14 +115,12 @@ def pool_pressure(ctx: RuleContext, s: EngineSample) -> Cause | None:
 
 
 def spec_drop(ctx: RuleContext, s: EngineSample) -> Cause | None:
-    """The ``spec.acceptance`` rule's condition: acceptance ``spec_drop_pct`` below its own
-    recent baseline (:func:`~sparktop.alerts.spec_rules.acceptance_baseline`)."""
-    rate = s.spec_acceptance_rate
-    if not is_num(rate) or "spec_acceptance_rate" in s.since_start:
+    """The ``spec.acceptance`` rule's own condition
+    (:func:`~sparktop.alerts.spec_rules.spec_drop`) as a cause."""
+    drop = spec_condition(ctx, s)
+    if drop is None:
         return None
-    base = acceptance_baseline(ctx, s.engine)
-    if base is None or base <= 0 or (1.0 - rate / base) * 100.0 < ctx.thresholds.spec_drop_pct:
-        return None
+    rate, base = drop.rate, drop.baseline
     return Cause(
         "spec",
         f"speculative acceptance {rate:.0%} of draft tokens vs its recent {base:.0%}",

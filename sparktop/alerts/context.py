@@ -1,8 +1,11 @@
-"""Shared types of the alert rules: findings, the rule context, the expected row."""
+"""Shared types of the alert rules: findings, the rule context, the expected row, and the
+:class:`Rule` record every rule is declared with (:func:`rule`: the ids it emits and the
+:class:`Scope` of each)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import enum
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -104,8 +107,91 @@ class RuleContext:
     """Peer facts, built once per evaluation by :mod:`sparktop.alerts.peers`."""
 
 
-Rule = Callable[[RuleContext], Iterable[Finding]]
-"""A rule: reads the context, yields the findings that hold now."""
+Check = Callable[[RuleContext], Iterable[Finding]]
+"""A rule's body: reads the context, yields the findings that hold now."""
+
+
+class Scope(enum.Enum):
+    """What a rule id reads, which decides what becomes of its alert while that source fails
+    (:class:`~sparktop.alerts.engine.AlertEngine`)."""
+
+    SOURCE = "source"
+    """Whether a node or engine answers at all (``node.down``, ``engine.down``, …): the
+    finding comes and goes with the failure itself; ``snapshot`` counts it as "could not
+    look" (exit 1, not 3)."""
+    NODE = "node"
+    """A node's readings (GPU, memory, fabric): neither fires nor clears while the node's
+    poll fails."""
+    ENGINE = "engine"
+    """An engine's page: cleared while the engine's scrape fails (``engine.down`` stands for
+    it)."""
+    ENGINE_NODE = "engine+node"
+    """An engine's page about one node of its TP group (``tp.straggler``): cleared while the
+    engine's scrape fails, frozen while that node's poll fails."""
+
+
+class UndeclaredRule(RuntimeError):
+    """A rule emitted an id it did not declare (a programming error, caught by the tests)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A rule as registered: ``check`` and the ``scopes`` of every id it may emit. Calling it
+    runs ``check`` and refuses a finding whose id it did not declare. Built by :func:`rule`."""
+
+    check: Check
+    scopes: Mapping[str, Scope]
+
+    @property
+    def name(self) -> str:
+        return f"{self.check.__module__}.{getattr(self.check, '__qualname__', self.check)}"
+
+    def __call__(self, ctx: RuleContext) -> Iterator[Finding]:
+        for finding in self.check(ctx):
+            if finding.rule not in self.scopes:
+                declared = ", ".join(sorted(self.scopes))
+                raise UndeclaredRule(
+                    f"{self.name} emitted {finding.rule!r}, which it does not declare "
+                    f"(declared: {declared})"
+                )
+            yield finding
+
+
+def rule(scopes: Mapping[str, Scope]) -> Callable[[Check], Rule]:
+    """Declare a rule where it is defined, with every id it emits and the scope of each::
+
+        @rule({"kv.usage": Scope.ENGINE, "queue.pool_bound": Scope.ENGINE})
+        def pool_rule(ctx: RuleContext) -> Iterator[Finding]: ...
+
+    Raises ``TypeError`` at import when ``scopes`` is empty or a value is not a
+    :class:`Scope`: a rule cannot be registered without saying what it reads."""
+    declared = dict(scopes)
+    if not declared:
+        raise TypeError("a rule must declare the ids it emits and the Scope of each")
+    for rule_id, scope in declared.items():
+        if not isinstance(scope, Scope):
+            raise TypeError(f"rule id {rule_id!r}: scope must be a Scope, not {scope!r}")
+
+    def register(check: Check) -> Rule:
+        return Rule(check, MappingProxyType(declared))
+
+    return register
+
+
+def scopes_of(rules: Iterable[Rule]) -> Mapping[str, Scope]:
+    """Every rule id of ``rules`` and its scope. ``TypeError`` for a rule not registered with
+    :func:`rule` (a bare function declares no scope) or an id two rules declare differently."""
+    scopes: dict[str, Scope] = {}
+    for r in rules:
+        if not isinstance(r, Rule):
+            name = getattr(r, "__qualname__", repr(r))
+            raise TypeError(f"rule {name} declares no scope: define it with @rule({{id: Scope}})")
+        for rule_id, scope in r.scopes.items():
+            if scopes.setdefault(rule_id, scope) is not scope:
+                raise TypeError(
+                    f"rule id {rule_id!r} is declared both {scopes[rule_id]} and {scope}"
+                )
+    return MappingProxyType(scopes)
 
 
 def unknown_scopes(ctx: RuleContext) -> tuple[frozenset[str], frozenset[str]]:

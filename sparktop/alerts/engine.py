@@ -21,7 +21,7 @@ from sparktop.alerts.context import Expected, ExpectedFn, Finding, RuleContext
 from sparktop.alerts.counters import CounterTracker
 from sparktop.alerts.host_track import HostTracker
 from sparktop.alerts.model import Alert, Event, EventKind, Pending
-from sparktop.alerts.rules import ENGINE_SCOPED, NODE_SCOPED, RULES, Rule, evaluate, unknown_scopes
+from sparktop.alerts.rules import RULES, Rule, Scope, evaluate, scopes_of, unknown_scopes
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, is_num
@@ -68,6 +68,9 @@ class AlertEngine:
     ) -> None:
         self.thresholds = thresholds or Thresholds()
         self.rules = rules
+        self.scopes = scopes_of(rules)
+        """Each rule id's :class:`~sparktop.alerts.context.Scope`: what becomes of its alert
+        while its node or engine fails (``TypeError`` here for a rule that declares none)."""
         self.counters = CounterTracker(self.thresholds.counter_window_s)
         self.host = HostTracker()
         self.tp_groups = dict(tp_groups or {})
@@ -140,7 +143,8 @@ class AlertEngine:
             if track.alert is None:
                 del self._tracks[key]  # pending condition broke: start over next time
                 continue
-            if _engine_gone(track.finding, unknown_engines):
+            scope = self.scopes.get(track.finding.rule)
+            if _engine_gone(track.finding, scope, unknown_engines):
                 # Its page is gone: a value from the last good one is not current, and
                 # engine.down (present while it is) is the one alert left for the engine.
                 cleared = track.alert.updated(
@@ -151,7 +155,7 @@ class AlertEngine:
                 events.append(Event(now_s, EventKind.CLEARED, cleared))
                 del self._tracks[key]
                 continue
-            if _frozen(track.finding, unknown_nodes, unknown_engines):
+            if _frozen(track.finding, scope, unknown_nodes):
                 track.absent_since_s = None
                 continue
             if track.absent_since_s is None:
@@ -217,16 +221,18 @@ class AlertEngine:
         return tuple(sorted(pending, key=lambda p: (-p.severity.rank, p.started_s, p.key)))
 
 
-def _engine_gone(finding: Finding, engines: frozenset[str]) -> bool:
+_READS_ENGINE = (Scope.ENGINE, Scope.ENGINE_NODE)
+_READS_NODE = (Scope.NODE, Scope.ENGINE_NODE)
+
+
+def _engine_gone(finding: Finding, scope: Scope | None, engines: frozenset[str]) -> bool:
     """An alert read from the page of an engine whose scrape now fails."""
-    return finding.rule in ENGINE_SCOPED and finding.engine in engines
+    return scope in _READS_ENGINE and finding.engine in engines
 
 
-def _frozen(finding: Finding, nodes: frozenset[str], engines: frozenset[str]) -> bool:
-    node_scoped = finding.rule in NODE_SCOPED or finding.rule == "tp.straggler"
-    if node_scoped and finding.node in nodes:
-        return True
-    return finding.rule in ENGINE_SCOPED and finding.engine in engines
+def _frozen(finding: Finding, scope: Scope | None, nodes: frozenset[str]) -> bool:
+    """An alert read from a node whose poll now fails: neither fires nor clears."""
+    return scope in _READS_NODE and finding.node in nodes
 
 
 def profile_baseline(profile: Profile | None) -> float | None:

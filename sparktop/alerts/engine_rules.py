@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from sparktop.alerts.context import Finding, RuleContext
+from sparktop.alerts.context import Finding, RuleContext, Scope, rule
 from sparktop.alerts.model import Severity
 from sparktop.model import ANSWERED, EngineSample, EngineState, RankStats, failure_text, is_num
 
@@ -85,6 +85,14 @@ def ok_engines(ctx: RuleContext) -> Iterator[EngineSample]:
     return (s for s in ctx.state.engines.values() if s.ok)
 
 
+@rule(
+    {
+        "engine.restarted": Scope.SOURCE,
+        "engine.stale": Scope.SOURCE,
+        "engine.degraded": Scope.SOURCE,
+        "engine.down": Scope.SOURCE,
+    }
+)
 def availability_rule(ctx: RuleContext) -> Iterator[Finding]:
     for s in ctx.state.engines.values():
         if s.restarted:
@@ -124,6 +132,14 @@ def _pct(fraction: float) -> float:
     return fraction * 100.0
 
 
+@rule(
+    {
+        "kv.usage": Scope.ENGINE,
+        "queue.pool_bound": Scope.ENGINE,
+        "queue.scheduler_bound": Scope.ENGINE,
+        "kv.preemptions": Scope.ENGINE,
+    }
+)
 def pool_rule(ctx: RuleContext) -> Iterator[Finding]:
     t = ctx.thresholds
     for s in ok_engines(ctx):
@@ -290,6 +306,7 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {secs:02d} s"
 
 
+@rule({"kv.exhaustion": Scope.ENGINE})
 def exhaustion_rule(ctx: RuleContext) -> Iterator[Finding]:
     """Time until the KV pool is full at the sustained growth rate (see :func:`kv_growth`),
     when within ``exhaustion_horizon_s``. Clears as soon as the growth stops qualifying: the

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sparktop.alerts.causes import engine_cause, explain, node_cause, past_slow, slowest
 from sparktop.alerts.comparisons import live_text
-from sparktop.alerts.context import Finding, RuleContext
+from sparktop.alerts.context import Finding, RuleContext, Scope, rule
 from sparktop.alerts.engine_rules import engine_finding, ok_engines
 from sparktop.alerts.gpu_rules import (
     drop_score,
@@ -183,6 +183,7 @@ def _cause_text(
     return f"cause: {cause.text}", dict(cause.values), False
 
 
+@rule({"expected.ttft": Scope.ENGINE, "expected.decode": Scope.ENGINE})
 def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
     """One alert per figure (``expected.ttft``, ``expected.decode``) and engine: a warning
     that names its cause, or says it found none; critical when the cause is a tensor-parallel
@@ -236,6 +237,7 @@ def expected_rule(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
+@rule({"tp.straggler": Scope.ENGINE_NODE})
 def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
     """Name the tensor-parallel member that holds a loaded engine back: a warning about the
     node (its clock and why). The engine's deficit is the ``expected.*`` alert's, which

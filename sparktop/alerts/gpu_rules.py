@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sparktop.alerts.context import Finding, RuleContext
+from sparktop.alerts.context import Finding, RuleContext, Scope, rule
 from sparktop.alerts.counters import REASON_COUNTERS, describe_counter
 from sparktop.alerts.model import Severity
 from sparktop.cluster import LOADED_UTIL_PCT
@@ -193,6 +193,7 @@ def _gpu_values(view: GpuView) -> dict[str, float]:
     return out
 
 
+@rule({"gpu.throttle": Scope.NODE})
 def throttle_rule(ctx: RuleContext) -> Iterator[Finding]:
     for view in gpu_views(ctx):
         evidence = throttle_evidence(ctx, view)
@@ -215,6 +216,7 @@ def throttle_rule(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
+@rule({"gpu.temperature": Scope.NODE})
 def temperature_rule(ctx: RuleContext) -> Iterator[Finding]:
     limit = ctx.thresholds.temperature_c
     for view in gpu_views(ctx):
@@ -234,6 +236,7 @@ def temperature_rule(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
+@rule({"gpu.hidden_low_power": Scope.NODE})
 def hidden_low_power_rule(ctx: RuleContext) -> Iterator[Finding]:
     for view in gpu_views(ctx):
         if not hidden_low_power(ctx, view):
@@ -258,6 +261,7 @@ def hidden_low_power_rule(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
+@rule({"node.down": Scope.SOURCE})
 def node_down_rule(ctx: RuleContext) -> Iterator[Finding]:
     for sample in ctx.state.nodes.values():
         if sample.ok:

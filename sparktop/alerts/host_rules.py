@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sparktop.alerts.context import Finding, RuleContext
+from sparktop.alerts.context import Finding, RuleContext, Scope, rule
 from sparktop.alerts.model import Severity
 from sparktop.alerts.peers import fabric_facts, low_power_facts
 from sparktop.hostmodel import FabricPort
@@ -62,6 +62,7 @@ def memory_pressure(ctx: RuleContext, memory: NodeMemory) -> tuple[Severity, lis
     return (Severity.CRITICAL if critical else Severity.WARNING), reasons
 
 
+@rule({"node.memory_pressure": Scope.NODE})
 def memory_pressure_rule(ctx: RuleContext) -> Iterator[Finding]:
     for sample in ctx.state.nodes.values():
         if not sample.ok:
@@ -100,6 +101,7 @@ def _port_subject(sample: NodeSample, port: FabricPort) -> str:
     return f"{sample.node}/{port.name}"
 
 
+@rule({"fabric.link_down": Scope.NODE})
 def link_down_rule(ctx: RuleContext) -> Iterator[Finding]:
     for sample in ctx.state.nodes.values():
         if not sample.ok:
@@ -127,6 +129,7 @@ def link_down_rule(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
+@rule({"fabric.errors": Scope.NODE})
 def fabric_errors_rule(ctx: RuleContext) -> Iterator[Finding]:
     for sample in ctx.state.nodes.values():
         if not sample.ok:
@@ -150,6 +153,7 @@ def fabric_errors_rule(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
+@rule({"fabric.asymmetry": Scope.NODE})
 def fabric_asymmetry_rule(ctx: RuleContext) -> Iterator[Finding]:
     for fact in fabric_facts(ctx):
         yield Finding(
@@ -164,6 +168,7 @@ def fabric_asymmetry_rule(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
+@rule({"gpu.low_power_vs_peers": Scope.NODE})
 def low_power_vs_peers_rule(ctx: RuleContext) -> Iterator[Finding]:
     for fact in low_power_facts(ctx):
         if fact.explained:
@@ -201,14 +206,4 @@ RULES = (
     fabric_errors_rule,
     fabric_asymmetry_rule,
     low_power_vs_peers_rule,
-)
-
-NODE_SCOPED = frozenset(
-    {
-        "node.memory_pressure",
-        "fabric.link_down",
-        "fabric.errors",
-        "fabric.asymmetry",
-        "gpu.low_power_vs_peers",
-    }
 )

@@ -16,6 +16,7 @@ from sparktop.alerts import gpu_state
 from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.gpu_state import GpuState
 from sparktop.alerts.model import Alert, Severity
+from sparktop.alerts.rules import SCOPES, Scope, ids_in
 from sparktop.cluster import ClusterState
 from sparktop.model import Sample
 
@@ -64,10 +65,9 @@ def judge_now(
     return engine.active(), gpu_state.gpu_states(ctx, tuple(state.nodes.values()))
 
 
-AVAILABILITY_RULES = frozenset(
-    {"node.down", "engine.down", "engine.stale", "engine.degraded", "engine.restarted"}
-)
-"""Rules about a source not answering; ``snapshot`` reports those with exit status 1, not 3."""
+AVAILABILITY_RULES = ids_in(SCOPES, Scope.SOURCE)
+"""Rules about a source not answering (declared :attr:`Scope.SOURCE`); ``snapshot`` reports
+those with exit status 1, not 3."""
 
 
 def any_critical(alerts: Iterable[Alert]) -> bool:

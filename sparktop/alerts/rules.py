@@ -6,6 +6,11 @@ it; :class:`~sparktop.alerts.engine.AlertEngine` turns findings that persist int
 baselines, slowdown-counter growth, the profile's expected row) comes in the
 :class:`RuleContext`. Thresholds and their defaults: :mod:`sparktop.alerts.thresholds`.
 
+Each rule is declared where it is defined with :func:`rule`: every id it emits and the
+:class:`Scope` of each (what it reads, so what becomes of its alert while that node or engine
+fails). :data:`SCOPES`, :data:`NODE_SCOPED`, :data:`ENGINE_SCOPED` and ``snapshot``'s
+availability rules are derived from those declarations; a rule without one is refused.
+
 Rule ids (``Finding.rule``) and default severities:
 
 * GPU (subject ``node/gpuN``, warning): ``gpu.throttle`` (an active slowdown reason —
@@ -38,7 +43,7 @@ Rule ids (``Finding.rule``) and default severities:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from sparktop.alerts import (
     engine_rules,
@@ -54,6 +59,9 @@ from sparktop.alerts.context import (
     Finding,
     Rule,
     RuleContext,
+    Scope,
+    rule,
+    scopes_of,
     unknown_scopes,
 )
 
@@ -67,32 +75,32 @@ RULES: tuple[Rule, ...] = (
 )
 """Every rule, in evaluation order."""
 
-NODE_SCOPED = (
-    frozenset({"gpu.throttle", "gpu.temperature", "gpu.hidden_low_power"}) | host_rules.NODE_SCOPED
-)
-"""Rules that read a node's GPU readings (unknown while the node's poll fails)."""
+SCOPES = scopes_of(RULES)
+"""Every rule id and its :class:`Scope`, as each rule declares it (:func:`rule`)."""
 
-ENGINE_SCOPED = frozenset(
-    {
-        "kv.usage",
-        "queue.pool_bound",
-        "queue.scheduler_bound",
-        "kv.preemptions",
-        "kv.exhaustion",
-        "spec.acceptance",
-        "expected.ttft",
-        "expected.decode",
-        "tp.straggler",
-    }
-)
+
+def ids_in(scopes: Mapping[str, Scope], *wanted: Scope) -> frozenset[str]:
+    """The rule ids of ``scopes`` whose scope is one of ``wanted``."""
+    return frozenset(rule_id for rule_id, scope in scopes.items() if scope in wanted)
+
+
+NODE_SCOPED = ids_in(SCOPES, Scope.NODE)
+"""Rules that read a node's readings (unknown while the node's poll fails)."""
+
+ENGINE_SCOPED = ids_in(SCOPES, Scope.ENGINE, Scope.ENGINE_NODE)
 """Rules that read an engine's metrics (cleared while its scrape fails: see AlertEngine)."""
 
 
 def evaluate(ctx: RuleContext, rules: Iterable[Rule] | None = None) -> list[Finding]:
-    """Run every rule (default :data:`RULES`) and return the findings, one per key."""
+    """Run every rule (default :data:`RULES`) and return the findings, one per key.
+
+    ``TypeError`` for a rule not declared with :func:`rule`."""
     seen: dict[str, Finding] = {}
-    for rule in RULES if rules is None else rules:
-        for finding in rule(ctx):
+    for each in RULES if rules is None else rules:
+        if not isinstance(each, Rule):
+            name = getattr(each, "__qualname__", repr(each))
+            raise TypeError(f"rule {name} declares no scope: define it with @rule({{id: Scope}})")
+        for finding in each(ctx):
             seen.setdefault(finding.key, finding)
     return list(seen.values())
 
@@ -101,11 +109,16 @@ __all__ = [
     "ENGINE_SCOPED",
     "NODE_SCOPED",
     "RULES",
+    "SCOPES",
     "Expected",
     "ExpectedFn",
     "Finding",
     "Rule",
     "RuleContext",
+    "Scope",
     "evaluate",
+    "ids_in",
+    "rule",
+    "scopes_of",
     "unknown_scopes",
 ]

@@ -17,11 +17,12 @@ MTP with 5 speculative tokens going from 54 % to 5 % of draft tokens (mean accep
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from sparktop.alerts.context import Finding, RuleContext
+from sparktop.alerts.context import Finding, RuleContext, Scope, rule
 from sparktop.alerts.engine_rules import engine_finding, ok_engines, windowed
 from sparktop.alerts.model import Severity
-from sparktop.model import is_num
+from sparktop.model import EngineSample, is_num
 
 MIN_POINTS = 20
 """Readings of the engine's own acceptance needed before it has a baseline."""
@@ -43,18 +44,38 @@ def acceptance_baseline(ctx: RuleContext, engine: str) -> float | None:
     return upper_quartile(values) if len(values) >= MIN_POINTS else None
 
 
+@dataclass(frozen=True, slots=True)
+class SpecDrop:
+    """Acceptance ``rate`` (fraction of draft tokens) ``below_pct`` % under its recent
+    ``baseline`` (fraction)."""
+
+    rate: float
+    baseline: float
+    below_pct: float
+
+
+def spec_drop(ctx: RuleContext, s: EngineSample) -> SpecDrop | None:
+    """The ``spec.acceptance`` condition: the windowed acceptance at least ``spec_drop_pct``
+    below the engine's own baseline (:func:`acceptance_baseline`); None when it is not, or
+    cannot be judged. The rule and the cause finder (:mod:`sparktop.alerts.causes`) both ask
+    here."""
+    rate = s.spec_acceptance_rate
+    if not is_num(rate) or not windowed(s, "spec_acceptance_rate"):
+        return None
+    base = acceptance_baseline(ctx, s.engine)
+    if base is None or base <= 0:
+        return None
+    below = (1.0 - rate / base) * 100.0
+    return SpecDrop(rate, base, below) if below >= ctx.thresholds.spec_drop_pct else None
+
+
+@rule({"spec.acceptance": Scope.ENGINE})
 def spec_rule(ctx: RuleContext) -> Iterator[Finding]:
-    drop = ctx.thresholds.spec_drop_pct
     for s in ok_engines(ctx):
-        rate = s.spec_acceptance_rate
-        if not is_num(rate) or not windowed(s, "spec_acceptance_rate"):
+        drop = spec_drop(ctx, s)
+        if drop is None:
             continue
-        base = acceptance_baseline(ctx, s.engine)
-        if base is None or base <= 0:
-            continue
-        below = (1.0 - rate / base) * 100.0
-        if below < drop:
-            continue
+        rate, base, below = drop.rate, drop.baseline, drop.below_pct
         length = s.spec_mean_accept_len
         tokens = f"; {length:.2f} tokens per step" if is_num(length) else ""
         yield engine_finding(

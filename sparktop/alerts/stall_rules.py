@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sparktop.alerts.context import Finding, RuleContext
+from sparktop.alerts.context import Finding, RuleContext, Scope, rule
 from sparktop.alerts.engine_rules import engine_finding, stalled_for, stalled_rank
 from sparktop.alerts.model import Severity
 from sparktop.model import is_num
@@ -51,6 +51,7 @@ def _group_evidence(ctx: RuleContext, engine: str) -> tuple[str, dict[str, float
     return f"; GPUs {', '.join(parts)}", values
 
 
+@rule({"engine.stalled": Scope.ENGINE})
 def stall_rule(ctx: RuleContext) -> Iterator[Finding]:
     """Critical: the engine holds running requests and produces nothing (see the module
     docstring), with the evidence: running count, seconds without a token, the TP group's
