@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -20,11 +20,13 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from sparktop.alerts.thresholds import Threshold, settable
 from sparktop.inventory.names import (
     check_display,
     check_env,
@@ -220,22 +222,38 @@ class EngineConfig(_PromTarget):
         return self
 
 
-class AlertThresholds(_Frozen):
-    """Alert thresholds (DESIGN.md §9): percentages 0–100, °C, seconds to hold."""
+def _threshold_field(threshold: Threshold) -> Any:
+    """``(type, Field)`` of one settable threshold for :func:`pydantic.create_model`: its
+    default and range from the table, so the error for a bad value reads as pydantic's own
+    (``alerts.kv_usage_pct: Input should be less than or equal to 100``)."""
+    bounds = threshold.settable
+    assert bounds is not None
+    field = Field(
+        threshold.default,
+        gt=None if bounds.low_closed else bounds.low,
+        ge=bounds.low if bounds.low_closed else None,
+        le=bounds.high,
+        description=f"{threshold.help} ({threshold.unit})",
+    )
+    return (Annotated[float, _NUMBER], field)
 
-    clock_drop_pct: Percent = 10.0
-    temperature_c: Annotated[float, _NUMBER, Field(gt=0, le=150)] = 85.0
-    kv_usage_pct: Percent = 90.0
-    expected_deficit_pct: Percent = 25.0
-    hold_s: Annotated[float, _NUMBER, Field(ge=0, le=3600)] = 10.0
-    mem_available_warn_gib: Annotated[float, _NUMBER, Field(ge=0, le=100_000)] = 8.0
-    mem_available_critical_gib: Annotated[float, _NUMBER, Field(ge=0, le=100_000)] = 2.0
-    swap_used_warn_gib: Annotated[float, _NUMBER, Field(ge=0, le=100_000)] = 2.0
-    psi_some_warn_pct: Percent = 10.0
-    psi_full_critical_pct: Percent = 5.0
-    peer_power_ratio: Annotated[float, _NUMBER, Field(gt=0, le=1)] = 0.7
-    fabric_asymmetry_ratio: Annotated[float, _NUMBER, Field(gt=0, le=1)] = 0.5
-    stall_s: Annotated[float, _NUMBER, Field(gt=0, le=3600)] = 20.0
+
+_ALERTS_DOC = """Alert thresholds (DESIGN.md §9): the settable rows of
+:data:`sparktop.alerts.thresholds.TABLE`, each with its default and accepted range."""
+
+if TYPE_CHECKING:
+
+    class AlertThresholds(_Frozen):
+        """Alert thresholds (DESIGN.md §9): the settable rows of the thresholds table."""
+
+else:
+    AlertThresholds = create_model(
+        "AlertThresholds",
+        __base__=_Frozen,
+        __module__=__name__,
+        __doc__=_ALERTS_DOC,
+        **{t.name: _threshold_field(t) for t in settable()},
+    )
 
 
 def _located(kind: str, message: str, key: str, given: Any = None) -> ValidationError:
