@@ -30,6 +30,12 @@ examples:
   sparktop exporter --inventory cluster.yaml                      # 127.0.0.1:9464
   sparktop exporter -i cluster.yaml --listen 192.168.10.5:9464    # reachable on the LAN
   curl -s 127.0.0.1:9464/metrics | grep '^sparktop_alert'
+
+exit status:
+  0    stopped by SIGTERM
+  2    a mistake in the command line or the inventory, or --listen cannot be bound
+       (an address that is not an IP, a port in use)
+  130  stopped by Ctrl-C (SIGINT)
 """
 
 

@@ -28,8 +28,9 @@ examples:
   sparktop replay run.jsonl.gz --start 5:00     start five minutes in
   sparktop replay run.jsonl.zst --summary       alerts with their offsets, no UI
 
-exit codes: 0 ok (also for a recording cut short: it replays up to the cut),
-            2 not a recording / cannot be read / bad option
+exit status:
+  0    done (also for a recording cut short: it replays up to the cut)
+  2    not a recording, cannot be read, or a bad option
 """
 
 MIN_SPEED = 0.1
