@@ -129,7 +129,8 @@ def expected_lines(
             group.append((f" ({band})", "dim"))
         if not is_num(comp.expected):
             if _how(estimated) != row_how:  # the row's own reason is already shown once
-                group.append((f" ({_how(estimated)})", "dim"))
+                # After "no data" itself: the reason alone, not "no data (no data: …)".
+                group.append((f" ({_how(estimated).removeprefix('no data: ')})", "dim"))
         elif not comp.comparable:
             group += [
                 (f" {comp.live_label} ", "dim"),

@@ -236,6 +236,7 @@ def test_expected_strip_says_how_in_a_word_and_no_data_with_its_reason_once() ->
     beyond = text(engine(running=32.0))
     assert beyond.count("outside the measured columns") == 1
     assert "TTFT no data" in beyond and "ttft_s" not in beyond
+    assert "no data (no data" not in beyond  # the reason said once, not after "no data" again
     # A server that does not report running requests is not idle (cache-config-none case).
     unknown = text(engine(running=NA("not exported")))
     assert "n/a" in unknown and "idle" not in unknown
