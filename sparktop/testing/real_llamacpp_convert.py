@@ -7,7 +7,7 @@ converter imports torch, which sparktop does not depend on)::
 
 ``convert_hf_to_gguf.py`` names a BPE tokenizer's pre-tokenizer by hashing how it splits a
 probe text, and refuses one it does not know; the tiny model's tokenizer is trained locally
-(byte-level BPE with GPT-2's split rule), so it is declared as ``gpt2`` here, the one
+(byte-level BPE with GPT-2's split rule), so it is declared as GPT-2's (``gpt-2``) here, the one
 change to the converter's run. Weights are written as f32 (the page of
 ``../shared/fixtures/real/SOURCES.md`` came from such a file). Imports nothing from sparktop.
 """
@@ -28,7 +28,7 @@ def main(argv: list[str]) -> int:
     from conversion import base  # llama.cpp's converter package, on the path just added
 
     def gpt2_pre_tokenizer(self: object, tokenizer: object) -> str:
-        return "gpt2"
+        return "gpt-2"  # the name llama.cpp's vocabulary loader knows (not "gpt2")
 
     base.TextModel.get_vocab_base_pre = gpt2_pre_tokenizer
     script = str(llama / "convert_hf_to_gguf.py")

@@ -126,6 +126,8 @@ async def discover(client: httpx.AsyncClient, model: str | None, api_key: str | 
     else:
         busy = None
         note = f"unknown ({clean(sample.message) or 'no running/waiting on /metrics'})"
+    if not is_num(max_len) and sample.ok and is_num(sample.max_model_len):
+        max_len = sample.max_model_len  # llama.cpp: /props states it, /v1/models does not
     pool = sample.kv_pool_tokens
     return ServerInfo(
         model=model or clean(served, 200),
