@@ -157,8 +157,10 @@ class BudgetPane(VerticalScroll, can_focus=True):
         with Horizontal():
             yield Label("output tok")
             yield BudgetInput(str(self.inputs.output), type="integer", id="output")
-        yield BudgetCurve(self.profile, id="budget-curve")
+        # The answer first, the curve after it: on a 24-line terminal the curve alone filled
+        # the pane and the fits, TTFT and "if sent now" were below the fold.
         yield TextBlock("", id="budget-out")
+        yield BudgetCurve(self.profile, id="budget-curve")
 
     def on_mount(self) -> None:
         self.render_budget()
