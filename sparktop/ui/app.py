@@ -136,6 +136,8 @@ class SparktopApp(DetailNavigation):
         self.keymap: dict[str, str] = {}
         """The key remapping applied (the inventory's ``keys:`` that were valid)."""
         self.known_gpus: dict[str, tuple[GpuSample, ...]] = {}
+        self._tick_soon = False
+        """A tick is queued for a subject's first sample (see :meth:`_record`)."""
         self.known_time_s: dict[str, float] = {}
         """When each node's :attr:`known_gpus` were read (its last healthy poll)."""
         self.known_nodes: dict[str, NodeSample] = {}
@@ -243,11 +245,20 @@ class SparktopApp(DetailNavigation):
         else:
             previous = self.state.engines.get(sample.engine)
         self.state.apply(sample)
+        if previous is None and not self._tick_soon and self.is_running:
+            # A node's or engine's first sample is drawn at once, not at the next tick (up
+            # to a second later): the first screen with data is what a user waits for.
+            self._tick_soon = True
+            self.call_later(self._first_sample_tick)
         if self.derives_events:
             for event in transition_events(previous, sample):
                 self.add_event(event)
         for hook in self.sample_hooks:
             hook(sample)
+
+    def _first_sample_tick(self) -> None:
+        self._tick_soon = False
+        self.tick()
 
     @property
     def derives_events(self) -> bool:
