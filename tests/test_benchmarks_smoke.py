@@ -147,12 +147,14 @@ def test_soak_records_ticks_and_reads_memory_each_round(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_window_sorts_every_outcome() -> None:
-    # A SIGINT long after the start (the command's own handling) is a clean 130 for both.
+    # A SIGINT 300 ms after the spawn: never a traceback. Which clean outcome depends on the
+    # machine: the command's own 130, the interpreter not started yet (a loaded machine), or
+    # the budget already done (it takes ~0.1 s CPU since its profiles ship precomputed).
     found = bench_ctrl_c.measure(max_ms=300, step_ms=300, rounds=1)
-    assert {name: dict(by_delay[300]) for name, by_delay in found.items()} == {
-        "scripts/sparktop": {bench_ctrl_c.CLEAN: 1},
-        "pip wrapper": {bench_ctrl_c.CLEAN: 1},
-    }
+    assert set(found) == {"scripts/sparktop", "pip wrapper"}
+    clean = {bench_ctrl_c.CLEAN, bench_ctrl_c.KILLED, "exit 0 b''"}
+    for by_delay in found.values():
+        assert sum(by_delay[300].values()) == 1 and set(by_delay[300]) <= clean, by_delay
     assert names(bench_ctrl_c.figures(found, 300)) == [
         "scripts/sparktop: traceback window",
         "pip wrapper: traceback window",
