@@ -28,6 +28,9 @@ from sparktop.testing.llamacpp_stub import (
     token_ids,
 )
 
+PROFILE = "4x-spark-dsv41-flash-1017"
+"""A built-in profile: the expected row's figures come from it."""
+
 
 @pytest.fixture
 def llama() -> Iterator[LlamaServer]:
@@ -186,3 +189,46 @@ async def test_a_tokenize_answering_no_ids_for_text_fails_the_sweeps_prompts() -
         async with httpx.AsyncClient(base_url=url, trust_env=False) as client:
             with pytest.raises(RuntimeFailure, match="returned no tokens for 5 characters"):
                 await _tokenize_ids(client, "hello", False, KINDS["vllm"].tokenize)
+
+
+@pytest.mark.parametrize(
+    ("slots", "why"),
+    [("disabled", "GET /slots: HTTP 501"), ("garbled", "GET /slots answered no JSON")],
+)
+def test_a_disabled_or_garbled_slots_leaves_the_prompt_length_unknown(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    llama: LlamaServer,
+    slots: str,
+    why: str,
+) -> None:
+    llama.slots = slots
+    inventory = str(_inventory(tmp_path, llama.url))
+    _, out, err = _run(
+        capsys, "snapshot", "-i", inventory, "--profile", PROFILE, "--window", "5", "--json"
+    )
+    row = json.loads(out)["engines"][0]
+    assert row["state"] == "ok", err  # the engine row stands; only the prompt length is gone
+    assert row["mean_prompt_tokens"] is None
+    assert row["missing"]["mean_prompt_tokens"].startswith(why)
+    assert "prompt lengths unknown" in row["expected"]["missing"]
+
+
+def test_busy_slots_give_the_mean_prompt_length_and_the_expected_row(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, llama: LlamaServer
+) -> None:
+    inventory = str(_inventory(tmp_path, llama.url))
+    _, out, _ = _run(
+        capsys, "snapshot", "-i", inventory, "--profile", PROFILE, "--window", "5", "--json"
+    )
+    row = json.loads(out)["engines"][0]
+    with httpx.Client(base_url=llama.url) as client:
+        busy = [s for s in client.get("/slots").json() if s["is_processing"]]
+    assert row["mean_prompt_tokens"] == sum(s["n_prompt_tokens"] for s in busy) / len(busy)
+    block = row["expected"]
+    assert block["missing"] is None, block
+    assert block["mean_prompt_tokens"] == row["mean_prompt_tokens"]
+    ttft = block["figures"]["ttft_s"]
+    assert ttft["live_missing"] == "llama.cpp exports no latency histograms"
+    # The window's load is the busy slots' (the stub's prompts lie below this profile's rows).
+    assert f"× {row['mean_prompt_tokens']:,.0f} prompt tokens" in block["load"]

@@ -92,6 +92,9 @@ async def test_snapshot_json_and_text_of_the_real_llama_server(
     assert is_num(engine["running"]) and is_num(engine["waiting"])
     for field in ("ttft_p50_s", "itl_p50_s"):
         assert engine[field] is None and engine["missing"][field] == NO_LATENCY
+    # /slots answered (served by default): the busy slots' mean, or why it has none now.
+    prompt = engine["mean_prompt_tokens"]
+    assert prompt is not None or engine["missing"]["mean_prompt_tokens"].startswith("/slots")
 
     status, out, err = await run_cli(
         tmp_path, "snapshot", "--inventory", str(inventory), "--window", "1"

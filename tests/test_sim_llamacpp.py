@@ -5,6 +5,10 @@ llama-server's shapes; and sparktop reads it as it reads the real one."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -54,3 +58,23 @@ async def test_the_simulated_inventory_names_the_kind_and_the_pool() -> None:
         summary = sim.summary()
     assert "kind: llamacpp" in text and "kv_pool_tokens" in text
     assert f"engine {LLAMACPP_ENGINE}" in summary and "llama.cpp, one host" in summary
+
+
+async def test_the_expected_row_of_the_simulated_llamacpp_engine_has_figures() -> None:
+    async with running_sim(nodes=2, speed=5, llamacpp=True) as sim:
+        with_sim = [sys.executable, "-m", "sparktop", "snapshot", "-i", str(sim.inventory_path)]
+        proc = await asyncio.create_subprocess_exec(
+            *with_sim, "--window", "10", "--json", stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), 120)
+        async with httpx.AsyncClient(base_url=sim.http[LLAMACPP_ENGINE].url) as client:
+            slots = (await client.get("/slots")).json()
+    rows = {e["engine"]: e for e in json.loads(out)["engines"]}
+    block = rows[LLAMACPP_ENGINE]["expected"]
+    assert block["missing"] is None, block  # not "prompt lengths unknown"
+    assert block["mean_prompt_tokens"] > 0
+    figures = block["figures"]
+    assert figures["ttft_s"]["live_missing"] == "llama.cpp exports no latency histograms"
+    assert figures["ttft_s"]["expected_s"] > 0 and figures["aggregate_tps"]["expected_tps"] > 0
+    busy = [s for s in slots if s["is_processing"]]
+    assert all(s["n_prompt_tokens"] > 0 for s in busy)  # llama-server's field, as it states it

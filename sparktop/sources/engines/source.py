@@ -31,7 +31,7 @@ from typing import Protocol
 
 import httpx
 
-from sparktop.model import EngineSample, EngineState, Num
+from sparktop.model import NA, EngineSample, EngineState, Num, is_num
 from sparktop.sources.engines.http import (
     ACCEPT_ENCODING,
     AUTH_HINT,
@@ -50,6 +50,7 @@ from sparktop.sources.engines.metrics import MetricsDeriver
 from sparktop.sources.engines.pool import Limits
 from sparktop.sources.engines.props import Props, fetch_props
 from sparktop.sources.engines.reading import detect_kind, parse_engine_page
+from sparktop.sources.engines.slots import fetch_slot_prompts
 from sparktop.sources.exposition.page import PromPage
 
 ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
@@ -263,6 +264,9 @@ class EngineSource:
             server_version=self._version or "",
             props=self._props.limits if self._props else None,
         )
+        slots_path = spec_for(detect_kind(page, self.engine_kind)).slots_path
+        if slots_path and sample.answered:
+            sample = await self._slot_prompts(sample, slots_path)
         if sample.restarted:
             self._models = None  # a new server may serve another model or length
             self._version = None
@@ -272,6 +276,19 @@ class EngineSource:
             return sample
         self._since = self._since or wall
         return replace(sample, since_s=self._since)
+
+    async def _slot_prompts(self, sample: EngineSample, path: str) -> EngineSample:
+        """``sample`` with ``mean_prompt_tokens`` from the busy slots now (llama.cpp exports
+        no prompt lengths on ``/metrics``), or its reason when ``path`` does not say."""
+        try:
+            async with asyncio.timeout(self._deadline_s):
+                mean = await fetch_slot_prompts(self._client_now(), path)
+        except TimeoutError:
+            mean = NA(f"GET {path}: no answer in {self._deadline_s:g} s")
+        if not is_num(mean) and is_num(sample.mean_prompt_tokens):
+            return sample
+        since = tuple(f for f in sample.since_start if f != "mean_prompt_tokens")
+        return replace(sample, mean_prompt_tokens=mean, since_start=since)
 
     async def _failed(
         self, wall: float, started: float, state: EngineState, reason: str

@@ -2,6 +2,7 @@
 ``/metrics`` (with ``--metrics``), no histograms and no KV-pool size (see
 ``fixtures/real/llama-server-tiny-*.prom``); ``GET /props`` gives the context of one slot
 (``default_generation_settings.n_ctx``) and the slot count (``total_slots``, ``-np``);
+``GET /slots`` each busy slot's prompt length (``n_prompt_tokens``);
 ``POST /tokenize`` takes ``{"content": …}`` and answers ``{"tokens": [ids]}`` (no count;
 it answers ``{"tokens": []}`` to vLLM's ``{"prompt": …}``).
 
@@ -21,6 +22,7 @@ SPEC = KindSpec(
     tokenize=Tokenize(text_field="content", count_field="", special_field="add_special"),
     props_path="/props",
     probe_path="/props",
+    slots_path="/slots",
     gauges={
         "running": ("llamacpp:requests_processing",),
         "waiting": ("llamacpp:requests_deferred",),

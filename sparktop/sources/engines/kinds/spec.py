@@ -86,6 +86,8 @@ class KindSpec:
     ``version_path``: a JSON ``GET`` saying the release (``{"version": …}``);
     ``props_path``: a JSON ``GET`` with the server's limits (llama.cpp ``/props``);
     ``limits``: where each limit is read (``max_model_len`` → ``/v1/models`` or a gauge…);
+    ``slots_path``: a JSON ``GET`` of the busy requests' prompt lengths (llama.cpp
+    ``/slots``), read on each scrape for ``mean_prompt_tokens``;
     ``probe_path``: a ``GET`` only this kind answers with JSON, to tell which kind serves a
     URL when the inventory does not say. ``pool_from``: where the KV pool is read, in order
     (``cache_config_info``: its ``kv_cache_size_tokens`` label; ``blocks``: its
@@ -102,6 +104,7 @@ class KindSpec:
     version_path: str = ""
     props_path: str = ""
     probe_path: str = ""
+    slots_path: str = ""
     gauges: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     counters: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     histograms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -1,0 +1,66 @@
+"""``GET /slots`` of a llama.cpp ``llama-server``: the prompt lengths its ``/metrics`` lacks.
+
+A JSON list, one object per slot; a busy slot (``"is_processing": true``) states
+``n_prompt_tokens``, its request's prompt length in tokens (llama-server serves ``/slots``
+unless started with ``--no-slots``, then it answers 501). The mean over the busy slots is
+the sample's ``mean_prompt_tokens`` (what the expected row keys on). Never raises: a
+disabled, missing or garbled answer gives NA with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from sparktop.jsontext import loads
+from sparktop.model import NA, Num
+from sparktop.sources.engines.http import (
+    MAX_MODEL_LEN,
+    Progress,
+    ScrapeFailure,
+    describe,
+    open_stream,
+    read_capped,
+)
+
+MAX_SLOTS_BYTES = 4 * 1024 * 1024
+"""``/slots`` is a few hundred bytes a slot (prompts are not detokenized by default)."""
+
+
+def read_slots(answer: Any, path: str = "/slots") -> Num:
+    """The mean ``n_prompt_tokens`` of the busy slots in one parsed ``/slots`` answer, in
+    tokens; NA with the reason when no slot is busy or none states a plausible length."""
+    if not isinstance(answer, list):
+        return NA(f"{path} answered no JSON list")
+    busy = [s for s in answer if isinstance(s, dict) and s.get("is_processing") is True]
+    if not busy:
+        return NA(f"{path}: no busy slot")
+    lengths = []
+    for slot in busy:
+        n = slot.get("n_prompt_tokens")
+        if isinstance(n, int | float) and not isinstance(n, bool) and 0 < n <= MAX_MODEL_LEN:
+            lengths.append(float(n))
+    if not lengths:
+        return NA(f"{path} states no prompt lengths (n_prompt_tokens)")
+    return sum(lengths) / len(lengths)
+
+
+async def fetch_slot_prompts(client: httpx.AsyncClient, path: str = "/slots") -> Num:
+    """``GET path`` read up to 4 MiB and parsed by :func:`read_slots`; never raises (the
+    caller's deadline may cancel it)."""
+    progress = Progress()
+    try:
+        headers = {"Accept": "application/json"}
+        async with open_stream(client, path, progress, headers=headers) as response:
+            data = await read_capped(response, MAX_SLOTS_BYTES, progress)
+            if response.status_code != 200:
+                return NA(f"GET {path}: HTTP {response.status_code} (llama-server --no-slots?)")
+            answer: Any = loads(data)
+    except ScrapeFailure as failure:
+        return NA(f"GET {path}: {failure.reason}")
+    except ValueError:
+        return NA(f"GET {path} answered no JSON")
+    except httpx.HTTPError as exc:
+        return NA(f"GET {path}: {describe(exc)}")
+    return read_slots(answer, path)
