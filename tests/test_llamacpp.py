@@ -15,7 +15,9 @@ import pytest
 
 from sparktop.cli import main
 from sparktop.errors import RuntimeFailure
+from sparktop.model import NA
 from sparktop.sources.engines.kinds import KINDS
+from sparktop.sources.engines.slots import read_slots
 from sparktop.sweep.runner.bench_prompts import PromptMaker, _tokenize_ids, endpoint_maker
 from sparktop.sweep.tokens.exact_tokens import EndpointTokenizer
 from sparktop.testing.http_stub import serve_threaded
@@ -224,7 +226,8 @@ def test_busy_slots_give_the_mean_prompt_length_and_the_expected_row(
     row = json.loads(out)["engines"][0]
     with httpx.Client(base_url=llama.url) as client:
         busy = [s for s in client.get("/slots").json() if s["is_processing"]]
-    assert row["mean_prompt_tokens"] == sum(s["n_prompt_tokens"] for s in busy) / len(busy)
+    prompts = [s["n_prompt_tokens"] - s["next_token"]["n_decoded"] for s in busy]
+    assert row["mean_prompt_tokens"] == sum(prompts) / len(prompts)  # context less generated
     block = row["expected"]
     assert block["missing"] is None, block
     assert block["mean_prompt_tokens"] == row["mean_prompt_tokens"]
@@ -232,3 +235,21 @@ def test_busy_slots_give_the_mean_prompt_length_and_the_expected_row(
     assert ttft["live_missing"] == "llama.cpp exports no latency histograms"
     # The window's load is the busy slots' (the stub's prompts lie below this profile's rows).
     assert f"× {row['mean_prompt_tokens']:,.0f} prompt tokens" in block["load"]
+
+
+def _reason(value: object) -> str:
+    assert isinstance(value, NA), value
+    return value.reason
+
+
+def test_slots_prompt_is_the_context_less_the_generated_tokens_once_decoding() -> None:
+    def slot(busy: bool, held: int, decoded: int) -> dict[str, object]:
+        # llama-server's shape: next_token is a one-element list (nlohmann's {{…}}).
+        nxt = [{"has_next_token": busy, "n_remain": -1, "n_decoded": decoded}]
+        return {"id": 0, "is_processing": busy, "n_prompt_tokens": held, "next_token": nxt}
+
+    answer = [slot(True, 900, 100), slot(True, 700, 300), slot(True, 50, 0), slot(False, 9, 9)]
+    assert read_slots(answer) == ((900 - 100) + (700 - 300)) / 2  # the prefilling one left out
+    assert "no busy slot past its prompt" in _reason(read_slots([slot(True, 50, 0)]))
+    assert "no busy slot" in _reason(read_slots([slot(False, 900, 100)]))
+    assert "no JSON list" in _reason(read_slots({"error": "x"}))

@@ -156,9 +156,11 @@ class LlamacppServer(EngineServer):
 
     @staticmethod
     def _prompt(request: SimRequest) -> dict[str, int]:
-        """A busy slot's prompt counts, as llama-server states them on ``/slots``."""
+        """A busy slot's prompt counts, as llama-server states them on ``/slots``: its
+        ``n_prompt_tokens`` is the context it holds, the prompt so far and the tokens
+        generated."""
         return {
-            "n_prompt_tokens": request.prompt_tokens,
+            "n_prompt_tokens": int(request.computed) + request.generated,
             "n_prompt_tokens_processed": max(0, int(request.computed) - request.cached_tokens),
             "n_prompt_tokens_cache": request.cached_tokens,
         }

@@ -47,7 +47,7 @@ def _slot(i: int, busy: bool) -> dict[str, Any]:
         "speculative": False,
         "is_processing": busy,
         **(
-            {"n_prompt_tokens": 188, "n_prompt_tokens_processed": 188, "n_prompt_tokens_cache": 0}
+            {"n_prompt_tokens": 188, "n_prompt_tokens_processed": 176, "n_prompt_tokens_cache": 0}
             if busy
             else {}
         ),

@@ -120,6 +120,7 @@ class EngineSource:
         self._models: tuple[Num, str, str] | None = None
         self._version: str | None = None
         self._props: Props | None = None
+        self._slot_prompt = 0.0  # the last mean prompt length read on /slots
         self._since: float | None = None
         self._clock = clock
         self._refused = False  # the last scrape's page was over a cap
@@ -271,6 +272,7 @@ class EngineSource:
             self._models = None  # a new server may serve another model or length
             self._version = None
             self._props = None
+            self._slot_prompt = 0.0
         if sample.answered:
             self._since = None
             return sample
@@ -279,12 +281,18 @@ class EngineSource:
 
     async def _slot_prompts(self, sample: EngineSample, path: str) -> EngineSample:
         """``sample`` with ``mean_prompt_tokens`` from the busy slots now (llama.cpp exports
-        no prompt lengths on ``/metrics``), or its reason when ``path`` does not say."""
+        no prompt lengths on ``/metrics``); while every busy slot is still in prefill, the
+        last mean read; its reason when ``path`` does not say."""
         try:
             async with asyncio.timeout(self._deadline_s):
                 mean = await fetch_slot_prompts(self._client_now(), path)
         except TimeoutError:
             mean = NA(f"GET {path}: no answer in {self._deadline_s:g} s")
+        if is_num(mean):
+            self._slot_prompt = mean
+        elif isinstance(mean, NA) and mean.reason.startswith(path) and self._slot_prompt:
+            # Every busy slot is in prefill (or just finished): the last prompts read stand.
+            mean = self._slot_prompt
         if not is_num(mean) and is_num(sample.mean_prompt_tokens):
             return sample
         since = tuple(f for f in sample.since_start if f != "mean_prompt_tokens")
@@ -318,6 +326,7 @@ class EngineSource:
         self._models = None
         self._version = None
         self._props = None
+        self._slot_prompt = 0.0
         self.deriver.reset()
 
     async def aclose(self) -> None:
