@@ -253,3 +253,24 @@ def test_slots_prompt_is_the_context_less_the_generated_tokens_once_decoding() -
     assert "no busy slot past its prompt" in _reason(read_slots([slot(True, 50, 0)]))
     assert "no busy slot" in _reason(read_slots([slot(False, 900, 100)]))
     assert "no JSON list" in _reason(read_slots({"error": "x"}))
+
+
+@pytest.mark.parametrize(
+    ("state", "name", "processing"),
+    [("idle", "llama-server-tiny-idle.prom", 0.0), ("load", "llama-server-tiny-load.prom", 2.0)],
+)
+def test_the_stub_serves_each_captured_page_verbatim(
+    state: str, name: str, processing: float
+) -> None:
+    """Every test above reads the real llama-server pages through the stub: the stub's page
+    is the capture byte for byte, and prometheus_client reads the 15 ``llamacpp:*`` families
+    with the running count the capture holds."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.conftest import FIXTURES
+
+    text = (FIXTURES / "real" / name).read_text(encoding="utf-8")
+    assert real_page(state) == text
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert len([n for n in families if n.startswith("llamacpp:")]) == 15
+    assert families["llamacpp:requests_processing"].samples[0].value == processing
