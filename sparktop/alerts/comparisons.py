@@ -150,13 +150,21 @@ def _ttft_fallback(sample: EngineSample) -> Num:
     return q.value_s if isinstance(q, Quantile) else q
 
 
+def _decode_missing(sample: EngineSample) -> NA:
+    """Why there is no live per-stream decode: the reason ITL and TPOT share when both are
+    n/a for one (a kind that exports no latency histograms, families not exported), else
+    that the window saw no decode latencies."""
+    itl, tpot = sample.itl_mean_s, sample.tpot_mean_s
+    if isinstance(itl, NA) and isinstance(tpot, NA) and itl.reason and itl.reason == tpot.reason:
+        return NA(itl.reason)
+    return NA("no decode latencies in the window")
+
+
 def comparisons(got: WindowExpected, sample: EngineSample) -> tuple[Comparison, ...]:
     """TTFT, per-request decode and aggregate, in that order, for ``sample``'s window."""
     ttft, decode = live_ttft(sample), live_decode(sample)
     ttft_live: Num = ttft.value if ttft.value is not None else _ttft_fallback(sample)
-    per_stream: Num = (
-        decode.value if decode.value is not None else NA("no decode latencies in the window")
-    )
+    per_stream: Num = decode.value if decode.value is not None else _decode_missing(sample)
     # The generation rate over a busy window is an end-to-end aggregate (prefill time
     # included): like for like only with an end-to-end profile column.
     decode_only = AGGREGATE_KINDS.get(got.aggregate_kind, "") == "decode-only"

@@ -191,6 +191,33 @@ def _windowed(sample: EngineSample, name: str, text: str) -> Group:
     return [(text + (LIFETIME_MARK if name in sample.since_start else ""), "")]
 
 
+def _reason(sample: EngineSample, name: str) -> str | None:
+    """Why field ``name`` is n/a ("" without a reason); None when it has a value."""
+    value = getattr(sample, name)
+    if is_num(value) or hasattr(value, "value_s"):
+        return None
+    return str(getattr(value, "reason", "") or "")
+
+
+def latency_groups(sample: EngineSample, lat: dict[str, str]) -> list[Group]:
+    """``TTFT p50 8.12 s p95 18.50 s`` and ``ITL p50 18 ms`` (``lat``: each quantile as
+    text). Figures n/a for one reason say it once: ``TTFT · ITL n/a (llama.cpp exports no
+    latency histograms)``, ``TTFT n/a (…)``, not the reason after every quantile."""
+    why = {k: _reason(sample, k) for k in ("ttft_p50", "ttft_p95", "itl_p50")}
+    ttft, itl = {why["ttft_p50"], why["ttft_p95"]}, why["itl_p50"]
+    if len(ttft) == 1 and None not in ttft and (shared := ttft.pop()):
+        why_group: Group = [(fmt.NA_TEXT, ""), (f" ({printable(shared)})", "dim")]
+        if itl == shared:
+            return [[("TTFT · ITL ", "dim"), *why_group]]
+        ttft_group = [("TTFT ", "dim"), *why_group]
+    else:
+        ttft_group = [
+            ("TTFT p50 ", "dim"), *_windowed(sample, "ttft_p50", lat["ttft_p50"]),
+            (" p95 ", "dim"), *_windowed(sample, "ttft_p95", lat["ttft_p95"]),
+        ]  # fmt: skip
+    return [ttft_group, [("ITL p50 ", "dim"), *_windowed(sample, "itl_p50", lat["itl_p50"])]]
+
+
 def pool_why(sample: EngineSample) -> Group:
     """Beside ``pool n/a``: where the figure would come from, short (``(no cache_config_info
     on the page)``; snapshot and the budget give the whole reason with the fix)."""
@@ -206,14 +233,14 @@ def rate_groups(sample: EngineSample) -> list[Group]:
     hit = sample.prefix_hit_rate
     lat = {k: fmt.quantile(getattr(sample, k)) for k in ("ttft_p50", "ttft_p95", "itl_p50")}
     hit_text = f"{float(hit) * 100:.0f}%" if is_num(hit) else fmt.NA_TEXT
+    ttft, *itl = latency_groups(sample, lat)
+    split = ttft_split(sample)  # the mean TTFT's parts, beside the TTFT quantiles
     groups: list[Group] = [
         [("prefill ", "dim"), (fmt.num(sample.prefill_tps) + " tok/s", ""), *in_progress(sample)],
         [("decode ", "dim"), (fmt.num(sample.decode_tps) + " tok/s", "bold"),
          *window_cells(sample)],
         *([now] if (now := now_group(sample)) else []),
-        [("TTFT p50 ", "dim"), *_windowed(sample, "ttft_p50", lat["ttft_p50"]),
-         (" p95 ", "dim"), *_windowed(sample, "ttft_p95", lat["ttft_p95"])],
-        [("ITL p50 ", "dim"), *_windowed(sample, "itl_p50", lat["itl_p50"])],
+        ttft, *([split] if split else []), *itl,
         [("prompt ", "dim"),
          *_windowed(sample, "mean_prompt_tokens", fmt.num(sample.mean_prompt_tokens))],
         [("hit ", "dim"), *_windowed(sample, "prefix_hit_rate", hit_text)],
@@ -222,9 +249,6 @@ def rate_groups(sample: EngineSample) -> list[Group]:
         sample.since_start
     ):
         groups.append([(LIFETIME_LEGEND, "dim")])
-    split = ttft_split(sample)
-    if split:
-        groups.insert(3, split)
     spec = spec_group(sample)
     if spec:
         groups.append(spec)

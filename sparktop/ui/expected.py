@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparktop.alerts.comparisons import comparisons
-from sparktop.model import EngineSample, is_num
+from sparktop.model import NA, EngineSample, is_num
+from sparktop.safe_text import printable
 from sparktop.sweep.expected.matched import RowFn
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_views import Group, pack
@@ -118,6 +119,7 @@ def expected_lines(
         ]  # fmt: skip
         groups[1:1] = model
     comps: list[Group] = []
+    said: dict[str, str] = {}  # a missing live figure's reason → the label it was given with
     for comp in found:
         estimated = comp.estimated
         past = comp.deficit(threshold_pct)
@@ -137,6 +139,13 @@ def expected_lines(
                 (_live(comp), "bold"),
                 (" (not compared)" if compact else f" (not compared: {comp.why_not})", "dim"),
             ]
+        elif not is_num(comp.live):
+            # No live figure: why, once per strip; no verdict, and no note on what a
+            # figure that is not there would include.
+            reason = (comp.live.reason if isinstance(comp.live, NA) else "") or "no live figure"
+            first = said.setdefault(reason, comp.label)
+            why = printable(reason) if first == comp.label else f"as for {first}"
+            group += [(f" {comp.live_label} ", "dim"), (fmt.NA_TEXT, ""), (f" ({why})", "dim")]
         else:
             dev = comp.deviation()
             if comp.in_band() and (comp.live_interval is not None or comp.low != comp.high):

@@ -353,3 +353,39 @@ def test_running_without_its_gauge_says_why_never_na_over_the_limit() -> None:
     flat = " ".join(" ".join(t for line in lines for t, _ in line).split())
     assert "n/a/" not in flat, flat
     assert f"running n/a ({sample.running.reason})" in flat, flat
+
+
+def test_latencies_missing_for_one_reason_say_it_once_per_block() -> None:
+    """llama.cpp exports no latency histograms: the block said the reason after TTFT p50, p95
+    and ITL p50 (three times on one line); the expected strip said ``p50 no data ·`` with no
+    reason, then a note on queueing that a missing figure cannot include."""
+    from functools import partial
+
+    from sparktop.sweep.estimator.estimator import estimate
+    from sparktop.sweep.expected.matched import MatchedExpected
+    from sparktop.sweep.profiles.loader import load_profile
+    from sparktop.ui.expected import DeficitClock, expected_lines
+
+    why = "llama.cpp exports no latency histograms"
+    latencies = {k: NA(why) for k in ("ttft_p50", "ttft_p95", "itl_p50", "itl_mean_s")}
+    sample = engine(kind="llamacpp", waiting=2.0, tpot_mean_s=NA(why), **latencies)
+    block = " ".join(
+        "".join(t for t, _ in line) for line in engine_lines(sample, T0, ViewConfig(), 8.0)
+    )
+    assert block.count(why) == 1, block
+    assert f"TTFT · ITL n/a ({why})" in block
+    assert "p95" not in block and "ITL p50" not in block
+    # TTFT alone n/a: said once for both quantiles, ITL as it is.
+    ttft_only = engine(ttft_p50=NA(why), ttft_p95=NA(why))
+    text = " ".join(
+        "".join(t for t, _ in ln) for ln in engine_lines(ttft_only, T0, ViewConfig(), 8.0)
+    )
+    assert text.count(why) == 1 and f"TTFT n/a ({why})" in text and "ITL p50 21 ms" in text
+
+    profile = load_profile("4x-spark-dsv41-flash-1017")
+    fn = MatchedExpected(profile, partial(estimate, profile))
+    lines = expected_lines(sample, profile.name, fn, 25.0, DeficitClock(), T0, width=400)
+    strip = " ".join("".join(t for t, _ in line) for line in lines)
+    assert f"p50 n/a ({why})" in strip, strip
+    assert "1/ITL n/a (as for TTFT)" in strip, strip
+    assert "no data ·" not in strip and "queueing" not in strip, strip
