@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from sparktop import __version__
+from sparktop.commands.exits import exit_status
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.interrupt import interruptible
 from sparktop.safe_text import printable, printable_warnings
@@ -32,15 +33,18 @@ examples:
   sparktop budget --prompt-tokens 125000 --concurrency 2
   sparktop profiles 2x-spark-dsv4-flash-0731
 
-exit status (the monitor; each command's --help gives its own):
-  0    quit with q
-  2    a mistake in the command line or the inventory, or stdout is not a terminal
-       (see --force-tui)
-  130  quit with Ctrl-C
-  141  the reader of stdout went away (as under | head)
-
 Run 'sparktop COMMAND --help' for each command's options. Inside the monitor press ? for help.
-"""
+
+""" + exit_status(
+    [
+        (0, "quit with q"),
+        (2, "a mistake in the command line or the inventory, or stdout is not a terminal "
+            "(see --force-tui)"),
+        (130, "quit with Ctrl-C"),
+        (141, "the reader of stdout went away (as under | head)"),
+    ],
+    "the monitor; each command's --help gives its own",
+)  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):

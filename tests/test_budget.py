@@ -338,8 +338,8 @@ def test_exit_codes_are_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["budget", "--help"])
     out = capsys.readouterr().out
     status = out[out.index("exit status:") :]
-    assert "\n  0  " in status and "\n  1  --endpoint was given" in status
-    assert "\n  2  a bad option" in status
+    assert "\n  0    " in status and "\n  1    --endpoint was given" in status
+    assert "\n  2    a bad option" in status
 
 
 def test_a_fifo_is_refused_not_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ pip writes for a ``[project.scripts]`` entry (it imports ``re`` first), and trac
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -175,11 +176,27 @@ def test_every_help_lists_its_exit_statuses(
     command: tuple[str, ...], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Scripts branch on them: each --help says what its statuses mean (a fresh-eyes trial
-    found none in 'sparktop --help' and only 0 in the exporter's)."""
+    found none in 'sparktop --help' and only 0 in the exporter's), in one format, as its
+    last section: ``exit status[ (qualifier)]:``, then a row per status, the code in a
+    column five wide, its meaning wrapped under itself (they were a table in some, a
+    sentence in others, a heading mid-text in one)."""
     from sparktop.cli import main
 
     with pytest.raises(SystemExit) as done:
         main([*command, "--help"])
     assert done.value.code == 0
     text = capsys.readouterr().out
-    assert "exit status" in text.lower(), text[-600:]
+    assert text.lower().count("exit status") == 1, text
+    head = re.search(r"^exit status(?: \([^()\n]+\))?:\n", text, re.MULTILINE)
+    assert head is not None, text[-600:]
+    rows = text[head.end() :].rstrip("\n").split("\n")
+    codes = []
+    for row in rows:  # to the end of the help: nothing after the section
+        status = re.fullmatch(r"  (\d{1,3}) +(\S.*)", row)
+        if status is not None:
+            assert len(row) - len(status.group(2)) == 7, row  # meanings in one column
+            codes.append(int(status.group(1)))
+        else:
+            assert re.fullmatch(r" {7}\S.*", row), row  # a meaning wrapped under itself
+        assert len(row) <= 95, row
+    assert len(codes) == len(set(codes)) >= 2 and {0, 2} <= set(codes), codes

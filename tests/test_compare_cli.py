@@ -107,7 +107,7 @@ def test_help_documents_the_exit_statuses(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["profiles", "--help"])
     out = capsys.readouterr().out
-    assert "3  --fail-on-regression PCT" in out and "docs/compare.md" in out
+    assert "\n  3    --compare with --fail-on-regression PCT" in out and "docs/compare.md" in out
 
 
 def test_the_simulator_refuses_a_profile_without_limits_in_one_line(

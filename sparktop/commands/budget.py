@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sparktop import values
+from sparktop.commands.exits import exit_status
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.safe_text import (
     cut_credentials,
@@ -41,19 +42,22 @@ examples:
   sparktop budget --prompt-tokens 40000 --profile ./my-sweep.yaml --json
   sparktop budget --prompt-tokens 65536 --concurrency 4 --plot budget.svg  # the curves, ▲ marked
 
-exit status:
-  0  the budget is printed (with --endpoint: from live data)
-  1  --endpoint was given but the server could not be reached or did not answer usefully: the
-     budget is still printed, from the profile and the estimate, and a one-line warning on
-     stderr says what is missing (free KV, exact token count) and why
-  2  a bad option, file or profile (one line on stderr, nothing printed)
-
 Over max_model_len: vLLM >= 0.32 serves the request with the output cut to max_model_len -
 prompt tokens, older vLLM refuses it; with --endpoint the server's /version decides, else
 both are said (docs/budget.md).
 Token estimate without a tokenizer: CJK characters 1:1, other characters / --chars-per-token.
 Profiles: 'sparktop profiles'. JSON schema: sparktop.budget/1 (sparktop/sweep/README.md).
-"""
+
+""" + exit_status(
+    [
+        (0, "the budget is printed (with --endpoint: from live data)"),
+        (1, "--endpoint was given but the server could not be reached or did not answer "
+            "usefully: the budget is still printed, from the profile and the estimate, and a "
+            "one-line warning on stderr says what is missing (free KV, exact token count) and "
+            "why"),
+        (2, "a bad option, file or profile (one line on stderr, nothing printed)"),
+    ]
+)  # fmt: skip
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

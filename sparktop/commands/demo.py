@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparktop.commands.exits import exit_status
 from sparktop.commands.sim import add_common_arguments, options_from, scenario_help
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.sim.scenarios import SCENARIOS, TOUR_PERIOD_S, Act, fault_names, timeline
@@ -44,8 +45,6 @@ The generated inventory differs from a real cluster's in two ways:
                         11.4M-token KV pool, and the pool-exhaustion fault needs it to fill.
                         The engine panel and the budget read the limit from this inventory,
                         so they say 32 too.
-
-Exit status: 0 after q, 130 after Ctrl-C, 129 / 143 after SIGHUP / SIGTERM.
 """
 
 EPILOG = """\
@@ -58,7 +57,17 @@ examples:
   sparktop demo --nodes 8 --engines 2 --speed 3  bigger, faster
   sparktop demo --llamacpp                       a llama.cpp engine beside the vLLM one
   sparktop demo --no-tui --rounds 3              print three snapshot tables and exit
-"""
+
+""" + exit_status(
+    [
+        (0, "quit with q (with --no-tui: after --rounds N tables)"),
+        (1, "the simulator could not start"),
+        (2, "a bad option"),
+        (129, "the terminal closed (SIGHUP)"),
+        (130, "quit with Ctrl-C"),
+        (143, "killed with SIGTERM"),
+    ]
+).replace("{", "{{").replace("}", "}}")
 
 
 def _description() -> str:

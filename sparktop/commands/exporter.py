@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from sparktop import gcpolicy
+from sparktop.commands.exits import exit_status
 from sparktop.interrupt import EXIT_INTERRUPTED
 
 DESCRIPTION = """\
@@ -31,12 +32,14 @@ examples:
   sparktop exporter -i cluster.yaml --listen 192.168.10.5:9464    # reachable on the LAN
   curl -s 127.0.0.1:9464/metrics | grep '^sparktop_alert'
 
-exit status:
-  0    stopped by SIGTERM
-  2    a mistake in the command line or the inventory, or --listen cannot be bound
-       (an address that is not an IP, a port in use)
-  130  stopped by Ctrl-C (SIGINT)
-"""
+""" + exit_status(
+    [
+        (0, "stopped by SIGTERM"),
+        (2, "a mistake in the command line or the inventory, or --listen cannot be bound (an "
+            "address that is not an IP, a port in use)"),
+        (130, "stopped by Ctrl-C (SIGINT)"),
+    ]
+)  # fmt: skip
 
 
 def add_parser(

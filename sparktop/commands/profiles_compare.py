@@ -8,6 +8,7 @@ import math
 import sys
 from typing import Any
 
+from sparktop.commands.exits import exit_status
 from sparktop.errors import UserError
 from sparktop.safe_text import dumps_printable, printable_lines
 
@@ -24,13 +25,16 @@ than the noise: the run-to-run spread kept by 'sparktop sweep' (FILE.runs.jsonl 
 profile), else the estimator's held-out band. Details: docs/compare.md.
 """
 
-EXIT_HELP = f"""\
-exit status with --compare:
-  0  compared (with --fail-on-regression PCT: no cell regressed beyond PCT and the noise)
-  2  a bad option or profile (one line on stderr)
-  {REGRESSED}  --fail-on-regression PCT: some figure of NEW is worse than OLD by more than
-     PCT % and by more than the cell's noise in at least one cell (the comparison is printed)
-"""
+EXIT_HELP = exit_status(
+    [
+        (0, "printed, imported or compared (with --compare --fail-on-regression PCT: no cell "
+            "regressed beyond PCT and the noise)"),
+        (2, "a bad option or profile (one line on stderr)"),
+        (REGRESSED, "--compare with --fail-on-regression PCT: some figure of NEW is worse than "
+                    "OLD by more than PCT % and by more than the cell's noise in at least one "
+                    "cell (the comparison is printed)"),
+    ]
+)  # fmt: skip
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from sparktop.commands.exits import exit_status
 from sparktop.errors import UserError
 from sparktop.safe_text import PrintableWriter
 from sparktop.values import counted
@@ -28,10 +29,12 @@ examples:
   sparktop replay run.jsonl.gz --start 5:00     start five minutes in
   sparktop replay run.jsonl.zst --summary       alerts with their offsets, no UI
 
-exit status:
-  0    done (also for a recording cut short: it replays up to the cut)
-  2    not a recording, cannot be read, or a bad option
-"""
+""" + exit_status(
+    [
+        (0, "done (also for a recording cut short: it replays up to the cut)"),
+        (2, "not a recording, cannot be read, or a bad option"),
+    ]
+)
 
 MIN_SPEED = 0.1
 MAX_SPEED = 100.0

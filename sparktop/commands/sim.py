@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparktop.commands.exits import exit_status
 from sparktop.errors import UserError
 from sparktop.sim.requests import LoadSpec
 from sparktop.sim.scenarios import SCENARIOS
@@ -35,9 +36,6 @@ terminal closes (SIGHUP) or the process gets SIGTERM).
 The simulated server runs max_num_seqs 32 where the default profile's sweep used 8, so the
 KV pool can fill (pool-exhaustion); the inventory says 32. Its alerts keep the monitor's
 default hold (10 s); 'sparktop demo' writes 5 s so the tour's 20 s faults alert in time.
-
-Exit status: 0 after Ctrl-C, SIGHUP or SIGTERM (the ways it is meant to stop; unlike the
-monitor and the demo, where q is the normal end and Ctrl-C gives 130), 2 on a bad option.
 """
 
 EPILOG = """\
@@ -52,7 +50,14 @@ examples:
   sparktop snapshot --inventory sim.yaml --json     (while the simulator runs)
   sparktop sim --write-inventory sim.yaml --clients 0 --speed 5
       an idle server to measure: sparktop sweep --endpoint URL --time-scale 5 -o sim.yaml
-"""
+
+""" + exit_status(
+    [
+        (0, "stopped by Ctrl-C, SIGHUP or SIGTERM (the ways it is meant to stop; unlike the "
+            "monitor and the demo, where q is the normal end and Ctrl-C gives 130)"),
+        (2, "a bad option"),
+    ]
+)  # fmt: skip
 
 
 def scenario_help(width: int = 92) -> str:

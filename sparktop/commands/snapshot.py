@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sparktop.commands.exits import exit_status
 from sparktop.errors import UserError
 from sparktop.report.snapshot_table import NODE_PRIORITY
 from sparktop.snapshot import SCHEMA
@@ -41,17 +42,7 @@ Each node has its own deadline (connect_timeout_s, then command_timeout_s for th
 hung node is reported as such without holding up the others.
 
 The alert rules run once over the poll and every condition present now is listed (a single
-poll has no hold time). Exit status, the first that applies:
-  3  a critical condition in what answered (KV cache >= 98 % with requests waiting, a
-     throttled node holding back a tensor-parallel engine's decode)
-  1  some node or engine did not answer (the output still lists everything that answered,
-     and each failure with its reason; an unreachable node is a critical alert too)
-  4  degraded: everything answered, nothing critical, but a node or engine is not ok
-     (throttled, low power, no GPU data such as "no NVIDIA driver" on a CPU-only machine
-     beside its engine) or a warning is listed
-  0  all is well: everything answered and nothing is listed
-  2  a bad inventory or option
-141 when the output pipe closes early (| head), as cat does.
+poll has no hold time), and what it found decides how the command exits (below).
 """
 
 EPILOG = f"""\
@@ -67,7 +58,23 @@ JSON: schema "{SCHEMA}", keys carry their units (sm_clock_mhz, temperature_c, po
 utilization_pct, memory_used_mib, latency_s); a missing reading is null and its reason is in
 the enclosing object's "missing" map; text is never "" (unknown or no message: null).
 See sparktop/snapshot.py for the full schema.
-"""
+
+""" + exit_status(
+    [
+        (3, "a critical condition in what answered (KV cache >= 98 % with requests waiting, "
+            "a throttled node holding back a tensor-parallel engine's decode)"),
+        (1, "some node or engine did not answer (the output still lists everything that "
+            "answered, and each failure with its reason; an unreachable node is a critical "
+            "alert too)"),
+        (4, "degraded: everything answered, nothing critical, but a node or engine is not ok "
+            '(throttled, low power, no GPU data such as "no NVIDIA driver" on a CPU-only '
+            "machine beside its engine) or a warning is listed"),
+        (0, "all is well: everything answered and nothing is listed"),
+        (2, "a bad inventory or option"),
+        (141, "the output pipe closed early (| head), as cat does"),
+    ],
+    "the first that applies",
+)  # fmt: skip
 
 
 MAX_WINDOW_S = 600.0

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sparktop.commands.exits import exit_status
 from sparktop.errors import UserError
 from sparktop.safe_text import without_credentials
 
@@ -55,11 +56,16 @@ run-to-run spread, the other profile's own or its estimator band). docs/compare.
   sparktop sweep --endpoint http://staging:8000 -o tonight.yaml --yes \\
       --compare-to last-week.yaml --fail-on-regression 10        a nightly CI gate
 
-exit status: 0 done, 1 the server failed or is busy, 2 a bad option or file, 3 with
---fail-on-regression PCT: a figure got worse than --compare-to's by more than PCT % and beyond
-the noise in some cell (the comparison is printed), 130 interrupted (the finished cells are
-kept).
-"""
+""" + exit_status(
+    [
+        (0, "done"),
+        (1, "the server failed or is busy"),
+        (2, "a bad option or file"),
+        (3, "with --fail-on-regression PCT: a figure got worse than --compare-to's by more "
+            "than PCT % and beyond the noise in some cell (the comparison is printed)"),
+        (130, "interrupted (the finished cells are kept)"),
+    ]
+)  # fmt: skip
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([km]?)$", re.IGNORECASE)
 
