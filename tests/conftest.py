@@ -15,32 +15,18 @@ from pathlib import Path
 import pytest
 
 from sparktop.testing.shared import CASES, FIXTURES, PROFILES, REPO, SHARED
-from tests.real_llamacpp_plugin import (
-    real_llamacpp,
-    real_llamacpp_collection_finish,
-    real_llamacpp_configure,
-    real_llamacpp_configure_node,
-    real_llamacpp_summary,
-    real_llamacpp_unconfigure,
-)
-from tests.real_vllm_plugin import (
-    pytest_collection_finish as real_vllm_collection_finish,
-)
-from tests.real_vllm_plugin import (
-    pytest_configure_node as real_vllm_configure_node,
-)
-from tests.real_vllm_plugin import (
-    real_vllm,
-    real_vllm_configure,
-    real_vllm_summary,
-    real_vllm_unconfigure,
-)
+from tests.real_llamacpp_plugin import PLUGIN as REAL_LLAMACPP
+from tests.real_llamacpp_plugin import real_llamacpp
+from tests.real_vllm_plugin import PLUGIN as REAL_VLLM
+from tests.real_vllm_plugin import real_vllm
 
 __all__ = [
     "CASES", "FIXTURES", "PROFILES", "REPO", "SHARED",
     "real_llamacpp", "real_vllm",
 ]  # fmt: skip
 
+REAL_SERVERS = (REAL_VLLM, REAL_LLAMACPP)
+"""The real engines' servers, each started once per run by the first worker that needs it."""
 HAVE_SHARED = (SHARED / "DESIGN.md").is_file() and CASES.is_dir() and FIXTURES.is_dir()
 
 _NEEDS_SHARED = (
@@ -60,26 +46,26 @@ def _missing_message() -> str:
 def pytest_configure(config: pytest.Config) -> None:
     if not HAVE_SHARED and os.environ.get("CI"):
         raise pytest.UsageError(_missing_message())
-    real_vllm_configure(config)
-    real_llamacpp_configure(config)
+    for plugin in REAL_SERVERS:
+        plugin.configure(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    real_vllm_unconfigure(config)
-    real_llamacpp_unconfigure(config)
+    for plugin in REAL_SERVERS:
+        plugin.unconfigure(config)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the run's real servers early (each only if this process runs its tests)."""
-    real_vllm_collection_finish(session)
-    real_llamacpp_collection_finish(session)
+    for plugin in REAL_SERVERS:
+        plugin.collection_finish(session)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
     """xdist: hand each real server's state directory and the controller's pid to a worker."""
-    real_vllm_configure_node(node)
-    real_llamacpp_configure_node(node)
+    for plugin in REAL_SERVERS:
+        plugin.configure_node(node)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -99,8 +85,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for summary in (real_vllm_summary, real_llamacpp_summary):
-        if (line := summary(terminalreporter.config)) is not None:
+    for plugin in REAL_SERVERS:
+        if (line := plugin.summary(terminalreporter.config)) is not None:
             terminalreporter.write_line(line)
     # A test's measured figures (``record_property("evidence", ...)``), so CI logs show
     # them without -s; user properties travel with the reports from xdist workers too.

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from sparktop.testing import real_vllm, real_vllm_server
+from sparktop.testing import real_server, real_vllm, real_vllm_server
 
 # Prints its grandchild's pid, then both wait; SIGTERM ends them (default action).
 STAND_IN = (
@@ -35,7 +35,7 @@ def _grandchild(log: Path) -> int:
 def _wait_gone(pgid: int, timeout_s: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if not real_vllm_server.group_alive(pgid):
+        if not real_server.group_alive(pgid):
             return True
         time.sleep(0.1)
     return False
@@ -52,11 +52,11 @@ def _pid_alive(pid: int) -> bool:
 def test_the_group_ends_when_the_watched_process_ends(tmp_path: Path) -> None:
     watched = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     log = tmp_path / "server.log"
-    pgid = real_vllm_server.start_supervised(
+    pgid = real_server.start_supervised(
         [sys.executable, "-c", STAND_IN], log, watch_pid=watched.pid, env={}, cwd=tmp_path
     )
     grandchild = _grandchild(log)
-    assert real_vllm_server.group_alive(pgid)
+    assert real_server.group_alive(pgid)
     watched.kill()
     watched.wait()
     assert _wait_gone(pgid), "the supervisor left the group running after its watch ended"
@@ -65,23 +65,23 @@ def test_the_group_ends_when_the_watched_process_ends(tmp_path: Path) -> None:
 
 def test_stop_ends_the_whole_group(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
-    pgid = real_vllm_server.start_supervised(
+    pgid = real_server.start_supervised(
         [sys.executable, "-c", STAND_IN], log, watch_pid=0, env={}, cwd=tmp_path
     )
     grandchild = _grandchild(log)
-    real_vllm_server.stop_group(pgid, timeout_s=20)
-    assert not real_vllm_server.group_alive(pgid)
+    real_server.stop_group(pgid, timeout_s=20)
+    assert not real_server.group_alive(pgid)
     assert not _pid_alive(grandchild)
 
 
 def test_a_server_that_exits_is_reported_with_its_log(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     program = "import sys; print('boom: no model here', flush=True); sys.exit(3)"
-    pgid = real_vllm_server.start_supervised(
+    pgid = real_server.start_supervised(
         [sys.executable, "-c", program], log, watch_pid=0, env={}, cwd=tmp_path
     )
     server = real_vllm_server.RealVllmServer(
-        url=f"http://127.0.0.1:{real_vllm_server.free_port()}", port=0, pgid=pgid, log=log
+        url=f"http://127.0.0.1:{real_server.free_port()}", port=0, pgid=pgid, log=log
     )
     try:
         real_vllm_server.wait_ready(server, timeout_s=60)

