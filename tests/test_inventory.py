@@ -56,7 +56,7 @@ alerts:
   expected_deficit_pct: 25
   hold_s: 10
 keys:
-  pause: p
+  app.pause: p
 """
 
 
@@ -152,7 +152,7 @@ def test_full_inventory_round_trip(tmp_path: Path) -> None:
     )
     assert inv.engines[1].kind == "sglang"
     assert inv.alerts == AlertThresholds()
-    assert inv.keys == {"pause": "p"}
+    assert inv.keys == {"app.pause": "p"}
     # Round trip: dumping and validating again gives the same inventory.
     again = Inventory.model_validate(inv.model_dump())
     assert again == inv.model_copy(update={"source_path": None, "profile_at": None})
@@ -205,6 +205,15 @@ def test_defaults_with_one_local_node() -> None:
         ("source_path: /x\nnodes: [{name: a, local: true}]", "unknown key 'source_path'"),
         ('nodes: [{name: a, host: "x\\ny"}]', "x␊y"),  # the line break shown as a symbol
         ("alerts: {temperature_c: hot}\nnodes: [{name: a, local: true}]", "alerts.temperature_c"),
+        # keys: ids are checked here, before any UI (they were a notice on the screen)
+        (
+            "nodes: [{name: a, local: true}]\nkeys:\n  app.pause: space\n  app.puase: x\n",
+            "4:3: keys: unknown binding id 'app.puase' (did you mean 'app.pause'?)",
+        ),
+        (
+            "nodes: [{name: a, local: true}]\nkeys: {explode: x}",
+            "2:8: keys: unknown binding id 'explode' (the monitor's ? screen lists the ids)",
+        ),
     ],
 )
 def test_bad_inventories_fail_with_one_line(text: str, expected: str) -> None:

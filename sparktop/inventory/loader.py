@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from sparktop.errors import UserError
 from sparktop.inputfile import read_limited
+from sparktop.inventory.binding_ids import BINDING_IDS
 from sparktop.inventory.models import Inventory
 from sparktop.inventory.names import clip
 from sparktop.inventory.profile_ref import resolve_profile
@@ -110,6 +111,7 @@ def parse_inventory(text: str, source: str, *, base_dir: Path | None = None) -> 
     for key in _LOADER_ONLY & data.keys():
         problems.append(_unknown_key(key, (), marks, Inventory))
         del data[key]
+    problems += _unknown_binding_ids(data.get("keys"), marks)
     try:
         inventory = Inventory.model_validate(data)
     except ValidationError as exc:
@@ -124,6 +126,23 @@ def parse_inventory(text: str, source: str, *, base_dir: Path | None = None) -> 
     early = problems + [p for p in found if p.message.startswith("unknown key")]
     late = [p for p in found if not p.message.startswith("unknown key")]
     raise UserError(_format(source, _by_position(early) + _by_position(late)))
+
+
+def _unknown_binding_ids(keys: object, marks: Marks) -> list[Problem]:
+    """One problem per id under ``keys:`` that no key of the monitor has, at its line, with
+    the nearest known id (a mapping of anything else is the model's to refuse)."""
+    if not isinstance(keys, dict):
+        return []
+    found = []
+    for key in keys:
+        if not isinstance(key, str) or key in BINDING_IDS:
+            continue
+        mark = marks.key.get(("keys", key)) or marks.nearest(("keys",))[1]
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        close = difflib.get_close_matches(key, sorted(BINDING_IDS), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else "the monitor's ? screen lists the ids"
+        found.append(Problem(line, column, "keys", f"unknown binding id '{clip(key)}' ({hint})"))
+    return found
 
 
 def _with_profile(

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 
 from textual.binding import Binding
 
+from sparktop.inventory.binding_ids import BINDING_IDS
+
 RESERVED_KEYS = {
     "ctrl+p": "the command palette",
     "ctrl+q": "quit",
@@ -23,15 +25,19 @@ move out of the way."""
 def checked_keymap(
     keys: Mapping[str, str], bindings: Sequence[Binding]
 ) -> tuple[dict[str, str], list[str]]:
-    """The remaps to apply, and one problem per id that is unknown or whose new key is
-    already taken (by another binding, after the other remaps, or by :data:`RESERVED_KEYS`).
+    """The remaps to apply, and one problem per id that is unknown (not in
+    :data:`~sparktop.inventory.binding_ids.BINDING_IDS`: a plan not read from an inventory
+    file) or whose new key is already taken (by another binding, after the other remaps,
+    or by :data:`RESERVED_KEYS`).
 
     ``keys`` is normalised (``question_mark``, not ``?``); a clashing remap is dropped, so
     the action keeps its default key and the key keeps what it did, and the problem says so.
     Two bindings of the same action on one key (replay's space and ``p``) are no clash.
     """
     by_id = {b.id: b for b in bindings if b.id}
-    unknown = sorted(set(keys) - set(by_id))
+    # The inventory refuses an id no screen binds; one another screen binds (replay's keys
+    # in the live monitor) is not this one's to apply, nor a problem.
+    unknown = sorted(set(keys) - set(by_id) - BINDING_IDS)
     problems = []
     if unknown:
         problems.append(
