@@ -34,7 +34,7 @@ from sparktop.ui.app_details import DetailNavigation
 from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
 from sparktop.ui.messages import EventRecorded, LayoutChanged, SampleArrived
-from sparktop.ui.notices import no_driver_text, no_engine_text
+from sparktop.ui.notices import no_driver_text, no_engine_text, no_node_text
 from sparktop.ui.safe_text import ControlCharacters
 from sparktop.ui.screens.curve import CurveScreen
 from sparktop.ui.screens.engine_detail import EngineDetailScreen
@@ -160,9 +160,11 @@ class SparktopApp(DetailNavigation):
         yield HeaderBar(id="header")
         yield AlertBar(id="alerts")
         with Body(id="body"):
-            with Vertical(id="main"):
+            no_nodes = no_node_text(self.sources)
+            with Vertical(id="main", classes="-no-nodes" if no_nodes else ""):
                 yield FilterBar(id="filter")
                 yield Static(no_driver_text(self.plan), id="notice")
+                yield Static(no_nodes, id="no-nodes", markup=False)
                 yield NodeTable(id="nodes")
                 yield EnginePanel(no_engine_text(self.plan, self.sources), id="engines")
                 yield EventLog(id="events")
@@ -206,7 +208,10 @@ class SparktopApp(DetailNavigation):
         tick_s = 0.5 if self.view_config.interval_s < 1 else 1.0
         self.set_interval(tick_s, self.tick, name="ui-tick")
         self.tick()
-        self.query_one(NodeTable).focus()
+        table = self.query_one(NodeTable)
+        # Engines only: the engines pane has the focus (never the filter's input, which
+        # Textual's auto-focus would pick, so q would be typed, not quit).
+        (table if table.display else self.query_one(EnginePanel)).focus()
 
     def _register_themes(self) -> None:
         loaded = themes.load_themes()
@@ -259,6 +264,15 @@ class SparktopApp(DetailNavigation):
     def _first_sample_tick(self) -> None:
         self._tick_soon = False
         self.tick()
+        if isinstance(self.focused, EnginePanel):
+            # Engines only: the first engine takes the focus the Nodes table has otherwise
+            # (Enter opens its details), once it is composed.
+            self.call_after_refresh(self._focus_first_engine)
+
+    def _focus_first_engine(self) -> None:
+        blocks = list(self.query_one(EnginePanel).blocks.values())
+        if isinstance(self.focused, EnginePanel) and blocks and blocks[0].is_mounted:
+            blocks[0].focus()
 
     @property
     def derives_events(self) -> bool:

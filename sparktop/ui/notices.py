@@ -27,6 +27,19 @@ def no_driver_text(plan: Plan) -> str:
     return NO_DRIVER_INVENTORY_TEXT.format(cluster=plan.cluster)
 
 
+NO_NODES_TEXT = "no nodes in the inventory: engines only (add nodes: for GPU readings)"
+"""In place of the Nodes table when nothing reads a node: a header over no rows said
+nothing (what k9s says for an empty view: one line, why it is empty); it fits 80 columns."""
+
+
+def no_node_text(sources: Sequence[Source]) -> str:
+    """The line that replaces the Nodes table when the monitor polls sources and none of
+    them reads a node, else "" (no sources at all: a replay, fed its samples)."""
+    if not sources or any(s.kind == "node" for s in sources):
+        return ""
+    return NO_NODES_TEXT
+
+
 def no_engine_text(plan: Plan, sources: Sequence[Source]) -> str:
     """What the engines panel says before any engine sample: what was tried."""
     engines = [s.name for s in sources if s.kind == "engine"]

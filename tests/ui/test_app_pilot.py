@@ -663,3 +663,30 @@ def test_the_slowdown_counters_row_fits_an_80_column_screen() -> None:
     assert len("  counters  ") + len(text) <= 80
     assert counters_text(SlowdownCounters(0.0, 0.0, 0.0, 0.0)) == "0 s in each"
     assert counters_text(SlowdownCounters()) == "n/a (not queried)"
+
+
+async def test_an_engines_only_monitor_says_there_are_no_nodes_not_an_empty_header() -> None:
+    """An inventory with engines and no nodes drew the Nodes table's header over no rows; one
+    line now says why there is no table, the engine takes the focus (Enter opens its
+    details, q still quits), and a monitor with a node keeps its table."""
+    from sparktop.ui.notices import NO_NODES_TEXT
+
+    app = SparktopApp(plan(tp_groups={"dsv41": ()}), [Scripted(engine())], autostart=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        await pilot.pause()
+        assert not app.query_one(NodeTable).display
+        line = app.query_one("#no-nodes", Static)
+        assert line.display and static_text(line) == NO_NODES_TEXT
+        screen = app.export_screenshot().replace("&#160;", " ")
+        assert "no nodes in the inventory" in screen and "SM MHz" not in screen
+        assert app.focused is app.query_one(EnginePanel).blocks["dsv41"]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "EngineDetailScreen"
+    with_node = SparktopApp(plan(), [Scripted(node("spark-1"))], autostart=False)
+    async with with_node.run_test(size=(120, 30)):
+        assert with_node.query_one(NodeTable).display
+        assert not with_node.query_one("#no-nodes", Static).display
+        assert with_node.focused is with_node.query_one(NodeTable)
