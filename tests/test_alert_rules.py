@@ -8,6 +8,7 @@ from typing import Any
 
 from sparktop.alerts.context import Expected, RuleContext
 from sparktop.alerts.counters import CounterTracker
+from sparktop.alerts.engine import profile_expected
 from sparktop.alerts.model import Severity
 from sparktop.alerts.rules import Finding, evaluate
 from sparktop.alerts.thresholds import Thresholds
@@ -16,6 +17,8 @@ from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, Qua
 from sparktop.sources.engines.metrics import MetricsDeriver
 from sparktop.sources.exposition.page import PromPage, parse_page
 from sparktop.sources.nvsmi import parse_gpu_csv
+from sparktop.sweep.profiles.loader import load_profile
+from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 from tests.alert_samples import cluster, counters, engine, engine_down, failed, node, warm
 from tests.conftest import CASES
 
@@ -276,8 +279,12 @@ def test_ttft_known_only_as_an_upper_bound_is_no_deficit() -> None:
 
 
 def test_idle_engine_has_no_deficit() -> None:
-    live = engine(running=0.0, itl_mean_s=1.0)
-    assert run(cluster(live), expected=expected_row) == {}
+    """Idle is the window's load, which the profile's row is asked for (no row: nothing to
+    compare), not the running gauge at one scrape (tests/test_expected_between_requests.py).
+    Without a window yet, the load is this scrape's."""
+    row = profile_expected(load_profile(DEFAULT_PROFILE))
+    assert run(cluster(engine(running=0.0, itl_mean_s=1.0)), expected=row) == {}
+    assert "expected.decode:dsv41" in run(cluster(engine(itl_mean_s=1.0)), expected=row)
 
 
 def test_straggler_names_the_node_and_ties_it_to_the_decode_deficit() -> None:

@@ -86,8 +86,15 @@ class Deficit:
 
 
 def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
-    """Compare live TTFT p50 and per-stream decode with the profile's expected row."""
-    if ctx.expected is None or not s.ok or not is_num(s.running) or s.running < 1:
+    """Compare live TTFT p50 and per-stream decode with the profile's expected row.
+
+    None when there is nothing to compare: no profile, no answer, or no load in the window
+    (``ctx.expected`` says so: :func:`~sparktop.sweep.expected.load.window_load`). Whether
+    requests run *at this scrape* is not asked: the figures are the window's, and vLLM sets
+    its running gauge only when a step ends, so between back-to-back requests (and through
+    the next batch's prefill step) a busy engine reads 0 at many scrapes.
+    """
+    if ctx.expected is None or not s.ok or not is_num(s.running):
         return None
     exp = ctx.expected(s)
     if exp is None:
