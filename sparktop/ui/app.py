@@ -17,6 +17,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
+from textual.driver import Driver
 from textual.filter import LineFilter
 from textual.theme import Theme
 from textual.widgets import Input, Static
@@ -183,6 +184,15 @@ class SparktopApp(DetailNavigation):
         """Textual's filters, then :class:`~sparktop.ui.safe_text.ControlCharacters`: text
         from nodes and servers never reaches the terminal as control codes."""
         return [*super().get_line_filters(), self._control_characters]
+
+    def get_driver_class(self) -> type[Driver]:
+        # Textual's Linux driver, with its input thread asleep between keys (see the module).
+        from textual.drivers.linux_driver import LinuxDriver
+
+        from sparktop.ui.driver import QuietLinuxDriver
+
+        found = super().get_driver_class()
+        return QuietLinuxDriver if found is LinuxDriver else found
 
     @property
     def current_theme(self) -> Theme:
