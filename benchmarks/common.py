@@ -79,6 +79,7 @@ def machine() -> str:
 def print_table(title: str, figures: Sequence[Figure], caption: str | None = None) -> None:
     """figure | measured | target | result, with rich (plain text when not a terminal)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title, caption=caption)
@@ -88,7 +89,9 @@ def print_table(title: str, figures: Sequence[Figure], caption: str | None = Non
     table.add_column("result")
     for f in figures:
         style = {"PASS": "green", "MISS": "bold red"}.get(f.verdict, "")
-        table.add_row(f.name, f.measured, f.target, f"[{style}]{f.verdict}[/]" if style else "")
+        verdict = f"[{style}]{f.verdict}[/]" if style else ""
+        # Figures quote commands and peers' output ("pip install -e '.[bench]'"): text, not markup.
+        table.add_row(escape(f.name), escape(f.measured), escape(f.target), verdict)
     Console(width=120).print(table)
 
 

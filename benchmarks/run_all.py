@@ -12,13 +12,14 @@ table of everything):
   limit       the monitor against a minimal asyncssh monitor, 4 and 32 nodes, same seconds
   prometheus  256 nodes through a real Prometheus against SSH (with and without its CPU)
   peers       vllm-top, glances, sparktop local mode, nvitop in ptys, alternated blocks
+  first       launch → first screen with engine data, and RSS, against vllm-top, alternated
 
 CPU-time targets given in milliseconds are scaled by the machine's speed measured in CPU
 time in the same run (benchmarks/reference.py); ratios need no scaling: both sides are
 measured in the same run, alternated or in the same seconds. The load average is printed
 with every part (figures on a loaded machine read high: run it on a quiet one to judge).
 
-Duration on 2 quiet cores: about 25 minutes; ``--quick`` about 12 (it took 20 at load
+Duration on 2 quiet cores: about 27 minutes; ``--quick`` about 14 (it took 20 at load
 17-25; shorter windows, fewer repeats: for checking that it runs, not for judging).
 ``--only limit,budget`` runs some; ``--markdown FILE`` also writes the table as markdown.
 Exit status 0 when every figure with a target passes, 1 when one misses (each miss is named
@@ -52,6 +53,7 @@ from benchmarks.reference import around, check_scaled, measure_speed
 
 BENCHMARKS = (
     "poll", "node", "cpu", "render", "scrape", "budget", "limit", "prometheus", "peers",
+    "first",
 )  # fmt: skip
 
 
@@ -131,6 +133,13 @@ def peers(quick: bool) -> list[Figure]:
     return bench_peers.figures(bench_peers.measure(quick))
 
 
+def first(quick: bool) -> list[Figure]:
+    from benchmarks import bench_first_screen
+
+    rounds = bench_first_screen.QUICK_ROUNDS if quick else bench_first_screen.ROUNDS
+    return bench_first_screen.measure(rounds)
+
+
 def budget(quick: bool) -> list[Figure]:
     run = bench_budget.measure(5 if quick else 15)
     ours_s, seed_s, _ = bench_budget.command_cpu(3 if quick else 7)
@@ -176,6 +185,9 @@ METHODS = {
     "peers": "each tool in a pty (200×50) against the same simulated engine or this machine; "
     "2 alternating rounds, each a fresh start, 20 s warm-up and 20 s measured; psutil CPU "
     "(with reaped children) and RSS; medians of the blocks",
+    "first": "sparktop (an inventory of one simulated engine) and vllm-top on that engine, "
+    "each started in a pty (200×50) in alternating order: seconds from the start until the "
+    "screen shows the engine's figures, and RSS 10 s later; ratio of the medians",
 }
 """Each part's method, printed above its table (the modules' docstrings say more)."""
 
@@ -189,6 +201,7 @@ RUNNERS: dict[str, Callable[[bool], list[Figure]]] = {
     "limit": limit,
     "prometheus": prometheus,
     "peers": peers,
+    "first": first,
 }
 
 
