@@ -10,7 +10,7 @@ from sparktop.model import Source
 from sparktop.sources.prometheus.api import PromClient
 from sparktop.sources.prometheus.engine import PromEngineSource
 from sparktop.sources.prometheus.hub import PromHub, bearer_token
-from sparktop.sources.prometheus.node import PromNodeSource
+from sparktop.sources.prometheus.node import PromNodeBatch, PromNodeSource
 from sparktop.sources.prometheus.promql import Target
 
 if TYPE_CHECKING:
@@ -40,7 +40,10 @@ def prometheus_sources(
         interval_s=inventory.interval_s,
         window_s=ENGINE_WINDOW_S,
     )
-    node_sources: dict[str, Source] = {n.name: PromNodeSource(hub, Target.of(n)) for n in nodes}
+    batch = PromNodeBatch(hub)  # one read of the nodes' answer a tick, however many nodes
+    node_sources: dict[str, Source] = {
+        n.name: PromNodeSource(hub, Target.of(n), batch) for n in nodes
+    }
     engine_sources: dict[str, Source] = {
         e.name: PromEngineSource(hub, Target.of(e), e, profile_limits) for e in engines
     }

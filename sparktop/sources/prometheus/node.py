@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from math import isfinite
+from typing import NamedTuple
 
 from sparktop.hostmodel import PowerTelemetry
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, SlowdownCounters
@@ -51,15 +52,39 @@ def clock_text(t: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(t))
 
 
+class NodesReading(NamedTuple):
+    """A tick's ``nodes`` answer (or why there is none) and when it was asked for."""
+
+    wall: float
+    answer: QueryResult | PromFailure
+
+
+class PromNodeBatch:
+    """Every node source of one hub: a poller reads the hub's ``nodes`` answer once a tick and
+    builds each node's sample from it (:class:`~sparktop.poller.BatchedSource`)."""
+
+    def __init__(self, hub: PromHub) -> None:
+        self.hub = hub
+
+    async def read(self) -> NodesReading:
+        wall = time.time()
+        try:
+            return NodesReading(wall, await self.hub.fetch("nodes"))
+        except PromFailure as failure:
+            return NodesReading(wall, failure)
+
+
 class PromNodeSource:
-    """One inventory node with ``source: prometheus``; ``sample()`` never raises."""
+    """One inventory node with ``source: prometheus``; ``sample()`` never raises. ``batch``:
+    the node sources of the same hub (one of its own without)."""
 
     kind = "node"
 
-    def __init__(self, hub: PromHub, target: Target) -> None:
+    def __init__(self, hub: PromHub, target: Target, batch: PromNodeBatch | None = None) -> None:
         self.name = target.name
         self.hub = hub
         self.target = target
+        self.batch = batch or PromNodeBatch(hub)
         hub.attach()
         self._since: float | None = None
         self._last: NodeSample | None = None
@@ -75,13 +100,16 @@ class PromNodeSource:
         return na
 
     async def sample(self) -> NodeSample:
-        wall = time.time()
-        try:
-            result = await self.hub.fetch("nodes")
-        except PromFailure as failure:
-            state = NodeState.UNREACHABLE if failure.unreachable else NodeState.ERROR
-            return self._failed(wall, state, failure.message(self.hub.url))
-        return self._build(wall, result, self.hub.select("nodes", result, self.target))
+        return self.sample_from(await self.batch.read())
+
+    def sample_from(self, reading: object) -> NodeSample:
+        """This node's sample from a :class:`NodesReading` of its batch."""
+        assert isinstance(reading, NodesReading)
+        wall, answer = reading
+        if isinstance(answer, PromFailure):
+            state = NodeState.UNREACHABLE if answer.unreachable else NodeState.ERROR
+            return self._failed(wall, state, answer.message(self.hub.url))
+        return self._build(wall, answer, self.hub.select("nodes", answer, self.target))
 
     def _failed(self, wall: float, state: NodeState, message: str, raw: str = "") -> NodeSample:
         self._since = self._since or wall
