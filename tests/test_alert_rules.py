@@ -655,8 +655,8 @@ def test_one_name_per_clock_event_reason_in_every_output() -> None:
     from sparktop.report.snapshot_table import reasons_text
     from sparktop.snapshot import gpu_json
     from sparktop.ui.format import SHORT_REASONS
+    from sparktop.ui.gpu_fields import counters_text
     from sparktop.ui.screens.help import node_column_help
-    from sparktop.ui.screens.node_detail import counters_text
 
     state = cluster(node("spark-3", 0.0, sm_clock_mhz=1833.0, clock_event_mask=0x20))
     message = run(state)["gpu.throttle:spark-3/gpu0"].message

@@ -543,7 +543,7 @@ async def test_clock_trend_and_detail_plots_are_on_a_fixed_scale_and_say_na() ->
         assert len(set(clock_plot.render().plain.split("\n")[0].strip())) == 1  # flat top row
         power = app.screen.query_one("#plot-power_w", Plot)
         assert power.values == ()
-        assert power.render().plain == "n/a (power_w: [N/A])"
+        assert power.render().plain == "n/a (power W: [N/A])"
 
 
 async def test_detail_screen_says_throttled_and_offers_only_keys_that_work_there() -> None:
@@ -597,7 +597,7 @@ async def test_node_detail_shows_the_last_good_fields_with_their_own_time_dimmed
         assert heading == f"GPU fields (last good reading at {fmt.clock_time(T0)}, 42 s before)"
         table = screen.query_one("#fields", DataTable)
         cell = table.get_cell("sm_clock_mhz", "1")
-        assert str(cell) == "2509.0" and cell.style == "dim"
+        assert str(cell) == "2,509" and cell.style == "dim"
         title = static_text(screen.query_one("#title", Static))
         assert f"polled {fmt.clock_time(clock.now)}" in title and "sampled" not in title
         # The driver and the memory line keep their last known values, with their own time.
@@ -656,7 +656,7 @@ def test_the_slowdown_counters_row_fits_an_80_column_screen() -> None:
     (over 100 columns, cut at 80): nvidia-smi's names (as snapshot and the alerts write them),
     seconds, the counters at 0 together, one n/a when none is known."""
     from sparktop.model import SlowdownCounters
-    from sparktop.ui.screens.node_detail import counters_text
+    from sparktop.ui.gpu_fields import counters_text
 
     text = counters_text(SlowdownCounters(12_300_000.0, 0.0, 987_654_321.0, 0.0))
     assert text == "sw_thermal_slowdown 12.3 s · sw_power_cap 987.7 s · others 0 s"
@@ -690,3 +690,38 @@ async def test_an_engines_only_monitor_says_there_are_no_nodes_not_an_empty_head
         assert with_node.query_one(NodeTable).display
         assert not with_node.query_one("#no-nodes", Static).display
         assert with_node.focused is with_node.query_one(NodeTable)
+
+
+async def test_node_detail_names_gpu_fields_in_standard_terms_not_internal_keys() -> None:
+    """The GPU fields table showed our snake_case keys (``sm_clock_mhz``, ``clock_event_mask``)
+    with raw floats; it now says each field's standard term with its unit, the value in that
+    unit, and the nvidia-smi field it is read from; GB10's memory figures point at the
+    unified memory section."""
+    from dataclasses import fields as dc_fields
+
+    from textual.widgets import DataTable
+
+    from sparktop.model import GpuSample
+    from sparktop.ui.gpu_fields import GPU_FIELDS
+
+    assert list(GPU_FIELDS) == [f.name for f in dc_fields(GpuSample)]  # every field labelled
+    throttled = gpu(sm_clock_mhz=1832.0, clock_event_mask=0x20, power_w=37.84)
+    app = make_app(Scripted(node("spark-1", gpus=(throttled,))))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await app.poll_now()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, NodeDetailScreen)
+        table = app.screen.query_one("#fields", DataTable)
+        rows = {
+            str(table.get_row(key)[0]): [str(c) for c in table.get_row(key)[1:]]
+            for key in table.rows
+        }
+        assert not [label for label in rows if "_" in label], rows
+        assert rows["SM clock MHz"] == ["1,832", "clocks.sm"]
+        assert rows["power W"] == ["37.8", "power.draw"]
+        assert rows["clock-event reasons"] == ["0x20 sw_thermal_slowdown",
+                                               "clocks_event_reasons.active"]  # fmt: skip
+        assert rows["memory used MiB"][0] == "n/a ([N/A]; unified memory: see memory below)"
+        assert rows["GPU processes' memory MiB"][0] == "101,200"
+        assert [str(c.label) for c in table.columns.values()][-1] == "nvidia-smi field"

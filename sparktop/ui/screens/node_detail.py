@@ -3,7 +3,7 @@ GPU processes, the RoCE fabric, spark_hwmon, history plots, last probe output an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -14,7 +14,6 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
-from sparktop.alerts.counters import COUNTER_LABELS
 from sparktop.alerts.peers import PeerFact
 from sparktop.cluster import gpu_subject
 from sparktop.history import History
@@ -22,6 +21,7 @@ from sparktop.hostmodel import GpuProcess
 from sparktop.model import NA, GpuSample, NodeSample, is_num, recheck_text
 from sparktop.ui import format as fmt
 from sparktop.ui.events import EventLike
+from sparktop.ui.gpu_fields import gpu_field_rows, gpu_label
 from sparktop.ui.host_view import (
     PROCESS_SORTS,
     fabric_text,
@@ -61,48 +61,8 @@ def missing_reason(metric: str, gpu: GpuSample | None) -> str:
         return "no GPU readings from this node"
     value = getattr(gpu, metric, None)
     if isinstance(value, NA):
-        return f"{metric}: {value.reason}"
+        return f"{gpu_label(metric)}: {value.reason}"
     return "no readings yet"
-
-
-def gpu_field_rows(gpus: tuple[GpuSample, ...]) -> list[tuple[str, list[str]]]:
-    """(field name, value per GPU) for every GpuSample field; NA shows its reason."""
-    rows: list[tuple[str, list[str]]] = []
-    for f in fields(GpuSample):
-        values = []
-        for gpu in gpus:
-            value = getattr(gpu, f.name)
-            if f.name == "clock_event_mask" and isinstance(value, int):
-                value = f"{value:#x} {', '.join(gpu.clock_events) or 'none'}"
-            elif f.name == "counters":
-                value = counters_text(value)
-            elif not is_num(value) and hasattr(value, "reason"):
-                value = f"n/a ({value.reason})"
-            values.append(str(value))
-        rows.append((f.name, values))
-    return rows
-
-
-def counters_text(counters: object) -> str:
-    """``sw_thermal_slowdown 12.3 s · others 0 s``: time spent in each slowdown (µs
-    counters in seconds) under nvidia-smi's names, as snapshot and the alerts write them; the
-    ones at 0 together so the row fits 80 columns; one ``n/a (reason)`` when none is
-    available for the same reason."""
-    values = [(label, getattr(counters, name, NA())) for name, label in COUNTER_LABELS.items()]
-    reasons = {v.reason for _, v in values if isinstance(v, NA)}
-    if len(reasons) == 1 and all(isinstance(v, NA) for _, v in values):
-        return f"n/a ({reasons.pop()})"
-    parts = [
-        f"{label} {v / 1e6:,.1f} s".replace(".0 s", " s") if is_num(v) else f"{label} n/a"
-        for label, v in values
-        if not (is_num(v) and v == 0)
-    ]
-    zeros = sum(1 for _, v in values if is_num(v) and v == 0)
-    if zeros == len(values):
-        parts.append("0 s in each")
-    elif zeros:
-        parts.append("others 0 s")
-    return " · ".join(parts)
 
 
 def fields_label(sample: NodeSample, known_time_s: float | None) -> str:
@@ -352,16 +312,21 @@ class NodeDetailScreen(Screen[None]):
             fields_label(sample, self.detail.known_time_s) if old else "GPU fields"
         )
         style = "dim" if old else ""
-        rows = gpu_field_rows(gpus)
-        wanted = ["field"] + [f"GPU {g.index}" for g in gpus]
+        known = self.detail.known_sample if not sample.ok else None
+        memory = sample.memory if known is None else known.memory
+        rows = gpu_field_rows(gpus, unified=memory.unified)
+        wanted = ["field"] + [f"GPU {g.index}" for g in gpus] + ["nvidia-smi field"]
         if [str(c.label) for c in table.columns.values()] != wanted:
             table.clear(columns=True)
             for i, label in enumerate(wanted):
                 table.add_column(label, key=str(i))
-            for name, values in rows:
+            for name, label, values, source in rows:
                 # rich Text: measurable for auto widths, and never parsed as markup.
-                table.add_row(Text(name), *(Text(v, style=style) for v in values), key=name)
+                table.add_row(
+                    Text(label), *(Text(v, style=style) for v in values),
+                    Text(source, style="dim"), key=name,
+                )  # fmt: skip
             return
-        for name, values in rows:
+        for name, _, values, _ in rows:
             for i, value in enumerate(values, start=1):
                 table.update_cell(name, str(i), Text(value, style=style), update_width=True)
