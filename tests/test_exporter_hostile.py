@@ -73,3 +73,62 @@ async def test_a_slowloris_client_is_closed_and_others_are_served() -> None:
     finally:
         await endpoint.close()
     assert closed_after_s < 3, closed_after_s
+
+
+def _scrape(judgements: Judgements, engine: str) -> tuple[float, bool]:
+    """(``sparktop_engine_up``, whether ``sparktop_alert{rule="engine.down"}`` is served) for
+    ``engine`` in one collection, as one scrape of /metrics reads them."""
+    families = {f.name: f for f in judgements.collect()}
+    (up,) = [
+        s.value for s in families["sparktop_engine_up"].samples if s.labels["engine"] == engine
+    ]
+    alerted = any(
+        s.labels["rule"] == "engine.down" and s.labels["subject"] == engine
+        for s in families["sparktop_alert"].samples
+    )
+    return up, alerted
+
+
+def test_engine_up_and_its_engine_down_alert_agree_at_every_scrape() -> None:
+    """A hostile neighbour slowed a healthy engine's scrapes so that some failed: its
+    ``engine.down`` fired after ``hold_s`` of failures and, as each new failure came within
+    ``hold_s`` of the last, stayed up (recovering, re-armed) for ~2 min while
+    ``sparktop_engine_up`` read 1 from the newest sample: two sources (the newest sample;
+    the alert engine's last evaluation, with its hold) read at one scrape. Both now come from
+    the alert engine's last evaluation: up is 0 while the condition is pending or its alert
+    is active, so 1 never stands beside the alert."""
+    from sparktop.alerts.thresholds import Thresholds
+    from sparktop.model import EngineState
+    from tests.alert_samples import engine, engine_down
+
+    hold = 10.0
+    alerts, state = AlertEngine(Thresholds(hold_s=hold)), ClusterState()
+    judgements = Judgements(state, lambda: alerts, SourceStats(), clock=lambda: t)
+    seen: list[tuple[float, float, bool, bool]] = []  # (t, up, alert served, pending)
+
+    def scrape(at: float) -> None:
+        pending = any(p.rule == "engine.down" for p in alerts.pending())
+        seen.append((at, *_scrape(judgements, "hostile-neighbour"), pending))
+
+    def poll(sample: object, at: float) -> None:
+        state.apply(sample)  # type: ignore[arg-type]
+        scrape(at)  # a scrape between the sample and the rules' next run
+        alerts.update(state, at)
+        scrape(at)
+
+    t = 0.0
+    poll(engine("hostile-neighbour", t), t)
+    # Fails long enough to fire, then flaps: answers, fails again within hold_s, answers...
+    for t, ok in [(1.0, False), (6.0, False), (12.0, False), (13.0, True), (16.0, False),
+                  (18.0, True), (25.0, True), (29.0, True)]:  # fmt: skip
+        poll(engine("hostile-neighbour", t) if ok else engine_down("hostile-neighbour", t), t)
+    t = 40.0
+    alerts.update(state, t)  # answered since 18 s: the alert clears after hold_s
+    scrape(t)
+
+    assert any(alerted for _, _, alerted, _ in seen), seen  # it did fire
+    for at, up, alerted, pending in seen:
+        assert not (up == 1.0 and alerted), f"engine_up 1 beside engine.down at t={at}: {seen}"
+        assert (up == 0.0) == (alerted or pending), (at, seen)  # one judgement, not two
+    assert seen[-1][1:] == (1.0, False, False)  # cleared: up again, no alert
+    assert state.engines["hostile-neighbour"].state is EngineState.OK

@@ -7,7 +7,10 @@ Only what sparktop derives, never the exporters' raw readings (Prometheus alread
   ``sparktop_gpu_sm_clock_ratio`` (SM clock ÷ that reference), ``sparktop_gpu_throttled`` and
   ``sparktop_gpu_hidden_low_power`` (0/1, as the alert rules judge them);
 - per node: ``sparktop_node_up`` (the last poll read it), ``sparktop_node_sample_age_seconds``;
-- per engine (``engine``): ``sparktop_engine_up``; ``sparktop_engine_expected{figure}`` with
+- per engine (``engine``): ``sparktop_engine_up`` (0 while the alert engine's last evaluation
+  has an ``engine.down`` condition for it, pending or fired, and until that alert clears: the
+  same judgement as ``sparktop_alert{rule="engine.down"}``, never 1 beside it; the raw last
+  scrape is ``sparktop_source_up``); ``sparktop_engine_expected{figure}`` with
   ``_expected_low`` / ``_expected_high`` (the estimator's band) and
   ``sparktop_engine_live_expected_ratio{figure}`` for ``figure`` = ``ttft_seconds`` and
   ``decode_tokens_per_second`` (per stream; a live figure read from a histogram bucket by the
@@ -41,6 +44,7 @@ from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.engine_rules import kv_growth
 from sparktop.alerts.expected_rules import deficit
 from sparktop.alerts.gpu_rules import gpu_views, hidden_low_power, throttle_evidence
+from sparktop.alerts.model import Alert, Pending
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, NodeSample, Sample, is_num
 
@@ -99,9 +103,9 @@ class Judgements(Collector):
         engine = self._engine()
         ctx = engine.context(self.state) if engine is not None else None
         yield from self._nodes()
-        if ctx is not None:
+        if engine is not None and ctx is not None:
             yield from self._gpus(ctx)
-            yield from self._engines(ctx)
+            yield from self._engines(ctx, engine)
         yield from self._alerts(engine)
         yield from self._sources()
 
@@ -150,7 +154,7 @@ class Judgements(Collector):
             low.add_metric(key, 1.0 if stuck else 0.0)
         yield from (base, ratio, throttled, low)
 
-    def _engines(self, ctx: RuleContext) -> Iterator[Metric]:
+    def _engines(self, ctx: RuleContext, engine: AlertEngine) -> Iterator[Metric]:
         def family(name: str, doc: str, *extra: str) -> GaugeMetricFamily:
             return GaugeMetricFamily(f"sparktop_engine_{name}", doc, labels=["engine", *extra])
 
@@ -167,8 +171,9 @@ class Judgements(Collector):
         bound = family(
             "queue_bound", "1 for what holds the queue: pool, scheduler or none.", "bound"
         )
+        down = judged_down(engine)
         for name, s in self.state.engines.items():
-            up.add_metric([name], 1.0 if s.ok else 0.0)
+            up.add_metric([name], 0.0 if name in down else 1.0)
             if not s.ok:
                 continue
             if is_num(s.kv_free_tokens):
@@ -235,6 +240,13 @@ class Judgements(Collector):
             polls.add_metric([name, p.kind], p.polls)
             failures.add_metric([name, p.kind], p.failures)
         yield from (up, latency, polls, failures)
+
+
+def judged_down(engine: AlertEngine) -> set[str]:
+    """Engines ``engine`` judges down at its last evaluation: an ``engine.down`` condition
+    pending, or an ``engine.down`` alert active (firing, or recovering until its hold ends)."""
+    judged: tuple[Alert | Pending, ...] = (*engine.active(), *engine.pending())
+    return {a.engine for a in judged if a.rule == "engine.down" and a.engine is not None}
 
 
 def _bound(ctx: RuleContext, s: EngineSample) -> str:
