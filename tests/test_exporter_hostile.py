@@ -132,3 +132,26 @@ def test_engine_up_and_its_engine_down_alert_agree_at_every_scrape() -> None:
         assert (up == 0.0) == (alerted or pending), (at, seen)  # one judgement, not two
     assert seen[-1][1:] == (1.0, False, False)  # cleared: up again, no alert
     assert state.engines["hostile-neighbour"].state is EngineState.OK
+
+
+def test_node_up_and_its_node_down_alert_agree_too() -> None:
+    """The same for a node whose polls fail now and then: ``sparktop_node_up`` is 0 while
+    ``node.down`` is pending or active (it read the newest poll beside the held alert)."""
+    from sparktop.alerts.thresholds import Thresholds
+    from tests.alert_samples import failed, node
+
+    alerts, state = AlertEngine(Thresholds(hold_s=10.0)), ClusterState()
+    judgements = Judgements(state, lambda: alerts, SourceStats(), clock=lambda: 0.0)
+    readings = []
+    for t, ok in [(0.0, True), (1.0, False), (12.0, False), (13.0, True), (20.0, True),
+                  (24.0, True)]:  # fmt: skip
+        state.apply(node("spark-1", t) if ok else failed("spark-1", t))
+        alerts.update(state, t)
+        families = {f.name: f for f in judgements.collect()}
+        (up,) = [s.value for s in families["sparktop_node_up"].samples]
+        alerted = any(s.labels["rule"] == "node.down" for s in families["sparktop_alert"].samples)
+        pending = any(p.rule == "node.down" for p in alerts.pending())
+        readings.append((t, up, alerted))
+        assert (up == 0.0) == (alerted or pending), readings
+    assert [r[1:] for r in readings] == [(1.0, False), (0.0, False), (0.0, True), (0.0, True),
+                                         (0.0, True), (1.0, False)]  # fmt: skip

@@ -6,7 +6,8 @@ Only what sparktop derives, never the exporters' raw readings (Prometheus alread
   clock it is judged against: its own learnt baseline, never below the profile's),
   ``sparktop_gpu_sm_clock_ratio`` (SM clock ÷ that reference), ``sparktop_gpu_throttled`` and
   ``sparktop_gpu_hidden_low_power`` (0/1, as the alert rules judge them);
-- per node: ``sparktop_node_up`` (the last poll read it), ``sparktop_node_sample_age_seconds``;
+- per node: ``sparktop_node_up`` (0 while ``node.down`` is pending or active, as for
+  engines below), ``sparktop_node_sample_age_seconds``;
 - per engine (``engine``): ``sparktop_engine_up`` (0 while the alert engine's last evaluation
   has an ``engine.down`` condition for it, pending or fired, and until that alert clears: the
   same judgement as ``sparktop_alert{rule="engine.down"}``, never 1 beside it; the raw last
@@ -102,23 +103,29 @@ class Judgements(Collector):
     def collect(self) -> Iterator[Metric]:
         engine = self._engine()
         ctx = engine.context(self.state) if engine is not None else None
-        yield from self._nodes()
+        yield from self._nodes(engine)
         if engine is not None and ctx is not None:
             yield from self._gpus(ctx)
             yield from self._engines(ctx, engine)
         yield from self._alerts(engine)
         yield from self._sources()
 
-    def _nodes(self) -> Iterator[Metric]:
+    def _nodes(self, engine: AlertEngine | None) -> Iterator[Metric]:
         up = GaugeMetricFamily(
-            "sparktop_node_up", "1 when the node's last poll read it.", labels=["node"]
+            "sparktop_node_up", "0 while sparktop judges the node down.", labels=["node"]
         )
         age = GaugeMetricFamily(
             "sparktop_node_sample_age_seconds", "Age of the node's newest reading.", labels=["node"]
         )
         now = self.clock()
-        for name, sample in self.state.nodes.items():
-            up.add_metric([name], 1.0 if sample.ok else 0.0)
+        nodes = self.state.nodes
+        down = (
+            judged_down(engine, "node.down")
+            if engine is not None
+            else {name for name, sample in nodes.items() if not sample.ok}
+        )
+        for name, sample in nodes.items():
+            up.add_metric([name], 0.0 if name in down else 1.0)
             age.add_metric([name], max(0.0, now - sample.time_s))
         yield up
         yield age
@@ -158,7 +165,7 @@ class Judgements(Collector):
         def family(name: str, doc: str, *extra: str) -> GaugeMetricFamily:
             return GaugeMetricFamily(f"sparktop_engine_{name}", doc, labels=["engine", *extra])
 
-        up = family("up", "1 when the engine's last scrape read it.")
+        up = family("up", "0 while sparktop judges the engine down.")
         expected = family("expected", "The profile's expected figure at the live load.", "figure")
         low = family("expected_low", "Low end of the estimator's band.", "figure")
         high = family("expected_high", "High end of the estimator's band.", "figure")
@@ -171,7 +178,7 @@ class Judgements(Collector):
         bound = family(
             "queue_bound", "1 for what holds the queue: pool, scheduler or none.", "bound"
         )
-        down = judged_down(engine)
+        down = judged_down(engine, "engine.down")
         for name, s in self.state.engines.items():
             up.add_metric([name], 0.0 if name in down else 1.0)
             if not s.ok:
@@ -242,11 +249,12 @@ class Judgements(Collector):
         yield from (up, latency, polls, failures)
 
 
-def judged_down(engine: AlertEngine) -> set[str]:
-    """Engines ``engine`` judges down at its last evaluation: an ``engine.down`` condition
-    pending, or an ``engine.down`` alert active (firing, or recovering until its hold ends)."""
+def judged_down(engine: AlertEngine, rule: str) -> set[str]:
+    """Subjects (node or engine names) ``engine`` judges down at its last evaluation:
+    ``rule`` (``node.down``, ``engine.down``) pending, or its alert active (firing, or
+    recovering until its hold ends)."""
     judged: tuple[Alert | Pending, ...] = (*engine.active(), *engine.pending())
-    return {a.engine for a in judged if a.rule == "engine.down" and a.engine is not None}
+    return {a.subject for a in judged if a.rule == rule}
 
 
 def _bound(ctx: RuleContext, s: EngineSample) -> str:
