@@ -261,13 +261,16 @@ async def test_exporter_serves_and_stops_on_sigterm_beside_a_53_mb_answer(
             line = await asyncio.wait_for(proc.stderr.readline(), 60)
             assert b"serving" in line, line
             async with httpx.AsyncClient(trust_env=False, timeout=2) as client:
-                pages = []
-                for _ in range(6):  # 3 s of scrapes while the exporter meets the answer
+                pages: list[str] = []
+                down = 'sparktop_node_up{node="spark-1"} 0.0'
+                # 3 s of scrapes while the exporter meets the answer, then on until the node
+                # is judged down (node_up follows the rules' next run after the refusal).
+                while len(pages) < 6 or (len(pages) < 60 and down not in pages[-1]):
                     response = await client.get(f"http://{listen}/metrics")
                     pages.append(response.text)
                     await asyncio.sleep(0.5)
             assert all("sparktop_node_up" in page for page in pages)
-            assert 'sparktop_node_up{node="spark-1"} 0.0' in pages[-1]
+            assert down in pages[-1]
             proc.send_signal(signal.SIGTERM)
             started = time.perf_counter()
             await asyncio.wait_for(proc.wait(), 10)
