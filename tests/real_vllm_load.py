@@ -24,6 +24,7 @@ from sparktop.alerts import Event
 from sparktop.alerts.expected_rules import Deficit, deficit
 from sparktop.cluster import ClusterState
 from sparktop.inventory import load_inventory
+from sparktop.model import is_num
 from sparktop.plan import Plan
 from sparktop.poller import Poller
 
@@ -81,10 +82,12 @@ class LoadDriver:
 
 @dataclass(frozen=True)
 class Tick:
-    """One judgement: wall time (s), the deficit figures then (None: nothing compared)."""
+    """One judgement: wall time (s), the deficit figures then (None: nothing compared), the
+    engine's running gauge at its last scrape (None: not read)."""
 
     time_s: float
     deficit: Deficit | None
+    running: float | None = None
 
 
 class Monitor:
@@ -116,7 +119,10 @@ class Monitor:
             sample = self.state.engines.get(self.engine)
             ctx = self.alerts.last_context
             d = deficit(ctx, sample) if ctx is not None and sample is not None else None
-            self.ticks.append(Tick(now, d))
+            running = (
+                float(sample.running) if sample is not None and is_num(sample.running) else None
+            )
+            self.ticks.append(Tick(now, d, running))
             await asyncio.sleep(self.plan.interval_s)  # the monitor's tick period
 
     def fired(self, prefix: str, after_s: float = 0.0) -> list[tuple[float, Event]]:

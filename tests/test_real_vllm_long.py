@@ -134,12 +134,14 @@ async def test_five_minutes_of_load_changes_on_its_own_profile_raise_no_expected
     fired = _messages(monitor, "expected.")
     ratios = [live / exp for live, exp in monitor.decode(started + WINDOW_S)]
     compared = sum(1 for t in monitor.ticks if t.deficit is not None)
+    idle_gauge = sum(1 for t in monitor.ticks if t.running == 0)
     evidence = (
         f"real vLLM, {LOAD_S:.0f} s of load changes on its own sweep: {len(fired)} expected.* "
         f"alerts, {len(steps)} loads ({', '.join(f'{c}x{p}' for c, p in steps)}), "
         f"{driver.sent} requests ({driver.failed} failed), decode live/expected "
         f"min {min(ratios, default=0):.2f} median {statistics.median(ratios or [0]):.2f} over "
-        f"{len(ratios)} ticks, load avg {_load_avg()}"
+        f"{len(ratios)} ticks, expected row compared on {compared} of {len(monitor.ticks)} "
+        f"ticks (running gauge 0 at {idle_gauge}), load avg {_load_avg()}"
     )
     record_property("evidence", evidence)
     assert fired == [], f"{evidence}\n" + "\n".join(fired)
