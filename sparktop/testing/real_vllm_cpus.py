@@ -148,3 +148,36 @@ def stop_busy(procs: list[subprocess.Popen[bytes]]) -> None:
         proc.wait(10)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def cpu_seconds(port: int) -> tuple[float, float] | None:
+    """``(on a CPU, waiting for one)``, seconds summed over every thread of the server
+    listening on ``port`` (``/proc/<pid>/task/<tid>/schedstat``: run time and run-queue wait,
+    ns); None when nothing listens there. Two readings' differences give how much of the
+    time the server wanted a CPU it waited for one: on a shared machine, the share other
+    work took from it (the server itself keeps ~1.9 of 2 cores busy under load)."""
+    pid = listening_pid(port)
+    if pid is None:
+        return None
+    run = wait = 0
+    for member in group_pids(os.getpgid(pid)):
+        try:
+            threads = list((PROC / str(member) / "task").iterdir())
+        except OSError:
+            continue
+        for thread in threads:
+            try:
+                fields = (thread / "schedstat").read_text().split()
+            except OSError:
+                continue  # the thread ended
+            run, wait = run + int(fields[0]), wait + int(fields[1])
+    return run / 1e9, wait / 1e9
+
+
+def wait_share(before: tuple[float, float] | None, after: tuple[float, float] | None) -> float:
+    """The share of its runnable time the server spent waiting for a CPU between two
+    :func:`cpu_seconds` readings (0 without both, or without time on a CPU)."""
+    if before is None or after is None:
+        return 0.0
+    run, wait = (max(0.0, b - a) for a, b in zip(before, after, strict=True))
+    return wait / (run + wait) if run > 0 else 0.0
