@@ -151,7 +151,28 @@ def test_series_are_counted_across_chunk_boundaries() -> None:
             counter.feed(body[at : at + size])
         assert counter.count == 50, size
     # a label named "value" is a string, never an array: not a series
-    assert SeriesCounter().feed(b'{"metric":{"value":"[x]"},"value": [1, "2"]}') == 1
+    counter = SeriesCounter()
+    counter.feed(b'{"metric":{"value":"[x]"},"value": [1, "2"]}')
+    assert counter.count == 1
+
+
+def test_series_count_passes_the_cap_exactly_where_an_exact_count_does() -> None:
+    """The counter counts the cheaper ``"value"`` strings until they pass the cap: labels
+    named ``value`` must not make an answer under the cap read as over it, nor hide one over."""
+    labelled = b'{"metric":{"value":"v"},"value":[1,"2"]}'  # two "value" strings, one series
+    for chunk in (1, 5, 64):
+        counter = SeriesCounter(cap=3)
+        body = b'{"result":[' + b",".join([labelled] * 3) + b"]}"
+        fed = [counter.feed(body[at : at + chunk]) for at in range(0, len(body), chunk)]
+        assert max(fed) <= 3 and counter.count == 3, chunk  # 6 "value" strings, 3 series
+        over = SeriesCounter(cap=3)
+        body = b'{"result":[' + b",".join([labelled] * 5) + b"]}"
+        fed = [over.feed(body[at : at + chunk]) for at in range(0, len(body), chunk)]
+        # over the cap at the chunk holding the fourth series' "value": [, not before
+        ends = [m.end() for m in re.finditer(rb'"value":\[', body)]
+        first_over = next(i for i, n in enumerate(fed) if n > 3)
+        assert first_over * chunk < ends[3] <= (first_over + 1) * chunk, chunk
+        assert fed[-1] == over.count == 5, chunk
 
 
 async def test_a_53_mb_answer_is_refused_while_read_off_the_event_loop() -> None:
