@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -16,7 +17,7 @@ from sparktop.inventory import parse_inventory
 from sparktop.model import EngineState, NodeState
 from sparktop.plan import Plan
 from sparktop.sim.promrun import free_port
-from sparktop.sources.prometheus.api import is_loopback_url
+from sparktop.sources.prometheus.api import is_loopback_url, parse_answer
 from sparktop.sources.prometheus.promql import Target, filters, host_part, node_query
 
 PROM = "prometheus: {url: http://p:9090}\n"
@@ -93,6 +94,25 @@ async def test_slow_prometheus_is_bounded_by_timeout_s() -> None:
         "accepted the connection, no HTTP response within 0.5 s" in s.message for s in samples
     ), [s.message for s in samples]
     assert not any(s.state.value == "unreachable" for s in samples)
+
+
+def test_what_orjson_refuses_is_read_as_before() -> None:
+    """Answers are decoded by orjson; NaN, Infinity and numbers past a double, which it
+    refuses and pydantic-core's reader takes, still read as they did (not "not a Prometheus
+    answer")."""
+    elements = [
+        '{"metric":{"__name__":"up","instance":"a"},"value":[NaN,"1"]}',
+        '{"metric":{"__name__":"up","instance":"b"},"value":[1e400,"NaN"]}',
+        '{"metric":{"__name__":"up","instance":"c"},"value":[-Infinity,"+Inf"]}',
+    ]
+    head = '{"status":"success","data":{"resultType":"vector","result":['
+    series = parse_answer(f"{head}{','.join(elements)}]}}}}".encode(), 200).series
+    assert [(s.name, s.labels, str(s.value), str(s.time_s)) for s in series] == [
+        ("up", {"instance": "a"}, "1.0", "nan"),
+        ("up", {"instance": "b"}, "nan", "inf"),
+        ("up", {"instance": "c"}, "inf", "-inf"),
+    ]
+    assert math.isnan(series[0].time_s)
 
 
 @pytest.mark.parametrize(
