@@ -6,7 +6,8 @@ The simulator runs in a child process with a dcgm-exporter and a node_exporter p
 polls the whole cluster through Prometheus (``source: prometheus``: one batched
 ``/api/v1/query`` per tick for every node) and, for comparison, 32 and 64 simulated nodes over
 loopback SSH the way the monitor does (one persistent connection per node), with the
-monitor's collector settings (:mod:`sparktop.gcpolicy`). Each way ticks at 1 s in blocks
+monitor's collector settings (:mod:`sparktop.gcpolicy`); both ways record their samples in a
+:class:`~sparktop.cluster.ClusterState` as the monitor does. Each way ticks at 1 s in blocks
 that alternate with the other ways' (:class:`Way`). Figures per tick: HTTP queries, this
 process's CPU seconds over a block ÷ its ticks (the head node's cost; median of the blocks),
 the poll's wall time; and this process's RSS after the first block through Prometheus.
@@ -146,7 +147,8 @@ def prom_way(inventory_text: str, prom_pid: int) -> tuple[Way, int]:
     def make() -> tuple[Poller, PromHub | None]:
         sources = Plan.from_inventory(inventory).sources()
         hub = sources[0].hub  # type: ignore[attr-defined]
-        return Poller(sources, inventory.interval_s, lambda s: None), hub
+        # Recorded as the monitor records them, as the SSH way's are (it was left out here).
+        return Poller(sources, inventory.interval_s, ClusterState().apply), hub
 
     return Way(make, prom_pid), len(inventory.nodes)
 
