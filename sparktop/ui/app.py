@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import App, ComposeResult
@@ -19,6 +19,7 @@ from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.filter import LineFilter
+from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Input, Static
 
@@ -184,6 +185,12 @@ class SparktopApp(DetailNavigation):
         """Textual's filters, then :class:`~sparktop.ui.safe_text.ControlCharacters`: text
         from nodes and servers never reaches the terminal as control codes."""
         return [*super().get_line_filters(), self._control_characters]
+
+    def get_default_screen(self) -> Screen[Any]:
+        # Partial updates render only the widgets they change (see the module).
+        from sparktop.ui.compositor import MonitorScreen
+
+        return MonitorScreen(id="_default")
 
     def get_driver_class(self) -> type[Driver]:
         # Textual's Linux driver, with its input thread asleep between keys (see the module).
