@@ -8,7 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from textual._compositor import ChopsUpdate, Compositor
+from textual._styles_cache import StylesCache
 from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
 
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.compositor import CroppedCompositor, MonitorScreen
@@ -21,6 +24,7 @@ class Compared:
     updates: int = 0
     widgets_ours: int = 0
     widgets_textual: int = 0
+    widget_renders: int = 0
     differences: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -39,23 +43,13 @@ class Checking(CroppedCompositor):
         crop = Region.from_union(list(regions)).intersection(self.size.region)
         spans = list(self._regions_to_spans(regions))
         rendered = {y for y, _, _ in spans}.__contains__
-        widgets = 0
-        get_renders = Compositor._get_renders if textual else CroppedCompositor._get_renders
-
-        def counted(crop: Region | None = None):  # type: ignore[no-untyped-def]
-            nonlocal widgets
-            for render in get_renders(self, crop):
-                widgets += 1
-                yield render
-
-        self._get_renders = counted  # type: ignore[method-assign]
-        try:
-            chops = self._render_chops(crop, rendered)
-        finally:
-            del self._get_renders
+        before = self.compared.widget_renders
+        render_chops = Compositor._render_chops if textual else CroppedCompositor._render_chops
+        chops = render_chops(self, crop, rendered)
         ends = [cut_set[1:] for cut_set in self.cuts]
         console = self.compared_console
-        return ChopsUpdate(chops, spans, ends).render_segments(console), widgets
+        segments = ChopsUpdate(chops, spans, ends).render_segments(console)
+        return segments, self.compared.widget_renders - before
 
     def _compare(self, regions: set[Region]) -> None:
         textual, textual_widgets = self._render(regions, textual=True)
@@ -67,7 +61,7 @@ class Checking(CroppedCompositor):
             self.compared.differences.append((textual, ours))
 
 
-async def test_partial_updates_match_textuals_and_render_fewer_widgets() -> None:
+async def test_partial_updates_match_textuals_and_render_fewer_widgets(monkeypatch) -> None:
     clock = Clock()
     nodes = [Scripted(node(f"spark-{i}")) for i in (1, 2, 3)]
     server = Scripted(engine())
@@ -82,6 +76,13 @@ async def test_partial_updates_match_textuals_and_render_fewer_widgets() -> None
         assert isinstance(screen, MonitorScreen)
         compositor = screen._compositor
         compared = Compared()
+        render_widget = StylesCache.render_widget
+
+        def counted(cache: StylesCache, widget: Widget, crop: Region) -> list[Strip]:
+            compared.widget_renders += 1
+            return render_widget(cache, widget, crop)
+
+        monkeypatch.setattr(StylesCache, "render_widget", counted)
         compositor.__class__ = Checking
         compositor.compared = compared  # type: ignore[attr-defined]
         compositor.compared_console = app.console  # type: ignore[attr-defined]
