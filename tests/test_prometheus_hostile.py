@@ -291,7 +291,10 @@ async def test_exporter_serves_and_stops_on_sigterm_beside_a_53_mb_answer(
                     pages.append(response.text)
                     await asyncio.sleep(0.5)
             assert all("sparktop_node_up" in page for page in pages)
-            assert down in pages[-1]
+            assert down in pages[-1], [
+                (i, line) for i, page in enumerate(pages) for line in page.splitlines()
+                if line.startswith(("sparktop_node_up", "sparktop_alert{", "sparktop_source_up"))
+            ]  # fmt: skip
             proc.send_signal(signal.SIGTERM)
             started = time.perf_counter()
             await asyncio.wait_for(proc.wait(), 10)
