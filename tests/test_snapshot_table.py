@@ -25,7 +25,7 @@ from sparktop.model import (
     Quantile,
     RankStats,
 )
-from sparktop.report.snapshot_table import NODE_PRIORITY, needed_width, render_table
+from sparktop.report.snapshot_table import NODE_PRIORITY, fit_console, needed_width, render_table
 from sparktop.snapshot import Snapshot
 
 GB10 = "NVIDIA GB10"
@@ -238,3 +238,21 @@ def test_the_star_legend_is_there_only_when_a_value_has_a_star() -> None:
     spec = dataclasses.replace(_engine(), ranks=(), since_start=("spec_acceptance_rate",))
     text = render(160, Snapshot("c", 0.0, (), (spec,)))
     assert "*" not in text  # no column shows the speculative-decoding rate
+
+
+def test_a_pipe_gets_every_column_and_every_note_on_whole_lines() -> None:
+    """Piped output (not a terminal, 80 columns) is for grep: one engines table, and a note
+    longer than any width stays one line starting with its engine's name."""
+    long_reason = "KV pool unknown: " + "no cache_config_info on the page; " * 8
+    engine = dataclasses.replace(_engine(), kv_pool_tokens=None, kv_pool_source=long_reason)
+    snap = Snapshot("dspark-4x", 0.0, NODES, (engine, DOWN))
+    out = io.StringIO()
+    console = Console(file=out, width=80, color_system=None, force_terminal=False)
+    fit_console(console, snap)
+    render_table(snap, console)
+    text = out.getvalue()
+    assert "engines: speed" not in text and "not shown at" not in text
+    lines = text.splitlines()
+    assert any(line.startswith("dsv41: ") and len(line) > console.width for line in lines), text
+    assert all(line.startswith(("dsv41", "qwen", "  ")) or "cache_config_info" not in line
+               for line in lines)  # fmt: skip

@@ -205,7 +205,7 @@ def snapshot_loop(
     from sparktop.cluster import ClusterState
     from sparktop.inventory import load_inventory
     from sparktop.plan import Plan
-    from sparktop.report.snapshot_table import render_table
+    from sparktop.report.snapshot_table import fit_console, render_table
     from sparktop.safe_console import PrintableConsole
     from sparktop.snapshot import take_snapshot
 
@@ -223,6 +223,7 @@ def snapshot_loop(
             while not rounds or done < rounds:
                 started = time.monotonic()
                 snap = await take_snapshot(sources, cluster=plan.cluster, close=False)
+                fit_console(console, snap)
                 render_table(snap, console)
                 if pipeline is not None:
                     for node in snap.nodes:

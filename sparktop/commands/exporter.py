@@ -21,9 +21,10 @@ expected, the cause of a deficit, free KV tokens, time to pool exhaustion and wh
 queue; one sparktop_alert{rule,subject,severity} series per firing alert; and sparktop's own
 poll latency and failures per source. The exporters' raw readings are not repeated.
 
-Runs in the foreground until SIGTERM or Ctrl-C (exit 0). --listen defaults to loopback;
-anything else must be an address spelled out (an IP, or 0.0.0.0 for every interface). There
-is no TLS or authentication: put a reverse proxy in front for that (see docs/prometheus.md).
+Runs in the foreground until SIGTERM (exit 0) or Ctrl-C (exit 130). --listen defaults to
+loopback; anything else must be an address spelled out (an IP, or 0.0.0.0 for every
+interface). There is no TLS or authentication: put a reverse proxy in front for that (see
+docs/prometheus.md).
 """
 
 EPILOG = """\

@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     from sparktop.plan import Plan
     from sparktop.report.alerts import render_alerts
     from sparktop.report.expected import expected_json, expected_text
-    from sparktop.report.snapshot_table import needed_width, render_table
+    from sparktop.report.snapshot_table import fit_console, render_table
     from sparktop.safe_console import PrintableConsole
     from sparktop.snapshot import snapshot_json
 
@@ -199,9 +199,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         console = PrintableConsole(highlight=False)
-        if not console.is_terminal:
-            # A pipe gets every column on whole rows; a terminal gets what fits its width.
-            console.width = max(console.width, 160, needed_width(snap))
+        fit_console(console, snap)
         render_table(snap, console, {e.engine: expected_text(plan, e) for e in snap.engines})
         render_alerts(snap.alerts, console)
     if args.plot is not None and plan.profile is not None:

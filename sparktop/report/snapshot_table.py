@@ -153,6 +153,14 @@ def needed_width(snap: Snapshot) -> int:
     return width
 
 
+def fit_console(console: Console, snap: Snapshot) -> None:
+    """A pipe gets every column on whole lines (tables as wide as they need, notes unwrapped,
+    so each line can be grepped by its engine or node); a terminal keeps its width."""
+    if not console.is_terminal:
+        console.width = max(console.width, 160, needed_width(snap))
+        console.soft_wrap = True
+
+
 def render_table(
     snap: Snapshot, console: Console, expected: Mapping[str, str] | None = None
 ) -> None:
