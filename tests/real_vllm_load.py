@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from sparktop.alerts import Event
 from sparktop.alerts.expected_rules import Deficit, deficit
 from sparktop.cluster import ClusterState
 from sparktop.inventory import load_inventory
-from sparktop.model import is_num
+from sparktop.model import EngineSample, is_num
 from sparktop.plan import Plan
 from sparktop.poller import Poller
 
@@ -83,11 +85,13 @@ class LoadDriver:
 @dataclass(frozen=True)
 class Tick:
     """One judgement: wall time (s), the deficit figures then (None: nothing compared), the
-    engine's running gauge at its last scrape (None: not read)."""
+    engine's running gauge at its last scrape (None: not read), and why nothing was compared
+    (the expected row's own reason, its numbers blanked so alike reasons count as one)."""
 
     time_s: float
     deficit: Deficit | None
     running: float | None = None
+    why_not: str = ""
 
 
 class Monitor:
@@ -122,8 +126,26 @@ class Monitor:
             running = (
                 float(sample.running) if sample is not None and is_num(sample.running) else None
             )
-            self.ticks.append(Tick(now, d, running))
+            self.ticks.append(Tick(now, d, running, "" if d is not None else self._why(sample)))
             await asyncio.sleep(self.plan.interval_s)  # the monitor's tick period
+
+    def _why(self, sample: EngineSample | None) -> str:
+        if sample is None:
+            return "no sample yet"
+        if not sample.ok:
+            return f"engine {sample.state}"
+        row = self.plan.matched(sample) if self.plan.matched is not None else "no profile"
+        return (
+            re.sub(r"\d[\d,.]*", "N", row)
+            if isinstance(row, str)
+            else "a row, yet nothing compared"
+        )
+
+    def not_compared(self) -> str:
+        """``"window N s: … ×5, too little load … ×2"``: each reason for the ticks that
+        compared nothing, with its count, most frequent first ("" when every tick compared)."""
+        counts = Counter(t.why_not for t in self.ticks if t.deficit is None)
+        return ", ".join(f"{why[:60]} ×{n}" for why, n in counts.most_common())
 
     def fired(self, prefix: str, after_s: float = 0.0) -> list[tuple[float, Event]]:
         return [

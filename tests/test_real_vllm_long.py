@@ -184,7 +184,8 @@ async def test_five_minutes_of_load_changes_on_its_own_profile_raise_no_expected
         f"{driver.sent} requests ({driver.failed} failed), decode live/expected "
         f"min {min(ratios, default=0):.2f} median {statistics.median(ratios or [0]):.2f} over "
         f"{len(ratios)} ticks, expected row compared on {compared} of {len(monitor.ticks)} "
-        f"ticks (running gauge 0 at {idle_gauge}), the server waiting for a CPU "
+        f"ticks (running gauge 0 at {idle_gauge}; not compared: "
+        f"{monitor.not_compared() or 'none'}), the server waiting for a CPU "
         f"{_waited(cpu, started, time.time()):.0%} of its runnable time (sweep "
         f"{sweep_waited:.0%}), load avg {_load_avg()}"
     )
