@@ -95,6 +95,11 @@ class NodeState(enum.StrEnum):
         return self is not NodeState.OK
 
 
+IMPLAUSIBLE = "implausible: "
+"""How a reading refused as outside its plausible range begins (the source's NA reason, e.g.
+:func:`sparktop.sources.nvsmi.cells.plausible`); :attr:`GpuSample.implausible` finds them."""
+
+
 @dataclass(frozen=True, slots=True)
 class SlowdownCounters:
     """Cumulative time spent in each slowdown, µs (``clocks_event_reasons_counters.*``)."""
@@ -133,6 +138,20 @@ class GpuSample:
     def key(self) -> str:
         """Stable key within a node: the UUID, else the index."""
         return self.uuid or f"gpu{self.index}"
+
+    @property
+    def implausible(self) -> tuple[str, ...]:
+        """The reasons of the readings refused as implausible (``implausible: …``), in field
+        order; empty when every reading is in its range or simply missing."""
+        values = (
+            self.sm_clock_mhz, self.max_sm_clock_mhz, self.temperature_c, self.power_w,
+            self.utilization_pct, self.memory_used_mib, self.memory_total_mib,
+            self.counters.sw_thermal_us, self.counters.hw_thermal_us,
+            self.counters.sw_power_cap_us, self.counters.hw_power_brake_us,
+        )  # fmt: skip
+        return tuple(
+            v.reason for v in values if isinstance(v, NA) and v.reason.startswith(IMPLAUSIBLE)
+        )
 
     @property
     def clock_events(self) -> tuple[str, ...]:

@@ -1,10 +1,11 @@
-"""One state for a GPU that answered: ``ok``, ``throttled`` or ``low-power``.
+"""One state for a GPU that answered: ``ok``, ``implausible data``, ``throttled``, ``low-power``.
 
 The monitor's ``state`` column, ``snapshot``'s table and its JSON ``state``/``ok`` all read
 this judgement, made with the alert rules' own tests (:mod:`sparktop.alerts.gpu_rules`): an
 active slowdown reason or the SM clock ``clock_drop_pct`` below the loaded baseline is
 ``throttled``; the hidden low-power pattern (high utilisation, low clock and power, no reason
-bit) is ``low-power`` (the monitor writes it ``low-power?``: it is inferred, not reported).
+bit) is ``low-power`` (the monitor writes it ``low-power?``: it is inferred, not reported);
+a GPU with readings refused as implausible, and nothing worse, is ``implausible data``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ class GpuState(enum.StrEnum):
     """A healthy GPU's condition, worst last."""
 
     OK = "ok"
+    IMPLAUSIBLE = "implausible data"
+    """Some readings were refused as outside their plausible range
+    (:attr:`~sparktop.model.GpuSample.implausible`): shown n/a with the reason, read by no rule."""
     THROTTLED = "throttled"
     LOW_POWER = "low-power"
 
@@ -33,7 +37,7 @@ class GpuState(enum.StrEnum):
         return _RANK[self]
 
 
-_RANK = {GpuState.OK: 0, GpuState.THROTTLED: 1, GpuState.LOW_POWER: 2}
+_RANK = {GpuState.OK: 0, GpuState.IMPLAUSIBLE: 1, GpuState.THROTTLED: 2, GpuState.LOW_POWER: 3}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,8 @@ class GpuJudgement:
             return GpuState.LOW_POWER
         if self.below or self.gpu.slowdowns:
             return GpuState.THROTTLED
+        if self.gpu.implausible:
+            return GpuState.IMPLAUSIBLE
         return GpuState.OK
 
 

@@ -77,6 +77,8 @@ class FakeNvidiaSmi:
     csv_path: Path = GB10_CSV
     driver: str = "current"
     counters_us: dict[str, str] = field(default_factory=dict)
+    failure: tuple[str, int] | None = None
+    """Output and exit status every call gives instead (a failing nvidia-smi's own words)."""
 
     def _table(self) -> tuple[list[str], list[list[str]]]:
         lines = [ln for ln in self.csv_path.read_text().splitlines() if ln.strip()]
@@ -99,6 +101,8 @@ class FakeNvidiaSmi:
 
     def query_gpu(self, fields: Sequence[str]) -> tuple[str, int]:
         """Output and exit status of ``nvidia-smi --query-gpu=<fields> --format=csv,nounits``."""
+        if self.failure is not None:
+            return self.failure
         if self.driver == "mismatch":
             return MISMATCH_TXT.read_text(), MISMATCH_EXIT
         if self.driver == "unloaded":
@@ -133,6 +137,8 @@ class FakeNvidiaSmi:
 
     def query_apps(self) -> tuple[str, int]:
         """``--query-compute-apps=gpu_uuid,pid,used_memory --format=csv,nounits`` (with header)."""
+        if self.failure is not None:
+            return self.failure
         if self.driver == "mismatch":
             return MISMATCH_TXT.read_text(), MISMATCH_EXIT
         if self.driver == "unloaded":

@@ -183,6 +183,7 @@ def state_cell(sample: NodeSample, now: float, config: ViewConfig, narrow: bool)
 
 
 GPU_STATE_CELLS: Mapping[GpuState, Cell] = {
+    GpuState.IMPLAUSIBLE: ("implausible", "warn"),  # readings refused: n/a with the reason
     GpuState.THROTTLED: ("throttled", "warn"),
     GpuState.LOW_POWER: ("low-power?", "warn"),  # inferred from a pattern, not reported
 }

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from sparktop.model import NA
+from sparktop.model import IMPLAUSIBLE, NA
 
 MESSAGE_MAX = 120
 REASON_MAX = 60
@@ -123,6 +123,41 @@ COUNTER_COLUMNS: Mapping[str, str] = MappingProxyType(
         "clocks_event_reasons_counters.hw_power_brake_slowdown": "hw_power_brake_us",
     }
 )
+PLAUSIBLE: Mapping[str, tuple[float, float, str]] = MappingProxyType(
+    {
+        "clocks.sm": (0.0, 10_000.0, "MHz"),
+        "clocks.max.sm": (0.0, 10_000.0, "MHz"),
+        "temperature.gpu": (0.0, 150.0, "°C"),
+        "power.draw": (0.0, 5_000.0, "W"),
+        "utilization.gpu": (0.0, 100.0, "%"),
+        "memory.used": (0.0, 16.0 * 1024**2, "MiB"),
+        "memory.total": (0.0, 16.0 * 1024**2, "MiB"),
+    }
+)
+"""Each numeric GPU column's plausible range and unit. No GPU clocks past 10 GHz, runs past
+150 °C (they shut down near 100), draws 5 kW (a GB200 superchip is ~2.7 kW) or holds 16 TiB;
+below 0 none of them is a reading. A value outside is a broken driver or a hostile node and
+is refused like an engine gauge past its range (:mod:`sparktop.sources.engines.reading`)."""
+
+COUNTER_TOP_US = 1e15
+"""Slowdown counters are µs since the driver loaded: 1e15 µs is 31 years."""
+
+
+def plausible(column: str, value: float | NA) -> float | NA:
+    """``value`` when it is inside ``column``'s range (:data:`PLAUSIBLE`; counters 0 to
+    :data:`COUNTER_TOP_US`), else ``NA("implausible: temperature.gpu is -273 °C, not a
+    plausible value (0–150 °C)")``; an NA is returned as it is."""
+    if isinstance(value, NA):
+        return value
+    low, high, unit = PLAUSIBLE.get(column, (0.0, COUNTER_TOP_US, "µs"))
+    if low <= value <= high:
+        return value
+    return NA(
+        f"{IMPLAUSIBLE}{column} is {value:.4g} {unit}, not a plausible value "
+        f"({low:,.0f}–{high:,.0f} {unit})"
+    )
+
+
 KNOWN_GPU_COLUMNS = frozenset(
     {"index", "uuid", "name", "pstate", "driver_version", "clocks_event_reasons.active"}
     | NUMERIC_COLUMNS.keys()

@@ -16,6 +16,7 @@ from sparktop.sources.nvsmi.cells import (
     normalise_header,
     parse_cell,
     parse_mask,
+    plausible,
     text_cell,
 )
 
@@ -104,12 +105,12 @@ def _gpu(cells: Mapping[str, str], position: int) -> GpuSample:
     uuid = text_cell(cells.get("uuid", ""))
     name = text_cell(cells.get("name", ""))
     numbers: dict[str, Num] = {
-        attr: parse_cell(cells[column]) if column in cells else NA("not queried")
+        attr: plausible(column, parse_cell(cells[column])) if column in cells else NA("not queried")
         for column, attr in NUMERIC_COLUMNS.items()
     }
     mask_text = cells.get("clocks_event_reasons.active")
     counters = {
-        attr: parse_cell(cells[column])
+        attr: plausible(column, parse_cell(cells[column]))
         for column, attr in COUNTER_COLUMNS.items()
         if column in cells
     }
