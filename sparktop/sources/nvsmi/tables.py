@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 from collections.abc import Mapping, Sequence
 
 from sparktop.hostmodel import GpuProcess
@@ -23,12 +24,22 @@ from sparktop.sources.nvsmi.cells import (
 # -- GPU CSV -----------------------------------------------------------------------------------
 
 
+CSV_KEPT = 64
+"""Texts kept split (:func:`csv_rows`): a poll reads its GPU CSV three times in a row."""
+
+
 def csv_rows(text: str) -> list[list[str]]:
     """Each non-blank line split as CSV, cells stripped; a trailing comma adds no empty cell.
 
     Line by line, so a stray ``"`` in a warning cannot swallow the lines after it (nvidia-smi
-    never quotes a line break).
+    never quotes a line break). A poll's GPU text is read three times (the failure check,
+    the GPUs, the driver version): it is split once and kept (:data:`CSV_KEPT` texts).
     """
+    return [list(row) for row in _csv_rows(text)]
+
+
+@functools.lru_cache(maxsize=CSV_KEPT)
+def _csv_rows(text: str) -> tuple[tuple[str, ...], ...]:
     rows = []
     for line in text.splitlines():
         if not line.strip():
@@ -36,8 +47,8 @@ def csv_rows(text: str) -> list[list[str]]:
         row = [cell.strip() for cell in next(csv.reader([line], skipinitialspace=True))]
         if len(row) > 1 and row[-1] == "" and line.rstrip().endswith(","):
             row.pop()
-        rows.append(row)
-    return rows
+        rows.append(tuple(row))
+    return tuple(rows)
 
 
 def find_header(rows: list[list[str]], known: frozenset[str]) -> int | None:
