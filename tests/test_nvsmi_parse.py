@@ -306,15 +306,17 @@ def test_probe_sections_split_alike_by_line_and_by_marker_search() -> None:
 def test_a_polls_gpu_text_is_split_once_and_each_reader_gets_its_own_rows() -> None:
     from sparktop.sources.nvsmi import tables
 
-    gpu_text = read(NVSMI / "h100-590-query-gpu-all-fields-load.csv")
+    # Blank lines read as none: a text no other test has split, read as the capture.
+    gpu_text = read(NVSMI / "h100-590-query-gpu-all-fields-load.csv") + "\n" * 7
     text = probe(gpu_text)
     before = tables._csv_rows.cache_info()
     sample = parse_probe_output("spark-1", text, 0.0)
     after = tables._csv_rows.cache_info()
     assert sample.state is NodeState.OK and sample.gpus
-    # Two texts split (the GPU CSV and the compute apps' CSV); the failure check, the GPUs
-    # and the driver version read the GPU text: the last two find it split.
-    assert after.misses - before.misses == 2
+    # The GPU CSV split once (and perhaps the empty compute apps' CSV, unless an earlier
+    # test split it); the failure check, the GPUs and the driver version read the GPU text:
+    # the last two find it split.
+    assert 1 <= after.misses - before.misses <= 2
     assert after.hits - before.hits >= 2
     rows = tables.csv_rows(gpu_text)
     rows[0].clear()
