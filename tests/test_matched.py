@@ -296,3 +296,39 @@ def test_a_profile_measured_on_another_model_is_said_beside_the_row() -> None:
     idle = dataclasses.replace(served, running=0.0, load_dist=(), time_s=21.0)
     reason = row(idle)
     assert isinstance(reason, str) and reason.endswith(f"({note})")
+
+
+def test_a_profile_measured_on_another_engine_gives_no_expected_row() -> None:
+    """A llama.cpp engine serving the profile's very model (a GGUF of it) is not compared
+    with figures a vLLM build measured: the row says why instead, and no deficit can fire
+    from it. A profile that names no engine, or this one, still compares."""
+    from sparktop.alerts.engine import profile_expected
+    from sparktop.sweep.expected.matched import MatchedExpected, engine_mismatch
+
+    assert "vLLM" in PROFILE.engine
+    assert engine_mismatch(PROFILE.engine, "vllm") == ""
+    assert (
+        engine_mismatch("", "llamacpp") == "" and engine_mismatch("a custom build", "sglang") == ""
+    )
+    assert engine_mismatch("llama.cpp server version b1", "llamacpp") == ""
+    note = engine_mismatch(PROFILE.engine, "llamacpp")
+    assert note == "the profile measured a vLLM engine; this engine is llama.cpp"
+    assert engine_mismatch("SGLang 0.5", "vllm") == (
+        "the profile measured a SGLang engine; this engine is vLLM"
+    )
+
+    fake = FakeVllm()
+    d = MetricsDeriver("dsv41", window_s=30)
+    fake.load["0"] = Load(decode_tps=300, requests_per_s=1, prompt_tokens=3800)
+    fake.set_gauges(running=8, waiting=0, kv_usage=0.3)
+    scrape(d, fake, 0.0)
+    for t in range(1, 21):
+        fake.advance(1)
+        s = scrape(d, fake, float(t))
+    gguf = dataclasses.replace(s, kind="llamacpp", model="DeepSeek-V4.1-Flash-1017-Q8_0.gguf")
+    row = MatchedExpected(PROFILE)
+    assert not isinstance(row(s), str)
+    got = row(gguf)
+    assert got == f"no expected row: {note}"
+    expected = profile_expected(PROFILE, row)
+    assert expected is not None and expected(gguf) is None  # nothing for the rules to judge

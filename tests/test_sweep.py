@@ -106,7 +106,9 @@ async def test_a_sweep_of_the_simulator_recovers_its_profile_within_15_percent(
     assert profile.kv_pool_tokens == 11_434_628 and profile.max_model_len == 1_048_576
     assert profile.output_tokens == 128
     notes = "\n".join(profile.notes)
-    assert "server version 0.32.0+sparktop.sim" in notes
+    assert "vLLM server version 0.32.0+sparktop.sim" in notes
+    # The engine's kind is written, so the profile is not taken for another engine's.
+    assert profile.engine == "vLLM server version 0.32.0+sparktop.sim"
     assert f"Command: sparktop sweep --endpoint {url}" in notes
     assert "block_size=256" in notes and "exact lengths" in notes
     # The simulator's /metrics counted the warm-up and the six measured requests.

@@ -158,6 +158,7 @@ class SweepFlow:
             max_num_batched_tokens=self.args.max_batched,
             cache_config=info.cache_config,
             notes=tuple(notes),
+            engine=info.engine,
         )
 
     def _show_plan(self, plan: Plan, info: ServerInfo, todo: list[tuple[str, int, int]]) -> None:

@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from sparktop.model import NA, EngineSample, is_num
+from sparktop.sources.engines.kinds import KINDS
 from sparktop.sweep.estimator.estimator import Basis, Estimate, Estimated, estimate
 from sparktop.sweep.expected.load import (
     EDGE_SPREAD,
@@ -318,6 +319,20 @@ def model_mismatch(profile_model: str, served: str, root: str = "") -> str:
     return f"the profile measured {_cut(shown)}; this engine serves {_cut(served.strip())}{also}"
 
 
+def engine_mismatch(profile_engine: str, kind: str) -> str:
+    """Why a profile measured on another engine than ``kind`` (``EngineSample.kind``) cannot
+    give this engine an expected row, or "" when it may be the same engine or the profile does
+    not say. ``profile_engine`` is the profile's free-text ``engine`` (``vLLM Kraken build,
+    …``; a sweep writes ``<engine> server version …``); it names an engine when exactly one
+    kind's label (``vLLM``, ``SGLang``, ``llama.cpp``) is in it."""
+    text = profile_engine.lower()
+    named = [spec for spec in KINDS.values() if spec.label.lower() in text]
+    if len(named) != 1 or named[0].kind == kind:
+        return ""
+    this = KINDS[kind].label if kind in KINDS else _cut(kind)
+    return f"the profile measured a {named[0].label} engine; this engine is {this}"
+
+
 def _cut(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -331,6 +346,7 @@ __all__ = [
     "MatchedExpected",
     "WindowExpected",
     "cached_estimator",
+    "engine_mismatch",
     "expected_for",
     "model_mismatch",
     "too_little_load",
@@ -362,14 +378,17 @@ class MatchedExpected:
         self._notes: dict[str, str] = {}
 
     def model_note(self, sample: EngineSample) -> str:
-        """:func:`model_mismatch` of the profile's model and the one ``sample``'s engine
-        serves, worked out once per served name."""
-        key = f"{sample.model}\n{sample.model_root}"
+        """:func:`engine_mismatch` of the profile's engine and ``sample``'s kind, else
+        :func:`model_mismatch` of the profile's model and the one ``sample``'s engine serves,
+        worked out once per kind and served name."""
+        key = f"{sample.kind}\n{sample.model}\n{sample.model_root}"
         note = self._notes.get(key)
         if note is None:
             if len(self._notes) >= 64:  # names come from servers: bound it
                 self._notes.clear()
-            note = model_mismatch(self.profile.model, sample.model, sample.model_root)
+            note = engine_mismatch(self.profile.engine, sample.kind) or model_mismatch(
+                self.profile.model, sample.model, sample.model_root
+            )
             self._notes[key] = note
         return note
 
@@ -377,6 +396,10 @@ class MatchedExpected:
         held = self._last.get(sample.engine)
         if held is not None and held[0] is sample:
             return held[1]
+        if other := engine_mismatch(self.profile.engine, sample.kind):
+            # Another engine's figures say nothing of this one's: no row to compare with.
+            self._last[sample.engine] = (sample, f"no expected row: {other}")
+            return f"no expected row: {other}"
         got = window_expected(self.estimator, sample, self.profile.aggregate_kind)
         note = self.model_note(sample)
         if note:  # from the names alone: said also while there is no load to compare

@@ -21,7 +21,7 @@ from sparktop.errors import RuntimeFailure
 from sparktop.jsontext import loads
 from sparktop.model import NA, is_num
 from sparktop.sources.engines.http import ScrapeFailure, fetch_metrics, fetch_models
-from sparktop.sources.engines.kinds import DEFAULT
+from sparktop.sources.engines.kinds import DEFAULT, KINDS, spec_for
 from sparktop.sources.engines.reading import read_page
 from sparktop.sources.engines.source import read_engine_body, scrape_once
 from sparktop.sweep.estimator.estimator import estimate
@@ -59,6 +59,8 @@ class ServerInfo:
     cache_config: dict[str, str]
     busy: int | None
     load_note: str
+    engine: str = ""
+    """The engine kind's name (``vLLM``, ``SGLang``, ``llama.cpp``) when /metrics told it."""
 
 
 def client_for(url: str, headers: dict[str, str], timeout_s: float) -> httpx.AsyncClient:
@@ -137,6 +139,7 @@ async def discover(client: httpx.AsyncClient, model: str | None, api_key: str | 
         cache_config=await _cache_config(client),
         busy=busy,
         load_note=note,
+        engine=spec_for(sample.kind).label if sample.ok and sample.kind in KINDS else "",
     )
 
 

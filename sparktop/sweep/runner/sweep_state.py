@@ -95,6 +95,8 @@ class Provenance:
     max_num_batched_tokens: int | None = None
     cache_config: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    engine: str = ""
+    """The engine kind's name (``vLLM``, ``llama.cpp``, …); "" when the server did not say."""
 
     def as_json(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -217,7 +219,7 @@ def profile_yaml(name: str, plan: Plan, prov: Provenance, cells: list[CellRuns])
     rows: list[list[Any]] = []
     notes = [
         f"Measured by sparktop {prov.sparktop_version} 'sparktop sweep' on {prov.date}, "
-        f"server version {prov.server_version}.",
+        f"{prov.engine} server version {prov.server_version}.".strip(),
         f"Command: {prov.command}",
         f"Prompts: {prov.prompt_method}; a unique nonce starts every prompt (no prefix-cache "
         "hits); a warm-up request ran before the first cell.",
@@ -270,7 +272,7 @@ def profile_yaml(name: str, plan: Plan, prov: Provenance, cells: list[CellRuns])
         "name": name,
         "source": f"sparktop sweep of {plan.endpoint} on {prov.date}",
         "model": plan.model,
-        "engine": f"server version {prov.server_version}",
+        "engine": f"{prov.engine} server version {prov.server_version}".strip(),
         "limits": {
             "kv_pool_tokens": prov.kv_pool_tokens,
             "max_model_len": prov.max_model_len,
