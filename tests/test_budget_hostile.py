@@ -175,3 +175,54 @@ def test_a_slow_tokenize_is_said_as_slow_not_unreachable(
     out, err = capsys.readouterr()
     assert code == 1 and f"{url}/tokenize did not answer within 1 s" in err
     assert "unreachable" not in out + err
+
+
+class _Counting(BaseHTTPRequestHandler):
+    """vLLM's ``/tokenize`` (a word a token) recording the size of each request it reads;
+    404 to every GET (no ``/props``, no ``/metrics``)."""
+
+    seen: list[int]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.seen.append(len(body))
+        data = b'{"count": %d}' % len(body.split())
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_scan_dir_sends_at_most_the_send_cap_and_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    """A trial pointed the pane at /usr/share: 135 MB went to /tokenize. ``--scan-dir`` with
+    ``--endpoint`` sends at most ``--max-send-mb`` (default 8), then estimates and says so."""
+    root = tmp_path / "src"  # type: ignore[operator]
+    root.mkdir()
+    for i in range(20):
+        (root / f"f{i:02}.txt").write_text("word " * 2000)  # 10,000 bytes each
+    handler = type("Counting", (_Counting,), {"seen": []})
+    with serve_threaded(handler) as url:
+        code = main(["budget", "--scan-dir", str(root), "--endpoint", url, "--max-send-mb", "0.05"])
+    out, err = capsys.readouterr()
+    cap = int(0.05 * 1024 * 1024)
+    assert len(handler.seen) == 5 and sum(handler.seen) < cap + 5 * 100  # the JSON around it
+    assert "(estimated)" in out and "20 counted" in out
+    assert "sparktop: note: estimated (send cap): the text is over 0.05 MiB" in err
+    assert "(--max-send-mb raises it)" in err
+    assert code == 1  # the live scrape found no /metrics, as before; the cap is only a note
+    assert "gave no usable metrics" in err or "unreachable" in err
+
+
+def test_max_send_mb_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["budget", "--prompt-tokens", "5", "--max-send-mb", "0"]) == 2
+    assert "--max-send-mb must be > 0 and at most 4,096, got 0.0" in capsys.readouterr().err

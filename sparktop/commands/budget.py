@@ -22,6 +22,7 @@ from sparktop.safe_text import (
 )
 from sparktop.sources.engines.kinds import KINDS
 from sparktop.sweep.budget.counts import check_count, parse_size
+from sparktop.sweep.tokens.tokens import SEND_CAP_NOTE
 
 DESCRIPTION = """\
 Budget a context before sending it: count its tokens, check it against max_model_len, the
@@ -103,6 +104,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="a running server's base URL: exact count via /tokenize, free KV via /metrics",
     )
     parser.add_argument(
+        "--max-send-mb",
+        type=float,
+        default=8.0,
+        metavar="MB",
+        help="with --endpoint: send at most this much text to /tokenize (default 8); a larger "
+        "--scan-dir is estimated locally instead, and the output says so",
+    )
+    parser.add_argument(
         "--kind",
         choices=sorted(KINDS),
         help="with --endpoint: the server's kind, which decides the /tokenize request "
@@ -163,6 +172,10 @@ def _check(args: argparse.Namespace) -> None:
         raise UserError(f"--chars-per-token must be > 0, got {args.chars_per_token}")
     if not args.max_file_mb > 0:
         raise UserError(f"--max-file-mb must be > 0, got {args.max_file_mb}")
+    if not 0 < args.max_send_mb <= MAX_FILE_MB:
+        raise UserError(
+            f"--max-send-mb must be > 0 and at most {MAX_FILE_MB:,}, got {args.max_send_mb}"
+        )
     if args.ext and not args.scan_dir:
         raise UserError("--ext only applies to --scan-dir")
     if args.endpoint and not args.endpoint.startswith(("http://", "https://")):
@@ -205,7 +218,8 @@ def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeF
     elif args.endpoint:
         from sparktop.sweep.tokens import exact_tokens as ex
 
-        endpoint = ex.EndpointTokenizer(args.endpoint, api_key, kind=args.kind)
+        cap = int(args.max_send_mb * 1024 * 1024)
+        endpoint = ex.EndpointTokenizer(args.endpoint, api_key, kind=args.kind, max_send_bytes=cap)
         exact, method = endpoint, "exact (/tokenize)"
 
     stdin = None
@@ -228,6 +242,10 @@ def _count(args: argparse.Namespace, api_key: str | None) -> tuple[Any, RuntimeF
         if endpoint is not None and isinstance(endpoint.max_model_len, int):
             count = dataclasses.replace(count, max_model_len=endpoint.max_model_len)
         return count, None
+    except tk.SendCapReached:
+        assert endpoint is not None
+        note = tk.send_cap_note(endpoint.max_send_bytes, flag=True)
+        return tk.with_note(run(None, "estimated"), note), None
     except RuntimeFailure as exc:
         # The exact count failed (server down): say so and fall back to the estimate.
         note = f"exact count unavailable ({exc}); estimated"
@@ -334,6 +352,8 @@ def _run(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile or DEFAULT_PROFILE)
     api_key = _api_key(args)
     count, count_failure = _count(args, api_key)
+    if count.note.startswith(SEND_CAP_NOTE):
+        print(f"sparktop: note: {count.note}", file=sys.stderr)
     if count.tokens < 1:
         where = args.scan_dir or args.file
         files = ""

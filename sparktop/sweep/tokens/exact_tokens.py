@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,15 @@ from sparktop.jsontext import loads
 from sparktop.model import NA
 from sparktop.safe_text import printable
 from sparktop.sources.engines.kinds import DEFAULT, KINDS, KindSpec, spec_for
-from sparktop.sweep.tokens.tokens import Counter_, TokenCount, count_chars
+from sparktop.sweep.tokens.tokens import (
+    DEFAULT_MAX_SEND_MB,
+    CountCancelled,
+    Counter_,
+    SendCapReached,
+    TokenCount,
+    count_chars,
+    send_cap_note,
+)
 
 _ERRNO_REASONS = {
     errno.ECONNREFUSED: "connection refused",
@@ -93,7 +102,9 @@ class EndpointTokenizer:
     (not followed), answers no tokens for non-empty text (a request of the wrong shape:
     llama.cpp answers ``{"tokens": []}`` to vLLM's), or has not finished answering within
     ``deadline_s``. A failure never quotes the server's body, and the bearer token is
-    redacted from it.
+    redacted from it. At most ``max_send_bytes`` of text (UTF-8) is sent over the counter's
+    life: a call that would pass it raises :class:`SendCapReached` without sending; a call
+    made once ``cancel`` is set raises :class:`CountCancelled`.
     """
 
     def __init__(
@@ -103,6 +114,8 @@ class EndpointTokenizer:
         timeout_s: float = 30.0,
         deadline_s: float | None = None,
         kind: str | None = None,
+        max_send_bytes: int = DEFAULT_MAX_SEND_MB * 1024 * 1024,
+        cancel: threading.Event | None = None,
     ) -> None:
         import asyncio
 
@@ -114,6 +127,9 @@ class EndpointTokenizer:
         self.spec: KindSpec | None = spec_for(kind) if kind else None
         self._deadline_s = deadline_s or TOKENIZE_DEADLINE_S
         self._timeout_s = timeout_s
+        self.max_send_bytes = max_send_bytes
+        self.sent_bytes = 0
+        self._cancel = cancel
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # One event loop kept across calls (a directory scan asks once per file), so the
         # whole exchange can have a deadline: a sync client only bounds each read.
@@ -131,6 +147,12 @@ class EndpointTokenizer:
         return RuntimeFailure(text)
 
     def __call__(self, text: str) -> int:
+        if self._cancel is not None and self._cancel.is_set():
+            raise CountCancelled(self.url)
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if self.sent_bytes + size > self.max_send_bytes:
+            raise SendCapReached(send_cap_note(self.max_send_bytes, flag=False))
+        self.sent_bytes += size
         return self._runner.run(self._count(text))
 
     async def _post(self, text: str) -> tuple[int, bytes]:
@@ -201,11 +223,16 @@ class EndpointTokenizer:
 
 
 def count_with_endpoint(
-    url: str, text: str, api_key: str | None = None, kind: str | None = None
+    url: str,
+    text: str,
+    api_key: str | None = None,
+    kind: str | None = None,
+    max_send_bytes: int = DEFAULT_MAX_SEND_MB * 1024 * 1024,
 ) -> TokenCount:
-    """Exact token count of ``text`` from ``POST {url}/tokenize`` (``kind``: as
-    :class:`EndpointTokenizer`); RuntimeFailure when down or answering no tokens."""
-    tokenizer = EndpointTokenizer(url, api_key, kind=kind)
+    """Exact token count of ``text`` from ``POST {url}/tokenize`` (``kind``, ``max_send_bytes``:
+    as :class:`EndpointTokenizer`); RuntimeFailure when down or answering no tokens,
+    :class:`SendCapReached` when ``text`` is over the cap (nothing is sent)."""
+    tokenizer = EndpointTokenizer(url, api_key, kind=kind, max_send_bytes=max_send_bytes)
     try:
         tokens = tokenizer(text)
     finally:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from sparktop.errors import UserError
@@ -19,6 +20,7 @@ from sparktop.sweep.tokens.tokens import (
     CHUNK_BYTES,
     DEFAULT_CHARS_PER_TOKEN,
     OPEN_FLAGS,
+    CountCancelled,
     Counter_,
     NotRegular,
     NotText,
@@ -121,13 +123,17 @@ def scan_directory(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     exact: Counter_ | None = None,
     method: str = "estimated",
+    cancel: threading.Event | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> TokenCount:
     """Count every text file under ``path`` (filtered by ``exts``), per-file then summed.
 
     Estimated unless ``exact`` is given (then ``method`` names it). Per file the estimate is
-    ``int(cjk + other / chars_per_token)``, as the seed's script does. Raises
+    ``int(cjk + other / chars_per_token)``, as the seed's script does. ``cancel``, checked
+    before each file, stops the scan with :class:`CountCancelled`; ``progress`` is called
+    after each file counted with the files and characters counted so far. Raises
     :class:`UserError` when ``path`` is missing, not a directory or unreadable; an exact
-    counter's :class:`RuntimeFailure` propagates.
+    counter's :class:`RuntimeFailure` (or its send cap's) propagates.
     """
     root = Path(path).expanduser()
     if not root.exists():
@@ -141,6 +147,8 @@ def scan_directory(
     errors: list[OSError] = []
     tokens = cjk = other = counted = 0
     for file in _walk_files(root, wanted, errors):
+        if cancel is not None and cancel.is_set():
+            raise CountCancelled(str(path))
         try:
             # A FIFO or device is never opened (its open can block or act); the descriptor
             # is checked again in _count_file in case the file is swapped in between.
@@ -162,6 +170,8 @@ def scan_directory(
             skipped["unreadable"] += 1
             continue
         tokens, cjk, other, counted = tokens + t, cjk + c, other + o, counted + 1
+        if progress is not None:
+            progress(counted, cjk + other)
     if errors:
         skipped["unreadable folder"] += len(errors)
     return TokenCount(

@@ -121,6 +121,33 @@ class NotText(Exception):
     """A file is binary or not UTF-8."""
 
 
+class CountCancelled(Exception):
+    """A count was cancelled (its pane closed, the app quit) before it finished."""
+
+
+DEFAULT_MAX_SEND_MB = 8
+"""At most this much text (MiB, UTF-8) is sent to one server's ``/tokenize`` per count: a
+directory larger than that is estimated locally instead (``budget --max-send-mb`` raises it).
+It bounds what a mistyped path (``/usr/share``) uploads to a server, and for how long."""
+
+
+SEND_CAP_NOTE = "estimated (send cap):"
+"""How a count's note begins when the send cap stopped its exact count."""
+
+
+class SendCapReached(Exception):
+    """Counting exactly would send more than the cap to ``/tokenize``; nothing more was sent."""
+
+
+def send_cap_note(cap_bytes: int, flag: bool) -> str:
+    """Why a count was estimated when it reached the send cap (naming the flag that raises it)."""
+    raise_it = " (--max-send-mb raises it)" if flag else ""
+    return (
+        f"{SEND_CAP_NOTE} the text is over {cap_bytes / (1024 * 1024):.3g} MiB, the most "
+        f"sparktop sends to /tokenize{raise_it}; sending stopped there"
+    )
+
+
 class NotRegular(Exception):
     """A path is not a regular file; ``kind`` says what it is (``FIFO``, ``socket``, …)."""
 

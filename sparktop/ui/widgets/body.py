@@ -64,7 +64,8 @@ class Body(Horizontal):
         self.refresh_bindings()
 
     def close_budget(self) -> None:
-        """Hide the pane; the focus goes back to the Nodes table."""
+        """Hide the pane, stopping a count it runs; the focus goes back to the Nodes table."""
+        self.query_one(BudgetPane).cancel_count()
         self.remove_class("-budget")
         self.query_one("#nodes").focus()
         self.refresh_bindings()

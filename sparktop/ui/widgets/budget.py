@@ -7,7 +7,6 @@ concurrency and output tokens. Outputs come from :mod:`sparktop.ui.budget_view`.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,13 +18,15 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import Input, Label, Static
 
+from sparktop import values
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.model import EngineSample
 from sparktop.safe_text import printable
 from sparktop.sweep.budget.counts import MAX_COUNT, looks_like_number, parse_count
 from sparktop.sweep.profiles.profile import Profile
-from sparktop.sweep.tokens import scan, tokens
+from sparktop.sweep.tokens import tokens
 from sparktop.ui import styles
+from sparktop.ui.budget_count import BackgroundCount
 from sparktop.ui.budget_view import BudgetInputs, budget_lines, for_the_pane
 from sparktop.ui.widgets.budget_curve import BudgetCurve
 from sparktop.ui.widgets.text_block import TextBlock
@@ -141,6 +142,8 @@ class BudgetPane(VerticalScroll, can_focus=True):
         self.live: EngineSample | None = None
         self.inputs = BudgetInputs(prompt=DEFAULT_PROMPT, concurrency=1, output_tokens=None)
         self.counting = ""
+        self._counting_what = ""
+        self._job: BackgroundCount | None = None
         self.error = ""
         """The last field's problem, shown instead of figures that would be for older input."""
         self._live_key: object = None
@@ -295,58 +298,54 @@ class BudgetPane(VerticalScroll, can_focus=True):
         self._count(text=event.text)
 
     def _count(self, *, path: str | None = None, text: str | None = None) -> None:
-        self.counting = (
+        self.cancel_count()
+        self._counting_what = (
             f"counting {printable(path)}…" if path else f"counting {len(text or ''):,} chars…"
         )
+        self.counting = self._counting_what
         self.render_budget()
-        self.run_worker(self._count_worker(path, text), group="budget-count", exclusive=True)
+        job = BackgroundCount(self._tokenize_url(), path, text, self._count_progress)
+        self._job = job
+        self.run_worker(self._count_worker(job), group="budget-count", exclusive=True)
 
-    async def _count_worker(self, path: str | None, text: str | None) -> None:
+    def cancel_count(self, render: bool = True) -> None:
+        """Stop a count in progress (the pane closes, the app quits, another count starts):
+        no more files are read or sent to ``/tokenize``."""
+        if self._job is None:
+            return
+        self._job.cancel()
+        self._job = None
+        self.workers.cancel_group(self, "budget-count")
+        if self.counting:
+            self.counting = ""
+            if render:
+                self.render_budget()
+
+    def on_unmount(self) -> None:
+        self.cancel_count(render=False)
+
+    def _count_progress(self, files: int, chars: int) -> None:
+        if self._job is not None and self.counting:
+            files_so_far = values.counted(files, "file")
+            self.counting = f"{self._counting_what} {files_so_far}, {chars:,} chars so far"
+            self.render_budget()
+
+    async def _count_worker(self, job: BackgroundCount) -> None:
         try:
-            count = await asyncio.to_thread(self._count_blocking, path, text)
+            count = await job.run()
+        except tokens.CountCancelled:
+            return
         except (UserError, RuntimeFailure, OSError) as exc:
+            self._job = None
             self._fail(str(exc))
             return
+        self._job = None
         if count.tokens < 1:
-            self._fail(f"{path or 'the pasted text'}: no text to count (0 tokens)")
+            self._fail(f"{job.path or 'the pasted text'}: no text to count (0 tokens)")
             return
         self.counting = ""
         self._set(prompt=count)
         self.query_one("#prompt", Input).value = f"{count.tokens}"
-
-    def _count_blocking(self, path: str | None, text: str | None) -> tokens.TokenCount:
-        """In a thread: count a path or text, exactly with the live engine's ``/tokenize``
-        when it answers (as ``sparktop budget --file … --endpoint`` does), else estimated."""
-        url = self._tokenize_url()
-        if path is None:
-            assert text is not None
-            if url:
-                from sparktop.sweep.tokens.exact_tokens import count_with_endpoint
-
-                try:
-                    return count_with_endpoint(url, text)
-                except RuntimeFailure as exc:
-                    estimate = tokens.estimate_text_tokens(text, source="pasted text")
-                    return tokens.with_note(estimate, f"estimated: {exc}")
-            return tokens.estimate_text_tokens(text, source="pasted text")
-        target = Path(path).expanduser()
-
-        def count(exact: tokens.Counter_ | None, method: str) -> tokens.TokenCount:
-            if target.is_dir():
-                return scan.scan_directory(target, exact=exact, method=method)
-            return tokens.count_file(target, exact=exact, method=method)
-
-        if not url:
-            return count(None, "estimated")
-        from sparktop.sweep.tokens.exact_tokens import EndpointTokenizer
-
-        endpoint = EndpointTokenizer(url)
-        try:
-            return count(endpoint, "exact (/tokenize)")
-        except RuntimeFailure as exc:
-            return tokens.with_note(count(None, "estimated"), f"estimated: {exc}")
-        finally:
-            endpoint.close()
 
     def _tokenize_url(self) -> str | None:
         live = self.live
