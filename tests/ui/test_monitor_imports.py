@@ -25,6 +25,7 @@ NOT_FOR_ENGINES = (
     "textual_plotext",
     "click",
     "pygments",
+    "importlib.metadata",
     "sparktop.sources.ssh.source",
     "sparktop.record.writer",
     "sparktop.commands.sim",
@@ -32,7 +33,8 @@ NOT_FOR_ENGINES = (
     "sparktop.report.snapshot_table",
 )
 """Loaded only when a plan or a key asks: SSH nodes, a page the fast reader refuses,
-``--record``, the ``sim`` command, ``c`` or the budget pane's curve; httpx's CLI never."""
+``--record``, the ``sim`` command, ``c`` or the budget pane's curve; httpx's CLI and
+pydantic's plugin scan (``importlib.metadata``) never."""
 
 MONITOR = """
 import asyncio, json, sys
