@@ -40,11 +40,9 @@ from sparktop.ui.notices import no_driver_text, no_engine_text, no_node_text
 from sparktop.ui.safe_text import ControlCharacters
 from sparktop.ui.screens.curve import CurveScreen
 from sparktop.ui.screens.engine_detail import EngineDetailScreen
-from sparktop.ui.screens.help import HelpScreen, all_bindings, keys_markdown
 from sparktop.ui.screens.node_detail import NodeDetailScreen
 from sparktop.ui.views import Cell, ViewConfig, node_rows, node_states
 from sparktop.ui.widgets.body import Body
-from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.filter_bar import FilterBar, matches
@@ -54,6 +52,7 @@ from sparktop.ui.widgets.node_table import NodeTable
 
 if TYPE_CHECKING:
     from sparktop.exporter.server import MetricsEndpoint
+    from sparktop.ui.widgets.budget import BudgetPane
 
 INTERVAL = Binding.Group("interval", compact=True)
 
@@ -161,23 +160,30 @@ class SparktopApp(DetailNavigation):
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
         yield AlertBar(id="alerts")
-        with Body(id="body"):
-            no_nodes = no_node_text(self.sources)
-            with Vertical(id="main", classes="-no-nodes" if no_nodes else ""):
-                yield FilterBar(id="filter")
-                yield Static(no_driver_text(self.plan), id="notice")
-                yield Static(no_nodes, id="no-nodes", markup=False)
-                yield NodeTable(id="nodes")
-                yield EnginePanel(no_engine_text(self.plan, self.sources), id="engines")
-                yield EventLog(id="events")
-            urls = {e.name: e.url for e in self.plan.engines if e.url}
-            yield BudgetPane(
-                self.plan.profile,
-                urls,
-                profile_limits=self.plan.profile_describes,
-                id="budget",
-            )
+        no_nodes = no_node_text(self.sources)
+        with (
+            Body(budget=self._budget_pane, id="body"),
+            Vertical(id="main", classes="-no-nodes" if no_nodes else ""),
+        ):
+            yield FilterBar(id="filter")
+            yield Static(no_driver_text(self.plan), id="notice")
+            yield Static(no_nodes, id="no-nodes", markup=False)
+            yield NodeTable(id="nodes")
+            yield EnginePanel(no_engine_text(self.plan, self.sources), id="engines")
+            yield EventLog(id="events")
         yield KeyFooter()
+
+    def _budget_pane(self) -> BudgetPane:
+        """The budget pane, built when ``b`` first opens it (see :class:`Body`), with the
+        engine it is about as of now (each tick hands it the next)."""
+        from sparktop.ui.widgets.budget import BudgetPane
+
+        urls = {e.name: e.url for e in self.plan.engines if e.url}
+        pane = BudgetPane(
+            self.plan.profile, urls, profile_limits=self.plan.profile_describes, id="budget"
+        )
+        pane.live = self.live_engine()
+        return pane
 
     _control_characters = ControlCharacters()
 
@@ -247,6 +253,7 @@ class SparktopApp(DetailNavigation):
         """Apply the inventory's ``keys:``; unknown ids and keys already in use are named in
         a notification (a clashing remap is not applied)."""
         from sparktop.ui.keymap import checked_keymap
+        from sparktop.ui.screens.help import all_bindings
 
         keymap, problems = checked_keymap(self._normalize_keymap(keys), all_bindings(type(self)))
         for problem in problems:
@@ -370,7 +377,9 @@ class SparktopApp(DetailNavigation):
             recording_failed=isinstance(alerts, AlertPipeline) and alerts.recording_failed,
         )  # fmt: skip
         self.query_one(EventLog).flush()
-        self.query_one(BudgetPane).live_changed(self.live_engine())
+        pane = self.query_one(Body).pane
+        if pane is not None:
+            pane.live_changed(self.live_engine())
         if isinstance(self.screen, NodeDetailScreen):
             self.screen.show(self.node_detail(self.screen.node))
         elif isinstance(self.screen, EngineDetailScreen):
@@ -425,12 +434,12 @@ class SparktopApp(DetailNavigation):
         self.view_config = replace(self.view_config, interval_s=self.poller.interval_s)
         self.tick()
 
-    def action_toggle_budget(self) -> None:
+    async def action_toggle_budget(self) -> None:
         body = self.query_one(Body)
         if body.budget_open:
             body.close_budget()
         else:
-            body.open_budget()
+            await body.open_budget()
 
     def action_filter(self) -> None:
         self.query_one(FilterBar).open()
@@ -466,6 +475,10 @@ class SparktopApp(DetailNavigation):
         return None if saved is None else str(saved)
 
     def action_help(self) -> None:
+        # Imported when first opened: it lists every widget's keys, so it imports them all
+        # (the budget pane's too, built only when opened).
+        from sparktop.ui.screens.help import HelpScreen, keys_markdown
+
         keys = keys_markdown(self.keymap, self.get_key_display, type(self))
         self.push_screen(HelpScreen(self.view_config.thresholds, keys))
 

@@ -67,8 +67,8 @@ async def test_escape_leaves_the_field_then_closes_the_pane_and_q_quits() -> Non
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        pane = app.query_one(BudgetPane)
         await pilot.press("b", "escape")
+        pane = app.query_one(BudgetPane)
         assert pane.display and pane.has_focus
         assert app.query_one("#prompt", Input).value == ""  # nothing typed into it
         await pilot.press("question_mark")
@@ -89,8 +89,8 @@ async def test_what_if_keys_work_from_the_nodes_table_while_the_pane_is_open() -
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        pane = app.query_one(BudgetPane)
         await pilot.press("b", "escape")
+        pane = app.query_one(BudgetPane)
         app.query_one(NodeTable).focus()
         await pilot.pause()
         await pilot.press("plus", "greater_than_sign", "right_square_bracket")

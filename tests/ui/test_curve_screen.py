@@ -121,10 +121,11 @@ async def test_the_budget_curve_is_drawn_once_the_pane_opens() -> None:
     app, feed = cluster_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await feed(pilot)  # type: ignore[operator]
-        box = app.query_one(BudgetCurve)
-        assert box.typed is None  # closed: the profile is not fitted for a pane nobody sees
+        # closed: the pane is not built, nor the profile fitted, for a pane nobody sees
+        assert not app.query(BudgetCurve)
         await pilot.press("b")
         await pilot.pause()
+        box = app.query_one(BudgetCurve)
         assert box.typed is not None and box.typed.prompt_tokens == 8192.0
         assert box.query_one(CurvePlot).curve is not None
 

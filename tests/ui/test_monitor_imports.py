@@ -31,10 +31,14 @@ NOT_FOR_ENGINES = (
     "sparktop.commands.sim",
     "sparktop.sim",
     "sparktop.report.snapshot_table",
+    "sparktop.ui.widgets.budget",
+    "sparktop.sweep.budget.budget",
+    "sparktop.ui.screens.help",
 )
 """Loaded only when a plan or a key asks: SSH nodes, a page the fast reader refuses,
-``--record``, the ``sim`` command, ``c`` or the budget pane's curve; httpx's CLI and
-pydantic's plugin scan (``importlib.metadata``) never."""
+``--record``, the ``sim`` command, ``c``, ``b`` (the budget pane, built when first opened) or
+``?`` (help, which lists every widget's keys); httpx's CLI and pydantic's plugin scan
+(``importlib.metadata``) never."""
 
 MONITOR = """
 import asyncio, json, sys

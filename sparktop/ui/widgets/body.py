@@ -1,5 +1,9 @@
 """Body: the live view beside the budget pane, and the keys that work while the pane is open.
 
+The pane is built when it is first opened (``b``), not at start: most runs never open it, and
+its widgets and the budget's modules are a part of the monitor's start-up and memory. Built
+or not, a closed pane is not shown; once built it stays (closed, it keeps its inputs).
+
 The what-if keys (``+``/``-`` concurrency, ``[``/``]`` prompt, ``<``/``>`` output) and
 ``escape`` (close) are bound here, on the container of both the Nodes table and the pane, so
 they work wherever the focus is in the body, not only on the pane; an input keeps the keys it
@@ -9,13 +13,15 @@ types (and the footer then hides them). While the pane is closed these bindings 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Input
 
-from sparktop.ui.widgets.budget import BudgetPane
+if TYPE_CHECKING:
+    from sparktop.ui.widgets.budget import BudgetPane
 
 CONCURRENCY = Binding.Group("conc", compact=True)
 PROMPT = Binding.Group("prompt", compact=True)
@@ -25,7 +31,8 @@ WHAT_IF_ACTIONS = frozenset({"concurrency", "prompt", "output", "close_budget"})
 
 
 class Body(Horizontal):
-    """``#main`` (nodes, engines, events) and the :class:`BudgetPane`, open with ``-budget``."""
+    """``#main`` (nodes, engines, events) and the :class:`BudgetPane`, open with ``-budget``;
+    ``budget`` builds the pane (called once, when it is first opened)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close_budget", "Close", id="budget.close",
@@ -44,6 +51,12 @@ class Body(Horizontal):
                 tooltip="budget: double the output tokens", id="budget.output_double"),
     ]  # fmt: skip
 
+    def __init__(self, *, budget: Callable[[], BudgetPane], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._build_pane = budget
+        self.pane: BudgetPane | None = None
+        """The budget pane, once it has been opened."""
+
     @property
     def budget_open(self) -> bool:
         return self.has_class("-budget")
@@ -55,10 +68,13 @@ class Body(Horizontal):
             return self.budget_open and not isinstance(self.app.focused, Input)
         return True
 
-    def open_budget(self) -> None:
+    async def open_budget(self) -> None:
         """Show the pane with the cursor in the prompt field (typing works at once)."""
+        pane = self.pane
+        if pane is None:
+            pane = self.pane = self._build_pane()
+            await self.mount(pane)  # hidden until the class below, as it was built at start
         self.add_class("-budget")
-        pane = self.query_one(BudgetPane)
         pane.render_budget()
         pane.query_one("#prompt", Input).focus()
         self.refresh_bindings()
@@ -73,11 +89,16 @@ class Body(Horizontal):
     def action_close_budget(self) -> None:
         self.close_budget()
 
+    # The what-if actions are enabled only while the pane is open (check_action), so built.
+
     def action_concurrency(self, step: int) -> None:
-        self.query_one(BudgetPane).action_concurrency(step)
+        if self.pane is not None:
+            self.pane.action_concurrency(step)
 
     def action_prompt(self, factor: float) -> None:
-        self.query_one(BudgetPane).action_prompt(factor)
+        if self.pane is not None:
+            self.pane.action_prompt(factor)
 
     def action_output(self, factor: float) -> None:
-        self.query_one(BudgetPane).action_output(factor)
+        if self.pane is not None:
+            self.pane.action_output(factor)
