@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from sparktop.inventory import Inventory
 from sparktop.model import (
@@ -23,6 +24,9 @@ from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
 T0 = 1_767_225_600.0
 """2026-01-01 00:00:00 UTC: the frozen clock of the UI tests."""
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 
 def plan(
@@ -139,3 +143,25 @@ def disabled_engine(name: str, time_s: float) -> EngineSample:
     return EngineSample(
         name, time_s, EngineState.METRICS_DISABLED, "GET /metrics answered 404", since_s=time_s
     )
+
+
+async def open_budget(pilot: Pilot[object]) -> None:
+    """Press ``b`` and wait until the budget pane is open with the cursor in its prompt field.
+
+    The pane is built on its first opening (a mount): ``Pilot.press`` waits by an idle
+    heuristic (the process's CPU against the clock) that a loaded machine fools, so the test
+    waits for the state itself (bounded)."""
+    from textual.widgets import Input
+
+    from sparktop.ui.widgets.body import Body
+
+    app = pilot.app
+    await pilot.press("b")
+    deadline = asyncio.get_running_loop().time() + 60
+    while not (
+        app.query_one(Body).budget_open
+        and isinstance(app.focused, Input)
+        and app.focused.id == "prompt"
+    ):
+        assert asyncio.get_running_loop().time() < deadline, "the budget pane did not open"
+        await pilot.pause(0.01)

@@ -21,7 +21,19 @@ from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.header import AlertBar, HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
 from sparktop.ui.widgets.text_block import TextBlock
-from tests.ui.fakes import T0, Clock, Hung, Scripted, disabled_engine, down, engine, gpu, node, plan
+from tests.ui.fakes import (
+    T0,
+    Clock,
+    Hung,
+    Scripted,
+    disabled_engine,
+    down,
+    engine,
+    gpu,
+    node,
+    open_budget,
+    plan,
+)
 
 
 def make_app(*sources: Scripted, clock: Clock | None = None, **kwargs: object) -> SparktopApp:
@@ -166,7 +178,8 @@ async def test_budget_what_if_keys_change_the_numbers() -> None:
     app = make_app(Scripted(engine()))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b", "escape")  # leave the prompt field: the what-if keys work
+        await open_budget(pilot)
+        await pilot.press("escape")  # leave the prompt field: the what-if keys work
         pane = app.query_one(BudgetPane)
         assert pane.display and pane.has_focus
         out = pane.query_one("#budget-out", TextBlock)
@@ -195,7 +208,7 @@ async def test_budget_counts_a_typed_directory(tmp_path: object) -> None:
     (folder / "a.py").write_text("x = 1\n" * 400)
     app = make_app(Scripted(engine()))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("b")
+        await open_budget(pilot)
         prompt = app.query_one("#prompt", Input)
         assert prompt.has_focus
         prompt.value = str(folder)

@@ -20,7 +20,7 @@ from sparktop.ui.views import WIDE_COLUMNS
 from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.header import AlertBar
 from sparktop.ui.widgets.node_table import NodeTable
-from tests.ui.fakes import T0, Clock, Scripted, gpu, node, plan
+from tests.ui.fakes import T0, Clock, Scripted, gpu, node, open_budget, plan
 
 
 async def test_alert_engine_feeds_the_alert_bar_and_events() -> None:
@@ -230,7 +230,7 @@ async def test_pasted_text_is_counted_by_the_engines_tokenize_else_estimated() -
             app = SparktopApp(run, [Scripted(engine())], autostart=False, clock=Clock())
             async with app.run_test(size=(120, 40)) as pilot:
                 await app.poll_now()
-                await pilot.press("b")
+                await open_budget(pilot)
                 app.query_one(PromptInput).post_message(events.Paste(text))
                 await pilot.pause()
                 await app.workers.wait_for_complete()
@@ -417,7 +417,7 @@ async def test_a_paste_is_inserted_once_and_text_is_counted_not_taken_for_a_path
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         field = app.query_one(PromptInput)
         pane = app.query_one(BudgetPane)
         field.post_message(events.Paste("12345"))
@@ -460,7 +460,7 @@ async def test_the_budget_pane_takes_no_limit_from_a_profile_nobody_named() -> N
         app = SparktopApp(plan, [Scripted(live)], autostart=False, clock=Clock())
         async with app.run_test(size=(160, 60)) as pilot:
             await app.poll_now()
-            await pilot.press("b")
+            await open_budget(pilot)
             await pilot.pause()
             return str(app.query_one("#budget-out", TextBlock).render())
 

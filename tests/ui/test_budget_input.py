@@ -21,7 +21,7 @@ from sparktop.testing.http_stub import serve_threaded
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.text_block import TextBlock
-from tests.ui.fakes import Clock, Scripted, engine
+from tests.ui.fakes import Clock, Scripted, engine, open_budget
 from tests.ui.test_app_pilot import make_app, static_text
 
 
@@ -52,7 +52,7 @@ async def test_a_refused_field_replaces_the_figures(field: str, value: str, mess
     app = make_app(Scripted(engine()))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         before = await _enter(app, pilot, "prompt", "4000")
         assert "4,000 tok" in before and "TTFT" in before
         after = await _enter(app, pilot, field, value)
@@ -69,7 +69,7 @@ async def test_concurrency_past_max_num_seqs_is_warned_and_keys_stay_in_bounds()
     app = make_app(Scripted(engine(max_num_seqs=32.0)))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         text = await _enter(app, pilot, "concurrency", "301")
         assert "concurrency 301 > max_num_seqs 32: only 32 run at once" in " ".join(text.split())
         await _enter(app, pilot, "prompt", "999,999,999,999")
@@ -82,7 +82,7 @@ async def test_the_untouched_default_is_labelled_default() -> None:
     app = make_app(Scripted(engine()))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         await pilot.pause()
         text = static_text(app.query_one(BudgetPane).query_one("#budget-out", TextBlock))
         assert "prompt  8,192 tok  [default]" in text and "[default] not set yet" in text
@@ -93,7 +93,7 @@ async def test_a_cleared_prompt_field_goes_back_to_the_default() -> None:
     app = make_app(Scripted(engine()))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         assert "prompt  4,096 tok  [given]" in await _enter(app, pilot, "prompt", "4096")
         text = await _enter(app, pilot, "prompt", "")
         assert "prompt  8,192 tok  [default]" in text and "4,096" not in text
@@ -105,7 +105,7 @@ async def test_errors_are_phrased_for_the_pane(tmp_path: Path) -> None:
     app = make_app(Scripted(engine()))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         text = " ".join((await _enter(app, pilot, "prompt", str(fifo))).split())
         assert "is a FIFO, not a regular file" in text
         assert "--" not in text
@@ -144,7 +144,7 @@ async def test_a_typed_file_is_counted_exactly_when_tokenize_answers(
     app = SparktopApp(plan, [Scripted(engine())], clock=Clock(), autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         text = await _enter(app, pilot, "prompt", str(path))
         prompt = app.query_one(BudgetPane).inputs.prompt
         assert (prompt.tokens, prompt.method) == (1000, "exact (/tokenize)")
@@ -162,7 +162,7 @@ async def test_enter_on_a_pasted_count_keeps_its_exact_origin(tokenize_url: str)
     app = SparktopApp(plan, [Scripted(engine())], clock=Clock(), autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         app.query_one(PromptInput).post_message(events.Paste("word " * 700 + "\nend"))
         await pilot.pause()
         await app.workers.wait_for_complete()
@@ -212,7 +212,7 @@ async def test_a_slow_tokenize_is_said_as_slow_not_unreachable(
         try:
             async with app.run_test(size=(120, 40)) as pilot:
                 await app.poll_now()
-                await pilot.press("b")
+                await open_budget(pilot)
                 app.query_one(PromptInput).post_message(events.Paste("a b c\nd"))
                 await pilot.pause()
                 await app.workers.wait_for_complete()
@@ -231,7 +231,7 @@ async def test_enter_in_another_field_applies_the_prompt_just_typed() -> None:
     app = make_app(Scripted(engine()))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         pane = app.query_one(BudgetPane)
         pane.query_one("#prompt", Input).value = "40000"
         await pilot.press("tab")  # typing in the concurrency field next
@@ -259,7 +259,7 @@ async def test_at_80x24_the_pane_opens_under_the_nodes_table() -> None:
     app = SparktopApp(plan(), [*nodes, Scripted(engine())], autostart=False, clock=Clock())
     async with app.run_test(size=(80, 24)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         await pilot.pause()
         table, pane = app.query_one(NodeTable), app.query_one(BudgetPane)
         assert table.region.height == 5  # its header and the four nodes

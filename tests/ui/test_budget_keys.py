@@ -10,7 +10,7 @@ from sparktop.ui.screens.help import HelpScreen
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane, PromptInput
 from sparktop.ui.widgets.node_table import NodeTable
-from tests.ui.fakes import Clock, Scripted, engine, node, plan
+from tests.ui.fakes import Clock, Scripted, engine, node, open_budget, plan
 
 
 def make_app() -> SparktopApp:
@@ -35,7 +35,7 @@ async def test_b_opens_the_pane_with_the_cursor_in_the_prompt_field() -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         pane = app.query_one(BudgetPane)
         assert pane.display
         assert isinstance(app.focused, PromptInput)
@@ -51,7 +51,8 @@ async def test_typing_after_enter_stays_in_the_field_and_never_reaches_the_monit
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b", *"4000", "enter")
+        await open_budget(pilot)
+        await pilot.press(*"4000", "enter")
         pane = app.query_one(BudgetPane)
         assert pane.inputs.prompt.tokens == 4000
         prompt = app.query_one("#prompt", Input)
@@ -67,7 +68,8 @@ async def test_escape_leaves_the_field_then_closes_the_pane_and_q_quits() -> Non
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b", "escape")
+        await open_budget(pilot)
+        await pilot.press("escape")
         pane = app.query_one(BudgetPane)
         assert pane.display and pane.has_focus
         assert app.query_one("#prompt", Input).value == ""  # nothing typed into it
@@ -89,7 +91,8 @@ async def test_what_if_keys_work_from_the_nodes_table_while_the_pane_is_open() -
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b", "escape")
+        await open_budget(pilot)
+        await pilot.press("escape")
         pane = app.query_one(BudgetPane)
         app.query_one(NodeTable).focus()
         await pilot.pause()
@@ -112,7 +115,7 @@ async def test_the_footer_offers_what_works_in_each_state() -> None:
         assert closed["plus"] == "+interval" and "escape" not in closed
         assert {"q", "question_mark", "b", "p"} <= set(closed)
 
-        await pilot.press("b")  # typing in the prompt field
+        await open_budget(pilot)  # typing in the prompt field
         typing = footer_hints(app)
         assert typing == {"enter": "Apply", "escape": "Done"}
 
@@ -143,7 +146,7 @@ async def test_the_pane_takes_limits_from_the_live_engine_and_explains_its_tags(
     app = SparktopApp(named, [Scripted(live)], clock=Clock(), autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         await pilot.pause()
         text = str(app.query_one("#budget-out", TextBlock).render())
         assert "max_num_seqs 32 [inventory]" in text  # as the engine row's /32, not the profile's 8
@@ -170,6 +173,7 @@ async def test_at_80_columns_the_footer_keeps_q_help_budget_and_pause() -> None:
         await pilot.pause()
         important = {"q", "question_mark", "b", "p"}
         assert important <= visible_keys()
-        await pilot.press("b", "escape")  # the pane's own keys come first in the footer
+        await open_budget(pilot)
+        await pilot.press("escape")  # the pane's own keys come first in the footer
         await pilot.pause()
         assert {"escape", "plus", "i"} | important <= visible_keys()

@@ -12,6 +12,7 @@ from sparktop.ui.screens.curve import CurveScreen
 from sparktop.ui.screens.engine_detail import EngineDetailScreen
 from sparktop.ui.widgets.curve import CurvePlot
 from sparktop.ui.widgets.engine_panel import EngineBlock
+from tests.ui.fakes import open_budget
 from tests.ui.test_snapshots import cluster_app
 
 
@@ -96,7 +97,7 @@ async def test_the_budget_pane_marks_the_typed_context_on_the_curve() -> None:
     app, feed = cluster_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await feed(pilot)  # type: ignore[operator]
-        await pilot.press("b")
+        await open_budget(pilot)
         field = app.query_one("#prompt", Input)
         field.value = "65536"
         await pilot.press("enter", "escape", "plus", "plus", "plus")  # concurrency 1 → 4
@@ -123,7 +124,7 @@ async def test_the_budget_curve_is_drawn_once_the_pane_opens() -> None:
         await feed(pilot)  # type: ignore[operator]
         # closed: the pane is not built, nor the profile fitted, for a pane nobody sees
         assert not app.query(BudgetCurve)
-        await pilot.press("b")
+        await open_budget(pilot)
         await pilot.pause()
         box = app.query_one(BudgetCurve)
         assert box.typed is not None and box.typed.prompt_tokens == 8192.0

@@ -10,7 +10,7 @@ from sparktop.ui.screens.engine_detail import EngineDetailScreen
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.text_block import TextBlock
-from tests.ui.fakes import Scripted, engine
+from tests.ui.fakes import Scripted, engine, open_budget
 from tests.ui.test_app_pilot import make_app, static_text
 
 BREAKDOWN = {
@@ -116,7 +116,8 @@ async def test_budget_pane_says_what_sending_now_costs() -> None:
     app = make_app(Scripted(live))
     async with app.run_test(size=(120, 60)) as pilot:
         await app.poll_now()
-        await pilot.press("b", "escape")
+        await open_budget(pilot)
+        await pilot.press("escape")
         out = static_text(app.query_one(BudgetPane).query_one("#budget-out", TextBlock))
         assert "now     TTFT" in out and "at 8 running" in out
         assert " queue  ≈ 4.00 s  scheduler full [server]" in out  # 2 must finish at 0.5/s

@@ -18,6 +18,7 @@ from sparktop.ui.app import SparktopApp, serve_metrics
 from sparktop.ui.widgets.node_table import NodeTable
 from sparktop.ui.widgets.text_block import TextBlock
 from tests.prom_helpers import prom_cluster, prom_inventory
+from tests.ui.fakes import open_budget
 
 pytestmark = pytest.mark.prometheus
 
@@ -48,7 +49,7 @@ async def test_monitor_and_budget_on_prometheus_with_served_metrics(tmp_path: Pa
             }
             states = [table.cell_text(key, "state") for key in table.row_keys]
             assert states == ["ok"] * 3, states
-            await pilot.press("b")
+            await open_budget(pilot)
             await pilot.pause()
             budget = str(app.query_one("#budget-out", TextBlock).render())
             assert "[server]" in budget  # the free part of the pool, live from Prometheus

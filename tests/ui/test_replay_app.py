@@ -15,6 +15,7 @@ from sparktop.ui.widgets.header import HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
 from sparktop.ui.widgets.text_block import TextBlock
 from tests.test_record import record, ticks
+from tests.ui.fakes import open_budget
 
 INVENTORY = """\
 cluster: dspark-2x
@@ -82,7 +83,8 @@ async def test_replay_keys_home_and_g_restart_and_no_interval_in_the_footer(
         await pilot.press("plus")
         assert app.poller.interval_s == interval
 
-        await pilot.press("b", *"my prompt", "left", "home")  # typing in the budget field
+        await open_budget(pilot)
+        await pilot.press(*"my prompt", "left", "home")  # typing in the budget field
         await pilot.pause()
         assert app.replay.position_s == 0.0 and not app.playing
         assert app.query_one("#prompt").value == "my prompt"  # type: ignore[attr-defined]

@@ -76,7 +76,12 @@ class Body(Horizontal):
             await self.mount(pane)  # hidden until the class below, as it was built at start
         self.add_class("-budget")
         pane.render_budget()
-        pane.query_one("#prompt", Input).focus()
+        prompt = pane.query_one("#prompt", Input)
+        # Focused now (keys typed right after ``b``, queued while the pane was being built,
+        # go to the field) and again after what is already queued (a focus asked earlier,
+        # as the start's on the Nodes table, does not take it back).
+        self.screen.set_focus(prompt)
+        prompt.focus()
         self.refresh_bindings()
 
     def close_budget(self) -> None:
