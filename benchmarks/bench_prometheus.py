@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,8 @@ class PromRun:
     prometheus_cpu_s: float
     ok: int
     polled: int
+    failure: str = ""
+    """The commonest reason a row was not read (with its count), "" when every row was."""
 
 
 CADENCE_S = 1.0
@@ -93,6 +96,7 @@ class Way:
         self.queries = 0
         self.prometheus_cpu_s: list[float] = []
         self.rss_mb = 0.0
+        self.failures: Counter[str] = Counter()
         self._prom = psutil.Process(prom_pid) if prom_pid else None
 
     def _prom_cpu(self) -> float:
@@ -115,6 +119,7 @@ class Way:
                 self.cycles.seconds.append(time.perf_counter() - started)
                 self.cycles.ok += sum(1 for s in samples if s.ok)
                 self.cycles.polled += len(samples)
+                self.failures.update(f"{s.state}: {s.message[:90]}" for s in samples if not s.ok)
             self.block_cpu_s.append((time.process_time() - cpu) / ticks)
             self.prometheus_cpu_s.append((self._prom_cpu() - prom) / ticks)
             self.queries += (hub.queries - queries) if hub else 0
@@ -133,6 +138,7 @@ class Way:
             statistics.median(self.prometheus_cpu_s),
             self.cycles.ok,
             self.cycles.polled,
+            next((f"{n}× {why}" for why, n in self.failures.most_common(1)), ""),
         )
 
     def ssh_cycles(self) -> bench_poll.Cycles:
@@ -300,7 +306,8 @@ def figures(prom: PromRun, small: PromRun, ssh: dict[int, bench_poll.Cycles]) ->
         ),
         info(
             "rows read OK",
-            f"{prom.ok}/{prom.polled} via Prometheus, {ssh64.ok}/{ssh64.polled} over SSH (64)",
+            f"{prom.ok}/{prom.polled} via Prometheus, {ssh64.ok}/{ssh64.polled} over SSH (64)"
+            + (f"; most not read: {prom.failure}" if prom.failure else ""),
         ),
     ]
 
