@@ -83,6 +83,9 @@ class NodeState(enum.StrEnum):
     HOST_KEY = "host key not trusted"
     AUTH = "authentication failed"
     GARBLED = "unreadable output"
+    GPU_UNAVAILABLE = "GPU data unavailable"
+    """SSH answered (the node is up) but nvidia-smi failed: NVML could not initialise, or
+    another non-zero exit; the message is nvidia-smi's reason (``NVML: Unknown Error``)."""
     NOT_ANSWERING = "nvidia-smi not answering"
     """The SSH connection works but nvidia-smi did not finish (a hung driver or GPU)."""
     SSH_NOT_ANSWERING = "SSH not answering"

@@ -26,6 +26,7 @@ import collections
 import contextlib
 import json
 import logging
+import re
 import sys
 import unicodedata
 from collections.abc import Iterator
@@ -59,6 +60,22 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else _visible(ch) for ch in text)
+
+
+_ESCAPE_RE = re.compile(
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC … BEL or ST (window title, clipboard)
+    r"|\x1b[PX^_][^\x1b]*\x1b\\"  # DCS, SOS, PM, APC … ST
+    r"|\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves, clear screen)
+    r"|\x1b[ -/]*[0-~]"  # the other escape sequences (charset, keypad, reset)
+)
+
+
+def strip_escapes(text: str) -> str:
+    """``text`` without its whole terminal escape sequences (CSI ``␛[2J``, OSC ``␛]0;title␇``,
+    DCS…): a one-line summary of a node's error reads ``Failed to initialize NVML: Unknown
+    Error``, not ``]0;owned[2JFailed…``. Anything left (a lone ESC, BEL, CR) is for
+    :func:`printable` to show."""
+    return _ESCAPE_RE.sub("", text) if "\x1b" in text else text
 
 
 def printable_lines(text: str) -> str:

@@ -137,7 +137,14 @@ from sparktop.report import engines as engine_report
 
 SCHEMA = "sparktop.snapshot/1"
 
-NO_GPU_DATA = frozenset({NodeState.NO_DRIVER, NodeState.NO_GPU, NodeState.DRIVER_MISMATCH})
+NO_GPU_DATA = frozenset(
+    {
+        NodeState.NO_DRIVER,
+        NodeState.NO_GPU,
+        NodeState.DRIVER_MISMATCH,
+        NodeState.GPU_UNAVAILABLE,
+    }
+)
 """Node states of a node that answered but has no GPU data to read (no NVIDIA driver on a
 CPU-only machine beside its engine): degraded in ``snapshot``'s exit status, never "did not
 answer"."""

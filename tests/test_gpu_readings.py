@@ -16,7 +16,7 @@ import pytest
 from sparktop.alerts.gpu_state import GpuState
 from sparktop.alerts.oneshot import judge_now
 from sparktop.cluster import ClusterState
-from sparktop.model import NA, NodeSample
+from sparktop.model import NA, NodeSample, NodeState
 from sparktop.plan import Plan
 from sparktop.sim.sshserver import SshServerHandle, start_ssh_server
 from sparktop.ui import views
@@ -140,3 +140,42 @@ async def test_plausible_extremes_are_kept(
     assert gpu.implausible == ()
     alerts, _, _ = _judge(sample)
     assert any(a.startswith("gpu.temperature: 99 °C") for a in alerts)
+
+
+E = "\x1b"
+NVML_FAILURE = f"{E}]0;owned\x07{E}[2JFailed to initialize NVML: {E}[31mUnknown Error\x07\n"
+"""The trial's node: nvidia-smi's NVML failure (exit 9) wrapped in a title-setting OSC and a
+clear-screen CSI, the reason coloured and followed by a lone BEL."""
+
+
+async def test_a_failing_nvidia_smi_is_gpu_data_unavailable_not_down(
+    files: ClientFiles, servers: list[SshServerHandle]
+) -> None:
+    """SSH answered, so the node is up: its GPU data is unavailable with nvidia-smi's reason
+    (a warning, as a driver mismatch is), not ``down`` with a critical alert. Whole escape
+    sequences are dropped from the reason, the lone BEL is shown as printable() shows it."""
+    sample = await _poll(files, servers, FakeNvidiaSmi(failure=(NVML_FAILURE, 9)))
+    assert sample.state is NodeState.GPU_UNAVAILABLE
+    assert sample.message == "NVML: Unknown Error\u2407"
+    alerts, _, cell = _judge(sample)
+    assert cell == "no GPU data"
+    assert len(alerts) == 1 and alerts[0].startswith("node.down: GPU data unavailable since ")
+    assert alerts[0].endswith(": NVML: Unknown Error\u2407")
+    plan = Plan.from_layout("loopback", {})
+    found, _ = judge_now([sample], plan.alert_engine(hold_s=0.0), sample.time_s)
+    assert [a.severity.value for a in found] == ["warning"]
+
+
+async def test_a_gpu_name_with_escapes_cr_and_backspace_is_one_row(
+    tmp_path: Path, files: ClientFiles, servers: list[SshServerHandle]
+) -> None:
+    """A CR inside the name cut the GPU row in two and the node read as unreadable output;
+    the row is one row (lines end at \\n) and the name keeps nvidia-smi's text, for every
+    output to show through printable() (``␛``, ``␍``, as tests/test_safe_text.py holds)."""
+    name = f"GB10{E}[2J{E}[31mRED{E}]0;node-title\x07\u202eevil\r\x08"
+    path = tmp_path / "name.csv"
+    path.write_text(GB10_CSV.read_text().replace("NVIDIA GB10", name), newline="")
+    sample = await _poll(files, servers, FakeNvidiaSmi(path))
+    assert sample.state is NodeState.OK, sample.message
+    assert [g.name for g in sample.gpus] == [name.removesuffix("\r\x08") + "\u240d\x08"]
+    assert sample.gpus[0].temperature_c == 55

@@ -81,7 +81,9 @@ class FakeNvidiaSmi:
     """Output and exit status every call gives instead (a failing nvidia-smi's own words)."""
 
     def _table(self) -> tuple[list[str], list[list[str]]]:
-        lines = [ln for ln in self.csv_path.read_text().splitlines() if ln.strip()]
+        # Lines end at "\n" as nvidia-smi ends them: a CR in a name is part of its row.
+        with self.csv_path.open(encoding="utf-8", newline="") as file:
+            lines = [ln for ln in file.read().split("\n") if ln.strip()]
         header = [c.strip() for c in lines[0].split(",")]
         rows = [[c.strip() for c in ln.split(",")] for ln in lines[1:]]
         return header, rows

@@ -164,6 +164,7 @@ _SHORT_STATE = {
     NodeState.AUTH: "auth failed",
     NodeState.GARBLED: "bad output",
     NodeState.NOT_ANSWERING: "nvsmi hung",
+    NodeState.GPU_UNAVAILABLE: "no GPU data",
 }
 
 
@@ -177,7 +178,12 @@ def state_cell(sample: NodeSample, now: float, config: ViewConfig, narrow: bool)
     since = fmt.clock_time(sample.since_s if sample.since_s is not None else sample.time_s)
     if sample.state in (NodeState.UNREACHABLE, NodeState.SSH_NOT_ANSWERING, NodeState.ERROR):
         return (f"✗ {since}" if narrow else f"down {since}", "crit")
-    warn = (NodeState.NO_GPU, NodeState.NO_DRIVER, NodeState.NOT_ANSWERING)
+    warn = (
+        NodeState.NO_GPU,
+        NodeState.NO_DRIVER,
+        NodeState.NOT_ANSWERING,
+        NodeState.GPU_UNAVAILABLE,
+    )
     style = "warn" if sample.state in warn else "crit"
     return (_SHORT_STATE.get(sample.state, str(sample.state)), style)
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from sparktop.model import IMPLAUSIBLE, NA
+from sparktop.safe_text import printable, strip_escapes
 
 MESSAGE_MAX = 120
 REASON_MAX = 60
@@ -166,10 +167,12 @@ KNOWN_GPU_COLUMNS = frozenset(
 
 
 def first_line(text: str, limit: int = MESSAGE_MAX) -> str:
-    """The first line with a letter or digit (table borders skipped), control characters
-    removed, runs of spaces folded, cut to ``limit`` characters."""
+    """The first line with a letter or digit (table borders skipped), whole escape sequences
+    removed (:func:`~sparktop.safe_text.strip_escapes`), runs of spaces folded, other control
+    characters shown as :func:`~sparktop.safe_text.printable` shows them (BEL → ``␇``), cut
+    to ``limit`` characters."""
     for line in text.splitlines():
-        clean = " ".join("".join(ch for ch in line if ch.isprintable()).split())
+        clean = printable(" ".join(strip_escapes(line).split()))
         if any(ch.isalnum() for ch in clean):
             return clean if len(clean) <= limit else clean[: limit - 1] + "…"
     return "no output"

@@ -18,6 +18,7 @@ from sparktop.model import (
     Num,
     is_num,
 )
+from sparktop.safe_text import strip_escapes
 from sparktop.sources.host.files import parse_host
 from sparktop.sources.nvsmi.cells import ParseError, first_line, parse_cell
 from sparktop.sources.nvsmi.tables import (
@@ -96,6 +97,9 @@ def parse_meminfo(text: str) -> NodeMemory:
 _INVALID_FIELD_RE = re.compile(r"Field\s+[\"“']([^\"”']+)[\"”']\s+is not a valid field to query")
 
 
+_NVML_INIT_RE = re.compile(r"Failed to initialize NVML:?([^\n]*)", re.IGNORECASE)
+
+
 def unsupported_field(text: str) -> str | None:
     """The field nvidia-smi refused (``Field "x" is not a valid field to query.``), or None.
 
@@ -111,8 +115,10 @@ def classify_failure(text: str, exit_status: int | None) -> tuple[NodeState, str
 
     Driver/library mismatch, "No devices were found", a missing nvidia-smi (exit 127), a
     driver that cannot be reached, a timeout (exit 124) and a refused field are each named;
-    other non-zero exits are ``ERROR`` and other non-CSV output (a default table, ``-q``
-    output, junk) is ``GARBLED``, both with the first line of the text.
+    ``Failed to initialize NVML: <reason>`` and other non-zero exits are ``GPU_UNAVAILABLE``
+    (SSH answered: the node is up, its GPU data is not), a lost GPU is ``ERROR``, and other
+    non-CSV output (a default table, ``-q`` output, junk) is ``GARBLED``, each with
+    nvidia-smi's words (escape sequences dropped).
     """
     lowered = text.lower()
     if "driver/library version mismatch" in lowered:
@@ -128,13 +134,17 @@ def classify_failure(text: str, exit_status: int | None) -> tuple[NodeState, str
     if exit_status == 124:
         why = f"timed out after {REMOTE_TIMEOUT_S} s on the node"
         return NodeState.NOT_ANSWERING, f"{NodeState.NOT_ANSWERING.value} ({why})"
+    nvml = _NVML_INIT_RE.search(strip_escapes(text))
+    if nvml is not None:
+        why = " ".join(nvml.group(1).split()) or "no reason given"
+        return NodeState.GPU_UNAVAILABLE, first_line(f"NVML: {why}")
     field = unsupported_field(text)
     if field is not None:
         return NodeState.ERROR, f"nvidia-smi does not know the field {field!r}"
     if "gpu is lost" in lowered or "fallen off the bus" in lowered:
         return NodeState.ERROR, f"GPU lost (reboot needed): {first_line(text)}"
     if exit_status not in (0, None):
-        return NodeState.ERROR, f"nvidia-smi exited {exit_status}: {first_line(text)}"
+        return NodeState.GPU_UNAVAILABLE, f"nvidia-smi exited {exit_status}: {first_line(text)}"
     if not looks_like_csv(text):
         return NodeState.GARBLED, f"not nvidia-smi CSV: {first_line(text)}"
     return None
@@ -206,7 +216,7 @@ nvidia-smi: the node is an error, not 50,000 table rows, alerts and sparklines."
 
 def _gpu_rows(gpu_text: str) -> int:
     """Rows after the header line in nvidia-smi's CSV (warnings and blank lines aside)."""
-    return max(0, sum(1 for line in gpu_text.splitlines() if "," in line) - 1)
+    return max(0, sum(1 for line in gpu_text.split("\n") if "," in line) - 1)
 
 
 def oversized_message(head: str, limit: int) -> str:
@@ -221,22 +231,18 @@ def oversized_message(head: str, limit: int) -> str:
     return f"{where} (a probe prints a few KiB per GPU)"
 
 
-_ASCII_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e"
-"""ASCII line boundaries ``str.splitlines`` honours besides ``\\n`` (the others,
-``\\x85``, ``\\u2028`` and ``\\u2029``, are not ASCII)."""
 _NL_MARK = "\n" + MARK
 
 
 def split_probe(text: str) -> dict[str, tuple[str, int | None]]:
     """Section name → (body, exit status or None) from the probe's ``@@sparktop:`` markers.
 
-    Lines are as ``str.splitlines`` reads them and a body is its lines joined by ``\\n``.
-    ASCII text whose only line break is ``\\n`` (every probe's) is cut at its marker lines found
-    by ``str.find``, the bodies sliced out whole: a streamed poll's text carries
-    the slow tier's ~130 lines every second, and reading them one by one was a fifth of the
-    poll's parse (same result, see tests/test_nvsmi_parse.py)."""
-    if not text.isascii() or any(ch in text for ch in _ASCII_BREAKS):
-        return _split_lines(text)
+    Lines end at ``\\n`` only, as the shell and nvidia-smi end them: a CR, form feed or
+    U+2028 inside a GPU name is part of its row, not a break that would cut the row in two
+    (a name with a CR read as a broken node). The text is cut at its marker lines found by
+    ``str.find``, the bodies sliced out whole: a streamed poll's text carries the slow tier's
+    ~130 lines every second, and reading them one by one was a fifth of the poll's parse
+    (same result as :func:`_split_lines`, see tests/test_nvsmi_parse.py)."""
     sections: dict[str, tuple[str, int | None]] = {}
     name: str | None = None
     start = 0
@@ -269,7 +275,7 @@ def split_probe(text: str) -> dict[str, tuple[str, int | None]]:
 
 
 def _split_lines(text: str) -> dict[str, tuple[str, int | None]]:
-    """:func:`split_probe` line by line (any line boundary)."""
+    """:func:`split_probe` line by line (lines end at ``\\n``)."""
     sections: dict[str, tuple[str, int | None]] = {}
     name: str | None = None
     body: list[str] = []
@@ -278,7 +284,10 @@ def _split_lines(text: str) -> dict[str, tuple[str, int | None]]:
         if name is not None and name not in sections:
             sections[name] = ("\n".join(body), status)
 
-    for line in text.splitlines():
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for line in lines:
         if not line.startswith(MARK):
             body.append(line)
             continue

@@ -34,6 +34,9 @@ def csv_rows(text: str) -> list[list[str]]:
     Line by line, so a stray ``"`` in a warning cannot swallow the lines after it (nvidia-smi
     never quotes a line break). A poll's GPU text is read three times (the failure check,
     the GPUs, the driver version): it is split once and kept (:data:`CSV_KEPT` texts).
+    Lines end at ``\\n`` (a CRLF's CR is dropped); a CR inside a line (a GPU name) is kept
+    as ``␍``, the symbol :func:`~sparktop.safe_text.printable` shows for it, since the csv
+    module refuses a bare CR.
     """
     return [list(row) for row in _csv_rows(text)]
 
@@ -41,7 +44,8 @@ def csv_rows(text: str) -> list[list[str]]:
 @functools.lru_cache(maxsize=CSV_KEPT)
 def _csv_rows(text: str) -> tuple[tuple[str, ...], ...]:
     rows = []
-    for line in text.splitlines():
+    for raw in text.split("\n"):
+        line = raw.removesuffix("\r").replace("\r", "\u240d")
         if not line.strip():
             continue
         row = [cell.strip() for cell in next(csv.reader([line], skipinitialspace=True))]
