@@ -31,7 +31,6 @@ import sys
 import unicodedata
 from collections.abc import Iterator
 from typing import IO, Any
-from urllib.parse import urlsplit, urlunsplit
 
 _PICTURES = str.maketrans(
     {c: chr(0x2400 + c) for c in range(0x20)}
@@ -182,19 +181,40 @@ def dumps_printable(obj: object, **kwargs: Any) -> str:
     return json_printable(json.dumps(obj, ensure_ascii=False, **kwargs))
 
 
+REDACTED = "<redacted>"
+"""What a secret in a URL (a password, a query value) is shown as."""
+
+_QUERY_VALUE = re.compile(r"([?&][^=&#]*=)[^&#]*")
+
+
+def _userinfo(url: str) -> str:
+    """The ``user[:password]`` of ``url``, also when it has no scheme (``admin:pw@host:8000``
+    is read by ``urlsplit`` as scheme ``admin``), an empty string when it has none."""
+    rest = url.split("://", 1)[1] if "://" in url else url
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    return authority.rpartition("@")[0] if "@" in authority else ""
+
+
 def without_credentials(url: str) -> str:
-    """``url`` with any ``user:password@`` cut from it (an IPv6 host keeps its brackets);
-    other URLs and text that is no URL come back unchanged. Secrets never reach output."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    """``url`` with any ``user:password@`` cut from it and each query value shown as
+    ``<redacted>`` (``?token=…``), with or without a scheme, whatever the scheme; text that is
+    no URL comes back unchanged. The one form in which a URL given by the user reaches a
+    message, a recording or a report: its secrets never do."""
+    user = _userinfo(url)
+    if user:
+        url = url.replace(user + "@", "", 1)
+    return _QUERY_VALUE.sub(lambda m: m.group(1) + REDACTED, url)
 
 
 def cut_credentials(text: str, url: str) -> str:
-    """``text`` with the ``user:password@`` of ``url`` removed wherever it stands (an error
-    that quotes the URL, in any form that keeps its userinfo)."""
-    netloc = urlsplit(url).netloc
-    if "@" not in netloc:
-        return text
-    return text.replace(netloc.rpartition("@")[0] + "@", "")
+    """``text`` with the ``user:password@`` and the query values of ``url`` removed wherever
+    they stand (an error that quotes the URL, in any form that keeps them)."""
+    user = _userinfo(url)
+    if user:
+        text = text.replace(user + "@", "")
+    query = url.partition("?")[2].partition("#")[0]
+    for pair in query.split("&"):
+        value = pair.partition("=")[2]
+        if len(value) >= 3:  # a shorter value would blank unrelated text; it is no secret
+            text = text.replace(value, REDACTED)
+    return text

@@ -10,6 +10,9 @@ The walk also rejects duplicate keys, which ``yaml.safe_load`` silently merges.
 
 from __future__ import annotations
 
+import difflib
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,3 +223,40 @@ class _Builder:
             if value is not _REPORTED:
                 result[key] = value
         return result
+
+
+_PLAUSIBLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+"""A key an author could have meant as one of ours: a word, no ':', '$', '=' or spaces (a
+shadow file's ``user:$6$…`` line or a ``.env``'s ``KEY=value`` are no typo of anything)."""
+
+
+def looks_like(keys: Iterable[object], known: Sequence[str]) -> bool:
+    """Whether a document whose top-level keys are ``keys`` is one of ours with ``known``
+    keys: at least half of its keys are known or a plausible typo of one (answered with "did
+    you mean"), so one near match (``prometheus:!:20791:::::`` beside 30 password hashes)
+    does not make a file of secrets a document whose keys are quoted back as unknown."""
+    listed = [str(k) for k in keys]
+    like = sum(
+        1
+        for k in listed
+        if k in known or (_PLAUSIBLE_KEY.fullmatch(k) and difflib.get_close_matches(k, known, n=1))
+    )
+    return like > 0 and 2 * like >= len(listed)
+
+
+def content_kind(value: object) -> str:
+    """What a document that is not a mapping looks like, never quoting it (it may be a file
+    of secrets handed over by mistake): ``a list``, ``KEY=value lines (a .env or shell
+    file?)``, ``a PEM block (a key or certificate?)``, ``plain text``, ``a number``."""
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    text = str(value).lstrip()
+    if text.startswith("-----BEGIN"):
+        return "a PEM block (a key or certificate?), not YAML keys"
+    if re.match(r"(export\s+)?[A-Za-z_][A-Za-z0-9_]*=", text):
+        return "KEY=value lines (a .env or shell file?), not YAML keys"
+    return "plain text, not YAML keys"

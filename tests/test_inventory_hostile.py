@@ -58,7 +58,7 @@ def test_alias_bomb_inside_a_key_is_never_built() -> None:
         ("!!set {a, b}\n", "unsupported YAML tag '!!set'"),
         ("? [a, b]\n: 1\n" + LOCAL, "a key must be text"),
         ("1: x\n" + LOCAL, "key 1 must be text (quote it)"),
-        ("hello\n", "must be a mapping of keys (cluster:, nodes:, …), got 'hello'"),
+        ("hello\n", "must be a mapping of keys (cluster:, nodes:, …), got plain text"),
         ("nodes: {name: a, local: true}", "nodes: expected a list, got a mapping"),
         ("nodes: [[a]]", "nodes[0]: expected a mapping of keys (name:, local:, source:, …)"),
         ("ssh:\n" + LOCAL, "ssh: expected a mapping of keys (user:, port:"),

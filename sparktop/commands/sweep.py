@@ -156,7 +156,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     if not re.match(r"^https?://", args.endpoint):
-        raise UserError(f"--endpoint must be an http:// or https:// URL, got '{args.endpoint}'")
+        shown = without_credentials(args.endpoint)
+        raise UserError(f"--endpoint must be an http:// or https:// URL, got {shown!r}")
     output = Path(args.output).expanduser()
     name = args.name or re.sub(r"\.ya?ml$", "", output.name)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", name):

@@ -23,14 +23,16 @@ from sparktop.inventory.binding_ids import BINDING_IDS
 from sparktop.inventory.models import Inventory
 from sparktop.inventory.names import clip
 from sparktop.inventory.profile_ref import resolve_profile
-from sparktop.safe_text import printable
+from sparktop.safe_text import printable, without_credentials
 from sparktop.yamltree import (
     Loc,
     Marks,
     Problem,
     YamlSyntaxError,
     compose,
+    content_kind,
     loc_to_path,
+    looks_like,
 )
 
 MAX_BYTES = 1 << 20
@@ -38,12 +40,6 @@ MAX_SHOWN = 5
 _LOADER_ONLY = frozenset({"source_path", "profile_at"})
 """Model fields the loader sets itself; they are not YAML keys."""
 _YAML_KEYS = tuple(k for k in Inventory.model_fields if k not in _LOADER_ONLY)
-
-
-def _inventory_like(key: object) -> bool:
-    """A top-level key an inventory has, or a typo of one (answered with "did you mean")."""
-    text = str(key)
-    return text in _YAML_KEYS or bool(difflib.get_close_matches(text, _YAML_KEYS, n=1))
 
 
 def load_inventory(path: Path) -> Inventory:
@@ -99,14 +95,14 @@ def parse_inventory(text: str, source: str, *, base_dir: Path | None = None) -> 
             )
         raise UserError(
             f"{_one_line(source)}:1:1: the inventory must be a mapping of keys "
-            f"(cluster:, nodes:, …), got {_describe(data)}"
+            f"(cluster:, nodes:, …), got {content_kind(data)}"
         )
-    if data and not any(_inventory_like(key) for key in data):
+    if data and not looks_like(data, _YAML_KEYS):
         # Not an inventory at all (a path typed wrong): its keys are its contents, and a file
         # of secrets must not be quoted back key by key.
         raise UserError(
-            f"{_one_line(source)}:1:1: not a sparktop inventory (none of its {len(data)} "
-            f"top-level keys is one of: {', '.join(_YAML_KEYS)})"
+            f"{_one_line(source)}:1:1: not a sparktop inventory (its {len(data)} top-level "
+            f"keys are not inventory keys: {', '.join(_YAML_KEYS)})"
         )
     for key in _LOADER_ONLY & data.keys():
         problems.append(_unknown_key(key, (), marks, Inventory))
@@ -217,6 +213,8 @@ def _problem(error: ErrorDetails, marks: Marks) -> Problem:
     if kind == "missing":
         return Problem(line, column, loc_to_path(loc), _lower_first(error["msg"]))
     shown = error.get("input")
+    if isinstance(shown, str) and "://" in shown:
+        shown = without_credentials(shown)  # a URL's password or ?token= never reaches a message
     if kind in _EXPECTED:
         message = f"expected {_EXPECTED[kind]}{_keys_hint(kind, loc)}, got {_describe(shown)}"
         return Problem(line, column, loc_to_path(prefix), message)

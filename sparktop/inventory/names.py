@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 from pydantic_core import PydanticCustomError
 
+from sparktop.safe_text import without_credentials
+
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _DNS_LABEL_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
 _ALIAS_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
@@ -118,7 +120,7 @@ def check_url(value: str) -> str:
         raise PydanticCustomError(
             "invalid_url",
             "invalid URL '{value}': {problem}",
-            {"value": clip(value), "problem": problem},
+            {"value": clip(without_credentials(value)), "problem": problem},
         )
     return value.rstrip("/")
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, V
 from sparktop.errors import UserError
 from sparktop.model import NA
 from sparktop.sweep.profiles.profile import AcceptancePoint, Profile, ProfileRow
-from sparktop.yamltree import Marks, YamlSyntaxError, compose, loc_to_path
+from sparktop.yamltree import Marks, YamlSyntaxError, compose, loc_to_path, looks_like
 
 FORMAT_VERSION = 1
 
@@ -267,23 +267,17 @@ def _na(value: int | float | None, reason: str) -> Any:
     return NA(reason) if value is None else value
 
 
-def _profile_like(key: object) -> bool:
-    """A top-level key a profile has, or a typo of one (answered with "did you mean")."""
-    keys = tuple(_Document.model_fields)
-    return str(key) in keys or bool(difflib.get_close_matches(str(key), keys, n=1))
-
-
 def parse_profile(text: str, where: str, origin: str) -> Profile:
     """Validate profile YAML ``text`` read from ``where`` (used in messages) into a Profile.
 
     Raises :class:`UserError` ``where:line: path: problem`` on the first problem found.
     """
     marks, data = _compose(text, where)
-    if isinstance(data, dict) and data and not any(_profile_like(k) for k in data):
+    if isinstance(data, dict) and data and not looks_like(data, tuple(_Document.model_fields)):
         # Any other file (a path typed wrong, a hostile inventory pointing at a secret): its
         # keys are its contents, never quoted back.
         raise UserError(
-            f"{where}:1: not a sparktop profile (none of its {len(data)} top-level keys is a "
+            f"{where}:1: not a sparktop profile (its {len(data)} top-level keys are not a "
             "profile's; profiles are written by 'sparktop sweep' and 'sparktop profiles --import')"
         )
     try:
