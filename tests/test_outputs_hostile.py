@@ -278,3 +278,32 @@ def test_recorder_refuses_an_existing_file_itself(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="exists; not overwriting it"):
         Recorder(path, make_header())
     assert path.read_text() == "keep\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--alert-log"], ["--record", "--force"], ["--record"]],
+    ids=["alert-log", "record-forced", "record"],
+)
+@pytest.mark.parametrize("reader", [False, True], ids=["no-reader", "reader"])
+def test_an_output_at_a_fifo_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], reader: bool
+) -> None:
+    """A FIFO nobody reads made ``--alert-log`` block in open() until killed; one with a
+    reader would stall every write once it stops reading. Both: one line, exit 2."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK) if reader else None
+    try:
+        option, *rest = argv
+        command = ["--inventory", str(_inventory(tmp_path)), option, str(fifo), *rest]
+        status = main([*command, "--force-tui"])
+    finally:
+        if held is not None:
+            os.close(held)
+    line = _one_error_line(capsys.readouterr().err)
+    assert status == 2
+    if option == "--record" and not rest:
+        assert f"{fifo} exists" in line  # a recording is never opened over a path that exists
+    else:
+        assert f"{option}: {fifo} is a FIFO" in line and "not a regular file" in line
