@@ -8,6 +8,7 @@ import asyncio
 import time
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sparktop.alerts.engine import AlertEngine
@@ -155,3 +156,55 @@ def test_node_up_and_its_node_down_alert_agree_too() -> None:
         assert (up == 0.0) == (alerted or pending), readings
     assert [r[1:] for r in readings] == [(1.0, False), (0.0, False), (0.0, True), (0.0, True),
                                          (0.0, True), (1.0, False)]  # fmt: skip
+
+
+async def test_bad_requests_are_one_short_line_each_rate_limited_never_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before, each over-long header or garbled request line printed aiohttp's traceback
+    (``LineTooLong``, ``BadHttpMessage``): anyone reaching the port could flood stderr."""
+    endpoint = MetricsEndpoint(f"127.0.0.1:{free_port()}")
+    endpoint.register(Judgements(_state(), lambda: None, SourceStats()))
+    await endpoint.start()
+    bad = [
+        b"GET /metrics HTTP/1.1\r\nX-Long: " + b"a" * 20_000 + b"\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nBad Header\x01: x\r\n\r\n",
+    ] * 5
+    try:
+        for payload in bad:
+            reader, writer = await asyncio.open_connection("127.0.0.1", endpoint.port)
+            writer.write(payload)
+            await writer.drain()
+            assert (await asyncio.wait_for(reader.read(), 10)).startswith(b"HTTP/1.0 400")
+            writer.close()
+        async with httpx.AsyncClient(trust_env=False, timeout=5) as client:
+            assert (await client.get(endpoint.url)).status_code == 200  # still serving
+    finally:
+        await endpoint.close()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and 'File "' not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, lines  # ten bad requests within the 10 s: one line
+    assert lines[0].startswith("sparktop exporter: bad request from 127.0.0.1: LineTooLong (400")
+    assert len(lines[0]) < 260
+
+
+def test_the_next_line_after_a_quiet_spell_counts_the_ones_not_shown() -> None:
+    import io
+    import logging
+
+    from sparktop.exporter.request_log import OneLine, request_logger
+
+    now = [0.0]
+    out = io.StringIO()
+    logger = request_logger(OneLine(out, every_s=10, clock=lambda: now[0]))
+    for _ in range(4):
+        logger.error("Error handling request from %s", "10.0.0.9")
+    now[0] = 11.0
+    logger.error("Error handling request from %s", "10.0.0.9")
+    logger.debug("Error handling request from %s", "10.0.0.9")  # aiohttp's noise level
+    assert out.getvalue().splitlines() == [
+        "sparktop exporter: bad request from 10.0.0.9",
+        "sparktop exporter: bad request from 10.0.0.9 (3 more since the last line)",
+    ]
+    assert logging.getLogger("sparktop.exporter.requests").propagate is False

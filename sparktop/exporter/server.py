@@ -25,6 +25,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from sparktop.errors import UserError
+from sparktop.exporter.request_log import request_logger
 from sparktop.safe_text import printable
 
 DEFAULT_PORT = 9464
@@ -135,6 +136,8 @@ class MetricsEndpoint:
             app,
             access_log=None,
             handle_signals=False,
+            # A bad request is one short rate-limited line, not aiohttp's traceback.
+            logger=request_logger(),
             # aiohttp closes a connection with no complete request after this, from the
             # moment it connects (its default is an hour).
             keepalive_timeout=self.client_timeout_s,
