@@ -62,7 +62,12 @@ def create_file(path: Path, option: str, *, force: bool = False) -> IO[bytes]:
         ) from None
     except OSError as exc:
         raise _refuse(option, "create", path, exc) from None
-    return os.fdopen(_checked(fd, path, option), "wb")
+    fd = _checked(fd, path, option)
+    try:
+        return os.fdopen(fd, "wb")
+    except OSError as exc:
+        os.close(fd)
+        raise _refuse(option, "write", path, exc) from None
 
 
 def append_file(path: Path, option: str) -> IO[str]:
@@ -73,4 +78,11 @@ def append_file(path: Path, option: str) -> IO[str]:
         fd = os.open(path, _FLAGS | os.O_CREAT | os.O_APPEND, 0o644)
     except OSError as exc:
         raise _refuse(option, "open", path, exc) from None
-    return os.fdopen(_checked(fd, path, option), "a", encoding="utf-8")
+    fd = _checked(fd, path, option)
+    try:
+        # Append mode seeks to the end first: a file that cannot (/proc/self/status: EINVAL)
+        # is refused here, before the run, not as a traceback when the first line is written.
+        return os.fdopen(fd, "a", encoding="utf-8")
+    except OSError as exc:
+        os.close(fd)
+        raise _refuse(option, "append to", path, exc) from None

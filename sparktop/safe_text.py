@@ -206,6 +206,40 @@ def without_credentials(url: str) -> str:
     return _QUERY_VALUE.sub(lambda m: m.group(1) + REDACTED, url)
 
 
+def port_problem(url: str) -> str | None:
+    """What is wrong with the port of ``url`` (``http://h:99999``: ``port 99999 is out of
+    range (1-65535)``), None when it has none or a valid one. ``urlsplit`` raises for these
+    only when ``.port`` is read, deep inside a client, where it became a traceback."""
+    rest = url.split("://", 1)[1] if "://" in url else url
+    host = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    port = host.rpartition("]")[2] if host.startswith("[") else host
+    if ":" not in port:
+        return None
+    text = port.rpartition(":")[2]
+    if not text:
+        return None  # "host:" is the default port
+    if not text.isascii() or not text.isdigit():
+        return f"port {printable(text)!r} is not a number"
+    if not 1 <= int(text) <= 65535:
+        return f"port {int(text)} is out of range (1-65535)"
+    return None
+
+
+def check_url_option(flag: str, url: str) -> str:
+    """``url`` given as ``flag`` (``--endpoint``), checked before any use: an ``http://`` or
+    ``https://`` URL with a valid port. Raises :class:`~sparktop.errors.UserError` naming the
+    flag and the URL without its secrets."""
+    from sparktop.errors import UserError
+
+    shown = without_credentials(url)
+    if not re.match(r"https?://", url):
+        raise UserError(f"{flag} must be an http:// or https:// URL, got {shown!r}")
+    problem = port_problem(url)
+    if problem:
+        raise UserError(f"{flag}: {problem}, got {shown!r}")
+    return url
+
+
 def cut_credentials(text: str, url: str) -> str:
     """``text`` with the ``user:password@`` and the query values of ``url`` removed wherever
     they stand (an error that quotes the URL, in any form that keeps them)."""

@@ -168,3 +168,24 @@ def test_the_monitor_options_without_a_subcommand_keep_their_names() -> None:
         "light", True, "c.yaml", None,
     )  # fmt: skip
     assert not [k for k in vars(args) if k.startswith(cli.TOP)]
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://127.0.0.1:99999", "port 99999 is out of range (1-65535)"),
+        ("http://127.0.0.1:0", "port 0 is out of range (1-65535)"),
+        ("http://[::1]:0x", "port '0x' is not a number"),
+    ],
+)
+@pytest.mark.parametrize("command", ["sweep", "budget"])
+def test_an_endpoint_port_out_of_range_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str, url: str, problem: str
+) -> None:
+    """``sweep`` printed a 60-line ExceptionGroup (``OverflowError``), exit 1; ``budget`` said
+    "unreachable (Port out of range)", exit 1."""
+    argv = {
+        "sweep": ["sweep", "--endpoint", url, "-o", str(tmp_path / "p.yaml"), "--yes"],
+        "budget": ["budget", "--prompt-tokens", "5", "--endpoint", url],
+    }[command]
+    assert _refused(capsys, argv) == f"sparktop: error: --endpoint: {problem}, got '{url}'\n"

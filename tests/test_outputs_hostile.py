@@ -307,3 +307,20 @@ def test_an_output_at_a_fifo_is_refused_at_once(
         assert f"{fifo} exists" in line  # a recording is never opened over a path that exists
     else:
         assert f"{option}: {fifo} is a FIFO" in line and "not a regular file" in line
+
+
+PROC_STATUS = Path("/proc/self/status")
+
+
+@pytest.mark.skipif(not PROC_STATUS.exists(), reason="no /proc here")
+@pytest.mark.parametrize("option", ["--alert-log", "--record"])
+def test_an_output_that_cannot_be_appended_to_is_a_clean_error(
+    capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    """``/proc/self/status`` opens for writing, but append mode's seek fails (EINVAL): it was
+    a traceback from ``os.fdopen``, exit 1."""
+    status = main(["demo", "--no-tui", option, str(PROC_STATUS), "--force"])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert status == 2 and f"sparktop: error: {option}: cannot " in err
+    assert f"{PROC_STATUS}: Invalid argument" in err

@@ -14,11 +14,11 @@ from sparktop import values
 from sparktop.commands.exits import exit_status
 from sparktop.errors import RuntimeFailure, UserError
 from sparktop.safe_text import (
+    check_url_option,
     cut_credentials,
     dumps_printable,
     printable,
     printable_lines,
-    without_credentials,
 )
 from sparktop.sources.engines.kinds import KINDS
 from sparktop.sweep.budget.counts import check_count, parse_size
@@ -178,9 +178,8 @@ def _check(args: argparse.Namespace) -> None:
         )
     if args.ext and not args.scan_dir:
         raise UserError("--ext only applies to --scan-dir")
-    if args.endpoint and not args.endpoint.startswith(("http://", "https://")):
-        shown = without_credentials(args.endpoint)
-        raise UserError(f"--endpoint must be an http:// or https:// URL, got {shown!r}")
+    if args.endpoint:
+        check_url_option("--endpoint", args.endpoint)
     if args.kind and not args.endpoint:
         raise UserError("--kind applies to --endpoint (the server's /tokenize shape)")
     if args.tokenizer and args.endpoint:

@@ -13,7 +13,7 @@ from typing import Any
 
 from sparktop.commands.exits import exit_status
 from sparktop.errors import UserError
-from sparktop.safe_text import without_credentials
+from sparktop.safe_text import check_url_option, without_credentials
 
 DESCRIPTION = """\
 Measure a sweep profile of YOUR server: for every prompt length x concurrency cell, send
@@ -155,9 +155,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    if not re.match(r"^https?://", args.endpoint):
-        shown = without_credentials(args.endpoint)
-        raise UserError(f"--endpoint must be an http:// or https:// URL, got {shown!r}")
+    check_url_option("--endpoint", args.endpoint)
     output = Path(args.output).expanduser()
     name = args.name or re.sub(r"\.ya?ml$", "", output.name)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}", name):

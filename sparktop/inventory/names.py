@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic_core import PydanticCustomError
 
-from sparktop.safe_text import without_credentials
+from sparktop.safe_text import port_problem, without_credentials
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _DNS_LABEL_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
@@ -103,7 +103,8 @@ def check_url(value: str) -> str:
         parts = urlsplit(value)
         port = parts.port
     except ValueError:
-        parts, port, problem = None, None, "expected a base URL like http://10.0.0.1:8000"
+        parts, port = None, None
+        problem = port_problem(value) or "expected a base URL like http://10.0.0.1:8000"
     if parts is None:
         pass
     elif not value.isprintable() or any(ch.isspace() for ch in value):
