@@ -170,9 +170,11 @@ class Snapshot:
     @property
     def answered(self) -> bool:
         """True when every node answered (with GPU data or without any: :data:`NO_GPU_DATA`)
-        and every engine with an OK sample; ``snapshot`` exits 1 when not."""
+        and every engine with a page (:attr:`~sparktop.model.EngineSample.answered`: ``ok``,
+        or ``stale``/``degraded`` — a page whose gauges are missing or refused is degraded,
+        exit 4, not "did not answer"); ``snapshot`` exits 1 when not."""
         return all(n.ok or n.state in NO_GPU_DATA for n in self.nodes) and all(
-            e.ok for e in self.engines
+            e.answered for e in self.engines
         )
 
     @property

@@ -472,3 +472,32 @@ async def test_an_engine_slow_within_its_own_deadline_is_not_cut_by_the_snapshot
     doc = json.loads(out)
     assert [e["state"] for e in doc["engines"]] == ["ok"], out + err
     assert status == 0, out + err
+
+
+async def test_an_engine_that_answered_with_a_page_without_gauges_is_degraded_not_down(
+    tmp_path: Path,
+) -> None:
+    """The FakeVllm page with its samples cut (HELP/TYPE lines only): the engine answered,
+    so ``snapshot`` exits 4 (degraded) and lists it under "incomplete pages:", not 1 with it
+    among the failures ("did not answer")."""
+    from sparktop.testing.http_stub import StubServer, text
+    from sparktop.testing.vllm_page import FakeVllm
+    from tests.sweep_helpers import run_cli
+
+    fake = FakeVllm(kv_cache_size_tokens=100_000)
+    fake.set_gauges(running=1, waiting=0, kv_usage=0.1)
+    page = fake.page()
+    page_text = page.decode() if isinstance(page, bytes) else page
+    headers = "".join(line + "\n" for line in page_text.splitlines() if line.startswith("#"))
+    assert "# TYPE vllm:num_requests_running gauge" in headers
+    async with StubServer({"/metrics": text(headers)}) as server:
+        inventory = tmp_path / "cluster.yaml"
+        inventory.write_text(f"cluster: c\nengines:\n  - {{name: e, url: '{server.url}'}}\n")
+        status, out, err = await run_cli(tmp_path, "snapshot", "--inventory", str(inventory))
+        json_status, doc_text, _ = await run_cli(
+            tmp_path, "snapshot", "--inventory", str(inventory), "--json"
+        )
+    assert status == 4 and json_status == 4, out + err
+    assert [e["state"] for e in json.loads(doc_text)["engines"]] == ["degraded"]
+    assert "incomplete pages:" in out and "failures:" not in out
+    assert "e: degraded: metric families declared but no samples" in out

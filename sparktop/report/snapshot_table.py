@@ -130,9 +130,19 @@ def failure_lines(snap: Snapshot) -> list[str]:
             text = failure_text(n.state.value, n.message, n.since_s)
             lines.append(printable(f"{n.node}: {text}"))
     for e in snap.engines:
-        if not e.ok:
+        if not e.answered:
             lines.append(printable(f"{e.engine}: {e.message or e.state.value}"))
     return lines
+
+
+def incomplete_lines(snap: Snapshot) -> list[str]:
+    """``name: state: message`` for every engine that answered with a page it could not read
+    in full (``stale``, ``degraded``: gauges missing or refused): degraded, not failed."""
+    return [
+        printable(f"{e.engine}: {e.state.value}: {e.message or 'no message'}")
+        for e in snap.engines
+        if e.answered and not e.ok
+    ]
 
 
 def no_gpu_data_lines(snap: Snapshot) -> list[str]:
@@ -198,6 +208,7 @@ def render_table(
         console.print(note)
     for heading, lines in (
         ("no GPU data:", no_gpu_data_lines(snap)),
+        ("incomplete pages:", incomplete_lines(snap)),
         ("failures:", failure_lines(snap)),
     ):
         if lines:
