@@ -12,12 +12,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from sparktop.cli import main
 from sparktop.errors import RuntimeFailure
 from sparktop.model import NA
 from sparktop.sources.engines.kinds import KINDS
 from sparktop.sources.engines.slots import read_slots
+from sparktop.sweep.profiles.builtin import FOLDER
 from sparktop.sweep.runner.bench_prompts import PromptMaker, _tokenize_ids, endpoint_maker
 from sparktop.sweep.tokens.exact_tokens import EndpointTokenizer
 from sparktop.testing.http_stub import serve_threaded
@@ -30,8 +32,18 @@ from sparktop.testing.llamacpp_stub import (
     token_ids,
 )
 
-PROFILE = "4x-spark-dsv41-flash-1017"
-"""A built-in profile: the expected row's figures come from it."""
+SEED = "4x-spark-dsv41-flash-1017"
+
+
+@pytest.fixture
+def llama_profile(tmp_path: Path) -> str:
+    """The seed profile's figures with an ``engine:`` naming llama.cpp: the expected row's
+    figures come from it (a profile that names vLLM gives a llama.cpp engine no row)."""
+    doc = yaml.safe_load((FOLDER / f"{SEED}.yaml").read_text(encoding="utf-8"))
+    doc["engine"] = "llama.cpp (the 4x seed's figures, for the tests)"
+    path = tmp_path / "llamacpp-profile.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return str(path)
 
 
 @pytest.fixture
@@ -203,11 +215,12 @@ def test_a_disabled_or_garbled_slots_leaves_the_prompt_length_unknown(
     llama: LlamaServer,
     slots: str,
     why: str,
+    llama_profile: str,
 ) -> None:
     llama.slots = slots
     inventory = str(_inventory(tmp_path, llama.url))
     _, out, err = _run(
-        capsys, "snapshot", "-i", inventory, "--profile", PROFILE, "--window", "5", "--json"
+        capsys, "snapshot", "-i", inventory, "--profile", llama_profile, "--window", "5", "--json"
     )
     row = json.loads(out)["engines"][0]
     assert row["state"] == "ok", err  # the engine row stands; only the prompt length is gone
@@ -217,11 +230,11 @@ def test_a_disabled_or_garbled_slots_leaves_the_prompt_length_unknown(
 
 
 def test_busy_slots_give_the_mean_prompt_length_and_the_expected_row(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, llama: LlamaServer
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, llama: LlamaServer, llama_profile: str
 ) -> None:
     inventory = str(_inventory(tmp_path, llama.url))
     _, out, _ = _run(
-        capsys, "snapshot", "-i", inventory, "--profile", PROFILE, "--window", "5", "--json"
+        capsys, "snapshot", "-i", inventory, "--profile", llama_profile, "--window", "5", "--json"
     )
     row = json.loads(out)["engines"][0]
     with httpx.Client(base_url=llama.url) as client:
@@ -274,3 +287,18 @@ def test_the_stub_serves_each_captured_page_verbatim(
     families = {f.name: f for f in text_string_to_metric_families(text)}
     assert len([n for n in families if n.startswith("llamacpp:")]) == 15
     assert families["llamacpp:requests_processing"].samples[0].value == processing
+
+
+def test_a_profile_measured_on_vllm_gives_a_llamacpp_engine_no_expected_row(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, llama: LlamaServer
+) -> None:
+    """The seed profile names a vLLM build: its figures say nothing of a llama.cpp server,
+    whatever model it serves, so the row says why instead of comparing."""
+    inventory = str(_inventory(tmp_path, llama.url))
+    _, out, _ = _run(
+        capsys, "snapshot", "-i", inventory, "--profile", SEED, "--window", "5", "--json"
+    )
+    block = json.loads(out)["engines"][0]["expected"]
+    assert block["missing"] == (
+        "no expected row: the profile measured a vLLM engine; this engine is llama.cpp"
+    ), block

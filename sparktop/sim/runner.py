@@ -52,7 +52,7 @@ from sparktop.sim.scenarios import (
     Player,
 )
 from sparktop.sim.sshserver import SshServerHandle, generate_key, start_ssh_server
-from sparktop.sweep.profiles.builtin import builtin_profile_names
+from sparktop.sweep.profiles.builtin import FOLDER, builtin_profile_names
 from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
 
 log = logging.getLogger(__name__)
@@ -379,9 +379,12 @@ class SimHandle:
                 {"name": name, "url": self.http[name].url, "kind": "llamacpp",
                  "kv_pool_tokens": pool}
             )  # fmt: skip
+        profile = _profile_ref(self.options.profile)
+        if self.llamacpp:
+            profile = str(_simulated_profile(profile, self.directory))
         doc: dict[str, object] = {
             "cluster": f"sim-{len(node_entries)}x",
-            "profile": _profile_ref(self.options.profile),
+            "profile": profile,
             "interval_s": self.options.interval_s,
             "nodes": node_entries,
             "engines": engines,
@@ -458,6 +461,19 @@ def _profile_ref(profile: str) -> str:
         return profile
     path = Path(profile).expanduser()
     return str(path.resolve()) if path.exists() else profile
+
+
+def _simulated_profile(profile: str, directory: Path) -> Path:
+    """``profile`` (a built-in name or a file) copied into ``directory`` with an ``engine:``
+    that names no engine kind: the simulated vLLM and llama.cpp engines both run at its
+    figures, so it describes both (a profile naming vLLM would rightly give the llama.cpp
+    engine no expected row)."""
+    source = Path(profile) if Path(profile).is_file() else FOLDER / f"{profile}.yaml"
+    doc = yaml.safe_load(source.read_text(encoding="utf-8"))
+    doc["engine"] = f"sparktop sim: every simulated engine runs at {doc.get('name')}'s figures"
+    path = directory / "sim-profile.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
 
 
 def served_model(profile_model: str) -> dict[str, str]:
