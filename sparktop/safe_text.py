@@ -181,6 +181,22 @@ def dumps_printable(obj: object, **kwargs: Any) -> str:
     return json_printable(json.dumps(obj, ensure_ascii=False, **kwargs))
 
 
+IDENTITY_MAX = 256
+"""Longest server-given identity string kept (model id, root, name label): a real one (a hub
+name, a checkpoint path) is well under it."""
+
+
+def clip_identity(text: str) -> str:
+    """A server-given identity string (``/v1/models`` id or root, a ``model_name`` label) as
+    stored: at most :data:`IDENTITY_MAX` characters, a longer one cut with ``…`` and its
+    length (``MMMM… (1,000,000 chars, clipped)``), so one hostile answer cannot grow every
+    recording line, JSON snapshot and screen by a megabyte."""
+    if len(text) <= IDENTITY_MAX:
+        return text
+    note = f"… ({len(text):,} chars, clipped)"
+    return text[: IDENTITY_MAX - len(note)] + note
+
+
 REDACTED = "<redacted>"
 """What a secret in a URL (a password, a query value) is shown as."""
 

@@ -24,6 +24,7 @@ import httpx
 
 from sparktop.jsontext import loads
 from sparktop.model import NA, EngineState, Num
+from sparktop.safe_text import clip_identity
 from sparktop.sources.engines.kinds import DEFAULT
 from sparktop.sources.engines.kinds.spec import Models
 
@@ -346,9 +347,10 @@ async def fetch_models(
     for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict) and entry.get(shape.parent_field) is None:
             length = entry.get(shape.length_field)
-            model = str(entry.get(shape.id_field, ""))
+            model = clip_identity(str(entry.get(shape.id_field, "")))
             root = entry.get(shape.root_field)
-            root = root if isinstance(root, str) and root != model else ""
+            root = clip_identity(root) if isinstance(root, str) else ""
+            root = "" if root == model else root
             if isinstance(length, int | float) and not isinstance(length, bool):
                 if 0 < length <= MAX_MODEL_LEN:
                     return float(length), model, root

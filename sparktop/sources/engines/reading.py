@@ -25,6 +25,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 
 from sparktop.model import NA, Num
+from sparktop.safe_text import clip_identity
 from sparktop.sources.engines.histread import RANK_LABELS, WHOLE_SERVER, Hist, rank_of, read_hist
 from sparktop.sources.engines.kinds import DEFAULT, KINDS, KindSpec, spec_for
 from sparktop.sources.exposition.page import PromPage, PromSample, parse_page
@@ -240,10 +241,8 @@ def read_page(page: PromPage, kind: str) -> PageReading:
                 empty.extend(a for a in aliases if a in page.declared)
                 continue
             count += len(samples)
-            model = (
-                model
-                or samples[0].labels.get("model_name", "")
-                or samples[0].labels.get("name", "")
+            model = model or clip_identity(
+                samples[0].labels.get("model_name", "") or samples[0].labels.get("name", "")
             )
             _read_scalar(readings, slot, key, name, samples, slot == "gauges" and key in MAX_GAUGES)
             if slot == "gauges":
