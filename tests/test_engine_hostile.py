@@ -577,3 +577,31 @@ async def test_one_usable_load_gauge_keeps_the_engine_ok() -> None:
         sample = await source.sample()
         await source.aclose()
     assert sample.ok and isinstance(sample.running, NA)
+
+
+async def test_an_ssh_port_given_as_an_engine_url_is_named_not_a_timeout() -> None:
+    """An SSH server (asyncssh, on loopback) sends its banner on accept and waits for the
+    client's: the scrape saw no HTTP response and said "no HTTP response within 1 s". The
+    port spoke first, so the reason says what it is; a silent port keeps the timeout."""
+    from sparktop.sim.sshserver import start_ssh_server
+
+    async def never(command: str) -> tuple[str, int]:
+        return "", 127
+
+    ssh = await start_ssh_server(never)
+    silent = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    silent_port = silent.sockets[0].getsockname()[1]
+    try:
+        samples = []
+        for url in (f"http://127.0.0.1:{ssh.port}", f"http://127.0.0.1:{silent_port}"):
+            source = EngineSource(Cfg("e", url), timeout_s=0.5)
+            samples.append(await source.sample())
+            await source.aclose()
+    finally:
+        await ssh.close()
+        silent.close()
+        await silent.wait_closed()
+    assert samples[0].state is EngineState.UNAVAILABLE
+    assert samples[0].message.startswith("not an HTTP server (it sent an SSH banner: SSH-2.0-")
+    assert samples[1].state is EngineState.NOT_ANSWERING
+    assert "no HTTP response within" in samples[1].message

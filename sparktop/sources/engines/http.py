@@ -42,12 +42,17 @@ MAX_REDIRECTS = 3
 class ScrapeFailure(Exception):
     """A scrape outcome that is not a page: the engine state it means and the reason."""
 
-    def __init__(self, state: EngineState, reason: str, *, refused: bool = False) -> None:
+    def __init__(
+        self, state: EngineState, reason: str, *, refused: bool = False, no_response: bool = False
+    ) -> None:
         super().__init__(reason)
         self.state = state
         self.reason = reason
         self.refused = refused
         """A body over a cap: the same page will be refused again (it is backed off)."""
+        self.no_response = no_response
+        """The server took the request and sent no HTTP response (silence, or it hung up):
+        it may speak another protocol (:mod:`sparktop.sources.engines.banner`)."""
 
 
 def describe(exc: BaseException) -> str:
@@ -303,9 +308,14 @@ async def fetch_metrics(
             _check_status(response)
             data = await read_capped(response, MAX_BODY_BYTES, progress, raw=True)
     except httpx.TimeoutException as exc:
-        raise ScrapeFailure(*no_answer(progress, timeout_s)) from exc
+        state, reason = no_answer(progress, timeout_s)
+        silent = state is EngineState.NOT_ANSWERING
+        raise ScrapeFailure(state, reason, no_response=silent) from exc
     except httpx.ProtocolError as exc:  # it answered, not in HTTP: reachable, no page
-        raise ScrapeFailure(EngineState.UNAVAILABLE, protocol_reason(exc)) from exc
+        hung_up = progress.status is None and not protocol_reason(exc).startswith("not an")
+        raise ScrapeFailure(
+            EngineState.UNAVAILABLE, protocol_reason(exc), no_response=hung_up
+        ) from exc
     except httpx.TransportError as exc:
         raise ScrapeFailure(EngineState.UNREACHABLE, transport_reason(exc)) from exc
     content_type = response.headers.get("content-type", "")

@@ -32,6 +32,7 @@ from typing import Protocol
 import httpx
 
 from sparktop.model import NA, EngineSample, EngineState, Num, is_num
+from sparktop.sources.engines.banner import spoke_first
 from sparktop.sources.engines.http import (
     ACCEPT_ENCODING,
     AUTH_HINT,
@@ -229,10 +230,15 @@ class EngineSource:
             if reason.endswith(AUTH_HINT):
                 hint = auth_hint(self._key_env, self._api_key is not None)
                 reason = reason.removesuffix(AUTH_HINT) + hint
-            return await self._failed(wall, started, failure.state, reason)
+            state = failure.state
+            if failure.no_response:
+                state, reason = await _not_http(self.url, state, reason)
+            return await self._failed(wall, started, state, reason)
         except TimeoutError:
             state, reason = _overdue(progress, self._deadline_s)
             await self._drop_connection()  # the half-read answer is not reused
+            if state is EngineState.NOT_ANSWERING:
+                state, reason = await _not_http(self.url, state, reason)
             return await self._failed(wall, started, state, reason)
         except Exception as exc:  # a bug here must not take the poller down
             return await self._failed(wall, started, EngineState.UNAVAILABLE, describe(exc))
@@ -341,6 +347,13 @@ def read_engine_body(body: Body) -> PromPage:
     says so). CPU-bound and bounded; :class:`EngineSource` runs it in a worker thread.
     Raises :class:`ScrapeFailure` for a body that does not inflate within the cap."""
     return parse_engine_page(body.text(), openmetrics=body.openmetrics)
+
+
+async def _not_http(url: str, state: EngineState, reason: str) -> tuple[EngineState, str]:
+    """A server that took the request and sent no HTTP response: if it speaks unasked (an
+    SSH banner), it answered, in another protocol (UNAVAILABLE, saying so); else as it was."""
+    other = await spoke_first(url)
+    return (EngineState.UNAVAILABLE, other) if other is not None else (state, reason)
 
 
 def _overdue(progress: Progress, deadline_s: float) -> tuple[EngineState, str]:
