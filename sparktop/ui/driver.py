@@ -49,13 +49,15 @@ class QuietLinuxDriver(LinuxDriver):
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
-        self.exit_event = _WakingEvent(self._wake_write)
+        self._waking = self.exit_event = _WakingEvent(self._wake_write)
 
     def close(self) -> None:
         super().close()
+        self._waking.wake_fd = -1  # a late stop must not write to a reused descriptor
         for fd in (self._wake_read, self._wake_write):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        self._wake_read = self._wake_write = -1  # closing twice closes nothing else
 
     def _drain_wake(self) -> None:
         with contextlib.suppress(OSError):

@@ -101,3 +101,20 @@ def test_the_monitor_runs_on_it() -> None:
     chosen = SparktopApp.get_driver_class(App.__new__(SparktopApp))
     assert chosen is QuietLinuxDriver
     assert issubclass(chosen, LinuxDriver)
+
+
+def test_a_stop_after_close_writes_nowhere(driver_on_pty) -> None:
+    driver, _master, _received, thread = driver_on_pty
+    driver.exit_event.set()
+    thread.join(WAIT_S)
+    driver.close()
+    reused_read, reused_write = os.pipe()  # may take the closed wake pipe's descriptors
+    try:
+        driver.exit_event.clear()
+        driver.exit_event.set()
+        os.set_blocking(reused_read, False)
+        with pytest.raises(BlockingIOError):
+            os.read(reused_read, 1)
+    finally:
+        os.close(reused_read)
+        os.close(reused_write)
