@@ -361,9 +361,32 @@ def test_duplicated_block_is_one_series_but_dp_ranks_sum() -> None:
     rank1 = text.replace('engine="0"', 'engine="1"')
     s = read(text + rank1)
     assert s.running == 8 and [r.running for r in s.ranks] == [4, 4]
-    # same labels in another order are the same series; the first value is the one read
-    s = read('vllm:num_requests_running{a="1",b="2"} 4\nvllm:num_requests_running{b="2",a="1"} 9\n')
-    assert s.running == 4
+    # same labels in another order are the same series, and the same value is no conflict
+    s = read('vllm:num_requests_running{a="1",b="2"} 4\nvllm:num_requests_running{b="2",a="1"} 4\n')
+    assert s.running == 4 and "1 repeated series ignored" in s.message
+
+
+def test_a_series_repeated_with_another_value_is_ambiguous_not_the_first() -> None:
+    """The duplicated block with its second running gauge 300 instead of 4: which one is the
+    engine's is unknown. The first used to be read silently, under the same note as an exact
+    repeat; now running is n/a and the note names the conflict apart from the repeats."""
+    text = (METRIC_CASES / "duplicated-block.prom").read_text()
+    line = 'vllm:num_requests_running{engine="0",model_name="dsv41-flash"} 4.0\n'
+    assert text.count(line) == 2
+    head, _, tail = text.rpartition(line)
+    s = read(head + line.replace("4.0", "300") + tail)
+    assert isinstance(s.running, NA)
+    assert (s.waiting, s.kv_usage) == RUNNING_WAITING_KV[1:]
+    assert (
+        "1 series repeated with different values, shown n/a (ambiguous): "
+        'vllm:num_requests_running{engine="0",model_name="dsv41-flash"}: 4 then 300'
+    ) in s.message
+    assert "2 repeated series ignored (the first is read)" in s.message
+    # the other order of labels is the same series: a conflict too
+    s = read(
+        'vllm:num_requests_running{a="1",b="2"} 3\nvllm:num_requests_running{b="2",a="1"} 300\n'
+    )
+    assert isinstance(s.running, NA) and 'a="1",b="2"}: 3 then 300' in s.message
 
 
 # -- a window base that did not read a counter (issue 19 item 6) --------------------------------

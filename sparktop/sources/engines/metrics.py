@@ -138,7 +138,8 @@ class MetricsDeriver:
         engine sample gives an UNAVAILABLE sample saying why.
         """
         kind = detect_kind(page, self.kind)
-        reading = read_page(page, kind)
+        # A series repeated with another value is ambiguous: n/a, not the first value.
+        reading = read_page(page.ambiguous_as_nan(), kind)
         head = EngineSample(
             engine=self.engine,
             time_s=wall_s,
@@ -149,8 +150,15 @@ class MetricsDeriver:
         if page.error:
             return replace(head, state=EngineState.UNAVAILABLE, message=page.error)
         notes = []
-        if page.duplicates:
-            notes.append(f"{page.duplicates} repeated series ignored (the first is read)")
+        if page.conflicts:
+            shown = "; ".join(page.conflicts[:3]) + ("; …" if len(page.conflicts) > 3 else "")
+            notes.append(
+                f"{len(page.conflicts)} series repeated with different values, shown n/a "
+                f"(ambiguous): {shown}"
+            )
+        if page.duplicates > len(page.conflicts):
+            same = page.duplicates - len(page.conflicts)
+            notes.append(f"{same} repeated series ignored (the first is read)")
         if reading.samples == 0:
             why = _empty_reason(page, reading)
             if reading.declared_empty:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 from operator import itemgetter
 from types import MappingProxyType
@@ -90,6 +90,10 @@ class PromPage:
     line outside the fast subset) or ``openmetrics``.
     ``duplicates`` counts samples that repeat a series already read (same name and labels):
     they are left out, never summed (data-parallel ranks differ by their ``engine`` label).
+    ``conflicts`` names the series repeated with a *different* value (``vllm:num_requests_running
+    {engine="0"}: 3 then 300``): the page keeps the first, as prometheus_client does, and
+    :meth:`ambiguous_as_nan` gives the page a reader of figures should use (which value is
+    right is unknown).
     """
 
     samples: Mapping[str, tuple[PromSample, ...]] = field(
@@ -98,11 +102,30 @@ class PromPage:
     declared: frozenset[str] = frozenset()
     types: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     duplicates: int = 0
+    conflicts: tuple[str, ...] = ()
+    conflict_keys: frozenset[tuple[str, frozenset[tuple[str, str]]]] = frozenset()
+    """(normalised name, label items) of each series in ``conflicts``."""
     error: str = ""
     parser: str = "fast"
     refused: bool = False
     """``error`` is a :class:`~sparktop.sources.exposition.text.ParseBounds` bound (the page is too
     big, not broken: the same page will be refused again)."""
+
+    def ambiguous_as_nan(self) -> PromPage:
+        """This page with each conflicting series' value NaN (refused by every reader, so
+        shown n/a) instead of the first; the page itself when there is no conflict."""
+        if not self.conflict_keys:
+            return self
+        names = {name for name, _ in self.conflict_keys}
+        samples = dict(self.samples)
+        for name in names & samples.keys():
+            samples[name] = tuple(
+                PromSample(s.name, s.labels, math.nan)
+                if (name, frozenset(s.labels.items())) in self.conflict_keys
+                else s
+                for s in samples[name]
+            )
+        return replace(self, samples=MappingProxyType(samples))
 
     def get(self, name: str) -> tuple[PromSample, ...]:
         """Every sample with this normalised sample name (empty when absent)."""
@@ -302,7 +325,8 @@ def parse_page(
         norms[name] = norm if keep else ""
     dropped = drop(set(norms.values()) - {""}) if drop else frozenset()
     grouped: dict[str, list[PromSample]] = {}
-    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+    seen: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
+    conflicts: dict[tuple[str, frozenset[tuple[str, str]]], str] = {}
     duplicates = 0
     make = tuple.__new__  # PromSample(*raw) without the named tuple's Python-level __new__
     for name, run in groupby(raws, itemgetter(0)):  # a name's samples come together
@@ -319,8 +343,11 @@ def parse_page(
             key = (norm, items[1])
             if key in seen:  # the same series again: Prometheus keeps the first, so do we
                 duplicates += 1
+                first_value = seen[key]
+                if key not in conflicts and out is not None and _differs(first_value, raw[2]):
+                    conflicts[key] = _conflict(norm, labels, first_value, raw[2])
                 continue
-            seen.add(key)
+            seen[key] = raw[2]
             if out is not None:
                 out.append(make(PromSample, raw if same else (norm, labels, raw[2])))
     return PromPage(
@@ -328,7 +355,23 @@ def parse_page(
         declared=declared,
         types=MappingProxyType(types),
         duplicates=duplicates,
+        conflicts=tuple(conflicts.values()),
+        conflict_keys=frozenset(conflicts),
         parser=parser,
+    )
+
+
+def _differs(first: float, other: float) -> bool:
+    return first != other and not (math.isnan(first) and math.isnan(other))
+
+
+def _conflict(name: str, labels: Mapping[str, str], first: float, other: float) -> str:
+    """``vllm:num_requests_running{engine="0"}: 3 then 300`` (label values printable)."""
+    shown = ",".join(f'{k}="{printable(v)[:40]}"' for k, v in sorted(labels.items()))
+    return (
+        f"{name}{{{shown}}}: {first:g} then {other:g}"
+        if shown
+        else f"{name}: {first:g} then {other:g}"
     )
 
 
