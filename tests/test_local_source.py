@@ -225,3 +225,22 @@ async def test_gpu_lost_before_a_handle() -> None:
 
     sample = await LocalSource("n", nvml=Lost([Device()])).sample()
     assert sample.state is NodeState.ERROR and "GPU lost" in sample.message
+
+
+async def test_implausible_nvml_readings_are_refused_as_nvidia_smi_ones_are() -> None:
+    """NVML's answers go through the same ranges as nvidia-smi's CSV: -273 °C, 1e30 mW and
+    250 % are n/a with the reason; the in-range clock is kept."""
+    fake = FakeNvml([Device(temp_c=-273, power_mw=10**30, util=250)])
+    source = LocalSource("spark-local", nvml=fake)
+    sample = await source.sample()
+    await source.aclose()
+    (gpu,) = sample.gpus
+    assert gpu.sm_clock_mhz == 2509
+    assert gpu.temperature_c == NA(
+        "implausible: temperature.gpu is -273 °C, not a plausible value (0–150 °C)"
+    )
+    assert [r.split(" is ")[0] for r in gpu.implausible] == [
+        "implausible: temperature.gpu",
+        "implausible: power.draw",
+        "implausible: utilization.gpu",
+    ]

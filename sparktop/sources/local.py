@@ -25,6 +25,7 @@ from sparktop.sources.host.fabric_rates import FabricRates
 from sparktop.sources.host.files import HostRead, parse_host
 from sparktop.sources.host.read import read_host_files
 from sparktop.sources.nvsmi import is_unified, sum_num
+from sparktop.sources.nvsmi.cells import checked
 from sparktop.sources.probe import SLOW_TIER_S
 
 MIB = 1024 * 1024
@@ -202,20 +203,24 @@ class LocalSource:
         gpu_sensor = getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
         uuid, name = read("uuid", "nvmlDeviceGetUUID"), read("name", "nvmlDeviceGetName")
         memory = read("memory", "nvmlDeviceGetMemoryInfo")  # bytes; NotSupported on GB10
-        return GpuSample(
-            index=i,
-            uuid="" if isinstance(uuid, NA) else _text(uuid),
-            name="" if isinstance(name, NA) else _text(name),
-            sm_clock_mhz=_num(read("sm_clock", "nvmlDeviceGetClockInfo", sm)),
-            max_sm_clock_mhz=_num(read("max_sm_clock", "nvmlDeviceGetMaxClockInfo", sm)),
-            temperature_c=_num(read("temperature", "nvmlDeviceGetTemperature", gpu_sensor)),
-            power_w=_scaled(read("power", "nvmlDeviceGetPowerUsage"), 1000),  # mW → W
-            utilization_pct=_num(_attr(read("util", "nvmlDeviceGetUtilizationRates"), "gpu")),
-            memory_used_mib=_scaled(_attr(memory, "used"), MIB),
-            memory_total_mib=_scaled(_attr(memory, "total"), MIB),
-            pstate=_pstate(read("pstate", "nvmlDeviceGetPerformanceState")),
-            clock_event_mask=_mask(self._newest(i, "clock_events", REASON_CALLS, handle)),
-            process_memory_mib=_process_memory(self._newest(i, "processes", PROCESS_CALLS, handle)),
+        return checked(
+            GpuSample(
+                index=i,
+                uuid="" if isinstance(uuid, NA) else _text(uuid),
+                name="" if isinstance(name, NA) else _text(name),
+                sm_clock_mhz=_num(read("sm_clock", "nvmlDeviceGetClockInfo", sm)),
+                max_sm_clock_mhz=_num(read("max_sm_clock", "nvmlDeviceGetMaxClockInfo", sm)),
+                temperature_c=_num(read("temperature", "nvmlDeviceGetTemperature", gpu_sensor)),
+                power_w=_scaled(read("power", "nvmlDeviceGetPowerUsage"), 1000),  # mW → W
+                utilization_pct=_num(_attr(read("util", "nvmlDeviceGetUtilizationRates"), "gpu")),
+                memory_used_mib=_scaled(_attr(memory, "used"), MIB),
+                memory_total_mib=_scaled(_attr(memory, "total"), MIB),
+                pstate=_pstate(read("pstate", "nvmlDeviceGetPerformanceState")),
+                clock_event_mask=_mask(self._newest(i, "clock_events", REASON_CALLS, handle)),
+                process_memory_mib=_process_memory(
+                    self._newest(i, "processes", PROCESS_CALLS, handle)
+                ),
+            )
         )
 
     def _read(self, i: int, key: str, call: str, *args: Any, fallback: bool = False) -> Any:

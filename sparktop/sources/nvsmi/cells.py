@@ -9,9 +9,10 @@ import functools
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 
-from sparktop.model import IMPLAUSIBLE, NA
+from sparktop.model import IMPLAUSIBLE, NA, GpuSample
 from sparktop.safe_text import printable, strip_escapes
 
 MESSAGE_MAX = 120
@@ -156,6 +157,29 @@ def plausible(column: str, value: float | NA) -> float | NA:
     return NA(
         f"{IMPLAUSIBLE}{column} is {value:.4g} {unit}, not a plausible value "
         f"({low:,.0f}–{high:,.0f} {unit})"
+    )
+
+
+def checked(gpu: GpuSample) -> GpuSample:
+    """``gpu`` with each numeric reading outside its column's range (:func:`plausible`) made
+    an ``implausible: …`` NA: for GPUs read another way than nvidia-smi's CSV (NVML, DCGM)."""
+    c = gpu.counters
+    return replace(
+        gpu,
+        sm_clock_mhz=plausible("clocks.sm", gpu.sm_clock_mhz),
+        max_sm_clock_mhz=plausible("clocks.max.sm", gpu.max_sm_clock_mhz),
+        temperature_c=plausible("temperature.gpu", gpu.temperature_c),
+        power_w=plausible("power.draw", gpu.power_w),
+        utilization_pct=plausible("utilization.gpu", gpu.utilization_pct),
+        memory_used_mib=plausible("memory.used", gpu.memory_used_mib),
+        memory_total_mib=plausible("memory.total", gpu.memory_total_mib),
+        counters=replace(
+            c,
+            sw_thermal_us=plausible("sw_thermal_slowdown", c.sw_thermal_us),
+            hw_thermal_us=plausible("hw_thermal_slowdown", c.hw_thermal_us),
+            sw_power_cap_us=plausible("sw_power_cap", c.sw_power_cap_us),
+            hw_power_brake_us=plausible("hw_power_brake_slowdown", c.hw_power_brake_us),
+        ),
     )
 
 

@@ -29,6 +29,7 @@ from typing import NamedTuple
 from sparktop.hostmodel import PowerTelemetry
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, SlowdownCounters
 from sparktop.sources.nvsmi import is_unified
+from sparktop.sources.nvsmi.cells import checked
 from sparktop.sources.prometheus.api import PromFailure, QueryResult, Series
 from sparktop.sources.prometheus.hub import PromHub
 from sparktop.sources.prometheus.promql import DCGM_FIELDS, DOWN, GPU_TS, Target
@@ -211,26 +212,28 @@ class PromNodeSource:
             index = int(labels.get("gpu", "0"))
         except ValueError:
             index = 0
-        return GpuSample(
-            index=index,
-            uuid=labels.get("UUID", ""),
-            name=labels.get("modelName", ""),
-            sm_clock_mhz=field(fields, "DCGM_FI_DEV_SM_CLOCK"),
-            max_sm_clock_mhz=field(fields, "DCGM_FI_DEV_MAX_SM_CLOCK"),
-            temperature_c=field(fields, "DCGM_FI_DEV_GPU_TEMP"),
-            power_w=field(fields, "DCGM_FI_DEV_POWER_USAGE"),
-            utilization_pct=field(fields, "DCGM_FI_DEV_GPU_UTIL"),
-            memory_used_mib=used,
-            memory_total_mib=total,
-            pstate=NO_PSTATE,
-            clock_event_mask=mask,
-            counters=SlowdownCounters(
-                sw_thermal_us=field(fields, "DCGM_FI_DEV_THERMAL_VIOLATION", 1000.0),
-                hw_thermal_us=NO_HW_COUNTER,
-                sw_power_cap_us=field(fields, "DCGM_FI_DEV_POWER_VIOLATION", 1000.0),
-                hw_power_brake_us=NO_HW_COUNTER,
-            ),
-            process_memory_mib=NO_PROCESS_MEMORY_NA,
+        return checked(
+            GpuSample(
+                index=index,
+                uuid=labels.get("UUID", ""),
+                name=labels.get("modelName", ""),
+                sm_clock_mhz=field(fields, "DCGM_FI_DEV_SM_CLOCK"),
+                max_sm_clock_mhz=field(fields, "DCGM_FI_DEV_MAX_SM_CLOCK"),
+                temperature_c=field(fields, "DCGM_FI_DEV_GPU_TEMP"),
+                power_w=field(fields, "DCGM_FI_DEV_POWER_USAGE"),
+                utilization_pct=field(fields, "DCGM_FI_DEV_GPU_UTIL"),
+                memory_used_mib=used,
+                memory_total_mib=total,
+                pstate=NO_PSTATE,
+                clock_event_mask=mask,
+                counters=SlowdownCounters(
+                    sw_thermal_us=field(fields, "DCGM_FI_DEV_THERMAL_VIOLATION", 1000.0),
+                    hw_thermal_us=NO_HW_COUNTER,
+                    sw_power_cap_us=field(fields, "DCGM_FI_DEV_POWER_VIOLATION", 1000.0),
+                    hw_power_brake_us=NO_HW_COUNTER,
+                ),
+                process_memory_mib=NO_PROCESS_MEMORY_NA,
+            )
         )
 
     async def aclose(self) -> None:
