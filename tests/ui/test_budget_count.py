@@ -23,7 +23,7 @@ from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane
 from sparktop.ui.widgets.text_block import TextBlock
-from tests.ui.fakes import Clock, Scripted, engine
+from tests.ui.fakes import Clock, Scripted, engine, open_budget
 from tests.ui.test_app_pilot import static_text
 
 FILES = 40
@@ -102,7 +102,7 @@ async def test_closing_the_pane_stops_the_count_and_progress_is_shown(
     app = SparktopApp(plan, [Scripted(engine())], clock=Clock(), autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         pane = app.query_one(BudgetPane)
         pane.query_one("#prompt").value = str(folder)  # type: ignore[attr-defined]
         await pilot.press("enter")
@@ -176,7 +176,7 @@ async def test_a_folder_over_the_send_cap_is_estimated_and_says_so(
     app = SparktopApp(plan, [Scripted(engine())], clock=Clock(), autostart=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await pilot.press("b")
+        await open_budget(pilot)
         pane = app.query_one(BudgetPane)
         pane.query_one("#prompt").value = str(folder)  # type: ignore[attr-defined]
         await pilot.press("enter")

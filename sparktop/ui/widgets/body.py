@@ -86,7 +86,8 @@ class Body(Horizontal):
 
     def close_budget(self) -> None:
         """Hide the pane, stopping a count it runs; the focus goes back to the Nodes table."""
-        self.query_one(BudgetPane).cancel_count()
+        if self.pane is not None:
+            self.pane.cancel_count()
         self.remove_class("-budget")
         self.query_one("#nodes").focus()
         self.refresh_bindings()
