@@ -241,3 +241,19 @@ async def test_a_refused_token_names_its_variable_or_how_to_set_one(
         await source.aclose()
     assert s.state is EngineState.UNAVAILABLE
     assert s.message.startswith("HTTP 401: ") and said in s.message, s.message
+
+
+def test_a_plain_http_engine_loads_no_ca_bundle_and_https_keeps_httpx_verification() -> None:
+    """An ``http`` origin never negotiates TLS (redirects stay within it, scheme included):
+    its client gets a context with no CA loaded that still requires a verified certificate,
+    so it would fail closed; ``https`` keeps httpx's default (certifi's bundle)."""
+    import ssl
+
+    from sparktop.sources.engines.http import tls_context
+
+    plain = tls_context("http://10.0.0.1:8000")
+    assert isinstance(plain, ssl.SSLContext)
+    assert plain.cert_store_stats()["x509_ca"] == 0
+    assert plain.verify_mode is ssl.CERT_REQUIRED and plain.check_hostname
+    assert tls_context("https://vllm.example:8443") is True
+    assert tls_context("HTTPS://vllm.example") is True

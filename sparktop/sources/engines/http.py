@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -207,6 +208,14 @@ class Body:
             return data.decode(self.encoding or "utf-8", errors="replace")
         except LookupError:  # a charset Python does not know
             return data.decode("utf-8", errors="replace")
+
+
+def tls_context(url: str) -> ssl.SSLContext | bool:
+    """``verify`` for an engine's client at ``url``: httpx's default (certifi's CA bundle) for
+    ``https``; for a plain ``http`` origin, which never negotiates TLS (redirects are followed
+    within the origin, scheme included), a context with no CA loaded, so failing closed were
+    it ever used. Loading the bundle costs each client ~1.2 MB of RSS and ~20 ms of CPU."""
+    return True if url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def origin(url: httpx.URL) -> str:

@@ -45,6 +45,7 @@ from sparktop.sources.engines.http import (
     fetch_models,
     fetch_version,
     no_answer,
+    tls_context,
 )
 from sparktop.sources.engines.kinds import DEFAULT, spec_for
 from sparktop.sources.engines.metrics import MetricsDeriver
@@ -150,6 +151,7 @@ class EngineSource:
                 follow_redirects=False,  # followed by open_stream, within this origin only
                 headers=headers,
                 trust_env=False,  # an HTTP(S)_PROXY meant for the internet must not catch 10.x
+                verify=tls_context(self.url),
             )
         return self._client
 
