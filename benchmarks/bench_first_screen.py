@@ -8,7 +8,10 @@ first scrape is in), vllm-top's ``Running Requests`` bar with its value. Both wa
 simulator's engine (``sparktop sim`` in a process of its own, an inventory with that engine
 only, as vllm-top watches one server). The runs alternate, the order swapped each round
 (sparktop first, then vllm-top first, …), so the machine's load falls on both; the figure
-is the ratio of the medians, with the load average at the start and the end.
+is the ratio of the medians, with the load average at the start and the end. sparktop's
+modules are byte-compiled first (:func:`benchmarks.common.byte_compile`), as vllm-top's were
+by pip: where ``PYTHONDONTWRITEBYTECODE`` is set a checkout would otherwise compile them
+from source on every start.
 
 The same runs give the memory figure (issue 33 item 1: RSS ≤ 2× vllm-top's): each process's
 RSS (``VmRSS``, its own pages as the kernel counts them, shared libraries included) is read
@@ -40,7 +43,16 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_peers import _engine_only, _plain, _tool, version
-from benchmarks.common import ROOT, Figure, arg_parser, check, info, print_table, sim_process
+from benchmarks.common import (
+    ROOT,
+    Figure,
+    arg_parser,
+    byte_compile,
+    check,
+    info,
+    print_table,
+    sim_process,
+)
 
 SIZE = (200, 50)
 TARGET = 1.5
@@ -142,6 +154,7 @@ def measure(rounds: int) -> list[Figure]:
         ]
     times: dict[str, list[float]] = {"sparktop": [], "vllm-top": []}
     rss: dict[str, list[float]] = {"sparktop": [], "vllm-top": []}
+    compiled = byte_compile()
     before = load()
     with sim_process(1, 1) as sim, tempfile.TemporaryDirectory() as tmp:
         only, url = _engine_only(sim.inventory, Path(tmp))
@@ -171,7 +184,10 @@ def measure(rounds: int) -> list[Figure]:
         f"{name} " + ", ".join(f"{t:.2f}" for t in values) for name, values in times.items()
     )
     return [
-        info("method", f"{rounds} alternated rounds in a pty 200×50; load {before} → {after}"),
+        info(
+            "method",
+            f"{rounds} alternated rounds in a pty 200×50; {compiled}; load {before} → {after}",
+        ),
         info("vllm-top version", version("vllm-top")),
         info("launch → first screen with engine data, s (each run)", each),
         check(
