@@ -195,7 +195,9 @@ async def test_five_minutes_of_load_changes_on_its_own_profile_raise_no_expected
     # a loaded machine fails one request, and the client goes on.
     assert driver.failed * 10 < driver.sent, evidence
     assert len(set(steps)) >= 5, evidence  # the load did change
-    assert compared >= LOAD_S / 2, evidence  # the expected row was compared most of the time
+    # The expected row was compared on most ticks (a tick is the monitor's period plus its
+    # judgement, so fewer than one a second when the machine is busy).
+    assert compared >= len(monitor.ticks) / 2, evidence
 
 
 @pytest.mark.timeout(TIMEOUT_S)
