@@ -386,6 +386,34 @@ MAX_VERSION_BYTES = 4096
 """A ``/version`` answer is one short JSON object."""
 
 
+async def fetch_json(
+    client: httpx.AsyncClient,
+    path: str,
+    cap_bytes: int,
+    *,
+    status_hint: str = "",
+    json_hint: str = "",
+) -> Any | NA:
+    """``GET path`` read up to ``cap_bytes`` and parsed as JSON, or an ``NA`` naming the
+    request and why (HTTP status plus ``status_hint``, transport failure, no JSON plus
+    ``json_hint``); never raises (the caller's deadline may cancel it). llama-server's
+    ``/props`` and ``/slots`` are read this way."""
+    progress = Progress()
+    try:
+        headers = {"Accept": "application/json"}
+        async with open_stream(client, path, progress, headers=headers) as response:
+            data = await read_capped(response, cap_bytes, progress)
+            if response.status_code != 200:
+                return NA(f"GET {path}: HTTP {response.status_code}{status_hint}")
+            return loads(data)
+    except ScrapeFailure as failure:
+        return NA(f"GET {path}: {failure.reason}")
+    except ValueError:
+        return NA(f"GET {path} answered no JSON{json_hint}")
+    except httpx.HTTPError as exc:
+        return NA(f"GET {path}: {describe(exc)}")
+
+
 async def fetch_version(client: httpx.AsyncClient, path: str) -> str:
     """The server's version string from ``GET path`` (``{"version": "0.32.0"}``), printable
     and at most 60 characters; "" when it has none (404, not JSON, no ``version``). Never

@@ -14,16 +14,8 @@ from typing import Any
 
 import httpx
 
-from sparktop.jsontext import loads
 from sparktop.model import NA, Num
-from sparktop.sources.engines.http import (
-    MAX_MODEL_LEN,
-    Progress,
-    ScrapeFailure,
-    describe,
-    open_stream,
-    read_capped,
-)
+from sparktop.sources.engines.http import MAX_MODEL_LEN, fetch_json
 
 MAX_PROPS_BYTES = 1024 * 1024
 """``/props`` carries the chat template (a few KiB); past this it is not a props answer."""
@@ -68,22 +60,7 @@ def read_props(answer: Any, path: str = "/props") -> Props:
 async def fetch_props(client: httpx.AsyncClient, path: str = "/props") -> Props:
     """``GET path`` read up to 1 MiB and parsed by :func:`read_props`; never raises (the
     caller's deadline may cancel it)."""
-    progress = Progress()
-    try:
-        headers = {"Accept": "application/json"}
-        async with open_stream(client, path, progress, headers=headers) as response:
-            data = await read_capped(response, MAX_PROPS_BYTES, progress)
-            if response.status_code != 200:
-                why = NA(f"GET {path}: HTTP {response.status_code}")
-                return Props({"max_model_len": why, "max_num_seqs": why})
-            answer: Any = loads(data)
-    except ScrapeFailure as failure:
-        why = NA(f"GET {path}: {failure.reason}")
-        return Props({"max_model_len": why, "max_num_seqs": why})
-    except ValueError:
-        why = NA(f"GET {path} answered no JSON: not llama.cpp's /props?")
-        return Props({"max_model_len": why, "max_num_seqs": why})
-    except httpx.HTTPError as exc:
-        why = NA(f"GET {path}: {describe(exc)}")
-        return Props({"max_model_len": why, "max_num_seqs": why})
+    answer = await fetch_json(client, path, MAX_PROPS_BYTES, json_hint=": not llama.cpp's /props?")
+    if isinstance(answer, NA):
+        return Props({"max_model_len": answer, "max_num_seqs": answer})
     return read_props(answer, path)

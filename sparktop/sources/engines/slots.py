@@ -16,16 +16,8 @@ from typing import Any
 
 import httpx
 
-from sparktop.jsontext import loads
 from sparktop.model import NA, Num
-from sparktop.sources.engines.http import (
-    MAX_MODEL_LEN,
-    Progress,
-    ScrapeFailure,
-    describe,
-    open_stream,
-    read_capped,
-)
+from sparktop.sources.engines.http import MAX_MODEL_LEN, fetch_json
 
 MAX_SLOTS_BYTES = 4 * 1024 * 1024
 """``/slots`` is a few hundred bytes a slot (prompts are not detokenized by default)."""
@@ -65,18 +57,7 @@ def read_slots(answer: Any, path: str = "/slots") -> Num:
 async def fetch_slot_prompts(client: httpx.AsyncClient, path: str = "/slots") -> Num:
     """``GET path`` read up to 4 MiB and parsed by :func:`read_slots`; never raises (the
     caller's deadline may cancel it)."""
-    progress = Progress()
-    try:
-        headers = {"Accept": "application/json"}
-        async with open_stream(client, path, progress, headers=headers) as response:
-            data = await read_capped(response, MAX_SLOTS_BYTES, progress)
-            if response.status_code != 200:
-                return NA(f"GET {path}: HTTP {response.status_code} (llama-server --no-slots?)")
-            answer: Any = loads(data)
-    except ScrapeFailure as failure:
-        return NA(f"GET {path}: {failure.reason}")
-    except ValueError:
-        return NA(f"GET {path} answered no JSON")
-    except httpx.HTTPError as exc:
-        return NA(f"GET {path}: {describe(exc)}")
-    return read_slots(answer, path)
+    answer = await fetch_json(
+        client, path, MAX_SLOTS_BYTES, status_hint=" (llama-server --no-slots?)"
+    )
+    return answer if isinstance(answer, NA) else read_slots(answer, path)
