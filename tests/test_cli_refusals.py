@@ -25,6 +25,8 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "binary.tcss").write_bytes(b"\xff\xfe\x00\x01" * 64)
     (tmp_path / "notes.tcss").write_text("this is not a palette\n")
     (tmp_path / "cluster.yaml").write_text("nodes: [{name: a, local: true}]\n")
+    bad_key = "nodes: [{name: a, local: true}]\nkeys:\n  app.help: ctrl+zz\n"
+    (tmp_path / "badkey.yaml").write_text(bad_key)
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "empty.json").write_text("")
     return tmp_path
@@ -40,6 +42,8 @@ def files(tmp_path: Path) -> Path:
         (["--theme", "nosuch", "demo"], "--theme: unknown theme 'nosuch'"),  # before it, too
         (["--theme", "nosuch", "replay", "{d}/cluster.yaml"], "unknown theme 'nosuch'"),
         (["--inventory", "{d}/absent.yaml", "snapshot"], "{d}/absent.yaml: no such file"),
+        (["snapshot", "-i", "{d}/badkey.yaml"],
+         "{d}/badkey.yaml:3:13: keys.app.help: invalid key 'ctrl+zz': 'zz' is not a key name"),
         (["replay", "{d}/cluster.yaml", "--theme", "nosuch"], "unknown theme 'nosuch'"),
         (["demo", "--no-tui", "--rounds", "-1"], "--rounds must be at least 1, got -1"),
         (["demo", "--no-tui", "--rounds", "0"], "--rounds must be at least 1, got 0"),

@@ -214,6 +214,28 @@ def test_defaults_with_one_local_node() -> None:
             "nodes: [{name: a, local: true}]\nkeys: {explode: x}",
             "2:8: keys: unknown binding id 'explode' (the monitor's ? screen lists the ids)",
         ),
+        # keys: values are keys Textual can deliver (it binds any string, silently dead)
+        (
+            "nodes: [{name: a, local: true}]\nkeys:\n  app.pause: space\n  app.help: ctrl+zz\n",
+            "4:13: keys.app.help: invalid key 'ctrl+zz': 'zz' is not a key name",
+        ),
+        (
+            "nodes: [{name: a, local: true}]\nkeys: {app.help: 'h,'}",
+            "2:18: keys.app.help: invalid key 'h,': an empty key (the , key is named comma)",
+        ),
+        (
+            "nodes: [{name: a, local: true}]\nkeys: {app.help: shift+ctrl+h}",
+            "keys.app.help: invalid key 'shift+ctrl+h': Textual lists modifiers in order: "
+            "write 'ctrl+shift+h'",
+        ),
+        (
+            "nodes: [{name: a, local: true}]\nkeys: {app.help: cmd+h}",
+            "keys.app.help: invalid key 'cmd+h': 'cmd' is not a modifier",
+        ),
+        (
+            "nodes: [{name: a, local: true}]\nkeys: {app.help: 'ctrl+?'}",
+            "write 'ctrl+question_mark'",
+        ),
     ],
 )
 def test_bad_inventories_fail_with_one_line(text: str, expected: str) -> None:

@@ -20,6 +20,7 @@ from pydantic_core import ErrorDetails
 from sparktop.errors import UserError
 from sparktop.inputfile import read_limited
 from sparktop.inventory.binding_ids import BINDING_IDS
+from sparktop.inventory.key_names import keys_problem
 from sparktop.inventory.models import Inventory
 from sparktop.inventory.names import clip
 from sparktop.inventory.profile_ref import resolve_profile
@@ -108,6 +109,7 @@ def parse_inventory(text: str, source: str, *, base_dir: Path | None = None) -> 
         problems.append(_unknown_key(key, (), marks, Inventory))
         del data[key]
     problems += _unknown_binding_ids(data.get("keys"), marks)
+    problems += _bad_key_strings(data.get("keys"), marks)
     try:
         inventory = Inventory.model_validate(data)
     except ValidationError as exc:
@@ -138,6 +140,21 @@ def _unknown_binding_ids(keys: object, marks: Marks) -> list[Problem]:
         close = difflib.get_close_matches(key, sorted(BINDING_IDS), n=1, cutoff=0.6)
         hint = f"did you mean {close[0]!r}?" if close else "the monitor's ? screen lists the ids"
         found.append(Problem(line, column, "keys", f"unknown binding id '{clip(key)}' ({hint})"))
+    return found
+
+
+def _bad_key_strings(keys: object, marks: Marks) -> list[Problem]:
+    """One problem per ``keys:`` value that is no key Textual delivers (``ctrl+zz``), at its
+    line: Textual binds any string, so such a remap would leave the action on no key."""
+    if not isinstance(keys, dict):
+        return []
+    found = []
+    for binding_id, value in keys.items():
+        problem = keys_problem(value) if isinstance(value, str) else None
+        if problem and isinstance(binding_id, str):
+            mark = marks.value.get(("keys", binding_id)) or marks.nearest(("keys",))[1]
+            line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+            found.append(Problem(line, column, f"keys.{clip(binding_id)}", problem))
     return found
 
 
