@@ -38,9 +38,7 @@ from sparktop.ui.events import AlertLike, EventLike, transition_events
 from sparktop.ui.messages import EventRecorded, LayoutChanged, SampleArrived
 from sparktop.ui.notices import no_driver_text, no_engine_text, no_node_text
 from sparktop.ui.safe_text import ControlCharacters
-from sparktop.ui.screens.curve import CurveScreen
-from sparktop.ui.screens.engine_detail import EngineDetailScreen
-from sparktop.ui.screens.node_detail import NodeDetailScreen
+from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.views import Cell, ViewConfig, node_rows, node_states
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.engine_panel import EnginePanel
@@ -380,12 +378,8 @@ class SparktopApp(DetailNavigation):
         pane = self.query_one(Body).pane
         if pane is not None:
             pane.live_changed(self.live_engine())
-        if isinstance(self.screen, NodeDetailScreen):
-            self.screen.show(self.node_detail(self.screen.node))
-        elif isinstance(self.screen, EngineDetailScreen):
-            self.screen.show(self.engine_detail(self.screen.engine))
-        elif isinstance(self.screen, CurveScreen):
-            self.screen.show(self.curve_detail(self.screen.engine))
+        if isinstance(self.screen, LiveScreen):
+            self.screen.follow(self)
         nodes = self.state.nodes.values()
         no_driver = bool(nodes) and all(s.state is NodeState.NO_DRIVER for s in nodes)
         self.query_one("#notice").display = no_driver
@@ -402,7 +396,7 @@ class SparktopApp(DetailNavigation):
         if action in self.MAIN_SCREEN_ACTIONS:
             return self.screen is self.screen_stack[0]
         if action == "show_curve":
-            return not isinstance(self.screen, CurveScreen)
+            return not (isinstance(self.screen, LiveScreen) and self.screen.DRAWS_CURVE)
         if action in ("filter", "clear_filter"):
             on_main = self.screen is self.screen_stack[0] and not self.typing()
             return on_main and (action == "filter" or bool(self.query_one(FilterBar).query_text))

@@ -3,7 +3,8 @@
 A base of :class:`~sparktop.ui.app.SparktopApp` (kept apart so the app's module stays
 small): Enter on a Nodes row or an engine block, the palette and ``c`` land here; each
 screen is given what it shows (``node_detail``, ``engine_detail``, ``curve_detail``) and the
-app's tick hands it a fresh copy.
+app's tick hands it a fresh copy (:meth:`~sparktop.ui.screens.live.LiveScreen.follow`). The
+screens' modules are imported when one is first opened, never at start.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, GpuSample, NodeSample
 from sparktop.plan import Plan
 from sparktop.ui.messages import EngineChosen, NodeChosen
-from sparktop.ui.screens.curve import CurveDetail, CurveScreen
-from sparktop.ui.screens.engine_detail import EngineDetail, EngineDetailScreen
-from sparktop.ui.screens.node_detail import NodeDetail, NodeDetailScreen
+from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.views import ROW_SEP, Cell, ViewConfig
 from sparktop.ui.widgets.engine_panel import EngineBlock, EnginePanel
 from sparktop.ui.widgets.event_log import EventLog
@@ -29,6 +28,9 @@ from sparktop.ui.widgets.node_table import NodeTable
 if TYPE_CHECKING:
     from sparktop.alerts.engine import AlertEngine
     from sparktop.alerts.pipeline import AlertPipeline
+    from sparktop.ui.screens.curve import CurveDetail
+    from sparktop.ui.screens.engine_detail import EngineDetail
+    from sparktop.ui.screens.node_detail import NodeDetail
 
 
 class DetailNavigation(App[int]):
@@ -51,12 +53,16 @@ class DetailNavigation(App[int]):
     def show_node_details(self, node: str, gpu_key: str | None = None) -> None:
         """Open the node's detail screen (Enter on a row, the palette)."""
         if node in self.state.nodes:
+            from sparktop.ui.screens.node_detail import NodeDetailScreen
+
             self.push_screen(NodeDetailScreen(self.node_detail(node), gpu_key))
         else:
             self.notify(f"{node}: no details yet (its first poll has not answered)")
 
     def node_detail(self, node: str) -> NodeDetail:
         """What the detail screen shows of ``node``, as of now."""
+        from sparktop.ui.screens.node_detail import NodeDetail
+
         events = self.query_one(EventLog).events
         return NodeDetail(
             node=node,
@@ -77,6 +83,8 @@ class DetailNavigation(App[int]):
     def show_engine_details(self, engine: str) -> None:
         """Open the engine's detail screen (Enter on its block, the palette)."""
         if engine in self.state.engines:
+            from sparktop.ui.screens.engine_detail import EngineDetailScreen
+
             self.push_screen(EngineDetailScreen(self.engine_detail(engine), self.view_config))
 
     @on(EngineChosen)
@@ -87,10 +95,10 @@ class DetailNavigation(App[int]):
         """The curve of the engine in focus: its detail screen's, its focused block's, else
         the first engine's (the budget's)."""
         screen, focused = self.screen, self.focused
-        if isinstance(screen, CurveScreen):
+        if isinstance(screen, LiveScreen) and screen.DRAWS_CURVE:
             return
-        if isinstance(screen, EngineDetailScreen):
-            engine: str | None = screen.engine
+        if isinstance(screen, LiveScreen) and screen.curve_engine is not None:
+            engine: str | None = screen.curve_engine
         elif isinstance(focused, EngineBlock):
             engine = focused.engine
         else:
@@ -103,17 +111,23 @@ class DetailNavigation(App[int]):
 
     def show_curve(self, engine: str) -> None:
         """Open ``engine``'s curve screen (``c``, the palette's ``curve <engine>``)."""
+        from sparktop.ui.screens.curve import CurveScreen
+
         if isinstance(self.screen, CurveScreen):
             self.pop_screen()
         self.push_screen(CurveScreen(self.curve_detail(engine)))
 
     def curve_detail(self, engine: str) -> CurveDetail:
         """What the curve screen draws of ``engine``, as of now."""
+        from sparktop.ui.screens.curve import CurveDetail
+
         sample = self.state.engines.get(engine)
         return CurveDetail(engine, sample, self.plan.profile, self.plan.matched)
 
     def engine_detail(self, engine: str) -> EngineDetail:
         """What the engine detail screen shows of ``engine``, as of now."""
+        from sparktop.ui.screens.engine_detail import EngineDetail
+
         events = self.query_one(EventLog).events
         return EngineDetail(
             engine=engine,

@@ -34,10 +34,15 @@ NOT_FOR_ENGINES = (
     "sparktop.ui.widgets.budget",
     "sparktop.sweep.budget.budget",
     "sparktop.ui.screens.help",
+    "sparktop.ui.screens.node_detail",
+    "sparktop.ui.screens.engine_detail",
+    "sparktop.ui.screens.curve",
+    "textual.widgets._data_table",
 )
 """Loaded only when a plan or a key asks: SSH nodes, a page the fast reader refuses,
-``--record``, the ``sim`` command, ``c``, ``b`` (the budget pane, built when first opened) or
-``?`` (help, which lists every widget's keys); httpx's CLI and pydantic's plugin scan
+``--record``, the ``sim`` command, ``c``, ``b`` (the budget pane, built when first opened),
+``?`` (help, which lists every widget's keys) or Enter (a node's or an engine's detail screen,
+with the ``DataTable`` they alone use); httpx's CLI and pydantic's plugin scan
 (``importlib.metadata``) never."""
 
 MONITOR = """

@@ -10,12 +10,11 @@ the metric or the span it must hold changes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from sparktop.alerts.curve_point import operating_points
@@ -25,7 +24,11 @@ from sparktop.sweep.expected.curve import OperatingPoint, ProfileCurve, profile_
 from sparktop.sweep.expected.matched import MatchedExpected, on_grid
 from sparktop.sweep.profiles.profile import Profile
 from sparktop.ui.curve_plot import curve_caption
+from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.widgets.curve import CurvePlot
+
+if TYPE_CHECKING:
+    from sparktop.ui.app_details import DetailNavigation
 
 METRIC_CYCLE = ("ttft_s", "aggregate_tps", "decode_tps")
 """What ``m`` steps through: the columns the expected strip compares."""
@@ -42,7 +45,7 @@ class CurveDetail:
     row: MatchedExpected | None
 
 
-class CurveScreen(Screen[None]):
+class CurveScreen(LiveScreen):
     """One engine's position on its profile's curve. ``escape`` goes back, ``m`` cycles the
     figure."""
 
@@ -58,9 +61,12 @@ class CurveScreen(Screen[None]):
     CurveScreen > #curve-caption { height: auto; max-height: 4; padding: 0 1; color: $spark-dim; }
     """
 
+    DRAWS_CURVE = True
+
     def __init__(self, detail: CurveDetail, metric: str = "ttft_s") -> None:
         super().__init__()
         self.engine = detail.engine
+        self.curve_engine = detail.engine
         self.detail = detail
         self.metric = metric
         self._curve: tuple[tuple[object, ...], ProfileCurve] | None = None
@@ -108,6 +114,9 @@ class CurveScreen(Screen[None]):
             curve = profile_curve(profile, self.metric, estimator=estimator, include=include)
             self._curve = (key, curve)
         return self._curve[1]
+
+    def follow(self, app: DetailNavigation) -> None:
+        self.show(app.curve_detail(self.engine))
 
     def show(self, detail: CurveDetail) -> None:
         """Show ``detail`` (a no-op until the sample or the figure changes)."""

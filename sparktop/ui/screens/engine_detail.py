@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
 from sparktop.model import NA, EngineSample, Quantile, is_num
@@ -22,8 +21,12 @@ from sparktop.ui import format as fmt
 from sparktop.ui.engine_fields import NO_LIFETIME, field_label, unit_value
 from sparktop.ui.engine_views import engine_state
 from sparktop.ui.events import EventLike
+from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.views import ViewConfig
 from sparktop.ui.widgets.event_log import event_line
+
+if TYPE_CHECKING:
+    from sparktop.ui.app_details import DetailNavigation
 
 SKIPPED = frozenset({"engine", "ranks", "extra"})
 """Fields shown elsewhere on the screen (the title, the ranks table) or not at all."""
@@ -142,7 +145,7 @@ class EngineDetail:
     its worst alert, never "ok" beside a CRIT on it."""
 
 
-class EngineDetailScreen(Screen[None]):
+class EngineDetailScreen(LiveScreen):
     """Everything known about one engine; the app hands it a fresh :class:`EngineDetail`
     every tick (:meth:`show`). ``escape`` goes back."""
 
@@ -159,6 +162,7 @@ class EngineDetailScreen(Screen[None]):
     def __init__(self, detail: EngineDetail, config: ViewConfig) -> None:
         super().__init__()
         self.engine = detail.engine
+        self.curve_engine = detail.engine
         self.detail = detail
         self.config = config
         self._shown: EngineSample | None = None
@@ -178,6 +182,9 @@ class EngineDetailScreen(Screen[None]):
     def on_mount(self) -> None:
         self._mounted = True
         self.show(self.detail)
+
+    def follow(self, app: DetailNavigation) -> None:
+        self.show(app.engine_detail(self.engine))
 
     def show(self, detail: EngineDetail) -> None:
         """Show ``detail`` (a no-op until the engine's sample changes)."""

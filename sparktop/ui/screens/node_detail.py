@@ -4,14 +4,13 @@ GPU processes, the RoCE fabric, spark_hwmon, history plots, last probe output an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
 from sparktop.alerts.peers import PeerFact
@@ -30,10 +29,14 @@ from sparktop.ui.host_view import (
     pressure_text,
     processes_text,
 )
+from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.styles import STYLE_VARIABLES
 from sparktop.ui.views import Cell, failure_text
 from sparktop.ui.widgets.event_log import event_line
 from sparktop.ui.widgets.plot import Plot
+
+if TYPE_CHECKING:
+    from sparktop.ui.app_details import DetailNavigation
 
 PLOTS = (
     ("sm_clock_mhz", "SM clock MHz"),
@@ -94,7 +97,7 @@ class NodeDetail:
     """The node's last healthy sample (None: never): its memory and driver while it is down."""
 
 
-class NodeDetailScreen(Screen[None]):
+class NodeDetailScreen(LiveScreen):
     """Everything known about one node; the app hands it a fresh :class:`NodeDetail` every
     tick (:meth:`show`). ``escape`` goes back."""
 
@@ -183,6 +186,9 @@ class NodeDetailScreen(Screen[None]):
             if gpu.key == self.gpu_key:
                 return gpu
         return gpus[0] if gpus else None
+
+    def follow(self, app: DetailNavigation) -> None:
+        self.show(app.node_detail(self.node))
 
     def show(self, detail: NodeDetail) -> None:
         """Show ``detail`` (a no-op until the node's sample changes)."""
