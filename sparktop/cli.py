@@ -28,6 +28,8 @@ EPILOG = """\
 examples:
   sparktop demo                              a simulated 4-node cluster, no hardware needed
   sparktop --inventory cluster.yaml          the live monitor for your cluster
+  sparktop --endpoint http://127.0.0.1:8000  this machine and one vLLM/SGLang/llama.cpp server
+                                             (repeat --endpoint for several; no inventory)
   sparktop                                   this machine (NVML + psutil)
   sparktop snapshot --inventory cluster.yaml --json
   sparktop budget --prompt-tokens 125000 --concurrency 2
@@ -161,6 +163,11 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
         if value == action.default:
             continue
         mine = own.get(dest)
+        if mine is None and flag in chosen._option_string_actions:
+            usage.error(
+                f"{flag} before '{command}' is the monitor's; 'sparktop {command}' takes its "
+                f"own {flag} after '{command}'"
+            )
         if mine is None:
             usage.error(
                 f"{flag} is an option of the monitor: 'sparktop {command}' does not take it"

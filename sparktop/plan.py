@@ -118,9 +118,11 @@ class Plan:
         profile: Profile | str | None = None,
         interval_s: float | None = None,
         local_engine_url: str | None = None,
+        engines: Sequence[EngineConfig] = (),
     ) -> Plan:
-        """The plan for an inventory (None: this machine, with the engine at
-        ``local_engine_url`` when one answered there).
+        """The plan for an inventory (None: this machine, with ``engines`` — the servers
+        ``--endpoint`` names — or else the engine at ``local_engine_url`` when one answered
+        there).
 
         ``profile`` (``--profile``) overrides the inventory's. Raises :class:`UserError` when
         the profile named on the command line or by the inventory does not load (the latter
@@ -134,7 +136,7 @@ class Plan:
             plan = cls(
                 interval_s=interval_s or 1.0,
                 nodes=(socket.gethostname() or "localhost",),
-                engines=tuple(_engine(c) for c in local),
+                engines=tuple(_engine(c) for c in (engines or local)),
             )
         else:
             plan = cls._of_inventory(inventory, interval_s)

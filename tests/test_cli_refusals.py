@@ -124,7 +124,12 @@ GLOBAL_VALUES = {
     "serve_metrics": ["--serve-metrics", "127.0.0.1:0"], "on_alert": ["--on-alert", "true"],
     "alert_log": ["--alert-log", "a.jsonl"], "bell": ["--bell"], "record": ["--record", "r.zst"],
     "force": ["--force"], "force_tui": ["--force-tui"],
+    "endpoints": ["--endpoint", "http://127.0.0.1:8000"], "kind": ["--kind", "sglang"],
+    "api_key_env": ["--api-key-env", "TOKEN"],
 }  # fmt: skip
+OWN_FLAG = {("budget", "endpoints"), ("sweep", "endpoints")}
+"""A subcommand with a flag of the monitor's name that means something else there (one
+server's URL, not a repeatable list of servers): given before it, refused."""
 COMMAND_ARGS = {
     "demo": [], "snapshot": ["-i", "x.yaml"], "budget": ["--prompt-tokens", "5"],
     "sweep": ["--endpoint", "http://127.0.0.1:1", "-o", "s.yaml"], "profiles": [],
@@ -159,6 +164,13 @@ def test_a_monitor_option_before_a_subcommand_means_the_same_as_after_it(
             cli.parse_args(cli.build_parser(), [*option, command, *rest])
         assert before.value.code == 2
         assert f"is an option of the monitor: 'sparktop {command}'" in capsys.readouterr().err
+        return
+    if (command, dest) in OWN_FLAG:
+        with pytest.raises(SystemExit) as refused:
+            cli.parse_args(cli.build_parser(), [*option, command, *rest])
+        assert refused.value.code == 2
+        message = f"'sparktop {command}' takes its own {option[0]} after '{command}'"
+        assert message in capsys.readouterr().err
         return
     before = cli.parse_args(cli.build_parser(), [*option, command, *rest])
     assert vars(before) == vars(after)

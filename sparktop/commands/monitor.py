@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sparktop.errors import UserError
+
+if TYPE_CHECKING:
+    from sparktop.inventory import EngineConfig, Inventory
 
 
 def _interval(text: str) -> float:
@@ -16,14 +22,76 @@ def _interval(text: str) -> float:
     return value
 
 
+def _endpoint(text: str) -> str:
+    from sparktop.inventory.endpoints import endpoint_url
+
+    try:
+        return endpoint_url(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_endpoint_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--endpoint URL`` (repeatable), ``--kind`` and ``--api-key-env``: ``what`` (the
+    monitor, the snapshot) on this machine and these servers, without an inventory."""
+    from sparktop.sources.engines.kinds import KINDS
+
+    parser.add_argument(
+        "--endpoint",
+        dest="endpoints",
+        action="append",
+        type=_endpoint,
+        metavar="URL",
+        help=f"{what} this machine and the inference server at URL (its base URL, as "
+        "an inventory's url:), without an inventory; repeat for several servers",
+    )
+    parser.add_argument(
+        "--kind",
+        choices=sorted(KINDS),
+        metavar="|".join(sorted(KINDS)),
+        help="with --endpoint: the servers' kind (default: found out from each one's "
+        "/metrics page)",
+    )
+    parser.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="with --endpoint: environment variable holding the servers' bearer token",
+    )
+
+
+def endpoint_engines(
+    args: argparse.Namespace, inventory: Inventory | None
+) -> tuple[EngineConfig, ...]:
+    """The engines ``--endpoint`` names (``--kind``, ``--api-key-env``); :class:`UserError`
+    for those options without it, or beside an inventory (whose engines: say it all)."""
+    if not args.endpoints:
+        for flag, key, value in (
+            ("--kind", "kind", args.kind),
+            ("--api-key-env", "api_key_env", args.api_key_env),
+        ):
+            if value is not None:
+                raise UserError(f"{flag} applies to --endpoint (an inventory engine has {key}:)")
+        return ()
+    if inventory is not None:
+        raise UserError(
+            "--endpoint or --inventory, not both: list the server under the inventory's "
+            "engines: (url:, kind:)"
+        )
+    from sparktop.inventory.endpoints import endpoint_engines as build
+
+    return build(args.endpoints, args.kind, args.api_key_env)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-i",
         "--inventory",
         type=Path,
         metavar="FILE",
-        help="cluster inventory (YAML; see README). Without it: this machine only.",
+        help="cluster inventory (YAML; see README). Without it: this machine only, and "
+        "the server at http://127.0.0.1:8000 if one answers there",
     )
+    add_endpoint_arguments(parser, "monitor")
     parser.add_argument(
         "--theme",
         metavar="NAME",
@@ -54,6 +122,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_force_tui(parser)
 
 
+def _what(args: argparse.Namespace) -> str:
+    """The options that say what this run watches, for the command to use instead."""
+    if args.endpoints:
+        from sparktop.safe_text import without_credentials
+
+        return " ".join(f"--endpoint {without_credentials(e)}" for e in args.endpoints)
+    return f"--inventory {args.inventory if args.inventory is not None else 'FILE'}"
+
+
 def run(args: argparse.Namespace) -> int:
     from sparktop.alerts.pipeline import AlertOutputs
     from sparktop.plan import Plan
@@ -68,19 +145,21 @@ def run(args: argparse.Namespace) -> int:
         from sparktop.inventory import load_inventory
 
         inventory = load_inventory(args.inventory)
-    # Without an inventory: this machine, and the server on the usual port if one answers.
-    local = inventory is None and local_engine_answers(LOCAL_ENGINE_URL)
+    engines = endpoint_engines(args, inventory)
+    # Without an inventory or --endpoint: this machine, and the server on the usual port if
+    # one answers.
+    local = inventory is None and not engines and local_engine_answers(LOCAL_ENGINE_URL)
     # A bad --profile or inventory profile is a usage error before the screen opens.
     plan = Plan.from_inventory(
         inventory,
         profile=args.profile,
         interval_s=args.interval,
         local_engine_url=LOCAL_ENGINE_URL if local else None,
+        engines=engines,
     )
     from sparktop.commands.terminal import require_terminal
 
-    inventory_arg = args.inventory if args.inventory is not None else "FILE"
-    require_terminal(args, f"sparktop snapshot --inventory {inventory_arg}")
+    require_terminal(args, f"sparktop snapshot {_what(args)}")
     metrics = None
     if args.serve_metrics:
         from sparktop.exporter.server import MetricsEndpoint

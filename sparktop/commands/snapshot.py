@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sparktop.commands.exits import exit_status
+from sparktop.commands.monitor import add_endpoint_arguments, endpoint_engines
 from sparktop.errors import UserError
 from sparktop.report.snapshot_table import NODE_PRIORITY
 from sparktop.snapshot import SCHEMA
@@ -21,9 +22,10 @@ if TYPE_CHECKING:
     from sparktop.snapshot import Snapshot
 
 DESCRIPTION = f"""\
-Poll every node and engine in the inventory once, concurrently, and print one table (or a JSON
-document with --json): per GPU the SM and max SM clock, temperature, power, utilisation,
-memory (unified memory marked), decoded clock-event reasons and the node's state.
+Poll every node and engine in the inventory (or this machine and each --endpoint server)
+once, concurrently, and print one table (or a JSON document with --json): per GPU the SM and
+max SM clock, temperature, power, utilisation, memory (unified memory marked), decoded
+clock-event reasons and the node's state.
 
 Per engine (and per data-parallel rank): running/max_num_seqs, waiting, KV-cache usage, KV
 pool and free tokens (and where the pool size came from), preemptions/s, prefill and decode
@@ -48,6 +50,7 @@ poll has no hold time), and what it found decides how the command exits (below).
 EPILOG = f"""\
 examples:
   sparktop snapshot --inventory cluster.yaml
+  sparktop snapshot --endpoint http://127.0.0.1:8000   # this machine and one server, no inventory
   sparktop snapshot --inventory cluster.yaml --json | jq '.nodes[] | {{node, state, message}}'
   sparktop snapshot -i cluster.yaml --json --timeout 8 > snap.json
   case $? in 1) echo "some did not answer";; 3) echo "critical";; 4) echo "degraded";; esac
@@ -95,10 +98,10 @@ def add_parser(
         "-i",
         "--inventory",
         type=Path,
-        required=True,
         metavar="FILE",
-        help="cluster inventory (cluster.yaml)",
+        help="cluster inventory (cluster.yaml); or --endpoint",
     )
+    add_endpoint_arguments(parser, "poll")
     parser.add_argument("--json", action="store_true", help="print the JSON document instead")
     parser.add_argument(
         "--profile",
@@ -133,15 +136,19 @@ def add_parser(
     return parser
 
 
-def default_timeout_s(inventory: Inventory, window_s: float = 0.0) -> float:
+def default_timeout_s(inventory: Inventory | None, window_s: float = 0.0) -> float:
     """The poll's overall deadline, seconds: the longest any source may take by its own
-    bounds. An SSH node: connect, then field check + probe, with margins. An engine over
-    HTTP: one scrape's deadline, or with a ``window_s`` two (the first and the last scrape
-    of the window) plus the window. An engine read from Prometheus: its query deadline, the
-    same way."""
+    bounds. An SSH node: connect, then field check + probe, with margins (this machine,
+    without an inventory: the default probe timeout and margins). An engine over HTTP: one
+    scrape's deadline, or with a ``window_s`` two (the first and the last scrape of the
+    window) plus the window. An engine read from Prometheus: its query deadline, the same
+    way."""
+    from sparktop.inventory import Inventory
     from sparktop.sources.engines.source import SCRAPE_DEADLINE_S
     from sparktop.sources.ssh.source import CONNECT_MARGIN_S, PROBE_MARGIN_S
 
+    if inventory is None:  # this machine and --endpoint servers, read over HTTP
+        inventory = Inventory.model_construct()
     worst = inventory.ssh.command_timeout_s
     for node in inventory.nodes:
         ssh = inventory.ssh_for(node)
@@ -170,13 +177,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.timeout is not None and not args.timeout > 0:
         raise UserError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
-    inventory = load_inventory(args.inventory)
+    if args.inventory is None and not args.endpoints:
+        raise UserError("one of the arguments -i/--inventory --endpoint is required")
+    inventory = load_inventory(args.inventory) if args.inventory is not None else None
+    engines = endpoint_engines(args, inventory)
     if not 0 <= args.window <= MAX_WINDOW_S:
         raise UserError(
             f"--window must be 0 to {MAX_WINDOW_S:g} seconds (the snapshot waits that long), "
             f"got {args.window:g}"
         )
-    plan = Plan.from_inventory(inventory, profile=args.profile or None)
+    plan = Plan.from_inventory(inventory, profile=args.profile or None, engines=engines)
     if args.plot is not None:
         from sparktop.ui.curve_file import check_plot_path
 

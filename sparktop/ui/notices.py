@@ -51,5 +51,5 @@ def no_engine_text(plan: Plan, sources: Sequence[Source]) -> str:
         return "no inference server in the inventory (add one under engines:)"
     return (
         f"no inference server answering at {LOCAL_ENGINE_URL} (tried at start); name "
-        "yours in an inventory (--inventory cluster.yaml, engines:)"
+        "yours with --endpoint URL, or in an inventory (--inventory cluster.yaml, engines:)"
     )
