@@ -10,7 +10,9 @@ and a recording's header (:meth:`Plan.header`); the UI derives its view settings
 
 Limits: one precedence rule, :func:`sparktop.sources.engines.pool.resolve_limit` — the server, else
 the inventory, else the profile. A profile's limits apply only when the profile describes
-this run's engines: the inventory's ``profile:`` or ``--profile`` names it. The default
+this run's engines: the inventory's ``profile:`` or ``--profile`` names it. An engine entry's
+own ``profile:`` is that engine's, in place of the plan's (its expected row, budget and
+limits); ``--profile`` replaces the top-level one, which the other engines use. The default
 profile (used for the expected row and the budget when nothing names one) gives no limits:
 its ``max_num_seqs`` is another setup's, so a limit the server does not export stays unknown.
 """
@@ -23,17 +25,18 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from sparktop.alerts.engine import AlertEngine
+from sparktop.alerts.engine import AlertEngine, row_expected
 from sparktop.alerts.thresholds import Thresholds
 from sparktop.errors import UserError
 from sparktop.inventory import EngineConfig, Inventory
-from sparktop.model import Num, Source, is_num
+from sparktop.model import EngineSample, Num, Source, is_num
 from sparktop.sources.engines.pool import LIMIT_NAMES, Limits, resolve_limit
-from sparktop.sweep.expected.matched import MatchedExpected
+from sparktop.sweep.expected.matched import MatchedExpected, WindowExpected
 from sparktop.sweep.profiles.loader import load_profile
 from sparktop.sweep.profiles.profile import DEFAULT_PROFILE, Profile
 
 THIS_MACHINE = "this machine"
+NO_PROFILE = "no sweep profile (set profile: in the inventory or --profile)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,12 @@ class EnginePlan:
     tp_nodes: tuple[str, ...] = ()
     inventory_limits: Limits = field(default_factory=Limits)
     profile_limits: Limits = field(default_factory=Limits)
+    profile: Profile | None = None
+    """The engine's own profile (its entry's ``profile:``); None: the plan's serves it."""
+    matched: MatchedExpected | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "matched", _matched(self.profile, self.matched))
 
     @property
     def name(self) -> str:
@@ -101,12 +110,7 @@ class Plan:
     matched: MatchedExpected | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        matched = self.matched
-        if self.profile is None:
-            matched = None
-        elif matched is None or matched.profile is not self.profile:
-            matched = MatchedExpected(self.profile)
-        object.__setattr__(self, "matched", matched)
+        object.__setattr__(self, "matched", _matched(self.profile, self.matched))
 
     # -- building ------------------------------------------------------------------------
 
@@ -124,10 +128,11 @@ class Plan:
         ``--endpoint`` names — or else the engine at ``local_engine_url`` when one answered
         there).
 
-        ``profile`` (``--profile``) overrides the inventory's. Raises :class:`UserError` when
-        the profile named on the command line or by the inventory does not load (the latter
-        located at the inventory's ``profile:`` line); the default profile failing is only
-        ``profile_problem``.
+        ``profile`` (``--profile``) overrides the inventory's top-level one; an engine's own
+        ``profile:`` still serves that engine. Raises :class:`UserError` when the profile named
+        on the command line or by the inventory does not load (the latter located at the
+        inventory's ``profile:`` line, top-level or the engine's); the default profile failing
+        is only ``profile_problem``.
         """
         named = profile if profile is not None else inventory.profile if inventory else None
         loaded, problem = _load(named, inventory)
@@ -139,16 +144,18 @@ class Plan:
                 engines=tuple(_engine(c) for c in (engines or local)),
             )
         else:
-            plan = cls._of_inventory(inventory, interval_s)
+            plan = cls._of_inventory(inventory, interval_s, _engine_profiles(inventory))
         return plan._with_profile(loaded, problem, describes=named is not None)
 
     @classmethod
-    def _of_inventory(cls, inventory: Inventory, interval_s: float | None) -> Plan:
+    def _of_inventory(
+        cls, inventory: Inventory, interval_s: float | None, profiles: Mapping[str, Profile]
+    ) -> Plan:
         return cls(
             cluster=inventory.cluster,
             interval_s=interval_s or inventory.interval_s,
             nodes=tuple(n.name for n in inventory.nodes),
-            engines=tuple(_engine(c) for c in inventory.engines),
+            engines=tuple(_engine(c, profiles.get(c.name)) for c in inventory.engines),
             thresholds=Thresholds.from_config(inventory.alerts),
             keys=MappingProxyType(dict(inventory.keys)),
             inventory=inventory,
@@ -188,8 +195,13 @@ class Plan:
     @classmethod
     def from_header(cls, header: Mapping[str, Any]) -> Plan:
         """The plan a recording was made with: its inventory (read leniently when it no
-        longer validates), the profile as recorded (else the default), the interval."""
-        from sparktop.record.tick import header_inventory, header_layout, header_profile
+        longer validates), the profiles as recorded (else the default), the interval."""
+        from sparktop.record.tick import (
+            header_engine_profiles,
+            header_inventory,
+            header_layout,
+            header_profile,
+        )
 
         recorded = header_profile(header)
         profile, problem = (recorded, "") if recorded is not None else _load(None, None)
@@ -197,7 +209,7 @@ class Plan:
         interval_s = float(interval) if isinstance(interval, int | float) and interval > 0 else 1.0
         inventory = header_inventory(header)
         if inventory is not None:
-            plan = cls._of_inventory(inventory, interval_s)
+            plan = cls._of_inventory(inventory, interval_s, header_engine_profiles(header))
             describes = inventory.profile is not None and recorded is not None
         else:
             name, groups = header_layout(header)
@@ -206,11 +218,13 @@ class Plan:
         return plan._with_profile(profile, problem, describes=describes)
 
     def _with_profile(self, profile: Profile | None, problem: str, *, describes: bool) -> Plan:
-        """This plan with its profile; the engines get its limits when it ``describes`` them."""
-        engines = self.engines
-        if describes and profile is not None:
-            limits = _limits(profile)
-            engines = tuple(replace(e, profile_limits=limits) for e in engines)
+        """This plan with its profile; the engines without their own get its limits when it
+        ``describes`` them (an engine's own profile always describes it)."""
+        limits = _limits(profile) if describes else Limits()
+        engines = tuple(
+            replace(e, profile_limits=limits if e.profile is None else _limits(e.profile))
+            for e in self.engines
+        )
         return replace(
             self,
             profile=profile,
@@ -232,6 +246,33 @@ class Plan:
 
     def engine(self, name: str) -> EnginePlan | None:
         return next((e for e in self.engines if e.name == name), None)
+
+    def profile_for(self, engine: str) -> Profile | None:
+        """The profile that serves ``engine``: its own, else the plan's."""
+        own = self.engine(engine)
+        return own.profile if own is not None and own.profile is not None else self.profile
+
+    def profile_name_for(self, engine: str) -> str:
+        profile = self.profile_for(engine)
+        return profile.name if profile is not None else ""
+
+    def matched_for(self, engine: str) -> MatchedExpected | None:
+        """``engine``'s window-matched expected row (its profile's; None: no profile)."""
+        own = self.engine(engine)
+        return own.matched if own is not None and own.matched is not None else self.matched
+
+    @property
+    def own_profiles(self) -> dict[str, Profile]:
+        """Engine → its own profile (engines the plan's profile serves left out)."""
+        return {e.name: e.profile for e in self.engines if e.profile is not None}
+
+    def row(self, sample: EngineSample) -> WindowExpected | str:
+        """A :data:`~sparktop.sweep.expected.matched.RowFn`: ``sample``'s expected row from
+        its engine's profile, or why there is none."""
+        matched = self.matched_for(sample.engine)
+        if matched is None:
+            return self.profile_problem or NO_PROFILE
+        return matched(sample)
 
     def max_num_seqs(self) -> dict[str, float]:
         """Engine → ``max_num_seqs`` declared outside the server (engines without one left out)."""
@@ -300,8 +341,10 @@ class Plan:
             return {}, {}
         from sparktop.sources.build import prometheus_sources
 
-        limits = next((e.profile_limits for e in self.engines), Limits())
-        declared = {k: v for k in LIMIT_NAMES if (v := getattr(limits, k)) is not None}
+        declared = {
+            e.name: {k: v for k in LIMIT_NAMES if (v := getattr(e.profile_limits, k)) is not None}
+            for e in self.engines
+        }
         return prometheus_sources(self.inventory, declared)
 
     def alert_engine(self, *, hold_s: float | None = None) -> AlertEngine:
@@ -314,17 +357,48 @@ class Plan:
             self.tp_groups,
             max_num_seqs=self.max_num_seqs(),
             matched=self.matched,
+            expected=row_expected(self.row) if self.own_profiles else None,
         )
 
     def header(self) -> dict[str, Any]:
-        """A recording's first line (inventory without secrets, profile, interval)."""
+        """A recording's first line (inventory without secrets, profiles, interval)."""
         from sparktop.record.tick import make_header
 
-        return make_header(self.inventory, self.profile, self.interval_s)
+        return make_header(self.inventory, self.profile, self.interval_s, self.own_profiles)
 
 
-def _engine(config: EngineConfig) -> EnginePlan:
-    return EnginePlan(config, tuple(config.nodes), Limits.from_config(config))
+def _engine(config: EngineConfig, profile: Profile | None = None) -> EnginePlan:
+    return EnginePlan(config, tuple(config.nodes), Limits.from_config(config), profile=profile)
+
+
+def _matched(profile: Profile | None, matched: MatchedExpected | None) -> MatchedExpected | None:
+    """``profile``'s expected row: ``matched`` when it is that profile's, else a new one."""
+    if profile is None:
+        return None
+    return (
+        matched if matched is not None and matched.profile is profile else MatchedExpected(profile)
+    )
+
+
+def _engine_profiles(inventory: Inventory) -> dict[str, Profile]:
+    """Each engine's own ``profile:`` loaded (one load per name); a UserError located at the
+    engine's ``profile:`` line when one does not load."""
+    loaded: dict[str, Profile] = {}
+    out: dict[str, Profile] = {}
+    for i, config in enumerate(inventory.engines):
+        name = config.profile
+        if name is None:
+            continue
+        if name not in loaded:
+            try:
+                loaded[name] = load_named(name)
+            except UserError as exc:
+                key = f"engines[{i}].profile: {exc}"
+                raise UserError(
+                    f"{config.profile_at}: {key}" if config.profile_at else key
+                ) from None
+        out[config.name] = loaded[name]
+    return out
 
 
 def load_named(name: str) -> Profile:

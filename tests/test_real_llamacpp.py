@@ -177,3 +177,27 @@ async def test_a_tiny_sweep_of_the_real_llama_server(
     ]  # exact lengths, from the real /tokenize
     for row in profile.rows:
         assert row.ttft_s > 0 and row.decode_tps > 0 and row.prefill_tps > 0, row
+
+
+async def test_an_engines_own_profile_gives_the_real_llama_server_its_expected_row(
+    real_llamacpp: RealLlamacpp, tmp_path: Path
+) -> None:
+    """Under a top-level vLLM sweep, the engine's own ``profile:`` (a sweep naming
+    llama.cpp) is the one its expected row is read against."""
+    from tests.test_engine_profile import _llama_profile
+
+    _llama_profile(tmp_path / "sweeps")
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(
+        "cluster: real\nprofile: 4x-spark-dsv41-flash-1017\nengines:\n"
+        f"  - {{name: {ENGINE}, url: '{real_llamacpp.url}', kind: llamacpp,"
+        " profile: sweeps/llama-sweep.yaml}\n"
+    )
+    status, out, err = await run_cli(
+        tmp_path, "snapshot", "--inventory", str(inventory), "--json", "--window", "1"
+    )
+    assert status in (0, 4), err
+    (engine,) = json.loads(out)["engines"]
+    block = engine["expected"]
+    assert block["profile"] == "llama-sweep", block
+    assert "measured a vLLM engine" not in (block["missing"] or ""), block

@@ -26,7 +26,7 @@ from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, is_num
 from sparktop.sweep.estimator.estimator import Estimated
-from sparktop.sweep.expected.matched import MatchedExpected
+from sparktop.sweep.expected.matched import MatchedExpected, RowFn
 from sparktop.sweep.profiles.profile import Profile
 
 
@@ -254,7 +254,13 @@ def profile_expected(
     """
     if profile is None:
         return None
-    row = matched if matched is not None else MatchedExpected(profile)
+    return row_expected(matched if matched is not None else MatchedExpected(profile))
+
+
+def row_expected(row: RowFn) -> ExpectedFn:
+    """An :data:`ExpectedFn` of a :data:`~sparktop.sweep.expected.matched.RowFn` (a plan's
+    :meth:`~sparktop.plan.Plan.row` gives each engine its own profile's): None where the
+    row says why there is none."""
 
     def expected(sample: EngineSample) -> Expected | None:
         got = row(sample)

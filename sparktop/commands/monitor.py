@@ -107,7 +107,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--profile",
         metavar="NAME|FILE",
-        help="sweep profile for the expected row and the budget (default: the inventory's)",
+        help="sweep profile for the expected row and the budget (default: the inventory's "
+        "top-level one; an engine's own profile: still serves it)",
     )
     parser.add_argument(
         "--serve-metrics",

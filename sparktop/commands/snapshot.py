@@ -106,8 +106,9 @@ def add_parser(
     parser.add_argument(
         "--profile",
         metavar="NAME|FILE",
-        help="sweep profile for the expected figures and limits (default: the inventory's), "
-        "e.g. one written by 'sparktop sweep'",
+        help="sweep profile for the expected figures and limits (default: the inventory's "
+        "top-level one; an engine's own profile: still serves it), e.g. one written by "
+        "'sparktop sweep'",
     )
     parser.add_argument(
         "--window",
@@ -191,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         from sparktop.ui.curve_file import check_plot_path
 
         check_plot_path(args.plot)
-        if plan.profile is None:
+        if plan.profile is None and not plan.own_profiles:
             raise UserError(f"--plot: no sweep profile to draw ({plan.profile_problem})")
     if args.timeout is not None:
         timeout_s = args.timeout + args.window
@@ -212,10 +213,12 @@ def run(args: argparse.Namespace) -> int:
         fit_console(console, snap)
         render_table(snap, console, {e.engine: expected_text(plan, e) for e in snap.engines})
         render_alerts(snap.alerts, console)
-    if args.plot is not None and plan.profile is not None:
+    drawn = plan.profile or next(iter(plan.own_profiles.values()), None)
+    if args.plot is not None and drawn is not None:
         from sparktop.ui.curve_file import snapshot_panels, write_plot
 
-        panels = snapshot_panels(plan.profile, plan.matched, snap.engines)
+        own = {e.name: e.matched for e in plan.engines if e.matched is not None}
+        panels = snapshot_panels(drawn, plan.matched, snap.engines, own)
         write_plot(args.plot, panels, f"sparktop snapshot: {plan.cluster}")
     return snapshot_exit_status(snap)
 

@@ -21,7 +21,7 @@ from sparktop.errors import UserError
 from sparktop.inputfile import read_limited
 from sparktop.inventory.binding_ids import BINDING_IDS
 from sparktop.inventory.key_names import keys_problem
-from sparktop.inventory.models import Inventory
+from sparktop.inventory.models import EngineConfig, Inventory
 from sparktop.inventory.names import clip
 from sparktop.inventory.profile_ref import resolve_profile
 from sparktop.safe_text import printable, without_credentials
@@ -108,6 +108,11 @@ def parse_inventory(text: str, source: str, *, base_dir: Path | None = None) -> 
     for key in _LOADER_ONLY & data.keys():
         problems.append(_unknown_key(key, (), marks, Inventory))
         del data[key]
+    engines = data.get("engines")
+    for i, entry in enumerate(engines if isinstance(engines, list) else ()):
+        if isinstance(entry, dict) and "profile_at" in entry:
+            problems.append(_unknown_key("profile_at", ("engines", i), marks, EngineConfig))
+            del entry["profile_at"]
     problems += _unknown_binding_ids(data.get("keys"), marks)
     problems += _bad_key_strings(data.get("keys"), marks)
     try:
@@ -161,17 +166,31 @@ def _bad_key_strings(keys: object, marks: Marks) -> list[Problem]:
 def _with_profile(
     inventory: Inventory, source: str, marks: Marks, base_dir: Path | None
 ) -> Inventory:
-    """The inventory with its ``profile:`` checked (and a path made absolute)."""
-    if inventory.profile is None:
-        return inventory
-    mark = marks.value.get(("profile",))
-    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-    try:
-        profile = resolve_profile(inventory.profile, base_dir)
-    except UserError as exc:
-        raise UserError(_format(source, [Problem(line, column, "profile", str(exc))])) from None
-    at = _one_line(f"{source}:{line}:{column}")
-    return inventory.model_copy(update={"profile": profile, "profile_at": at})
+    """The inventory with its ``profile:`` keys (top-level and each engine's) checked, a path
+    made absolute and each key's place kept (``profile_at``)."""
+    found: list[Problem] = []
+
+    def resolve(name: str, loc: Loc) -> tuple[str, str]:
+        mark = marks.value.get(loc)
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        try:
+            resolved = resolve_profile(name, base_dir)
+        except UserError as exc:
+            found.append(Problem(line, column, loc_to_path(loc), str(exc)))
+            resolved = name
+        return resolved, _one_line(f"{source}:{line}:{column}")
+
+    update: dict[str, Any] = {}
+    if inventory.profile is not None:
+        update["profile"], update["profile_at"] = resolve(inventory.profile, ("profile",))
+    engines = list(inventory.engines)
+    for i, engine in enumerate(engines):
+        if engine.profile is not None:
+            profile, at = resolve(engine.profile, ("engines", i, "profile"))
+            engines[i] = engine.model_copy(update={"profile": profile, "profile_at": at})
+    if found:
+        raise UserError(_format(source, _by_position(found)))
+    return inventory.model_copy(update={**update, "engines": tuple(engines)})
 
 
 def _reported(loc: tuple[str | int, ...], marks: Marks) -> bool:

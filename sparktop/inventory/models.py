@@ -53,6 +53,18 @@ Name = Annotated[str, AfterValidator(check_name)]
 User = Annotated[str, AfterValidator(check_user)]
 Host = Annotated[str, AfterValidator(check_host)]
 Display = Annotated[str, AfterValidator(check_display)]
+
+
+def _check_profile_ref(value: str) -> str:
+    # A path made absolute by the loader may be long (a recording's header keeps it).
+    if not value.isprintable() or len(value) > 4096:
+        raise PydanticCustomError(
+            "invalid_profile", "expected a profile name or path: one printable line", {}
+        )
+    return value
+
+
+ProfileRef = Annotated[str, AfterValidator(_check_profile_ref)]
 UserPath = Annotated[Path, BeforeValidator(expand_path)]
 Port = Annotated[int, _NUMBER, Field(ge=1, le=65535)]
 TimeoutS = Annotated[float, _NUMBER, Field(gt=0, le=600)]
@@ -188,6 +200,9 @@ class EngineConfig(_PromTarget):
     it), the tensor-parallel group it runs on (head first), and limits ``/metrics`` does not
     expose: ``max_num_seqs`` (sequences), ``max_num_batched_tokens``, ``max_model_len`` and
     ``kv_pool_tokens`` (tokens); ``None`` = ask the server, else the profile (DESIGN.md §5).
+    ``profile`` is this engine's own sweep profile (a name or a path, relative to the
+    inventory), in place of the inventory's top-level one for its expected row, budget and
+    limits; ``profile_at`` is where that key is (``file:line:col``), set by the loader.
     ``api_key_env`` names an environment variable holding a bearer token. With
     ``source: prometheus`` its ``vllm:*`` or ``sglang:*`` series are read from the
     ``prometheus:`` server (by ``instance``/``match``) and ``url`` is optional (only
@@ -202,9 +217,11 @@ class EngineConfig(_PromTarget):
     max_num_batched_tokens: Count | None = None
     max_model_len: Count | None = None
     kv_pool_tokens: Count | None = None
+    profile: ProfileRef | None = None
     source: Literal["http", "prometheus"] = "http"
     instance: LabelValue | None = None
     match: LabelMatch | None = None
+    profile_at: str | None = Field(default=None, exclude=True)
 
     @model_validator(mode="after")
     def _prometheus_target(self) -> EngineConfig:

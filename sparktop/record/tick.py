@@ -143,10 +143,15 @@ def inventory_json(inventory: Any) -> Any:
 
 
 def make_header(
-    inventory: Any = None, profile: Any = None, interval_s: float | None = None
+    inventory: Any = None,
+    profile: Any = None,
+    interval_s: float | None = None,
+    engine_profiles: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The first line of a recording: format, versions, when, inventory, profile."""
-    return {
+    """The first line of a recording: format, versions, when, inventory, profile, and the
+    engines' own profiles (``engine_profiles``: engine → profile; the key is left out when
+    none has one)."""
+    header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "sparktop_version": __version__,
@@ -155,6 +160,9 @@ def make_header(
         "inventory": inventory_json(inventory),
         "profile": None if profile is None else encode(profile),
     }
+    if engine_profiles:
+        header["engine_profiles"] = {name: encode(p) for name, p in engine_profiles.items()}
+    return header
 
 
 REDACTED = "<redacted>"
@@ -211,3 +219,17 @@ def header_profile(header: Mapping[str, Any]) -> Profile | None:
         return decode(Profile, data)
     except CodecError:
         return None
+
+
+def header_engine_profiles(header: Mapping[str, Any]) -> dict[str, Profile]:
+    """The engines' own profiles as recorded (engine → profile); one that no longer decodes
+    is left out (that engine falls back to the recording's profile)."""
+    data = header.get("engine_profiles")
+    out: dict[str, Profile] = {}
+    for name, value in data.items() if isinstance(data, dict) else ():
+        if isinstance(name, str) and isinstance(value, dict):
+            try:
+                out[name] = decode(Profile, value)
+            except CodecError:
+                continue
+    return out

@@ -9,22 +9,21 @@ from __future__ import annotations
 
 from sparktop.alerts.comparisons import comparison_json, comparisons
 from sparktop.model import EngineSample, EngineState, is_num
-from sparktop.plan import Plan
+from sparktop.plan import NO_PROFILE, Plan
 from sparktop.sweep.expected.matched import WindowExpected
-
-NO_PROFILE = "no sweep profile (set profile: in the inventory or --profile)"
 
 
 def window_row(plan: Plan, sample: EngineSample) -> WindowExpected | str:
-    """The window-matched expected figures for ``sample``, or why there are none."""
-    if plan.matched is None:
+    """The window-matched expected figures for ``sample`` (from its engine's profile), or why
+    there are none."""
+    if plan.matched_for(sample.engine) is None:
         return plan.profile_problem or NO_PROFILE
     if not sample.ok:
         # Its state, not "not answering": a degraded page answered, with no load to match.
         if sample.state is EngineState.DEGRADED:
             return "engine degraded: its load gauges were refused, so there is no load to match"
         return f"engine {sample.state.value}"
-    return plan.matched(sample)
+    return plan.row(sample)
 
 
 def expected_json(plan: Plan, sample: EngineSample) -> dict[str, object]:
@@ -34,8 +33,10 @@ def expected_json(plan: Plan, sample: EngineSample) -> dict[str, object]:
     ``model_note``: the profile looks like another model's (else None)."""
     got = window_row(plan, sample)
     threshold_pct = plan.thresholds.expected_deficit_pct
-    note = plan.matched.model_note(sample) if plan.matched is not None else ""
-    block: dict[str, object] = {"profile": plan.profile_name or None, "model_note": note or None}
+    matched = plan.matched_for(sample.engine)
+    note = matched.model_note(sample) if matched is not None else ""
+    name = plan.profile_name_for(sample.engine)
+    block: dict[str, object] = {"profile": name or None, "model_note": note or None}
     if isinstance(got, str):
         return {**block, "window_s": None, "load": None, "figures": {}, "missing": got}
     load = got.load
@@ -93,5 +94,6 @@ def expected_text(plan: Plan, sample: EngineSample) -> str:
     basis = str(got.ttft_s.basis)
     model = f" ({got.model_note})" if got.model_note else ""
     mix = "mix of" if got.load.mixed else "for"
-    head = f"expected {plan.profile_name}{model} {mix} {got.load.describe()} ({basis}): "
+    name = plan.profile_name_for(sample.engine)
+    head = f"expected {name}{model} {mix} {got.load.describe()} ({basis}): "
     return head + " · ".join(parts)

@@ -52,10 +52,11 @@ def build_node_sources(
 
 
 def prometheus_sources(
-    inventory: Inventory, profile_limits: Mapping[str, int] | None = None
+    inventory: Inventory, profile_limits: Mapping[str, Mapping[str, int]] | None = None
 ) -> tuple[dict[str, Source], dict[str, Source]]:
     """The Prometheus node and engine sources (``{name: source}`` each; empty without a
-    ``prometheus:`` server), sharing one hub."""
+    ``prometheus:`` server), sharing one hub; ``profile_limits``: engine → its profile's
+    limits."""
     if inventory.prometheus is None:
         return {}, {}
     from sparktop.sources.prometheus.build import prometheus_sources as build

@@ -129,7 +129,8 @@ class SparktopApp(DetailNavigation):
         self.sample_hooks = tuple(sample_hooks)
         self.metrics: MetricsEndpoint | None = None
         """Serves the monitor's judgements while the app runs (``--serve-metrics``)."""
-        self.expected_row = plan.matched  # shared with the alert rules: one row per sample
+        # Shared with the alert rules (one row per sample), each engine's from its profile.
+        self.expected_row = plan.row if plan.matched is not None or plan.own_profiles else None
         self.engine_order = {e.name: i for i, e in enumerate(plan.engines)}
         self.max_num_seqs = plan.max_num_seqs()
         self.keymap: dict[str, str] = {}
@@ -178,8 +179,9 @@ class SparktopApp(DetailNavigation):
 
         urls = {e.name: e.url for e in self.plan.engines if e.url}
         pane = BudgetPane(
-            self.plan.profile, urls, profile_limits=self.plan.profile_describes, id="budget"
-        )
+            self.plan.profile, urls, profile_limits=self.plan.profile_describes,
+            engine_profiles=self.plan.own_profiles, id="budget",
+        )  # fmt: skip
         pane.live = self.live_engine()
         return pane
 
@@ -364,7 +366,7 @@ class SparktopApp(DetailNavigation):
         cells = table.sync(rows)
         cells += self.query_one(EnginePanel).sync(
             self.state, view_now, config, self.engine_order, self.max_num_seqs,
-            self.plan.profile_name, self.expected_row,
+            self.plan.profile_name_for, self.expected_row,
             alerts.active() if alerts is not None else (),
         )  # fmt: skip
         newest = self.state.newest_time_s()

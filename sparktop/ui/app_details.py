@@ -122,7 +122,9 @@ class DetailNavigation(App[int]):
         from sparktop.ui.screens.curve import CurveDetail
 
         sample = self.state.engines.get(engine)
-        return CurveDetail(engine, sample, self.plan.profile, self.plan.matched)
+        return CurveDetail(
+            engine, sample, self.plan.profile_for(engine), self.plan.matched_for(engine)
+        )
 
     def engine_detail(self, engine: str) -> EngineDetail:
         """What the engine detail screen shows of ``engine``, as of now."""

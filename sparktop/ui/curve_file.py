@@ -11,7 +11,7 @@ option (``rsvg-convert -o plot.png plot.svg`` makes a PNG).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from sparktop.model import EngineSample
 from sparktop.outfile import create_file
 from sparktop.safe_text import printable
 from sparktop.sweep.expected.curve import OperatingPoint, ProfileCurve, profile_curve
-from sparktop.sweep.expected.matched import MatchedExpected, cached_estimator
+from sparktop.sweep.expected.matched import MatchedExpected, WindowExpected, cached_estimator
 from sparktop.sweep.profiles.profile import Profile
 from sparktop.ui import themes
 from sparktop.ui.curve_plot import TYPED_MARKER, CurveColours, curve_caption, draw_curve
@@ -134,21 +134,33 @@ def budget_panels(profile: Profile, prompt_tokens: int, concurrency: int) -> lis
 
 
 def snapshot_panels(
-    profile: Profile, row: MatchedExpected | None, engines: Sequence[EngineSample]
+    profile: Profile,
+    row: MatchedExpected | None,
+    engines: Sequence[EngineSample],
+    own: Mapping[str, MatchedExpected] | None = None,
 ) -> list[Panel]:
-    """Per engine that answered, its live window on the TTFT and aggregate curves; the bare
-    curves (with the reason) when none did."""
+    """Per engine that answered, its live window on the TTFT and aggregate curves of its
+    profile (``own``: engine → its own profile's row; else ``profile``'s, ``row``); the bare
+    curves of ``profile`` (with the reason) when none did."""
+    own = own or {}
     estimator = row.estimator if row is not None else cached_estimator(profile)
     panels: list[Panel] = []
     for sample in engines:
-        got = row(sample) if row is not None and sample.ok else "the engine did not answer"
+        mine = own.get(sample.engine)
+        engine_row = mine if mine is not None else row
+        drawn = mine.profile if mine is not None else profile
+        fitted = mine.estimator if mine is not None else estimator
+        if not sample.ok:
+            got: WindowExpected | str = "the engine did not answer"
+        else:
+            got = engine_row(sample) if engine_row is not None else "no sweep profile"
         points = operating_points(got, sample) if not isinstance(got, str) else {}
         for metric in FILE_METRICS:
             live = points.get(metric)
             include = (live.prompt_tokens,) if live is not None else ()
-            curve = profile_curve(profile, metric, estimator=estimator, include=include)
+            curve = profile_curve(drawn, metric, estimator=fitted, include=include)
             note = f"live window: {got}" if isinstance(got, str) else ""
-            heading = f"engine {sample.engine} ({sample.model}) · {curve.label} · {profile.name}"
+            heading = f"engine {sample.engine} ({sample.model}) · {curve.label} · {drawn.name}"
             panels.append(Panel(heading, curve, live=live, note=note))
     if not panels:
         for metric in FILE_METRICS:

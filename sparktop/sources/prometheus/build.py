@@ -21,10 +21,11 @@ ENGINE_WINDOW_S = 30.0
 
 
 def prometheus_sources(
-    inventory: Inventory, profile_limits: Mapping[str, int] | None = None
+    inventory: Inventory, profile_limits: Mapping[str, Mapping[str, int]] | None = None
 ) -> tuple[dict[str, Source], dict[str, Source]]:
     """Node and engine sources (``{name: source}`` each) for the inventory's Prometheus nodes
-    and engines (empty without), all sharing one hub."""
+    and engines (empty without), all sharing one hub; ``profile_limits``: engine → the limits
+    its profile declares."""
     nodes = [n for n in inventory.nodes if n.source == "prometheus"]
     engines = [e for e in inventory.engines if e.source == "prometheus"]
     settings = inventory.prometheus
@@ -45,6 +46,7 @@ def prometheus_sources(
         n.name: PromNodeSource(hub, Target.of(n), batch) for n in nodes
     }
     engine_sources: dict[str, Source] = {
-        e.name: PromEngineSource(hub, Target.of(e), e, profile_limits) for e in engines
+        e.name: PromEngineSource(hub, Target.of(e), e, (profile_limits or {}).get(e.name))
+        for e in engines
     }
     return node_sources, engine_sources

@@ -99,8 +99,10 @@ class BudgetPane(VerticalScroll, can_focus=True):
     """The context budget beside the live view (``b`` toggles it, the prompt field focused).
 
     Given the plan's ``profile``, whether its limits are the engines' (``profile_limits``:
-    the plan's ``profile_describes``) and each engine's base URL (for ``/tokenize``); the app
-    hands it the live engine every tick (:meth:`live_changed`)."""
+    the plan's ``profile_describes``), each engine's base URL (for ``/tokenize``) and the
+    engines' own profiles (``engine_profiles``: the live engine's, when it has one, replaces
+    ``profile``, its limits included); the app hands it the live engine every tick
+    (:meth:`live_changed`)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("i", "edit", "Edit", tooltip="budget: edit the prompt field", id="budget.edit"),
@@ -133,11 +135,14 @@ class BudgetPane(VerticalScroll, can_focus=True):
         engine_urls: Mapping[str, str],
         *,
         profile_limits: bool = True,
+        engine_profiles: Mapping[str, Profile] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.profile = profile
         self.profile_limits = profile_limits
+        self._plan_profile = (profile, profile_limits)
+        self.engine_profiles = dict(engine_profiles or {})
         self.engine_urls = dict(engine_urls)
         self.live: EngineSample | None = None
         self.inputs = BudgetInputs(prompt=DEFAULT_PROMPT, concurrency=1, output_tokens=None)
@@ -163,6 +168,7 @@ class BudgetPane(VerticalScroll, can_focus=True):
         # The answer first, the curve after it: on a 24-line terminal the curve alone filled
         # the pane and the fits, TTFT and "if sent now" were below the fold.
         yield TextBlock("", id="budget-out")
+        self._follow(self.live)  # the engine handed over before the pane was built
         yield BudgetCurve(self.profile, id="budget-curve")
 
     def on_mount(self) -> None:
@@ -174,12 +180,23 @@ class BudgetPane(VerticalScroll, can_focus=True):
         """Called every UI tick with the engine the budget is about: re-render only when
         the live pool's free part changed."""
         self.live = live
+        self._follow(live)
         if not self.display:
             return
         key = (live.kv_free_tokens, live.kv_pool_tokens, live.state) if live else None
         if key != self._live_key:
             self._live_key = key
             self.render_budget()
+
+    def _follow(self, live: EngineSample | None) -> None:
+        """Use ``live``'s own profile (with its limits) when it has one, else the plan's."""
+        own = self.engine_profiles.get(live.engine) if live is not None else None
+        profile, limits = (own, True) if own is not None else self._plan_profile
+        if profile is not self.profile:
+            self.profile, self.profile_limits = profile, limits
+            self._live_key = self._shown = None
+            if self.is_mounted:
+                self.query_one(BudgetCurve).set_profile(profile)
 
     # -- rendering -------------------------------------------------------------------------
 

@@ -46,6 +46,15 @@ class BudgetCurve(Vertical):
         self.typed: OperatingPoint | None = None
         self._wanted: tuple[int, int] | None = None
 
+    def set_profile(self, profile: Profile | None) -> None:
+        """Draw ``profile``'s curve from now on (the budget's engine changed profile)."""
+        if profile is not self.profile:
+            self.profile = profile
+            self._estimator = None
+            self._curve = None
+            if self._wanted is not None and self.size.width:
+                self._draw(*self._wanted)
+
     def compose(self) -> ComposeResult:
         yield CurvePlot()
         yield Static("", classes="typed")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from textual.app import ComposeResult
@@ -180,11 +180,12 @@ class EnginePanel(VerticalScroll):
         config: ViewConfig,
         order: Mapping[str, int],
         max_seqs: Mapping[str, float],
-        profile_name: str,
+        profile_name: Callable[[str], str],
         row: RowFn | None,
         alerts: Sequence[Any] = (),
     ) -> int:
         """Update every engine block; mount blocks for new engines. Returns blocks changed.
+        ``profile_name``: engine → the name of the profile its expected row is from;
         ``alerts``: the active alerts (each engine's header shows its worst)."""
         changed = shown = 0
         names = sorted(state.engines, key=lambda n: (order.get(n, 1_000_000), n))
@@ -212,7 +213,7 @@ class EnginePanel(VerticalScroll):
             block.display = matches(self.query_text, texts)
             shown += block.display
             seqs = limit_seqs(sample, max_seqs.get(name))
-            expected = (profile_name, row, self.clock)
+            expected = (profile_name(name), row, self.clock)
             if block.show(state, sample, now, config, seqs, expected, alerts):
                 changed += 1
         self._say_no_match(bool(names) and not shown)
