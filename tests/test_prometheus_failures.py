@@ -17,7 +17,8 @@ from sparktop.inventory import parse_inventory
 from sparktop.model import EngineState, NodeState
 from sparktop.plan import Plan
 from sparktop.sim.promrun import free_port
-from sparktop.sources.prometheus.api import is_loopback_url, parse_answer
+from sparktop.sources.prometheus.api import QueryResult, is_loopback_url, parse_answer
+from sparktop.sources.prometheus.node import NodesReading
 from sparktop.sources.prometheus.promql import Target, filters, host_part, node_query
 
 PROM = "prometheus: {url: http://p:9090}\n"
@@ -271,3 +272,47 @@ def test_ssh_and_prometheus_nodes_mix() -> None:
     )
     sources = Plan.from_inventory(inventory).sources()
     assert [type(s).__name__ for s in sources] == ["SshSource", "PromNodeSource"]
+
+
+def _node_answer(at: float, clock: str, latency_s: float, temp: str = "41") -> QueryResult:
+    gpu = {"gpu": "0", "instance": "10.0.0.1:9400"}
+    result = [
+        {
+            "metric": {"__name__": "DCGM_FI_DEV_SM_CLOCK", "UUID": "GPU-1", **gpu},
+            "value": [at, clock],
+        },
+        {"metric": {"__name__": "DCGM_FI_DEV_GPU_TEMP", **gpu}, "value": [at, temp]},
+        {"metric": {"sparktop_series": "gpu_sample_time", **gpu}, "value": [at, "1700000000.5"]},
+        {
+            "metric": {"__name__": "node_memory_MemTotal_bytes", "instance": "10.0.0.1:9100"},
+            "value": [at, str(128 * 2**30)],
+        },
+    ]
+    body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+    return parse_answer(json.dumps(body).encode(), 200, latency_s)
+
+
+@pytest.mark.parametrize("temp", ["41", "NaN"])
+async def test_a_node_whose_series_did_not_move_reads_as_a_fresh_source_would(temp: str) -> None:
+    """Prometheus scrapes every few seconds and is asked every tick: the same series again
+    (only the query's evaluation time moved) give the sample a new source builds from them,
+    with this tick's round trip and the samples' own time, so the row ages; what was built
+    for them is reused (a NaN never equals itself: that node is built again)."""
+    inventory = parse_inventory(_inventory("http://127.0.0.1:9"), "cluster.yaml")
+    plans = [Plan.from_inventory(inventory).sources() for _ in range(2)]
+    source, fresh = plans[0][0], plans[1][0]
+    try:
+        first = source.sample_from(NodesReading(1.0, _node_answer(10.0, "2500", 0.01, temp)))
+        again = _node_answer(11.0, "2500", 0.03, temp)
+        repeat = source.sample_from(NodesReading(2.0, again))
+        assert repeat == fresh.sample_from(NodesReading(2.0, again))
+        assert repeat.ok and repeat.latency_s == 0.03 and first.latency_s == 0.01
+        assert repeat.time_s == first.time_s == 1700000000.5
+        assert repeat.gpus[0].sm_clock_mhz == 2500.0
+        assert (repeat.gpus is first.gpus) is (temp != "NaN")
+        moved = source.sample_from(NodesReading(3.0, _node_answer(12.0, "1800", 0.02, temp)))
+        assert moved.gpus[0].sm_clock_mhz == 1800.0 and moved.latency_s == 0.02
+        assert moved == fresh.sample_from(NodesReading(3.0, _node_answer(12.0, "1800", 0.02, temp)))
+    finally:
+        for sources in plans:
+            await asyncio.gather(*(s.aclose() for s in sources))

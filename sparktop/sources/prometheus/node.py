@@ -91,6 +91,7 @@ class PromNodeSource:
         self._last: NodeSample | None = None
         self._expr_head = hub.exprs["nodes"][:300] + "…"
         self._absent: dict[str, NA] = {}
+        self._built: _Built | None = None
 
     def _missing(self, name: str) -> NA:
         """The reason a field is NA, made once per field: a GB10 lacks some every tick."""
@@ -120,6 +121,17 @@ class PromNodeSource:
         )  # fmt: skip
 
     def _build(self, wall: float, result: QueryResult, series: Sequence[Series]) -> NodeSample:
+        # Prometheus scrapes every few seconds and is asked every tick: most ticks a node's
+        # series are last tick's (names, labels, values; only the query's evaluation time
+        # moved), and its sample is then last tick's at this round trip. Its time_s is the
+        # samples' time in Prometheus, so the row ages as it would.
+        content = [s[:3] for s in series]
+        built = self._built
+        if built is not None and built.content == content and built.warnings == result.warnings:
+            self._since = None
+            self._last = sample = _at_latency(built.sample, result.latency_s)
+            return sample
+        self._built = None
         gpus, node, down = _group(series, _ALL_UP)
         if down:  # a target Prometheus cannot scrape: what is left of it is old
             gpus, node, _ = _group(series, frozenset(down))
@@ -170,6 +182,8 @@ class PromNodeSource:
             power=NO_POWER,
         )
         self._last = sample
+        if times:  # the sample depends on nothing but the series (and the round trip)
+            self._built = _Built(content, result.warnings, sample)
         return sample
 
     def _memory(self, node: Mapping[str, Series], gpus: tuple[GpuSample, ...]) -> NodeMemory:
@@ -238,6 +252,24 @@ class PromNodeSource:
 
     async def aclose(self) -> None:
         await self.hub.aclose()
+
+
+class _Built(NamedTuple):
+    """A node's sample and the series (name, labels, value) and warnings it was built from."""
+
+    content: list[tuple[str, Mapping[str, str], float]]
+    warnings: tuple[str, ...]
+    sample: NodeSample
+
+
+def _at_latency(sample: NodeSample, latency_s: float) -> NodeSample:
+    """``sample`` with ``latency_s``: the fields a Prometheus sample sets, at a third of
+    :func:`dataclasses.replace`'s cost."""
+    return NodeSample(
+        node=sample.node, time_s=sample.time_s, message=sample.message, gpus=sample.gpus,
+        memory=sample.memory, latency_s=latency_s, raw=sample.raw,
+        driver_version=sample.driver_version, power=sample.power,
+    )  # fmt: skip
 
 
 _GpuKey = tuple[str, str, str]
