@@ -167,7 +167,9 @@ def test_unreachable_node_is_critical_and_driver_states_are_warnings() -> None:
     assert down.severity is Severity.CRITICAL and "unreachable since" in down.message
     assert "connection refused" in down.message
     found = run(cluster(failed("spark-2", 5.0, NodeState.DRIVER_MISMATCH)))
-    assert found["node.down:spark-2"].severity is Severity.WARNING
+    # The node answers (its driver does not): up, with a warning of its own, not node.down.
+    assert "node.down:spark-2" not in found
+    assert found["node.gpu_unavailable:spark-2"].severity is Severity.WARNING
 
 
 def test_engine_unreachable_disabled_stale_and_restarted() -> None:

@@ -158,6 +158,38 @@ def test_node_up_and_its_node_down_alert_agree_too() -> None:
                                          (0.0, True), (1.0, False)]  # fmt: skip
 
 
+def test_a_node_that_answers_without_gpu_data_is_up() -> None:
+    """nvidia-smi failing (NVML) or hung, no driver: SSH answers, so ``sparktop_node_up`` is 1
+    beside a ``node.gpu_unavailable`` warning; only a node that cannot be reached reads 0."""
+    from sparktop.alerts.thresholds import Thresholds
+    from sparktop.model import NodeState
+    from tests.alert_samples import failed
+
+    reachable = (NodeState.GPU_UNAVAILABLE, NodeState.NOT_ANSWERING, NodeState.NO_DRIVER,
+                 NodeState.DRIVER_MISMATCH, NodeState.NO_GPU, NodeState.GARBLED)  # fmt: skip
+    for state_now in (*reachable, NodeState.UNREACHABLE, NodeState.AUTH):
+        alerts, state = AlertEngine(Thresholds(hold_s=0.0)), ClusterState()
+        judgements = Judgements(state, lambda a=alerts: a, SourceStats(), clock=lambda: 0.0)
+        state.apply(failed("spark-1", 1.0, state_now))
+        alerts.update(state, 1.0)
+        families = {f.name: f for f in judgements.collect()}
+        (up,) = [s.value for s in families["sparktop_node_up"].samples]
+        served = {
+            (s.labels["rule"], s.labels["severity"]) for s in families["sparktop_alert"].samples
+        }
+        if state_now in reachable:
+            assert (up, served) == (1.0, {("node.gpu_unavailable", "warning")}), state_now
+        else:
+            assert (up, served) == (0.0, {("node.down", "critical")}), state_now
+    # Without an alert engine the node's own state decides, the same way.
+    bare = ClusterState()
+    bare.apply(failed("spark-1", 1.0, NodeState.GPU_UNAVAILABLE))
+    bare.apply(failed("spark-2", 1.0))
+    families = {f.name: f for f in Judgements(bare, lambda: None, SourceStats()).collect()}
+    ups = {s.labels["node"]: s.value for s in families["sparktop_node_up"].samples}
+    assert ups == {"spark-1": 1.0, "spark-2": 0.0}
+
+
 async def test_bad_requests_are_one_short_line_each_rate_limited_never_a_traceback(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

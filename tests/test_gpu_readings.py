@@ -159,7 +159,8 @@ async def test_a_failing_nvidia_smi_is_gpu_data_unavailable_not_down(
     assert sample.message == "NVML: Unknown Error\u2407"
     alerts, _, cell = _judge(sample)
     assert cell == "no GPU data"
-    assert len(alerts) == 1 and alerts[0].startswith("node.down: GPU data unavailable since ")
+    assert len(alerts) == 1
+    assert alerts[0].startswith("node.gpu_unavailable: GPU data unavailable since ")
     assert alerts[0].endswith(": NVML: Unknown Error\u2407")
     plan = Plan.from_layout("loopback", {})
     found, _ = judge_now([sample], plan.alert_engine(hold_s=0.0), sample.time_s)

@@ -111,7 +111,8 @@ def test_the_scoped_sets_come_from_the_declarations() -> None:
         "engine.stalled",
     }  # fmt: skip
     assert set(AVAILABILITY_RULES) == {
-        "node.down", "engine.down", "engine.stale", "engine.degraded", "engine.restarted",
+        "node.down", "node.gpu_unavailable", "engine.down", "engine.stale", "engine.degraded",
+        "engine.restarted",
     }  # fmt: skip
     assert SCOPES["tp.straggler"] is Scope.ENGINE_NODE
 

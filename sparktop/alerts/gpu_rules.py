@@ -25,7 +25,9 @@ CRITICAL_NODE_STATES = frozenset(
         NodeState.AUTH,
     }
 )
-"""Failures that mean the node cannot be watched at all (critical); others are warnings."""
+"""Failures that mean the node cannot be reached at all: ``node.down``, critical. In the
+others the node answers (over SSH, or this machine) but its GPUs cannot be read (no driver,
+NVML failing, a hung or garbled nvidia-smi): ``node.gpu_unavailable``, a warning."""
 
 
 def gpu_label(node: str, gpu: GpuSample) -> str:
@@ -261,7 +263,7 @@ def hidden_low_power_rule(ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
-@rule({"node.down": Scope.SOURCE})
+@rule({"node.down": Scope.SOURCE, "node.gpu_unavailable": Scope.SOURCE})
 def node_down_rule(ctx: RuleContext) -> Iterator[Finding]:
     for sample in ctx.state.nodes.values():
         if sample.ok:
@@ -270,16 +272,20 @@ def node_down_rule(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def node_down_finding(sample: NodeSample) -> Finding:
+    """``node.down`` (critical) for a node that cannot be reached, ``node.gpu_unavailable``
+    (warning) for one that answers without GPU data (:data:`CRITICAL_NODE_STATES`)."""
     since = sample.since_s if sample.since_s is not None else sample.time_s
-    critical = sample.state in CRITICAL_NODE_STATES
+    message = failure_text(sample.state.value, sample.message, since)
+    values = {"since_s": since}
+    if sample.state in CRITICAL_NODE_STATES:
+        return Finding(
+            rule="node.down", subject=sample.node, severity=Severity.CRITICAL,
+            message=message, node=sample.node, values=values,
+        )  # fmt: skip
     return Finding(
-        rule="node.down",
-        subject=sample.node,
-        severity=Severity.CRITICAL if critical else Severity.WARNING,
-        message=failure_text(sample.state.value, sample.message, since),
-        node=sample.node,
-        values={"since_s": since},
-    )
+        rule="node.gpu_unavailable", subject=sample.node, severity=Severity.WARNING,
+        message=message, node=sample.node, values=values,
+    )  # fmt: skip
 
 
 RULES = (throttle_rule, temperature_rule, hidden_low_power_rule, node_down_rule)

@@ -18,7 +18,9 @@ Rule ids (``Finding.rule``) and default severities:
   slowdown counters, or SM clock ``clock_drop_pct`` below the GPU's own loaded baseline),
   ``gpu.temperature`` (above ``temperature_c``), ``gpu.hidden_low_power`` (GB10 stuck in a
   low-power state with no reason bit);
-* node: ``node.down`` — critical when unreachable or SSH fails, warning for driver states;
+* node: ``node.down`` (critical: unreachable, SSH, host-key or auth failure),
+  ``node.gpu_unavailable`` (warning: the node answers, its GPUs cannot be read — no driver,
+  NVML failing, nvidia-smi hung or garbled);
 * host (DESIGN.md §13, :mod:`sparktop.alerts.host_rules`): ``node.memory_pressure``
   (MemAvailable, swap, PSI), ``fabric.link_down``, ``fabric.errors``, ``fabric.asymmetry``
   (RoCE), ``gpu.low_power_vs_peers`` (a busy TP rank far below its peers' power);

@@ -7,7 +7,8 @@ Only what sparktop derives, never the exporters' raw readings (Prometheus alread
   ``sparktop_gpu_sm_clock_ratio`` (SM clock ÷ that reference), ``sparktop_gpu_throttled`` and
   ``sparktop_gpu_hidden_low_power`` (0/1, as the alert rules judge them);
 - per node: ``sparktop_node_up`` (0 while ``node.down`` is pending or active, as for
-  engines below), ``sparktop_node_sample_age_seconds``;
+  engines below: the node cannot be reached; a node that answers without GPU data is up,
+  with ``node.gpu_unavailable``), ``sparktop_node_sample_age_seconds``;
 - per engine (``engine``): ``sparktop_engine_up`` (0 while the alert engine's last evaluation
   has an ``engine.down`` condition for it, pending or fired, and until that alert clears: the
   same judgement as ``sparktop_alert{rule="engine.down"}``, never 1 beside it; the raw last
@@ -44,7 +45,12 @@ from sparktop.alerts.context import RuleContext
 from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.engine_rules import kv_growth
 from sparktop.alerts.expected_rules import deficit
-from sparktop.alerts.gpu_rules import gpu_views, hidden_low_power, throttle_evidence
+from sparktop.alerts.gpu_rules import (
+    CRITICAL_NODE_STATES,
+    gpu_views,
+    hidden_low_power,
+    throttle_evidence,
+)
 from sparktop.alerts.model import Alert, Pending
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, NodeSample, Sample, is_num
@@ -112,7 +118,9 @@ class Judgements(Collector):
 
     def _nodes(self, engine: AlertEngine | None) -> Iterator[Metric]:
         up = GaugeMetricFamily(
-            "sparktop_node_up", "0 while sparktop judges the node down.", labels=["node"]
+            "sparktop_node_up",
+            "0 while sparktop judges the node unreachable (node.down).",
+            labels=["node"],
         )
         age = GaugeMetricFamily(
             "sparktop_node_sample_age_seconds", "Age of the node's newest reading.", labels=["node"]
@@ -122,7 +130,7 @@ class Judgements(Collector):
         down = (
             judged_down(engine, "node.down")
             if engine is not None
-            else {name for name, sample in nodes.items() if not sample.ok}
+            else {name for name, s in nodes.items() if s.state in CRITICAL_NODE_STATES}
         )
         for name, sample in nodes.items():
             up.add_metric([name], 0.0 if name in down else 1.0)
