@@ -12,8 +12,7 @@ and the straggler rule names the rank with the fact's :attr:`PeerFact.evidence`.
 from __future__ import annotations
 
 import bisect
-import statistics
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sparktop.alerts.context import RuleContext
@@ -23,6 +22,20 @@ from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.hostmodel import PowerTelemetry
 from sparktop.model import NodeSample, is_num, num_or
+
+
+def median_of(values: Iterable[float]) -> float:
+    """The middle value of ``values``, or the mean of the two middle ones: what
+    ``statistics.median`` returns, without loading that module (with ``fractions`` and
+    ``decimal``, ~0.5 MB of a monitor's memory) for the one function the rules use.
+    Raises ValueError when ``values`` is empty."""
+    data = sorted(values)
+    n = len(data)
+    if n == 0:
+        raise ValueError("median of no values")
+    mid = n // 2
+    return data[mid] if n % 2 else (data[mid - 1] + data[mid]) / 2
+
 
 LOW_POWER = "low power vs peers"
 LOW_FABRIC = "low fabric traffic vs peers"
@@ -99,7 +112,7 @@ def _busy(ctx: RuleContext, engine: str, utils: list[float]) -> bool:
     sample = ctx.state.engines.get(engine)
     if sample is not None and sample.ok and is_num(sample.running) and sample.running < 1:
         return False
-    return bool(utils) and statistics.median(utils) >= ctx.thresholds.low_power_util_pct
+    return bool(utils) and median_of(utils) >= ctx.thresholds.low_power_util_pct
 
 
 def low_power_facts(ctx: RuleContext) -> list[PeerFact]:
@@ -127,7 +140,7 @@ def _low_power(ctx: RuleContext) -> list[PeerFact]:
             power = num_or(view.gpu.power_w, 0.0)
             others = powers.copy()
             del others[bisect.bisect_left(others, power)]
-            median = statistics.median(others)
+            median = median_of(others)
             util = view.gpu.utilization_pct
             if median < t.peer_min_power_w or power >= t.peer_power_ratio * median:
                 continue
@@ -162,7 +175,7 @@ def _power_fact(
         peers=tuple((p.node, num_or(p.gpu.power_w, 0.0)) for p in peers),
         since_s=ctx.host.onset(key, sample.time_s),
         clock_mhz=float(g.sm_clock_mhz) if is_num(g.sm_clock_mhz) else None,
-        peers_clock_mhz=statistics.median(clocks) if clocks else None,
+        peers_clock_mhz=median_of(clocks) if clocks else None,
         util_pct=float(g.utilization_pct) if is_num(g.utilization_pct) else None,
         limit=limit,
         values=values,
@@ -181,8 +194,8 @@ def limit_text(own: PowerTelemetry, peers: list[PowerTelemetry]) -> str:
         near = own.limit_near(channel)
         if near is not None:
             parts.append(f"{channel} {near[0]:.1f} W at its {cap:.0f} W cap")
-        elif theirs and cap < 0.8 * statistics.median(theirs):
-            parts.append(f"{channel} cap {cap:.0f} W vs peers' {statistics.median(theirs):.0f} W")
+        elif theirs and cap < 0.8 * median_of(theirs):
+            parts.append(f"{channel} cap {cap:.0f} W vs peers' {median_of(theirs):.0f} W")
     if is_num(own.pl_level) and own.pl_level > 0:
         parts.append(f"pl_level {own.pl_level:.0f}")
     if is_num(own.prochot) and own.prochot > 0:
@@ -221,7 +234,7 @@ def _fabric(ctx: RuleContext) -> list[PeerFact]:
             continue
         for node, value in known.items():
             peers = sorted((n, v) for n, v in known.items() if n != node)
-            median = statistics.median(v for _, v in peers)
+            median = median_of(v for _, v in peers)
             if median < t.fabric_min_gbps or value >= t.fabric_asymmetry_ratio * median:
                 continue
             sample = ctx.state.nodes[node]
