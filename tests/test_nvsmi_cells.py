@@ -169,3 +169,54 @@ def test_parse_cell_and_mask_reject_out_of_range(text: str) -> None:
     for value in (parse_cell(text), parse_mask(text)):
         assert isinstance(value, NA)
         assert len(value.reason) <= REASON_MAX  # a 400-digit cell is not kept whole
+
+
+def _parse_cell_by_pattern(text: str) -> float | NA:
+    """parse_cell as its pattern alone reads a cell (no plain-number shortcut)."""
+    from sparktop.sources.nvsmi.cells import _HEX_RE, _NUMBER_RE, missing
+
+    value = text.strip()
+    if not value:
+        return NA("empty")
+    if value[:2] in ("0x", "0X"):
+        return float(int(value, 16)) if _HEX_RE.fullmatch(value) else missing(value)
+    match = _NUMBER_RE.fullmatch(value)
+    number = float(match.group(1)) if match else float("nan")
+    return number if number == number and abs(number) != float("inf") else missing(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=30), st.from_regex(r"\s*[0-9.٠-٩²]{0,12}\s*", fullmatch=True)))
+def test_parse_cell_plain_number_shortcut_reads_as_the_pattern(text: str) -> None:
+    assert parse_cell(text) == _parse_cell_by_pattern(text)
+
+
+@pytest.mark.parametrize("text", ["5.", ".5", "1.2.3", "007", "9" * 400, "1.0", "٣", " 42 "])
+def test_parse_cell_shortcut_edges(text: str) -> None:
+    assert parse_cell(text) == _parse_cell_by_pattern(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('ab ,"\t\x00x1;\u240d')), max_size=30))
+def test_csv_lines_split_as_the_csv_module_splits_them(line: str) -> None:
+    from sparktop.sources.nvsmi import tables
+
+    def by_csv(raw: str) -> tuple[tuple[str, ...], ...]:
+        rows = []
+        for part in raw.split("\n"):
+            if not part.strip():
+                continue
+            try:
+                row = [c.strip() for c in next(csv.reader([part], skipinitialspace=True))]
+            except csv.Error as exc:
+                return (("error", str(exc)),)
+            if len(row) > 1 and row[-1] == "" and part.rstrip().endswith(","):
+                row.pop()
+            rows.append(tuple(row))
+        return tuple(rows)
+
+    try:
+        got = tables._csv_rows.__wrapped__(line)
+    except csv.Error as exc:
+        got = (("error", str(exc)),)
+    assert got == by_csv(line)

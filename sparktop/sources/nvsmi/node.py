@@ -134,7 +134,12 @@ def classify_failure(text: str, exit_status: int | None) -> tuple[NodeState, str
     if exit_status == 124:
         why = f"timed out after {REMOTE_TIMEOUT_S} s on the node"
         return NodeState.NOT_ANSWERING, f"{NodeState.NOT_ANSWERING.value} ({why})"
-    nvml = _NVML_INIT_RE.search(strip_escapes(text))
+    # ASCII without escapes: the case-blind pattern can match only where the lowered text
+    # holds its words (the search over every poll's CSV was a tenth of its parse).
+    plain = text.isascii() and "\x1b" not in text
+    nvml = None
+    if not plain or "failed to initialize nvml" in lowered:
+        nvml = _NVML_INIT_RE.search(strip_escapes(text))
     if nvml is not None:
         why = " ".join(nvml.group(1).split()) or "no reason given"
         return NodeState.GPU_UNAVAILABLE, first_line(f"NVML: {why}")

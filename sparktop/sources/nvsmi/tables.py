@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from sparktop.hostmodel import GpuProcess
 from sparktop.model import NA, GpuSample, Num, SlowdownCounters, is_num
@@ -48,17 +49,36 @@ def _csv_rows(text: str) -> tuple[tuple[str, ...], ...]:
         line = raw.removesuffix("\r").replace("\r", "\u240d")
         if not line.strip():
             continue
-        row = [cell.strip() for cell in next(csv.reader([line], skipinitialspace=True))]
+        if '"' in line or "\0" in line or len(line) > _FIELD_LIMIT:
+            row = [cell.strip() for cell in next(csv.reader([line], skipinitialspace=True))]
+        else:  # what the csv module makes of a line with no quote: split at the commas
+            row = [cell.strip() for cell in line.split(",")]
         if len(row) > 1 and row[-1] == "" and line.rstrip().endswith(","):
             row.pop()
         rows.append(tuple(row))
     return tuple(rows)
 
 
-def find_header(rows: list[list[str]], known: frozenset[str]) -> int | None:
+_FIELD_LIMIT = csv.field_size_limit()
+"""A line longer than the csv module's field limit goes through it (and fails as it does)."""
+
+
+@functools.lru_cache(maxsize=CSV_KEPT)
+def _columns(header: tuple[str, ...]) -> tuple[str, ...]:
+    """The header row's cells as column names (:func:`normalise_header`), once per header:
+    every poll of a node reads the same header."""
+    return tuple(normalise_header(cell) for cell in header)
+
+
+@functools.lru_cache(maxsize=CSV_KEPT)
+def _names(row: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(_columns(row))
+
+
+def find_header(rows: Sequence[Sequence[str]], known: frozenset[str]) -> int | None:
     """Index of the first row that names at least two known columns (warnings may precede it)."""
     for i, row in enumerate(rows):
-        if len({normalise_header(cell) for cell in row} & known) >= 2:
+        if len(_names(tuple(row)) & known) >= 2:
             return i
     return None
 
@@ -71,16 +91,16 @@ def parse_gpu_csv(text: str, fields: Sequence[str] | None = None) -> tuple[GpuSa
     skipped. Raises :class:`ParseError` when no header can be found, no row fits it, or a
     row has a different number of cells. An empty result means a header and no GPU rows.
     """
-    rows = csv_rows(text)
+    rows = _csv_rows(text)
     start = find_header(rows, KNOWN_GPU_COLUMNS)
     if start is not None:
         header, body = rows[start], rows[start + 1 :]
     elif fields is not None:
-        header, body = list(fields), rows
+        header, body = tuple(fields), rows
     else:
         first = text.strip().splitlines()[0] if text.strip() else "no output"
         raise ParseError(f"no nvidia-smi CSV header in output: {first[:80]}")
-    columns = [normalise_header(cell) for cell in header]
+    columns = _columns(header)
     fitting = [row for row in body if len(row) == len(columns)]
     for number, row in enumerate(body, start=1):
         # One-cell lines are warnings on stderr (2>&1); a GPU row with the wrong number of
@@ -92,19 +112,17 @@ def parse_gpu_csv(text: str, fields: Sequence[str] | None = None) -> tuple[GpuSa
             )
     if body and not fitting:
         raise ParseError(f"rows do not match the {len(columns)}-column header")
-    return tuple(
-        _gpu(dict(zip(columns, row, strict=True)), position) for position, row in enumerate(fitting)
-    )
+    return tuple(_gpu(columns, row, position) for position, row in enumerate(fitting))
 
 
 def driver_version(text: str) -> str:
     """The ``driver_version`` column of nvidia-smi's GPU CSV (first GPU row), or "" when the
     column is absent or not a version (``[N/A]``…)."""
-    rows = csv_rows(text)
+    rows = _csv_rows(text)
     start = find_header(rows, KNOWN_GPU_COLUMNS)
     if start is None:
         return ""
-    columns = [normalise_header(cell) for cell in rows[start]]
+    columns = _columns(rows[start])
     if "driver_version" not in columns:
         return ""
     at = columns.index("driver_version")
@@ -115,20 +133,46 @@ def driver_version(text: str) -> str:
     return ""
 
 
-def _gpu(cells: Mapping[str, str], position: int) -> GpuSample:
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where a GPU header puts each column (by :func:`_layout`, once per header)."""
+
+    at: Mapping[str, int]
+    """Column name → its cell's place (a repeated name: its last place, as a dict of the
+    row would keep)."""
+    numbers: tuple[tuple[str, str, int], ...]
+    """(column, GpuSample attribute, place) of each numeric column present."""
+    absent: tuple[str, ...]
+    """GpuSample attributes of the numeric columns not queried."""
+    counters: tuple[tuple[str, str, int], ...]
+
+
+@functools.lru_cache(maxsize=CSV_KEPT)
+def _layout(columns: tuple[str, ...]) -> _Layout:
+    at = {column: i for i, column in enumerate(columns)}
+    return _Layout(
+        at=at,
+        numbers=tuple((c, attr, at[c]) for c, attr in NUMERIC_COLUMNS.items() if c in at),
+        absent=tuple(attr for c, attr in NUMERIC_COLUMNS.items() if c not in at),
+        counters=tuple((c, attr, at[c]) for c, attr in COUNTER_COLUMNS.items() if c in at),
+    )
+
+
+def _gpu(columns: tuple[str, ...], row: Sequence[str], position: int) -> GpuSample:
+    """One GPU from a row that fits ``columns`` (the layout is the header's, kept)."""
+    layout = _layout(columns)
+    at = layout.at
+    cells = {column: row[i] for column, i in at.items()}
     index = parse_cell(cells.get("index", ""))
     uuid = text_cell(cells.get("uuid", ""))
     name = text_cell(cells.get("name", ""))
     numbers: dict[str, Num] = {
-        attr: plausible(column, parse_cell(cells[column])) if column in cells else NA("not queried")
-        for column, attr in NUMERIC_COLUMNS.items()
+        attr: plausible(column, parse_cell(row[i])) for column, attr, i in layout.numbers
     }
+    for attr in layout.absent:
+        numbers[attr] = NA("not queried")
     mask_text = cells.get("clocks_event_reasons.active")
-    counters = {
-        attr: plausible(column, parse_cell(cells[column]))
-        for column, attr in COUNTER_COLUMNS.items()
-        if column in cells
-    }
+    counters = {attr: plausible(column, parse_cell(row[i])) for column, attr, i in layout.counters}
     return GpuSample(
         index=int(index) if is_num(index) else position,
         uuid=uuid if isinstance(uuid, str) else "",
@@ -143,6 +187,7 @@ def _gpu(cells: Mapping[str, str], position: int) -> GpuSample:
 # -- per-process memory ------------------------------------------------------------------------
 
 KNOWN_APP_COLUMNS = frozenset({"uuid", "pid", "used_memory", "process_name", "name"})
+_KNOWN_COLUMNS = KNOWN_GPU_COLUMNS | KNOWN_APP_COLUMNS
 
 
 def parse_apps_csv(text: str, fields: Sequence[str] | None = None) -> dict[str, Num]:
@@ -224,9 +269,9 @@ def add(a: Num, b: Num) -> Num:
 
 def looks_like_csv(text: str) -> bool:
     """True when the text has a recognisable nvidia-smi CSV header, or is uniform CSV rows."""
-    rows = csv_rows(text)
+    rows = _csv_rows(text)
     if not rows:
         return False
-    if find_header(rows, KNOWN_GPU_COLUMNS | KNOWN_APP_COLUMNS) is not None:
+    if find_header(rows, _KNOWN_COLUMNS) is not None:
         return True
     return len(rows[0]) >= 2 and all(len(row) == len(rows[0]) for row in rows)

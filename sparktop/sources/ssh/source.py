@@ -44,7 +44,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import asyncssh
 from asyncssh.encryption import get_default_encryption_algs
@@ -313,22 +313,29 @@ class SshSource:
         """A sample from probe text; ``arrived_s`` is when a streamed interval arrived (its
         time and the start of its latency), None for a one-shot probe."""
         sample = parse_probe_output(self.name, text, arrived_s or time.time())
+        changes: dict[str, Any] = {}  # one copy of the sample, not one per change
         if sample.fabric.ports:
-            sample = dataclasses.replace(sample, fabric=self._fabric_rates.update(sample.fabric))
+            changes["fabric"] = self._fabric_rates.update(sample.fabric)
         if self.stream is not None and arrived_s is None and sample.ok:
             self.stream.note_oneshot(text, len(sample.gpus))
         elif self.stream is not None and self.stream.slow_problem:
             # The stream's rows are new; its memory is the last good slow-tier read: say so.
-            memory = dataclasses.replace(
+            changes["memory"] = dataclasses.replace(
                 sample.memory,
                 read_s=self.stream.slow_read_s,
                 stale_reason=f"not refreshed: {self.stream.slow_problem}",
             )
-            sample = dataclasses.replace(sample, memory=memory)
-        return self._answered(sample, arrived_s, started)
+        return self._answered(sample, arrived_s, started, changes)
 
-    def _answered(self, sample: NodeSample, arrived_s: float | None, started: float) -> NodeSample:
-        """``sample`` (the node answered) with its latency, probe path and failure onset."""
+    def _answered(
+        self,
+        sample: NodeSample,
+        arrived_s: float | None,
+        started: float,
+        changes: dict[str, Any] | None = None,
+    ) -> NodeSample:
+        """``sample`` (the node answered) with its latency, probe path and failure onset,
+        and ``changes`` (other fields to set)."""
         now = time.time()
         if arrived_s is not None:
             latency = max(0.0, now - arrived_s)
@@ -341,7 +348,9 @@ class SshSource:
             self._since = None
         elif self._since is None:
             self._since = sample.time_s
-        return dataclasses.replace(sample, latency_s=latency, since_s=self._since, probe=probe)
+        return dataclasses.replace(
+            sample, **(changes or {}), latency_s=latency, since_s=self._since, probe=probe
+        )
 
     def _refused(self, message: str, head: str, started: float) -> NodeSample:
         """A node whose output was over a bound: an error on its row, connection kept."""

@@ -174,10 +174,10 @@ class StreamProbe:
             self._starting_until = self._clock() + start_s + 2 * self.interval_s
         wait_s = 2 * self.interval_s + STALE_MARGIN_S
         self._refresh_slow(conn)
-        early = self._given_at + self.interval_s / 2 - self._clock()
-        if early > 0:  # rows faster than asked (a misbehaving -lms): never poll faster
-            await asyncio.sleep(early)
-        interval = await self._next(wait_s)
+        # Never poll faster than half the period, even when rows come faster than asked (a
+        # misbehaving -lms); the rows are awaited from then on, as if the poll slept first.
+        not_before = self._given_at + self.interval_s / 2
+        interval = await self._next(max(self._clock(), not_before) + wait_s, not_before)
         if interval is None:
             if self._ended is None and self._run_rows == 0:
                 if self._clock() < self._starting_until:
@@ -190,17 +190,28 @@ class StreamProbe:
         self._given_at = self._clock()
         return interval.gpu_section() + self._slow_text, interval.time_s
 
-    async def _next(self, wait_s: float) -> StreamInterval | None:
-        deadline = self._clock() + wait_s
-        while not self._fresh:
-            if self._ended is not None:
-                return None
-            left = deadline - self._clock()
-            if left <= 0:
-                return None
-            self._arrived.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._arrived.wait(), left)
+    async def _next(self, deadline: float, not_before: float) -> StreamInterval | None:
+        """The newest interval once one is fresh and ``not_before`` has passed; None when
+        the stream ended or nothing came by ``deadline`` (both on :attr:`_clock`).
+
+        Rows due at the period arrive after ``not_before``: the wait is one await on the
+        reader's event (asyncio.timeout, no task of its own as wait_for makes), and a sleep
+        only when they came early."""
+        while True:
+            while not self._fresh:
+                if self._ended is not None:
+                    return None
+                left = deadline - self._clock()
+                if left <= 0:
+                    return None
+                self._arrived.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(left):
+                        await self._arrived.wait()
+            early = not_before - self._clock()
+            if early <= 0:
+                break
+            await asyncio.sleep(early)  # rows faster than asked: take the newest then
         self._fresh = False
         return self._latest
 
