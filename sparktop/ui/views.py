@@ -359,7 +359,8 @@ def failed_row(
 
 
 PENDING_CELL: Cell = ("waiting…", "dim")
-PENDING_TEXT = "first poll not answered yet"
+PENDING_TEXT = "first poll in progress"
+"""Fits the 80-column table's message span (23 cells)."""
 
 
 def pending_row(

@@ -392,7 +392,7 @@ async def test_inventory_nodes_hold_their_place_until_their_first_poll_answers()
         ]
         assert list(table.row_keys) == keys
         assert table.cell_text(keys[0], "state") == "waiting…"
-        assert "first poll not answered yet" in table.cell_text(keys[1], "mem")
+        assert "first poll in progress" in table.cell_text(keys[1], "mem")
         assert cell_text(table, "spark-3", "state") == "ok"
         table.focus()
         table.move_cursor(0)

@@ -43,3 +43,21 @@ async def test_shrinking_and_growing_the_terminal_redraws_the_footer() -> None:
         for size in ((80, 24), (60, 20), (160, 45)):
             await pilot.resize_terminal(*size)
             assert await drawn_footer(pilot, app, expected[size]) == expected[size], size
+
+
+HINTS = ("Details", "Quit", "Help", "Budget", "Pause", "Events", "Filter", "Curve", "interval",
+         "Theme", "palette")  # fmt: skip
+"""The last word of each footer hint, as the main screen shows them."""
+
+
+async def test_the_footer_leaves_out_whole_hints_and_always_shows_help() -> None:
+    """At 80 columns Textual cut the last hint mid-word ("+- interval t"); the footer now
+    ends on a whole hint at every width, the help key among them."""
+    for size in ((80, 24), (100, 30), (200, 50), (60, 20), (24, 10), (12, 10)):
+        line = await started_at(*size)
+        assert "?" in line, size
+        words = line.split()
+        assert words[-1] in HINTS or words[-2:] == ["?", "Help"] or words == ["?"], (size, line)
+        if size[0] >= 80:
+            assert line.split()[:6] == ["⏎", "Details", "q", "Quit", "?", "Help"], size
+    assert "Theme" in await started_at(200, 50)

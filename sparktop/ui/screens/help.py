@@ -92,7 +92,7 @@ def node_column_help(t: Thresholds) -> tuple[tuple[str, str, str], ...]:
             "`ok`; `throttled` (a slowdown reason, or the clock marked `▼`) and `low-power?` "
             "(the pattern in **reasons**) in the warning colour; `pwr<peers` (power far below "
             "its TP peers' at the same load) and `mem pressure` (see the node details); "
-            "`waiting…` (first poll not answered yet), "
+            "`waiting…` (first poll in progress), "
             "`stale N s` (no sample for ~3 polls), `down HH:MM:SS` (unreachable since), "
             "`no driver`, `drv mismatch`, "
             "`host key!`, `auth failed`…",

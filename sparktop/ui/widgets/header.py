@@ -30,6 +30,7 @@ class HeaderBar(TextBlock):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("", **kwargs)
         self._shown: tuple[object, ...] | None = None
+        self._args: tuple[str, str, float, float | None, bool, bool, bool] | None = None
 
     def show(
         self,
@@ -44,9 +45,13 @@ class HeaderBar(TextBlock):
     ) -> None:
         """Update the line if anything visible changed (untrusted names are never markup).
         ``recording_failed``: the recording stopped on an error (``✗ REC``; the alert bar
-        says why)."""
+        says why). Where the line is longer than the bar the profile's name is cut, or left
+        out, so the sample age stays whole (an 80-column line read ``newest …``)."""
         age = fmt.age(newest_age_s)
-        key = (cluster, profile, interval_s, age, paused, recording, recording_failed)
+        room = self.content_size.width
+        key = (cluster, profile, interval_s, age, paused, recording, recording_failed, room)
+        self._args = (cluster, profile, interval_s, newest_age_s, paused, recording,
+                      recording_failed)  # fmt: skip
         if key == self._shown:
             return
         self._shown = key
@@ -59,14 +64,27 @@ class HeaderBar(TextBlock):
         elif recording:
             parts += ["  ", ("● REC", "$spark-crit bold")]
         parts += ["  ", (cluster, "bold")]
-        if profile:
-            parts += ["  profile ", (profile, "$spark-accent")]
-        parts += [
+        tail: list[str | tuple[str, str]] = [
             f"  every {interval_s:g} s",
             "  newest ",
             (age, _age_style(newest_age_s, interval_s)),
         ]
-        self.set_content(Content.assemble(*parts), layout=False)
+        line = Content.assemble(*parts, "  profile ", (profile, "$spark-accent"), *tail)
+        over = line.cell_length - room if room else 0
+        if over > 0 or not profile:
+            # The profile's name is cut (with …) or, with little room left, left out.
+            keep = len(profile) - over - 1
+            shown: list[str | tuple[str, str]] = []
+            if keep >= 8:
+                shown = ["  profile ", (profile[:keep] + "…", "$spark-accent")]
+            line = Content.assemble(*parts, *shown, *tail)
+        self.set_content(line, layout=False)
+
+    def on_resize(self) -> None:
+        if self._args is not None:
+            cluster, profile, interval_s, age_s, paused, recording, failed = self._args
+            self.show(cluster, profile, interval_s, age_s, paused=paused, recording=recording,
+                      recording_failed=failed)  # fmt: skip
 
 
 def _recovering(alert: object) -> bool:

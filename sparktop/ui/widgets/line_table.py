@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events, on
@@ -34,23 +33,12 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.style import Style as TextualStyle
 
-from sparktop.ui.safe_text import printable, without_control_filter
+from sparktop.ui.safe_text import without_control_filter
 from sparktop.ui.views import CONTINUED as VIEW_CONTINUED
+from sparktop.ui.widgets.cell_fit import fit, fit_words
 
 CELL_PADDING = 1
 """Blank cells each side of a column, as DataTable's default ``cell_padding``."""
-
-
-def _fit(text: str, width: int) -> str:
-    """``text`` padded to ``width`` terminal cells, or cut to it with ``…`` as its last cell
-    (control characters shown as one-cell symbols first, so they count as what is drawn)."""
-    if text.isascii() and text.isprintable():  # one cell per character: no width table
-        return text.ljust(width) if len(text) <= width else text[: width - 1] + "…"
-    text = printable(text)
-    if cell_len(text) <= width:
-        return set_cell_size(text, width)
-    # A two-cell character that does not fit leaves a blank: the ellipsis goes before it.
-    return set_cell_size(set_cell_size(text, width - 1).rstrip(" ") + "…", width)
 
 
 LineCell = tuple[str, str]
@@ -425,6 +413,7 @@ class LineTable(ScrollView, can_focus=True):
             text, role = cells[at]
             width = columns[at].width
             at += 1
+            spans = at < count and cells[at] == CONTINUED
             while at < count and cells[at] == CONTINUED:
                 width += 2 * CELL_PADDING + columns[at].width
                 at += 1
@@ -437,7 +426,7 @@ class LineTable(ScrollView, can_focus=True):
             if style is not base:
                 runs.append((run, base))
                 run, run_style = [], style
-            run.append(_fit(text, width))
+            run.append(fit_words(text, width) if spans else fit(text, width))
             if run_style is not base:
                 runs.append((run, run_style))
                 run, run_style = [], base

@@ -11,8 +11,23 @@ from textual.events import Resize
 
 from sparktop.ui.messages import LayoutChanged, NodeChosen
 from sparktop.ui.styles import STYLE_VARIABLES
-from sparktop.ui.views import ROW_SEP, WIDE_COLUMNS, Cell, Column, Order, RowView, columns_for
-from sparktop.ui.widgets.line_table import CONTINUED, LineCell, LineColumn, LineTable
+from sparktop.ui.views import (
+    MESSAGE_COLUMNS,
+    ROW_SEP,
+    WIDE_COLUMNS,
+    Cell,
+    Column,
+    Order,
+    RowView,
+    columns_for,
+)
+from sparktop.ui.widgets.line_table import (
+    CELL_PADDING,
+    CONTINUED,
+    LineCell,
+    LineColumn,
+    LineTable,
+)
 
 
 def _styled(cell: Cell) -> LineCell:
@@ -32,6 +47,18 @@ def fit_rank(text: str, width: int) -> str:
         return text
     keep = width - len(rank) - 2
     return f"{name[:keep]}…·{rank}"
+
+
+MESSAGE = "message"
+"""Key of a failed row's message among the longest texts :meth:`NodeTable.sync` tracks."""
+
+
+def _message_len(row: RowView) -> int:
+    """Cells of the message a failed row runs across :data:`MESSAGE_COLUMNS`, else 0."""
+    cells = [row.cells.get(k, ("", "")) for k in MESSAGE_COLUMNS]
+    if CONTINUED not in cells:
+        return 0
+    return max(cell_len(text) for text, _style in cells)
 
 
 class NodeTable(LineTable):
@@ -64,6 +91,10 @@ class NodeTable(LineTable):
 
     GROWS: ClassVar[dict[str, int]] = {"node": 24, "tp": 20}
     """Columns that widen to their longest text, up to this many cells."""
+
+    MESSAGE_GROWS = 60
+    """How many cells the span of a failed row's message may widen by into spare room (its
+    last column widens), so a wide terminal shows the whole reason."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -101,6 +132,13 @@ class NodeTable(LineTable):
                     column = Column(column.key, column.label, column.width + grow)
                     spare -= grow
             spec.append(column)
+        span = [i for i, c in enumerate(spec) if c.key in MESSAGE_COLUMNS]
+        if span and spare > 0:
+            room = sum(spec[i].width + 2 * CELL_PADDING for i in span) - 2 * CELL_PADDING
+            grow = min(self._longest.get(MESSAGE, 0) - room, spare, self.MESSAGE_GROWS)
+            if grow > 0:
+                last = spec[span[-1]]
+                spec[span[-1]] = Column(last.key, last.label, last.width + grow)
         if base is self._base_spec and tuple(spec) == self.columns_spec:
             return
         self._base_spec, self.columns_spec = base, tuple(spec)
@@ -115,6 +153,7 @@ class NodeTable(LineTable):
         """Make the table show ``rows``; returns how many cells were written."""
         longest = {k: max((cell_len(r.cells.get(k, ("", ""))[0]) for r in rows), default=0)
                    for k in self.GROWS}  # fmt: skip
+        longest[MESSAGE] = max((_message_len(r) for r in rows), default=0)
         if longest != self._longest:
             self._longest = longest
             if self.size.width:
