@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pytest
+
 from sparktop.alerts.engine import AlertEngine
 from sparktop.alerts.expected_rules import deficit
 from sparktop.cluster import ClusterState
@@ -98,3 +100,58 @@ def test_a_window_without_running_requests_is_not_compared() -> None:
     alerts, ticks = _judge(_scrapes(iter(lambda: 0.0, None), 20, idle))
     assert ticks and not any(compared for _, compared in ticks)
     assert alerts.active() == ()
+
+
+THROTTLED = {"clock_event_mask": 0x20, "sm_clock_mhz": 1800.0}
+"""SW thermal slowdown, the clock 28 % below its baseline."""
+LOW_POWER = {"power_w": 15.0}
+"""Steady clock, no reason bit, 15 W against its peer's 88 W: the GB10 slow state."""
+
+
+def _straggling(
+    gauges: Iterator[float], seconds: int, load: PageLoad, slow: dict[str, float] = THROTTLED
+) -> list[tuple[float, bool]]:
+    """A two-node TP group whose second node is slow (``slow``: its readings) throughout,
+    its engine's running gauge from ``gauges``: per scrape, the gauge
+    and whether ``tp.straggler`` held (pending or active); the alert engine has no profile,
+    so no deficit is asked for."""
+    from sparktop.alerts.model import Pending
+    from tests.alert_samples import node, warm
+
+    group = ("spark-1", "spark-2")
+    alerts = AlertEngine(tp_groups={ENGINE: group})
+    state = ClusterState()
+    t0 = warm(state, group, -40.0, 40)  # baselines learnt before the engine's first scrape
+    assert t0 == 0.0
+    held: list[tuple[float, bool]] = []
+    for sample in _scrapes(gauges, seconds, load):
+        t = sample.time_s
+        state.apply(node("spark-1", t))
+        state.apply(node("spark-2", t, **slow))
+        state.apply(sample)
+        alerts.update(state, t)
+        judged: list[Pending | object] = [*alerts.pending(), *alerts.active()]
+        on = any(getattr(a, "rule", "") == "tp.straggler" for a in judged)
+        held.append((float(sample.running), on))  # type: ignore[arg-type]
+    return held
+
+
+@pytest.mark.parametrize("slow", [THROTTLED, LOW_POWER], ids=["throttled", "low-power"])
+def test_a_straggler_of_an_engine_whose_gauge_reads_0_between_batches_holds(
+    slow: dict[str, float],
+) -> None:
+    """``tp.straggler`` (and the peer comparison that finds a rank's low power) asked the
+    running gauge at each scrape, so the zeros between batches restarted its hold every
+    third second and it never fired; the window's load decides (at least 5 s of running
+    requests in it), as for the expected row."""
+    held = _straggling(_between_requests(), 40, HALF_SPEED, slow)
+    assert any(running == 0 for running, _ in held)
+    assert all(on for _, on in held), held  # from the first scrape, never dropped at a 0
+
+
+def test_no_straggler_for_an_engine_idle_over_its_window() -> None:
+    """The other side: a window whose gauge read 0 throughout names no straggler, however
+    slow a node of its group."""
+    held = _straggling(iter(lambda: 0.0, None), 20, PageLoad())
+    held += _straggling(iter(lambda: 0.0, None), 20, PageLoad(), LOW_POWER)
+    assert held and not any(on for _, on in held)

@@ -28,6 +28,7 @@ from sparktop.alerts.gpu_rules import (
 from sparktop.alerts.live import live_decode, live_ttft
 from sparktop.alerts.model import Severity
 from sparktop.model import EngineSample, is_num
+from sparktop.sweep.expected.load import busy
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +255,7 @@ def straggler_rule(ctx: RuleContext) -> Iterator[Finding]:
     limit = ctx.thresholds.expected_deficit_pct
     for s in ok_engines(ctx):
         group = ctx.tp_groups.get(s.engine, ())
-        if not group or not is_num(s.running) or s.running < 1:
+        if not group or not busy(s):  # the window's load: the gauge reads 0 between batches
             continue
         node = slowest(ctx, s)
         if node is None or engine_cause(ctx, s, "decode") is not None:

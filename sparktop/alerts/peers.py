@@ -22,6 +22,7 @@ from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import ClusterState
 from sparktop.hostmodel import PowerTelemetry
 from sparktop.model import NodeSample, is_num, num_or
+from sparktop.sweep.expected.load import busy
 
 
 def median_of(values: Iterable[float]) -> float:
@@ -107,10 +108,11 @@ def node_facts(
 
 
 def _busy(ctx: RuleContext, engine: str, utils: list[float]) -> bool:
-    """The group has work: the engine runs requests (when it is read) and its ranks' median
-    utilisation is at least ``low_power_util_pct``."""
+    """The group has work: the engine runs requests over its window (when it is read:
+    :func:`~sparktop.sweep.expected.load.busy`, as its gauge reads 0 between batches) and its
+    ranks' median utilisation is at least ``low_power_util_pct``."""
     sample = ctx.state.engines.get(engine)
-    if sample is not None and sample.ok and is_num(sample.running) and sample.running < 1:
+    if sample is not None and sample.ok and is_num(sample.running) and not busy(sample):
         return False
     return bool(utils) and median_of(utils) >= ctx.thresholds.low_power_util_pct
 

@@ -144,6 +144,23 @@ a few tokens, a sample of nothing the profile's cells describe (same bound as
 :data:`MIN_WINDOW_S`, for the same reason)."""
 
 
+def busy(sample: EngineSample) -> bool:
+    """Whether ``sample``'s engine has work: requests ran for at least :data:`MIN_LOADED_S`
+    of its window (``load_dist``; half of a window shorter than twice that, as the first
+    scrapes' is); without a window (first scrape, a source without gauge history), whether
+    they run at this scrape. Not the gauge alone: vLLM sets ``num_requests_running`` from
+    the step that just ended, so an engine serving requests back to back reads 0 between
+    batches, and a rule asking the gauge restarts its hold there (the expected row judges
+    the window's load for the same reason)."""
+    if not sample.ok or not is_num(sample.running):
+        return False
+    held = [(r, t) for r, _, t in sample.load_dist if t > 0]
+    if sample.window_s is not None and held:
+        loaded_s = sum(t for r, t in held if round(r) >= 1)
+        return loaded_s > 0 and loaded_s >= min(MIN_LOADED_S, sample.window_s / 2)
+    return sample.running >= 1
+
+
 def too_little_load(finished: float, loaded_s: float, window_s: float) -> str:
     """``"too little load to compare: 1 request finished, requests running 2 s of the last
     30 s (compared from 5 s)"``: what the window held, in requests and seconds."""
