@@ -1,4 +1,5 @@
-"""Files the monitor writes (``--record``, ``--alert-log``): never through a symbolic link.
+"""Files sparktop writes (``--record``, ``--alert-log``, ``snapshot --plot``, the sweep's runs
+file): never through a symbolic link.
 
 A link planted where the operator asked for a recording (``run.jsonl → ~/.bashrc``) would make
 sparktop truncate or append to the link's target, so the last path component is opened with
@@ -47,9 +48,12 @@ def _refuse(option: str, verb: str, path: Path, exc: OSError) -> UserError:
     return UserError(f"{option}: cannot {verb} {path}: {exc.strerror or exc}")
 
 
-def create_file(path: Path, option: str, *, force: bool = False) -> IO[bytes]:
+def create_file(
+    path: Path, option: str, *, force: bool = False, exists_hint: str = "--force replaces it"
+) -> IO[bytes]:
     """A new file at ``path`` for writing (binary). An existing file is refused unless
-    ``force`` (then it is truncated); a symbolic link is refused either way."""
+    ``force`` (then it is truncated), the message ending with ``exists_hint`` (what to do
+    instead); a symbolic link is refused either way."""
     path = path.expanduser()
     flags = _FLAGS | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
     try:
@@ -57,9 +61,7 @@ def create_file(path: Path, option: str, *, force: bool = False) -> IO[bytes]:
     except FileExistsError as exc:
         if path.is_symlink():
             raise _refuse(option, "create", path, exc) from None
-        raise UserError(
-            f"{option}: {path} exists; not overwriting it (--force replaces it)"
-        ) from None
+        raise UserError(f"{option}: {path} exists; not overwriting it ({exists_hint})") from None
     except OSError as exc:
         raise _refuse(option, "create", path, exc) from None
     fd = _checked(fd, path, option)

@@ -229,6 +229,10 @@ class SweepFlow:
                     raise UserError(f"{path} exists; pass --resume to continue it, or another -o")
         elif not self.runs_file.exists():
             raise UserError(f"nothing to resume: {self.runs_file} not found")
+        else:
+            # Before asking the server anything: a link or a FIFO in its place is refused now,
+            # not after the warm-up (and reading a FIFO would wait for a writer).
+            RunsFile.reopen(self.runs_file).close()
         client = client_for(opts["endpoint"], self._headers(), args.timeout)
         try:
             info = await discover(client, args.model, opts["api_key"])

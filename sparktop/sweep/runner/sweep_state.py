@@ -4,21 +4,25 @@ Two files per sweep: the profile (``-o my.yaml``, format 1, rewritten after ever
 beside it ``my.yaml.runs.jsonl``: a header line (plan and provenance) and one line per
 finished cell with every request's measurements. ``--resume`` reads the runs file and skips
 the cells it holds; a line cut off by a kill mid-write is ignored. Both files are replaced or
-appended without following a symlink an attacker could have put in their place.
+appended without following a symlink an attacker could have put in their place, and a
+FIFO or socket in the runs file's place is refused at once (:mod:`sparktop.outfile`).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
 from sparktop.errors import UserError
+from sparktop.inputfile import read_limited
+from sparktop.outfile import append_file, create_file
 from sparktop.sweep.profiles.profile_file import parse_profile
 from sparktop.sweep.runner.bench_client import RequestResult
 from sparktop.sweep.runner.sweep_cells import CellRuns, cell_figures, no_figures_reason
@@ -114,50 +118,54 @@ def runs_path(output: Path) -> Path:
     return output.with_name(output.name + ".runs.jsonl")
 
 
-def _open_append(path: Path, create: bool) -> int:
-    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    flags |= os.O_CREAT | os.O_EXCL if create else 0
-    try:
-        return os.open(path, flags, 0o644)
-    except FileExistsError:
-        raise UserError(f"{path} exists; pass --resume to continue that sweep") from None
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+OPTION = "--output"
+"""The option the runs file's errors name: it is written beside the profile ``-o`` names."""
+
+MAX_RUNS_BYTES = 256 << 20
+"""The largest runs file ``--resume`` reads (a few hundred bytes per request measured)."""
 
 
-def _append(fd: int, doc: dict[str, Any]) -> None:
-    os.write(fd, (json.dumps(doc, ensure_ascii=False) + "\n").encode())
-    os.fsync(fd)
+def _append(file: IO[str], doc: dict[str, Any]) -> None:
+    file.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    file.flush()
+    os.fsync(file.fileno())
 
 
 class RunsFile:
-    """The append-only record of one sweep (see the module doc)."""
+    """The append-only record of one sweep (see the module doc), opened as every file
+    sparktop writes is (:mod:`sparktop.outfile`): never through a symbolic link, and a FIFO
+    or a socket refused at once rather than blocking the sweep."""
 
-    def __init__(self, path: Path, fd: int) -> None:
+    def __init__(self, path: Path, file: IO[str]) -> None:
         self.path = path
-        self._fd = fd
+        self._file = file
 
     @classmethod
     def create(cls, path: Path, plan: Plan, provenance: Provenance) -> RunsFile:
-        fd = _open_append(path, create=True)
+        raw = create_file(path, OPTION, exists_hint="pass --resume to continue that sweep")
+        file = io.TextIOWrapper(raw, encoding="utf-8")
         header = {
             "format": RUNS_FORMAT,
             "version": RUNS_VERSION,
             "plan": plan.as_json(),
             "provenance": provenance.as_json(),
         }
-        _append(fd, header)
-        return cls(path, fd)
+        try:
+            _append(file, header)
+        except OSError as exc:
+            file.close()
+            raise UserError(f"{OPTION}: cannot write {path}: {exc.strerror or exc}") from None
+        return cls(path, file)
 
     @classmethod
     def reopen(cls, path: Path) -> RunsFile:
-        return cls(path, _open_append(path, create=False))
+        return cls(path, append_file(path, OPTION))
 
     def add(self, cell: CellRuns) -> None:
-        _append(self._fd, {"cell": cell_json(cell)})
+        _append(self._file, {"cell": cell_json(cell)})
 
     def close(self) -> None:
-        os.close(self._fd)
+        self._file.close()
 
 
 def cell_json(cell: CellRuns) -> dict[str, Any]:
@@ -174,7 +182,11 @@ def read_runs(path: Path) -> tuple[Plan, Provenance, list[CellRuns]]:
     """Plan, provenance and finished cells of a runs file. UserError naming the file and
     line when it is not one."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # Bounded, and a FIFO nobody writes to fails after a moment instead of hanging.
+        raw = read_limited(path, MAX_RUNS_BYTES + 1)
+        if len(raw) > MAX_RUNS_BYTES:
+            raise UserError(f"{path}: too large for a runs file (over {MAX_RUNS_BYTES:,} bytes)")
+        lines = raw.decode("utf-8").splitlines()
     except FileNotFoundError:
         raise UserError(f"nothing to resume: {path} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
