@@ -4,15 +4,21 @@ histograms advance between scrapes, and servers that hang, fail, answer HTML or 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import ipaddress
 import logging
 import socket
+import ssl
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from sparktop.model import NA, EngineSample, EngineState, Quantile, Sample
 from sparktop.poller import Poller
 from sparktop.sources.engines.source import EngineSource, scrape_once
+from sparktop.sources.engines.wire import ConnectError, EngineClient
 from sparktop.testing.http_stub import Reply, Route, StubServer, models_route
 from sparktop.testing.vllm_page import FakeVllm, Load
 
@@ -243,17 +249,89 @@ async def test_a_refused_token_names_its_variable_or_how_to_set_one(
     assert s.message.startswith("HTTP 401: ") and said in s.message, s.message
 
 
-def test_a_plain_http_engine_loads_no_ca_bundle_and_https_keeps_httpx_verification() -> None:
+async def test_a_plain_http_engine_makes_no_tls_context() -> None:
     """An ``http`` origin never negotiates TLS (redirects stay within it, scheme included):
-    its client gets a context with no CA loaded that still requires a verified certificate,
-    so it would fail closed; ``https`` keeps httpx's default (certifi's bundle)."""
-    import ssl
+    its client builds no ``ssl.SSLContext`` (OpenSSL's setup, ~0.45 MB) and loads no CA."""
+    routes: dict[str, Route] = {
+        "/metrics": lambda: Reply(body=FakeVllm().page()),
+        "/v1/models": models_route(),
+    }
+    async with StubServer(routes) as server:
+        source = EngineSource(Cfg("e", server.url))
+        s = await source.sample()
+        client = source._client
+        await source.aclose()
+    assert s.ok, s.message
+    assert client is not None and client._tls is None
 
-    from sparktop.sources.engines.http import tls_context
 
-    plain = tls_context("http://10.0.0.1:8000")
-    assert isinstance(plain, ssl.SSLContext)
-    assert plain.cert_store_stats()["x509_ca"] == 0
-    assert plain.verify_mode is ssl.CERT_REQUIRED and plain.check_hostname
-    assert tls_context("https://vllm.example:8443") is True
-    assert tls_context("HTTPS://vllm.example") is True
+def _self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by itself (no CA vouches for it) and its key."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+async def test_an_https_engine_is_verified_against_certifis_bundle_and_fails_closed(
+    tmp_path: Path,
+) -> None:
+    """``https`` verifies the server's certificate and name against certifi's CA bundle (as
+    httpx did): a self-signed certificate is refused, the scrape says why and sends nothing."""
+    cert, key = _self_signed(tmp_path)
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+    asked: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, ssl.SSLError):
+            asked.append(await reader.read(1024))
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=served)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        source = EngineSource(Cfg("e", f"https://127.0.0.1:{port}"))
+        s = await source.sample()
+        await source.aclose()
+        client = EngineClient(f"https://127.0.0.1:{port}", timeout_s=5.0)
+        with pytest.raises(ConnectError) as refused:
+            async with client.stream(client.url("/metrics")):
+                pass
+        await client.aclose()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert s.state is EngineState.UNREACHABLE and "certificate verify failed" in s.message, s
+    assert not any(asked)  # no request went out over the unverified connection
+    assert isinstance(refused.value.__cause__, ssl.SSLCertVerificationError)
+    tls = client._tls
+    assert tls is not None and tls.verify_mode is ssl.CERT_REQUIRED and tls.check_hostname
+    assert tls.cert_store_stats()["x509_ca"] > 0  # certifi's bundle

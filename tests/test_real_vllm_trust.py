@@ -20,6 +20,7 @@ from sparktop.model import Quantile
 from sparktop.sources.engines.http import fetch_models
 from sparktop.sources.engines.metrics import MetricsDeriver
 from sparktop.sources.engines.reading import WANTED
+from sparktop.sources.engines.wire import EngineClient
 from sparktop.sources.exposition.page import parse_page
 from tests.real_vllm_plugin import RealVllm
 
@@ -91,7 +92,11 @@ async def test_the_real_pages_p50_keeps_its_bucket_and_models_name_the_checkpoin
         sample = deriver.derive(
             parse_page((await client.get("/metrics")).text, WANTED), now_s=5.0, wall_s=5.0
         )
-        length, model, root = await fetch_models(client)
+        engine = EngineClient(real_vllm.url, timeout_s=300)
+        try:
+            length, model, root = await fetch_models(engine)
+        finally:
+            await engine.aclose()
         listed = json.loads((await client.get("/v1/models")).text)["data"]
     q = sample.ttft_p50
     assert isinstance(q, Quantile)

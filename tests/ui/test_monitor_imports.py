@@ -38,12 +38,21 @@ NOT_FOR_ENGINES = (
     "sparktop.ui.screens.engine_detail",
     "sparktop.ui.screens.curve",
     "textual.widgets._data_table",
+    "httpx",
+    "httpcore",
+    "anyio",
+    "urllib.request",
+    "email",
+    "http.cookiejar",
+    "zstandard",
 )
 """Loaded only when a plan or a key asks: SSH nodes, a page the fast reader refuses,
 ``--record``, the ``sim`` command, ``c``, ``b`` (the budget pane, built when first opened),
 ``?`` (help, which lists every widget's keys) or Enter (a node's or an engine's detail screen,
 with the ``DataTable`` they alone use); httpx's CLI and pydantic's plugin scan
-(``importlib.metadata``) never."""
+(``importlib.metadata``) never. Engines are read over h11 directly
+(:mod:`sparktop.sources.engines.wire`): httpx, httpcore, anyio and what httpx imports
+(``urllib.request``, ``email``, ``http.cookiejar``, zstandard) are not loaded."""
 
 MONITOR = """
 import asyncio, json, sys
@@ -96,6 +105,6 @@ async def test_an_engine_only_monitor_loads_no_ssh_and_nothing_its_plan_does_not
     status, modules = json.loads(out.decode().splitlines()[-1])
     assert status == "ok"
     loaded = set(modules)
-    assert "sparktop.ui.app" in loaded and "httpx" in loaded  # the monitor did run
+    assert "sparktop.ui.app" in loaded and "h11" in loaded  # the monitor did run
     wrong = [m for m in NOT_FOR_ENGINES if m in loaded]
     assert wrong == [], f"an engine-only monitor imported {wrong}"

@@ -14,20 +14,28 @@ from __future__ import annotations
 
 import os
 import socket
-import ssl
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
-
-import httpx
+from urllib.parse import urljoin
 
 from sparktop.jsontext import loads
 from sparktop.model import NA, EngineState, Num
 from sparktop.safe_text import clip_identity
 from sparktop.sources.engines.kinds import DEFAULT
 from sparktop.sources.engines.kinds.spec import Models
+from sparktop.sources.engines.wire import (
+    EngineClient,
+    HTTPError,
+    InvalidURL,
+    ProtocolError,
+    Response,
+    TimeoutException,
+    TransportError,
+    split_url,
+)
 
 METRICS_PATH = "/metrics"
 DEFAULT_MODELS: Models = DEFAULT.models
@@ -59,13 +67,13 @@ class ScrapeFailure(Exception):
 def describe(exc: BaseException) -> str:
     """``TypeName: message`` (or just the type name when the message is empty); an HTTP
     protocol error as :func:`protocol_reason` says it."""
-    if isinstance(exc, httpx.ProtocolError):
+    if isinstance(exc, ProtocolError):
         return protocol_reason(exc)
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def protocol_reason(exc: httpx.ProtocolError) -> str:
+def protocol_reason(exc: ProtocolError) -> str:
     """``not an HTTP answer (illegal status line)``: h11's words before the bytes it quotes
     (a Python bytes repr of whatever the port sent, hundreds of characters, is no reason);
     a server that hung up says so."""
@@ -78,7 +86,7 @@ def protocol_reason(exc: httpx.ProtocolError) -> str:
 def transport_reason(exc: BaseException) -> str:
     """Why a connection failed, in the words the SSH nodes use (``connection refused``,
     ``cannot resolve host name (…)``, the OS's reason), found in the chain of causes
-    under httpx's ``ConnectError: All connection attempts failed``; else :func:`describe`."""
+    under the client's ``ConnectError``; else :func:`describe`."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
@@ -109,7 +117,7 @@ def auth_hint(key_env: str | None, given: bool) -> str:
     return f"the server refused the token in {key_env} (api_key_env)"
 
 
-def _check_status(response: httpx.Response) -> None:
+def _check_status(response: Response) -> None:
     status = response.status_code
     if status == 200:
         return
@@ -130,12 +138,11 @@ class Progress:
     status: int | None = None
     size: int = 0
     connected: bool = False
-    """The server accepted the connection and took the request (httpcore's trace events)."""
+    """The server accepted the connection and took the request."""
 
-    async def trace(self, event: str, info: dict[str, object]) -> None:
-        """httpx's ``trace`` request extension: notes when the request went out."""
-        if event in ("http11.send_request_headers.complete", "http2.send_request_headers.complete"):
-            self.connected = True
+    def sent(self) -> None:
+        """The request went out (the client's ``on_sent``)."""
+        self.connected = True
 
 
 ACCEPT_ENCODING = "gzip, deflate"
@@ -210,74 +217,57 @@ class Body:
             return data.decode("utf-8", errors="replace")
 
 
-def tls_context(url: str) -> ssl.SSLContext | bool:
-    """``verify`` for an engine's client at ``url``: httpx's default (certifi's CA bundle) for
-    ``https``; for a plain ``http`` origin, which never negotiates TLS (redirects are followed
-    within the origin, scheme included), a context with no CA loaded, so failing closed were
-    it ever used. Loading the bundle costs each client ~1.2 MB of RSS and ~20 ms of CPU."""
-    return True if url.lower().startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
-def origin(url: httpx.URL) -> str:
-    """``scheme://host:port`` of ``url`` (the port spelled out), printable."""
-    port = url.port or {"http": 80, "https": 443}.get(url.scheme, 0)
-    return ascii(f"{url.scheme}://{url.host}:{port}")[1:-1]
+def origin(url: str) -> str:
+    """``scheme://host:port`` of ``url`` (the port spelled out), printable. Raises
+    :class:`~sparktop.sources.engines.wire.InvalidURL`."""
+    return ascii(str(split_url(url)[0]))[1:-1]
 
 
 @asynccontextmanager
 async def open_stream(
-    client: httpx.AsyncClient, path: str, progress: Progress, headers: dict[str, str] | None = None
-) -> AsyncIterator[httpx.Response]:
+    client: EngineClient, path: str, progress: Progress, headers: dict[str, str] | None = None
+) -> AsyncIterator[Response]:
     """``GET path`` streamed, following at most :data:`MAX_REDIRECTS` redirects and only
     within the engine's own origin (scheme, host, port): numbers from another server must
     never be shown as this engine's. Raises :class:`ScrapeFailure` for any other redirect."""
-    # Under the base URL's path; the trace tells a hung server from one never reached.
-    request = client.build_request(
-        "GET", path, headers=headers, extensions={"trace": progress.trace}
-    )
-    url = request.url
+    # Under the base URL's path; ``sent`` tells a hung server from one never reached.
+    url = client.url(path)
     first = origin(url)
     for _ in range(MAX_REDIRECTS + 1):
-        response = await client.send(request, stream=True)
-        if not response.is_redirect:
-            try:
+        async with client.stream(url, headers, progress.sent) as response:
+            if not response.is_redirect:
                 progress.status = response.status_code
                 yield response
-            finally:
-                await response.aclose()
-            return
-        location = response.headers.get("location", "")
-        await response.aclose()
+                return
+            location = response.headers.get("location", "")
         try:
-            target = url.join(location)
-        except httpx.InvalidURL:
+            target = urljoin(url, location)
+            there = origin(target)
+        except (InvalidURL, ValueError):
             raise ScrapeFailure(
                 EngineState.UNAVAILABLE, f"GET {path}: redirected to an invalid URL; not followed"
             ) from None
-        if origin(target) != first:
+        if there != first:
             raise ScrapeFailure(
                 EngineState.UNAVAILABLE,
-                f"GET {path}: redirected to another origin ({origin(target)}); not followed, "
+                f"GET {path}: redirected to another origin ({there}); not followed, "
                 f"only redirects within {first} are",
             )
         url = target
-        request = client.build_request(
-            "GET", url, headers=headers, extensions={"trace": progress.trace}
-        )
     raise ScrapeFailure(
         EngineState.UNAVAILABLE, f"GET {path}: more than {MAX_REDIRECTS} redirects; not followed"
     )
 
 
 async def read_capped(
-    response: httpx.Response, limit: int, progress: Progress, *, raw: bool = False
+    response: Response, limit: int, progress: Progress, *, raw: bool = False
 ) -> bytes:
-    """The body, refused past ``limit`` bytes. Raises :class:`ScrapeFailure`. ``raw``: as
-    sent, not inflated (that is left to a worker thread: httpx inflates on the event loop,
-    and a gzip bomb held it for seconds)."""
+    """The body, refused past ``limit`` bytes (as sent, and again once inflated). Raises
+    :class:`ScrapeFailure`. ``raw``: as sent, not inflated (a ``/metrics`` page is inflated
+    in a worker thread: on the event loop a gzip bomb held it for seconds)."""
     chunks: list[bytes] = []
     try:
-        async for chunk in response.aiter_raw() if raw else response.aiter_bytes():
+        async for chunk in response.aiter_raw():
             progress.size += len(chunk)
             if progress.size > limit:
                 raise ScrapeFailure(
@@ -286,10 +276,11 @@ async def read_capped(
                     refused=True,
                 )
             chunks.append(chunk)
-    except httpx.TransportError as exc:
+    except TransportError as exc:
         reason = f"body cut off after {progress.size} bytes ({describe(exc)})"
         raise ScrapeFailure(EngineState.UNAVAILABLE, reason) from exc
-    return b"".join(chunks)
+    data = b"".join(chunks)
+    return data if raw else inflate(data, response.headers.get("content-encoding", ""), limit)
 
 
 def no_answer(progress: Progress, timeout_s: float) -> tuple[EngineState, str]:
@@ -303,10 +294,10 @@ def no_answer(progress: Progress, timeout_s: float) -> tuple[EngineState, str]:
 
 
 async def fetch_metrics(
-    client: httpx.AsyncClient, timeout_s: float, progress: Progress | None = None
+    client: EngineClient, timeout_s: float, progress: Progress | None = None
 ) -> Body:
     """The ``/metrics`` body. Raises :class:`ScrapeFailure` (never anything else from
-    httpx): no answer or refused → UNREACHABLE; 404 → METRICS_DISABLED; other status, HTML,
+    the client): no answer or refused → UNREACHABLE; 404 → METRICS_DISABLED; other status, HTML,
     oversized or cut-off body, a redirect off the engine's origin → UNAVAILABLE. The caller
     sets the whole-response deadline (``timeout_s`` bounds each network step)."""
     progress = progress or Progress()
@@ -316,16 +307,16 @@ async def fetch_metrics(
         ) as response:
             _check_status(response)
             data = await read_capped(response, MAX_BODY_BYTES, progress, raw=True)
-    except httpx.TimeoutException as exc:
+    except TimeoutException as exc:
         state, reason = no_answer(progress, timeout_s)
         silent = state is EngineState.NOT_ANSWERING
         raise ScrapeFailure(state, reason, no_response=silent) from exc
-    except httpx.ProtocolError as exc:  # it answered, not in HTTP: reachable, no page
+    except ProtocolError as exc:  # it answered, not in HTTP: reachable, no page
         hung_up = progress.status is None and not protocol_reason(exc).startswith("not an")
         raise ScrapeFailure(
             EngineState.UNAVAILABLE, protocol_reason(exc), no_response=hung_up
         ) from exc
-    except httpx.TransportError as exc:
+    except TransportError as exc:
         raise ScrapeFailure(EngineState.UNREACHABLE, transport_reason(exc)) from exc
     content_type = response.headers.get("content-type", "")
     if "html" in content_type.lower() or data.lstrip()[:1] == b"<":
@@ -341,7 +332,7 @@ answer is broken."""
 
 
 async def fetch_models(
-    client: httpx.AsyncClient, shape: Models = DEFAULT_MODELS
+    client: EngineClient, shape: Models = DEFAULT_MODELS
 ) -> tuple[Num, str, str]:
     """``max_model_len`` (or NA with the reason), the base model's id (its served name) and
     its ``root`` (the checkpoint it was loaded from: vLLM's model path or hub name, "" when
@@ -361,7 +352,7 @@ async def fetch_models(
             entries = entries.get("data", [])
     except ScrapeFailure as failure:
         return NA(failure.reason), "", ""
-    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+    except (HTTPError, ValueError, AttributeError) as exc:
         return NA(f"GET {path}: {describe(exc)}"), "", ""
     for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict) and entry.get(shape.parent_field) is None:
@@ -387,7 +378,7 @@ MAX_VERSION_BYTES = 4096
 
 
 async def fetch_json(
-    client: httpx.AsyncClient,
+    client: EngineClient,
     path: str,
     cap_bytes: int,
     *,
@@ -410,11 +401,11 @@ async def fetch_json(
         return NA(f"GET {path}: {failure.reason}")
     except ValueError:
         return NA(f"GET {path} answered no JSON{json_hint}")
-    except httpx.HTTPError as exc:
+    except HTTPError as exc:
         return NA(f"GET {path}: {describe(exc)}")
 
 
-async def fetch_version(client: httpx.AsyncClient, path: str) -> str:
+async def fetch_version(client: EngineClient, path: str) -> str:
     """The server's version string from ``GET path`` (``{"version": "0.32.0"}``), printable
     and at most 60 characters; "" when it has none (404, not JSON, no ``version``). Never
     raises (the caller's deadline may cancel it)."""
@@ -428,7 +419,7 @@ async def fetch_version(client: httpx.AsyncClient, path: str) -> str:
             if response.status_code != 200:
                 return ""
             answer: Any = loads(data)
-    except (ScrapeFailure, httpx.HTTPError, ValueError):
+    except (ScrapeFailure, HTTPError, ValueError):
         return ""
     version = answer.get("version") if isinstance(answer, dict) else None
     if not isinstance(version, str):

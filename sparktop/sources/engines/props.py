@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from sparktop.model import NA, Num
 from sparktop.sources.engines.http import MAX_MODEL_LEN, fetch_json
+from sparktop.sources.engines.wire import EngineClient
 
 MAX_PROPS_BYTES = 1024 * 1024
 """``/props`` carries the chat template (a few KiB); past this it is not a props answer."""
@@ -57,7 +56,7 @@ def read_props(answer: Any, path: str = "/props") -> Props:
     )
 
 
-async def fetch_props(client: httpx.AsyncClient, path: str = "/props") -> Props:
+async def fetch_props(client: EngineClient, path: str = "/props") -> Props:
     """``GET path`` read up to 1 MiB and parsed by :func:`read_props`; never raises (the
     caller's deadline may cancel it)."""
     answer = await fetch_json(client, path, MAX_PROPS_BYTES, json_hint=": not llama.cpp's /props?")

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from sparktop.model import NA, Num
 from sparktop.sources.engines.http import MAX_MODEL_LEN, fetch_json
+from sparktop.sources.engines.wire import EngineClient
 
 MAX_SLOTS_BYTES = 4 * 1024 * 1024
 """``/slots`` is a few hundred bytes a slot (prompts are not detokenized by default)."""
@@ -54,7 +53,7 @@ def read_slots(answer: Any, path: str = "/slots") -> Num:
     return sum(lengths) / len(lengths)
 
 
-async def fetch_slot_prompts(client: httpx.AsyncClient, path: str = "/slots") -> Num:
+async def fetch_slot_prompts(client: EngineClient, path: str = "/slots") -> Num:
     """``GET path`` read up to 4 MiB and parsed by :func:`read_slots`; never raises (the
     caller's deadline may cancel it)."""
     answer = await fetch_json(

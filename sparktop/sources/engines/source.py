@@ -1,7 +1,9 @@
 """An inference server as a poll source: ``GET {url}/metrics`` → :class:`EngineSample`.
 
-One ``httpx.AsyncClient`` per engine (keep-alive, timeouts, redirects followed only within
-the engine's origin so ``/metrics`` → ``/metrics/`` works, ``Accept: text/plain``), an optional
+One :class:`~sparktop.sources.engines.wire.EngineClient` per engine (keep-alive, timeouts,
+redirects followed only within the engine's origin so ``/metrics`` → ``/metrics/`` works,
+``Accept: text/plain``, no proxy from the environment: one meant for the internet must not
+catch a 10.x engine), an optional
 bearer token read from the environment variable the inventory names (never logged, and
 redacted from every message), and ``GET /v1/models`` once per connection for
 ``max_model_len`` (the entry with ``parent: null``), with the kind's version path (vLLM's
@@ -29,8 +31,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-import httpx
-
 from sparktop.model import NA, EngineSample, EngineState, Num, is_num
 from sparktop.sources.engines.banner import spoke_first
 from sparktop.sources.engines.http import (
@@ -45,7 +45,6 @@ from sparktop.sources.engines.http import (
     fetch_models,
     fetch_version,
     no_answer,
-    tls_context,
 )
 from sparktop.sources.engines.kinds import DEFAULT, spec_for
 from sparktop.sources.engines.metrics import MetricsDeriver
@@ -53,6 +52,7 @@ from sparktop.sources.engines.pool import Limits
 from sparktop.sources.engines.props import Props, fetch_props
 from sparktop.sources.engines.reading import detect_kind, parse_engine_page
 from sparktop.sources.engines.slots import fetch_slot_prompts
+from sparktop.sources.engines.wire import EngineClient
 from sparktop.sources.exposition.page import PromPage
 
 ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
@@ -118,7 +118,7 @@ class EngineSource:
         self._api_key = api_key
         self._timeout_s = timeout_s
         self._deadline_s = deadline_s or 2 * timeout_s
-        self._client: httpx.AsyncClient | None = None
+        self._client: EngineClient | None = None
         self._models: tuple[Num, str, str] | None = None
         self._version: str | None = None
         self._props: Props | None = None
@@ -139,20 +139,13 @@ class EngineSource:
             stale_after_s=stale_after_s,
         )
 
-    def _client_now(self) -> httpx.AsyncClient:
+    def _client_now(self) -> EngineClient:
         if self._client is None:
             headers = {"Accept": ACCEPT, "Accept-Encoding": ACCEPT_ENCODING}
             token = self._token()
             if token:
                 headers["Authorization"] = f"Bearer {token}"
-            self._client = httpx.AsyncClient(
-                base_url=self.url,
-                timeout=httpx.Timeout(self._timeout_s),
-                follow_redirects=False,  # followed by open_stream, within this origin only
-                headers=headers,
-                trust_env=False,  # an HTTP(S)_PROXY meant for the internet must not catch 10.x
-                verify=tls_context(self.url),
-            )
+            self._client = EngineClient(self.url, timeout_s=self._timeout_s, headers=headers)
         return self._client
 
     async def sample(self) -> EngineSample:

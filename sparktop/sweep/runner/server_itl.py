@@ -15,13 +15,15 @@ traffic, a failed scrape) the client's timing stands.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 import httpx
 
 from sparktop.sources.engines.http import ScrapeFailure, fetch_metrics
 from sparktop.sources.engines.source import read_engine_body
+from sparktop.sources.engines.wire import EngineClient
 from sparktop.sweep.runner.bench_client import RequestResult
 
 ITL = "vllm:inter_token_latency_seconds"
@@ -33,12 +35,24 @@ SETTLE_S = 0.1
 run may lag its last tokens by a step; it is read again this many times, this far apart."""
 
 
+@asynccontextmanager
+async def scrape_client(client: httpx.AsyncClient, timeout_s: float) -> AsyncIterator[EngineClient]:
+    """The engine's scrape client beside the sweep's ``client``: its base URL and bearer
+    token, ``timeout_s`` on each network step; closed on leaving."""
+    auth = {k: v for k, v in client.headers.items() if k.lower() == "authorization"}
+    engine = EngineClient(str(client.base_url), timeout_s=timeout_s, headers=auth)
+    try:
+        yield engine
+    finally:
+        await engine.aclose()
+
+
 async def itl_totals(client: httpx.AsyncClient) -> tuple[float, float] | None:
     """The server's ITL ``(sum s, count)`` over every series, or None when it has none or
     did not answer within :data:`SCRAPE_S`."""
     try:
-        async with asyncio.timeout(SCRAPE_S):
-            body = await fetch_metrics(client, SCRAPE_S)
+        async with asyncio.timeout(SCRAPE_S), scrape_client(client, SCRAPE_S) as engine:
+            body = await fetch_metrics(engine, SCRAPE_S)
         page = await asyncio.to_thread(read_engine_body, body)
     except (ScrapeFailure, TimeoutError):
         return None

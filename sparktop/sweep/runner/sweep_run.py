@@ -30,7 +30,7 @@ from sparktop.sweep.profiles.loader import user_profile_paths
 from sparktop.sweep.profiles.profile import DEFAULT_PROFILE, Profile
 from sparktop.sweep.runner.bench_client import RequestResult, clean, stream_completion
 from sparktop.sweep.runner.bench_prompts import PromptMaker
-from sparktop.sweep.runner.server_itl import itl_totals, run_itl_s, with_itl
+from sparktop.sweep.runner.server_itl import itl_totals, run_itl_s, scrape_client, with_itl
 from sparktop.sweep.runner.sweep_cells import CellRuns
 from sparktop.sweep.runner.sweep_state import Plan
 
@@ -96,8 +96,11 @@ async def _version(client: httpx.AsyncClient) -> str:
 
 async def _cache_config(client: httpx.AsyncClient) -> dict[str, str]:
     try:
-        async with asyncio.timeout(DISCOVERY_STEP_S):
-            body = await fetch_metrics(client, DISCOVERY_STEP_S)
+        async with (
+            asyncio.timeout(DISCOVERY_STEP_S),
+            scrape_client(client, DISCOVERY_STEP_S) as engine,
+        ):
+            body = await fetch_metrics(engine, DISCOVERY_STEP_S)
         page = read_page(await asyncio.to_thread(read_engine_body, body), DEFAULT.kind)
     except (ScrapeFailure, TimeoutError):
         return {}
@@ -111,8 +114,11 @@ async def discover(client: httpx.AsyncClient, model: str | None, api_key: str | 
     Raises RuntimeFailure when the server is unreachable or names no model. Each request
     has :data:`DISCOVERY_STEP_S` as a whole."""
     try:
-        async with asyncio.timeout(DISCOVERY_STEP_S):
-            max_len, served, _root = await fetch_models(client)
+        async with (
+            asyncio.timeout(DISCOVERY_STEP_S),
+            scrape_client(client, DISCOVERY_STEP_S) as engine,
+        ):
+            max_len, served, _root = await fetch_models(engine)
     except TimeoutError:
         raise RuntimeFailure(
             f"{client.base_url}: no complete answer to GET /v1/models within {DISCOVERY_STEP_S:g} s"
