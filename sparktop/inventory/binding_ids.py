@@ -14,13 +14,13 @@ BINDING_IDS = frozenset(
         # the monitor (sparktop/ui/app.py)
         "app.quit", "app.interrupt", "app.help", "app.budget", "app.pause", "app.events",
         "app.filter", "app.clear_filter", "app.curve", "app.interval_up", "app.interval_down",
-        "app.theme", "app.poll_now", "app.screenshot",
+        "app.theme", "app.poll_now", "app.screenshot", "app.command",
         # its panes and screens
         "node.details", "engine.details", "filter.keep", "filter.clear",
         "budget.close", "budget.concurrency_up", "budget.concurrency_down",
         "budget.prompt_halve", "budget.prompt_double", "budget.output_halve",
         "budget.output_double", "budget.edit", "budget.apply", "budget.leave_input",
-        "detail.back", "detail.sort", "curve.back", "curve.metric",
+        "detail.back", "detail.sort", "curve.back", "curve.metric", "command.close",
         # the replay (sparktop/ui/replay.py)
         "replay.play", "replay.back", "replay.forward", "replay.back_minute",
         "replay.forward_minute", "replay.start", "replay.next_alert",

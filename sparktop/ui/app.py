@@ -41,6 +41,7 @@ from sparktop.ui.safe_text import ControlCharacters
 from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.views import Cell, ViewConfig, node_rows, node_states
 from sparktop.ui.widgets.body import Body
+from sparktop.ui.widgets.command_bar import CommandBar
 from sparktop.ui.widgets.engine_panel import EnginePanel
 from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.filter_bar import FilterBar, matches
@@ -82,6 +83,9 @@ class SparktopApp(DetailNavigation):
                 "(as you type; Enter keeps it, Esc clears)", id="app.filter", priority=True),
         Binding("escape", "clear_filter", "Clear filter", show=False,
                 tooltip="clear the / filter", id="app.clear_filter"),
+        Binding("colon", "command", "Command", show=False, tooltip="command line, as k9s's: "
+                ":q, :help, :budget, :node NAME, :details NAME, a bare name jumps to it",
+                id="app.command", priority=True),
         Binding("c", "show_curve", "Curve", tooltip="the profile's curve (TTFT, aggregate vs "
                 "prompt tokens) with the live window on it, for the engine in focus",
                 id="app.curve"),
@@ -165,6 +169,7 @@ class SparktopApp(DetailNavigation):
             Vertical(id="main", classes="-no-nodes" if no_nodes else ""),
         ):
             yield FilterBar(id="filter")
+            yield CommandBar(id="command")
             yield Static(no_driver_text(self.plan), id="notice")
             yield Static(no_nodes, id="no-nodes", markup=False)
             yield NodeTable(id="nodes")
@@ -399,9 +404,11 @@ class SparktopApp(DetailNavigation):
             return self.screen is self.screen_stack[0]
         if action == "show_curve":
             return not (isinstance(self.screen, LiveScreen) and self.screen.DRAWS_CURVE)
-        if action in ("filter", "clear_filter"):
+        if action in ("filter", "clear_filter", "command"):
             on_main = self.screen is self.screen_stack[0] and not self.typing()
-            return on_main and (action == "filter" or bool(self.query_one(FilterBar).query_text))
+            return on_main and (
+                action != "clear_filter" or bool(self.query_one(FilterBar).query_text)
+            )
         # An input types + and - itself; Textual cannot tell these keys are printable, so
         # without this the footer would offer them while typing.
         return not (action == "interval" and self.typing())
@@ -439,6 +446,9 @@ class SparktopApp(DetailNavigation):
 
     def action_filter(self) -> None:
         self.query_one(FilterBar).open()
+
+    def action_command(self) -> None:
+        self.query_one(CommandBar).open()
 
     def action_clear_filter(self) -> None:
         self.query_one(FilterBar).action_clear()

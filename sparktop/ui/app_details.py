@@ -1,4 +1,5 @@
-"""The monitor's way into its detail screens: a node's, an engine's, an engine's curve.
+"""The monitor's way into its detail screens: a node's, an engine's, an engine's curve, and
+the ``:`` command line that reaches them (and the keys' actions) by name.
 
 A base of :class:`~sparktop.ui.app.SparktopApp` (kept apart so the app's module stays
 small): Enter on a Nodes row or an engine block, the palette and ``c`` land here; each
@@ -18,9 +19,12 @@ from sparktop.alerts.peers import node_facts
 from sparktop.cluster import ClusterState
 from sparktop.model import EngineSample, GpuSample, NodeSample
 from sparktop.plan import Plan
+from sparktop.ui.command_line import parse_command
 from sparktop.ui.messages import EngineChosen, NodeChosen
+from sparktop.ui.safe_text import printable
 from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.views import ROW_SEP, Cell, ViewConfig
+from sparktop.ui.widgets.command_bar import CommandBar
 from sparktop.ui.widgets.engine_panel import EngineBlock, EnginePanel
 from sparktop.ui.widgets.event_log import EventLog
 from sparktop.ui.widgets.node_table import NodeTable
@@ -157,3 +161,26 @@ class DetailNavigation(App[int]):
         block = self.query_one(EnginePanel).blocks.get(engine)
         if block is not None:
             block.scroll_visible()
+
+    @on(CommandBar.Entered)
+    async def _command_entered(self, message: CommandBar.Entered) -> None:
+        """Run a ``:`` line: focus goes back where ``:`` left it (the Nodes table, else the
+        engines), then the line's action or jump; a line it cannot read is said in one
+        notice."""
+        table = self.query_one(NodeTable)
+        (table if table.display else self.query_one(EnginePanel)).focus()
+        nodes = [*dict.fromkeys([*self.plan.nodes, *self.state.nodes])]
+        engines = [*dict.fromkeys([*(e.name for e in self.plan.engines), *self.state.engines])]
+        done = parse_command(message.line, nodes, engines)
+        if isinstance(done, str):
+            self.notify(printable(done), severity="warning", timeout=5, markup=False)
+        elif done.target and done.command == "details":
+            show = self.show_node_details if done.kind == "node" else self.show_engine_details
+            show(done.target)
+        elif done.target and done.command == "curve":
+            self.show_curve(done.target)
+        elif done.target:
+            jump = self.jump_to_node if done.kind == "node" else self.jump_to_engine
+            jump(done.target)
+        elif done.action:
+            await self.run_action(done.action)

@@ -18,12 +18,14 @@ from sparktop.alerts.thresholds import Thresholds
 from sparktop.cluster import LOADED_UTIL_PCT
 from sparktop.model import BENIGN_CLOCK_EVENTS
 from sparktop.ui import format as fmt
+from sparktop.ui.command_line import commands_markdown
 from sparktop.ui.expected import COLUMN_NOTES
 from sparktop.ui.screens.curve import CurveScreen
 from sparktop.ui.screens.node_detail import NodeDetailScreen
 from sparktop.ui.views import WIDE_COLUMNS
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetInput, BudgetPane
+from sparktop.ui.widgets.command_bar import CommandBar
 from sparktop.ui.widgets.engine_panel import EngineBlock
 from sparktop.ui.widgets.filter_bar import FilterBar
 from sparktop.ui.widgets.node_table import NodeTable
@@ -267,8 +269,8 @@ def all_bindings(app_class: type[App[Any]]) -> list[Binding]:
         if issubclass(c, App) and not c.__module__.startswith("textual.")
     ]
     found: list[Binding] = []
-    owned = (NodeTable, EngineBlock, FilterBar, Body, BudgetPane, BudgetInput, NodeDetailScreen,
-             CurveScreen)  # fmt: skip
+    owned = (NodeTable, EngineBlock, FilterBar, CommandBar, Body, BudgetPane, BudgetInput,
+             NodeDetailScreen, CurveScreen)  # fmt: skip
     for owner in (*owners, *owned):
         found += [b for b in owner.__dict__.get("BINDINGS", ()) if isinstance(b, Binding) and b.id]
     return found
@@ -402,6 +404,7 @@ class HelpScreen(ModalScreen[None]):
             [
                 "# sparktop help",
                 self.keys,
+                commands_markdown(),
                 table(
                     "Nodes (one row per GPU, keyed by node + GPU UUID)", node_columns(thresholds)
                 ),
