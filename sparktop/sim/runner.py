@@ -372,16 +372,15 @@ class SimHandle:
             for name in self.cluster.engines
             if name not in self.llamacpp
         ]
+        profile = _profile_ref(self.options.profile)
         for name in sorted(self.llamacpp):
             # llama-server states its slots and context (/props), never its KV pool.
             pool = self.cluster.engines[name].limits.kv_pool_tokens
+            own = str(_llamacpp_profile(profile, self.directory))
             engines.append(
                 {"name": name, "url": self.http[name].url, "kind": "llamacpp",
-                 "kv_pool_tokens": pool}
+                 "kv_pool_tokens": pool, "profile": own}
             )  # fmt: skip
-        profile = _profile_ref(self.options.profile)
-        if self.llamacpp:
-            profile = str(_simulated_profile(profile, self.directory))
         doc: dict[str, object] = {
             "cluster": f"sim-{len(node_entries)}x",
             "profile": profile,
@@ -463,15 +462,16 @@ def _profile_ref(profile: str) -> str:
     return str(path.resolve()) if path.exists() else profile
 
 
-def _simulated_profile(profile: str, directory: Path) -> Path:
-    """``profile`` (a built-in name or a file) copied into ``directory`` with an ``engine:``
-    that names no engine kind: the simulated vLLM and llama.cpp engines both run at its
-    figures, so it describes both (a profile naming vLLM would rightly give the llama.cpp
-    engine no expected row)."""
+def _llamacpp_profile(profile: str, directory: Path) -> Path:
+    """The simulated llama.cpp engine's own ``profile:``: ``profile`` (a built-in name or a
+    file, the one the vLLM engines are read against) copied into ``directory`` as measured
+    on llama.cpp, since the simulated llama.cpp engine runs at its figures too (a profile
+    naming vLLM rightly gives a llama.cpp engine no expected row)."""
     source = Path(profile) if Path(profile).is_file() else FOLDER / f"{profile}.yaml"
     doc = yaml.safe_load(source.read_text(encoding="utf-8"))
-    doc["engine"] = f"sparktop sim: every simulated engine runs at {doc.get('name')}'s figures"
-    path = directory / "sim-profile.yaml"
+    doc["engine"] = f"llama.cpp (sparktop sim, at {doc.get('name')}'s figures)"
+    doc["name"] = f"{doc.get('name')}-llamacpp"
+    path = directory / "llamacpp-profile.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
 
