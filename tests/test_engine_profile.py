@@ -187,3 +187,26 @@ def test_the_alert_rules_and_exporter_judge_each_engine_by_its_own_profile(
     shared = Plan.from_inventory(load_inventory(_inventory(tmp_path, DEFAULT_PROFILE)))
     shared_expected = shared.alert_engine().expected
     assert shared_expected is not None and shared_expected(llama) is None
+
+
+def test_snapshot_plot_draws_each_engine_on_its_own_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``snapshot --plot``: each engine's curves are its own profile's (the engines here do
+    not answer: the curves are drawn bare, with the reason)."""
+    from sparktop.cli import main
+
+    profile = _llama_profile(tmp_path / "sweeps")
+    inventory = tmp_path / "engines.yaml"
+    inventory.write_text(
+        f"cluster: mixed\nprofile: {DEFAULT_PROFILE}\nengines:\n"
+        "  - {name: dsv, url: 'http://127.0.0.1:9'}\n"
+        f"  - {{name: llama, url: 'http://127.0.0.1:9', kind: llamacpp, profile: {profile}}}\n",
+        encoding="utf-8",
+    )
+    plot = tmp_path / "plot.svg"
+    status = main(["snapshot", "-i", str(inventory), "--plot", str(plot), "--timeout", "5"])
+    assert status == 1, capsys.readouterr().err  # neither engine answered
+    svg = plot.read_text(encoding="utf-8").replace("&#160;", " ")
+    assert "engine llama () · TTFT · llama-sweep" in svg
+    assert f"engine dsv () · TTFT · {DEFAULT_PROFILE}" in svg
