@@ -324,3 +324,24 @@ def test_a_polls_gpu_text_is_split_once_and_each_reader_gets_its_own_rows() -> N
     fresh = [list(row) for row in tables._csv_rows.__wrapped__(gpu_text)]
     assert tables.csv_rows(gpu_text) == fresh
     assert parse_probe_output("spark-1", text, 0.0).gpus == sample.gpus
+
+
+def test_probe_sections_split_alike_whole_and_cut_at_the_slow_tier() -> None:
+    # A streamed poll's text is split in two at its first meminfo marker, the slow tier's
+    # part split once per text: the sections must be split_probe's of the whole text.
+    from sparktop.sources.nvsmi.node import _sections, split_probe
+
+    rnd = random.Random(7)
+    atoms = [
+        "@@sparktop:gpu", "@@sparktop:rc 0", "@@sparktop:rc", "@@sparktop:meminfo",
+        "@@sparktop:meminfo2", "@@sparktop:apps", "@@sparktop:host", " @@sparktop:meminfo",
+        "x", "", "a,b", "@@sparktop:", "@@sparktop:rc 3", "MemTotal: 1 kB",
+    ]  # fmt: skip
+    texts = [read(NVSMI / "gb10-580.173.02-nvml-meminfo-probe.txt")]
+    for _ in range(3000):
+        text = "\n".join(rnd.choice(atoms) for _ in range(rnd.randint(0, 12)))
+        texts.append(text + rnd.choice(["", "\n", "\n\n"]))
+    for text in texts:
+        for _ in range(2):  # the second time from the kept split
+            assert dict(_sections(text)) == split_probe(text), text
+            assert list(_sections(text)) == list(split_probe(text)), text

@@ -332,7 +332,7 @@ def _garbled(node: str, time_s: float, raw: str, message: str) -> NodeSample:
 
 
 def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
-    sections = split_probe(text)
+    sections = _sections(text)
     if SECTION_GPU not in sections:
         return _garbled(node, time_s, raw, f"not sparktop probe output: {first_line(text)}")
     if SECTION_APPS in sections:
@@ -395,6 +395,35 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
         power=host.power,
         processes=processes,
     )
+
+
+_TAIL_MARK = f"\n{MARK}{SECTION_MEMINFO}"
+
+
+def _sections(text: str) -> Mapping[str, tuple[str, int | None]]:
+    """:func:`split_probe` of ``text``, the part from its first ``meminfo`` marker on (the
+    slow tier's reading, which a stream repeats for ~10 s of polls) split once per text.
+
+    The same sections: a marker line that is not an exit status closes the section before
+    it wherever the text is cut, and a name's first section wins (the head's). The tail's
+    bodies are then the same strings from poll to poll, so the parsed readings kept by text
+    (memory, compute apps, host files) are found without hashing them again."""
+    cut = text.find(_TAIL_MARK) + 1
+    if cut <= 0:
+        return split_probe(text)
+    sections = split_probe(text[:cut])
+    for name, body in _split_tail(text[cut:]).items():
+        sections.setdefault(name, body)
+    return sections
+
+
+TAILS_KEPT = 64
+"""Slow-tier tails kept split: one per streamed node up to this many (a few KiB each)."""
+
+
+@functools.lru_cache(maxsize=TAILS_KEPT)
+def _split_tail(tail: str) -> Mapping[str, tuple[str, int | None]]:
+    return MappingProxyType(split_probe(tail))
 
 
 # A streamed poll carries the slow tier's last reading (memory, compute apps) for ~10 s of

@@ -169,6 +169,8 @@ class EnginePanel(VerticalScroll):
         self.query_text = ""
         """The ``/`` filter: blocks whose engine name, kind, model or state do not hold it
         are hidden ("" shows all)."""
+        self._no_match_said = False
+        """Whether a "no engine matches" line was mounted (and not removed since)."""
 
     def compose(self) -> ComposeResult:
         yield Static(self.empty_text, classes="empty")
@@ -221,7 +223,10 @@ class EnginePanel(VerticalScroll):
 
     def _say_no_match(self, none_shown: bool) -> None:
         """A line saying the filter hid every engine (the pane was blank), or none."""
+        if not none_shown and not self._no_match_said:
+            return  # nothing to remove: no query of the pane on every tick
         notes = self.query(".no-match")
+        self._no_match_said = none_shown
         if not none_shown:
             notes.remove()
             return
