@@ -61,3 +61,18 @@ async def test_the_footer_leaves_out_whole_hints_and_always_shows_help() -> None
         if size[0] >= 80:
             assert line.split()[:6] == ["⏎", "Details", "q", "Quit", "?", "Help"], size
     assert "Theme" in await started_at(200, 50)
+
+
+async def test_the_detail_screens_footers_leave_out_whole_hints_too() -> None:
+    """The node, engine and curve screens had Textual's footer: ``t Th▏^p palette`` at 80."""
+    from tests.ui.test_command_line import app_with_cluster
+
+    app = app_with_cluster()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.poll_now()
+        for line, last in (("d spark-1", "Theme"), ("d dsv41", "Theme"), ("curve dsv41", "Theme")):
+            await pilot.press("colon", *line, "enter")
+            footer = await drawn_footer(pilot, app)
+            assert "? Help" in footer and footer.split()[-1] == last, (line, footer)
+            await pilot.press("escape")
+            await pilot.pause()

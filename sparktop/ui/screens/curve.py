@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from sparktop.alerts.curve_point import operating_points
 from sparktop.model import EngineSample
@@ -26,6 +26,7 @@ from sparktop.sweep.profiles.profile import Profile
 from sparktop.ui.curve_plot import curve_caption
 from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.widgets.curve import CurvePlot
+from sparktop.ui.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from sparktop.ui.app_details import DetailNavigation
@@ -77,7 +78,7 @@ class CurveScreen(LiveScreen):
         yield Static("", id="curve-title")
         yield CurvePlot()
         yield Static("", id="curve-caption")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._mounted = True

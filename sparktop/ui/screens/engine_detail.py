@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import DataTable, Footer, Label, Static
+from textual.widgets import DataTable, Label, Static
 
 from sparktop.model import NA, EngineSample, Quantile, is_num
 from sparktop.safe_text import printable
@@ -24,6 +24,7 @@ from sparktop.ui.events import EventLike
 from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.views import ViewConfig
 from sparktop.ui.widgets.event_log import event_line
+from sparktop.ui.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from sparktop.ui.app_details import DetailNavigation
@@ -177,7 +178,7 @@ class EngineDetailScreen(LiveScreen):
             yield DataTable(id="fields", cursor_type="none", zebra_stripes=True)
             yield Label("events", classes="section")
             yield Static("", id="engine-events")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._mounted = True

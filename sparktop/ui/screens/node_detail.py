@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import DataTable, Footer, Label, Static
+from textual.widgets import DataTable, Label, Static
 
 from sparktop.alerts.peers import PeerFact
 from sparktop.cluster import gpu_subject
@@ -33,6 +33,7 @@ from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.styles import STYLE_VARIABLES
 from sparktop.ui.views import Cell, failure_text
 from sparktop.ui.widgets.event_log import event_line
+from sparktop.ui.widgets.footer import KeyFooter
 from sparktop.ui.widgets.plot import Plot
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ class NodeDetailScreen(LiveScreen):
             yield Static("", id="node-events")
             yield Label("last probe output", classes="section", id="raw-label")
             yield Static("", id="raw")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._mounted = True
