@@ -132,7 +132,7 @@ class SshSource:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._tcp_accepted = False  # the last connect attempt got a TCP connection
         self._fields: tuple[str, ...] | None = None
-        self._inflight: asyncio.Task[NodeSample] | None = None
+        self._inflight: asyncio.Future[NodeSample] | None = None
         self._failures = 0
         self._retry_at = 0.0
         self._since: float | None = None
@@ -193,9 +193,34 @@ class SshSource:
 
     async def sample(self) -> NodeSample:
         """Poll the node once (or join the poll already running); never raises for the node."""
-        if self._inflight is None or self._inflight.done():
-            self._inflight = asyncio.create_task(self._sample(), name=f"ssh:{self.name}")
+        inflight = self._inflight
+        if inflight is not None and not inflight.done():
+            return await asyncio.shield(inflight)
+        if self.self_paced:
+            return await self._sample_here()
+        self._inflight = asyncio.create_task(self._sample(), name=f"ssh:{self.name}")
         return await asyncio.shield(self._inflight)
+
+    async def _sample_here(self) -> NodeSample:
+        """A streamed poll in the caller's task (the poller's loop, which polls this node
+        every period): a task of its own and the shield were a third of its task steps. A
+        ``sample()`` meanwhile joins it through a future; cancelled, it ends the wait for the
+        stream's rows (nothing is half done: its interval stays for the next poll)."""
+        joined: asyncio.Future[NodeSample] = asyncio.get_running_loop().create_future()
+        joined.add_done_callback(_retrieved)
+        self._inflight = joined
+        try:
+            sample = await self._sample()
+        except BaseException as exc:
+            if not joined.done():
+                if isinstance(exc, asyncio.CancelledError):
+                    joined.cancel()
+                else:
+                    joined.set_exception(exc)
+            raise
+        if not joined.done():
+            joined.set_result(sample)
+        return sample
 
     async def aclose(self) -> None:
         if self._inflight is not None and not self._inflight.done():
@@ -461,6 +486,12 @@ class SshSource:
             conn.abort()
             with contextlib.suppress(Exception):
                 await conn.wait_closed()
+
+
+def _retrieved(future: asyncio.Future[NodeSample]) -> None:
+    """A poll's outcome is its caller's: joiners may not have asked for it."""
+    if not future.cancelled():
+        future.exception()
 
 
 class _NotSsh(Exception):
