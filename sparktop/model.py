@@ -249,8 +249,10 @@ class EngineState(enum.StrEnum):
     OK = "ok"
     STALE = "stale"
     DEGRADED = "degraded"
-    """The page answered but every load gauge on it was refused (NaN, negative, a share
-    past 1): nothing it says about load can be shown; ``message`` names the gauges."""
+    """The page answered but a load gauge on it was refused (NaN, negative, a share past 1,
+    a fractional or impossible request count, a series repeated with another value), or it
+    declared its families without samples; ``message`` names them. With a load gauge still
+    usable the sample is :attr:`EngineSample.judged` (rules read what is left)."""
     UNAVAILABLE = "unavailable"
     METRICS_DISABLED = "metrics disabled"
     UNREACHABLE = "unreachable"
@@ -476,6 +478,16 @@ class EngineSample:
     @property
     def ok(self) -> bool:
         return self.state is EngineState.OK
+
+    @property
+    def judged(self) -> bool:
+        """True when the alert rules and the expected row read this sample: OK, or DEGRADED
+        with a load gauge still usable (one refused gauge does not hide a full KV cache)."""
+        if self.state is EngineState.OK:
+            return True
+        return self.state is EngineState.DEGRADED and any(
+            is_num(v) for v in (self.running, self.waiting, self.kv_usage)
+        )
 
     @property
     def answered(self) -> bool:

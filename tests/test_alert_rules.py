@@ -543,7 +543,8 @@ def test_case_stale_gauges_raise_a_stale_alert() -> None:
         deriver.derive(_page("nan-gauge.prom"), now_s=float(i), wall_s=1000.0 + i)
         for i in range(0, 31, 5)
     ]
-    assert samples[0].state is EngineState.OK and samples[-1].state is EngineState.STALE
+    # degraded (its waiting gauge is NaN) until the frozen gauges make it stale
+    assert samples[0].state is EngineState.DEGRADED and samples[-1].state is EngineState.STALE
     found = run(cluster(*samples))  # 30 s frozen
     stalled = found["engine.stalled:dsv4"]
     assert stalled.severity is Severity.CRITICAL and "3" in stalled.message

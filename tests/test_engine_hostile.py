@@ -446,7 +446,7 @@ async def test_an_implausible_gauge_is_na_with_the_reason_not_a_309_digit_number
         source = EngineSource(Cfg("dsv4", url), timeout_s=2)
         sample = await source.sample()
         await source.aclose()
-    assert sample.ok, sample.message
+    assert sample.state is EngineState.DEGRADED and sample.judged, sample.message
     assert not isinstance(sample.running, float) and not isinstance(sample.waiting, float)
     assert "not a plausible value" in str(sample.running.reason)
     doc = engine_report.engine_json(sample)
@@ -481,7 +481,7 @@ async def test_impossible_limits_and_shares_are_na_with_what_was_read() -> None:
         source = EngineSource(Cfg("dsv4", server.url), timeout_s=2)
         sample = await source.sample()
         await source.aclose()
-    assert sample.ok, sample.message
+    assert sample.state is EngineState.DEGRADED and sample.judged, sample.message
     assert (
         isinstance(sample.kv_usage, NA) and "1.5: not a plausible value" in sample.kv_usage.reason
     )
@@ -563,9 +563,15 @@ async def test_an_engine_whose_every_load_gauge_is_refused_is_degraded_naming_th
     assert "engine.down:dsv4" not in found
 
 
-async def test_one_usable_load_gauge_keeps_the_engine_ok() -> None:
-    """Only running refused (waiting and KV usage read): the row is still about load, ok."""
-    page = full_page(kv=0.2, waiting=0).decode()
+async def test_one_refused_load_gauge_degrades_the_engine_and_the_rest_is_judged() -> None:
+    """Only running refused (-3), KV full with requests waiting: the page is incomplete, so
+    the engine is degraded (a warning naming the value read, snapshot exit 4), and what it
+    did say is still judged: the full KV cache raises its critical alert."""
+    from sparktop.alerts.context import RuleContext
+    from sparktop.alerts.counters import CounterTracker
+    from sparktop.alerts.rules import evaluate
+
+    page = full_page(kv=0.99, waiting=5).decode()
     lines = [
         line.rsplit(" ", 1)[0] + " -3" if line.startswith("vllm:num_requests_running{") else line
         for line in page.splitlines()
@@ -576,7 +582,47 @@ async def test_one_usable_load_gauge_keeps_the_engine_ok() -> None:
         source = EngineSource(Cfg("dsv4", url), timeout_s=2)
         sample = await source.sample()
         await source.aclose()
-    assert sample.ok and isinstance(sample.running, NA)
+    assert sample.state is EngineState.DEGRADED and sample.judged
+    assert isinstance(sample.running, NA) and sample.waiting == 5
+    why = "vllm:num_requests_running is -3: not a plausible value (0-1,000,000)"
+    assert sample.running.reason == why and f"running n/a: {why}" in sample.message
+    state = ClusterState()
+    state.apply(sample)
+    tracker = CounterTracker(60.0)
+    tracker.observe(state)
+    found = {
+        f.key: f
+        for f in evaluate(RuleContext(state=state, thresholds=Thresholds(), counters=tracker))
+    }
+    assert why in found["engine.degraded:dsv4"].message
+    assert any(k.startswith("kv.") for k in found), found
+
+
+async def test_request_counts_past_any_server_or_fractional_are_refused() -> None:
+    """1e12 running requests and 3.7 waiting (the trial's absurd page) read as n/a with the
+    value read, as -5 is, not as a trillion requests or a rounded 4."""
+    page = full_page(kv=0.2, waiting=0).decode()
+    lines = []
+    for line in page.splitlines():
+        if line.startswith("vllm:num_requests_running{"):
+            line = line.rsplit(" ", 1)[0] + " 1e12"
+        elif line.startswith("vllm:num_requests_waiting{"):
+            line = line.rsplit(" ", 1)[0] + " 3.7"
+        lines.append(line)
+    async with aiohttp_server(
+        {"/metrics": await serve_bytes(("\n".join(lines) + "\n").encode())}
+    ) as url:
+        source = EngineSource(Cfg("dsv4", url), timeout_s=2)
+        sample = await source.sample()
+        await source.aclose()
+    assert sample.state is EngineState.DEGRADED and sample.kv_usage == 0.2
+    assert isinstance(sample.running, NA) and isinstance(sample.waiting, NA)
+    assert sample.running.reason == (
+        "vllm:num_requests_running is 1e+12: not a plausible value (0-1,000,000)"
+    )
+    assert (
+        sample.waiting.reason == "vllm:num_requests_waiting is 3.7: not a whole number of requests"
+    )
 
 
 async def test_an_ssh_port_given_as_an_engine_url_is_named_not_a_timeout() -> None:
@@ -605,3 +651,52 @@ async def test_an_ssh_port_given_as_an_engine_url_is_named_not_a_timeout() -> No
     assert samples[0].message.startswith("not an HTTP server (it sent an SSH banner: SSH-2.0-")
     assert samples[1].state is EngineState.NOT_ANSWERING
     assert "no HTTP response within" in samples[1].message
+
+
+async def test_a_refused_gauge_has_one_reason_in_every_output() -> None:
+    """The trial's ``dup`` page (the real page twice, running 4 then 400) and ``neg`` page
+    (running -5, KV usage 7.5): each n/a gives the same reason in the sample, the JSON's
+    ``missing``, the monitor's engine block and the expected row (which said "the server
+    does not report running requests" and "vllm:num_requests_running is nan")."""
+    from sparktop.report import engines as engine_report
+    from sparktop.sweep.expected.load import window_load
+    from sparktop.ui.engine_views import load_groups
+    from sparktop.ui.views import ViewConfig
+    from tests.real_page import REAL_LOAD_PAGE
+
+    real = REAL_LOAD_PAGE.read_text()
+    running = 'vllm:num_requests_running{engine="0",model_name="tiny-llama"} '
+    assert running + "4.0" in real
+    neg = "\n".join(
+        line.rsplit(" ", 1)[0] + (" -5" if line.startswith(running) else " 7.5")
+        if line.startswith((running, "vllm:kv_cache_usage_perc{"))
+        else line
+        for line in real.splitlines()
+    )
+    pages = {
+        "dup": real + real.replace(running + "4.0", running + "400.0"),
+        "neg": neg + "\n",
+    }
+    reasons = {
+        "dup": {"running": "vllm:num_requests_running is ambiguous: repeated as 4 then 400"},
+        "neg": {
+            "running": "vllm:num_requests_running is -5: not a plausible value (0-1,000,000)",
+            "kv_usage": "vllm:kv_cache_usage_perc is 7.5: not a plausible value",
+        },
+    }
+    for name, page in pages.items():
+        async with aiohttp_server({"/metrics": await serve_bytes(page.encode())}) as url:
+            source = EngineSource(Cfg(name, url), timeout_s=2)
+            sample = await source.sample()
+            await source.aclose()
+        assert sample.state is EngineState.DEGRADED and sample.judged, sample.message
+        doc = engine_report.engine_json(sample)
+        block = "".join(t for group in load_groups(sample, ViewConfig(), None) for t, _ in group)
+        for field, why in reasons[name].items():
+            value = getattr(sample, field)
+            assert isinstance(value, NA) and value.reason == why, (name, value)
+            assert doc["missing"][field] == why
+            assert f"n/a ({why})" in block, block
+        assert window_load(sample) == f"n/a: running {reasons[name]['running']}"
+        assert "4 then 400" in sample.message if name == "dup" else "7.5" in sample.message
+    assert "free n/a tok (as KV)" in block  # free tokens come from the refused KV usage

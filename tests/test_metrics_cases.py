@@ -42,7 +42,8 @@ def test_every_case_file_is_named_here() -> None:
 
 def test_nan_gauge() -> None:
     s = one("nan-gauge.prom")
-    assert s.state is EngineState.OK
+    assert s.state is EngineState.DEGRADED and s.judged  # incomplete, its other gauges judged
+    assert s.message == "waiting n/a: vllm:num_requests_waiting is nan"
     assert s.running == 3 and s.kv_usage == pytest.approx(0.412)
     assert isinstance(s.waiting, NA) and "nan" in s.waiting.reason
     # the generation counter was parsed: with a second scrape it has a rate

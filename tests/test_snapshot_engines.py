@@ -116,8 +116,10 @@ def case(*names: str) -> Callable[[Callable[[int, Any], None]], Callable[[int, A
 
 @case("nan-gauge.prom")
 def _nan_gauge(code: int, e: Any) -> None:
-    assert e["state"] == "ok" and (e["running"], e["kv_usage_pct"]) == (3, 41.2)
-    assert e["waiting"] is None and "nan" in e["missing"]["waiting"]
+    # one refused gauge: an incomplete page (degraded, exit 4), the rest still shown
+    assert code == 4 and e["state"] == "degraded" and (e["running"], e["kv_usage_pct"]) == (3, 41.2)
+    assert e["waiting"] is None and e["missing"]["waiting"] == "vllm:num_requests_waiting is nan"
+    assert e["message"] == "waiting n/a: vllm:num_requests_waiting is nan"
     assert e["decode_tok_per_s"] == 0.0  # the generation counter was read (and did not move)
 
 

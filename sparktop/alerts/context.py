@@ -201,5 +201,5 @@ def unknown_scopes(ctx: RuleContext) -> tuple[frozenset[str], frozenset[str]]:
     clear (engine.down stands for it).
     """
     nodes = frozenset(n for n, s in ctx.state.nodes.items() if not s.ok)
-    engines = frozenset(e for e, s in ctx.state.engines.items() if not s.ok)
+    engines = frozenset(e for e, s in ctx.state.engines.items() if not s.judged)
     return nodes, engines

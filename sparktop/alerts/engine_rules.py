@@ -82,7 +82,7 @@ def stalled_rank(s: EngineSample, stall_s: float) -> tuple[RankStats, float] | N
 
 
 def ok_engines(ctx: RuleContext) -> Iterator[EngineSample]:
-    return (s for s in ctx.state.engines.values() if s.ok)
+    return (s for s in ctx.state.engines.values() if s.judged)
 
 
 @rule(

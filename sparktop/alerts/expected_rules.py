@@ -95,7 +95,7 @@ def deficit(ctx: RuleContext, s: EngineSample) -> Deficit | None:
     its running gauge only when a step ends, so between back-to-back requests (and through
     the next batch's prefill step) a busy engine reads 0 at many scrapes.
     """
-    if ctx.expected is None or not s.ok or not is_num(s.running):
+    if ctx.expected is None or not s.judged or not is_num(s.running):
         return None
     exp = ctx.expected(s)
     if exp is None:

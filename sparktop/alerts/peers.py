@@ -112,7 +112,7 @@ def _busy(ctx: RuleContext, engine: str, utils: list[float]) -> bool:
     :func:`~sparktop.sweep.expected.load.busy`, as its gauge reads 0 between batches) and its
     ranks' median utilisation is at least ``low_power_util_pct``."""
     sample = ctx.state.engines.get(engine)
-    if sample is not None and sample.ok and is_num(sample.running) and not busy(sample):
+    if sample is not None and sample.judged and is_num(sample.running) and not busy(sample):
         return False
     return bool(utils) and median_of(utils) >= ctx.thresholds.low_power_util_pct
 

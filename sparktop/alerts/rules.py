@@ -26,9 +26,11 @@ Rule ids (``Finding.rule``) and default severities:
   (RoCE), ``gpu.low_power_vs_peers`` (a busy TP rank far below its peers' power);
 * engine (warning unless noted): ``engine.down`` (unreachable, metrics disabled or
   unavailable), ``engine.restarted`` (fires at once, clears after ``hold_s``),
-  ``engine.stale`` (frozen gauges), ``engine.degraded`` (every load gauge on the page
-  refused: NaN, negative, a share past 1), ``kv.usage`` (critical at ``kv_critical_pct`` with
-  requests waiting), ``queue.pool_bound`` (waiting with the KV cache full),
+  ``engine.stale`` (frozen gauges), ``engine.degraded`` (a load gauge on the page
+  refused: NaN, negative, a share past 1, a fractional or impossible request count, a
+  series repeated with another value; the gauges left are still judged), ``kv.usage``
+  (critical at ``kv_critical_pct`` with requests waiting), ``queue.pool_bound`` (waiting
+  with the KV cache full),
   ``queue.scheduler_bound`` (waiting with running = ``max_num_seqs``), ``kv.preemptions``
   (preemptions in the sample's rate window; clears when that rate is 0), ``kv.exhaustion``
   (time to a full pool within ``exhaustion_horizon_s``, only at usage ≥ half of

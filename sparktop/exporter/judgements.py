@@ -189,7 +189,7 @@ class Judgements(Collector):
         down = judged_down(engine, "engine.down")
         for name, s in self.state.engines.items():
             up.add_metric([name], 0.0 if name in down else 1.0)
-            if not s.ok:
+            if not s.judged:
                 continue
             if is_num(s.kv_free_tokens):
                 free.add_metric([name], float(s.kv_free_tokens))

@@ -18,7 +18,7 @@ def window_row(plan: Plan, sample: EngineSample) -> WindowExpected | str:
     there are none."""
     if plan.matched_for(sample.engine) is None:
         return plan.profile_problem or NO_PROFILE
-    if not sample.ok:
+    if not sample.judged:
         # Its state, not "not answering": a degraded page answered, with no load to match.
         if sample.state is EngineState.DEGRADED:
             return "engine degraded: its load gauges were refused, so there is no load to match"

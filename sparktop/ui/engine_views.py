@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sparktop.model import NA, EngineSample, EngineState, is_num
+from sparktop.model import NA, EngineSample, EngineState, Num, is_num
 from sparktop.safe_text import printable
 from sparktop.ui import format as fmt
 from sparktop.ui.views import Cell, ViewConfig
@@ -158,22 +158,34 @@ def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None
     kv = sample.kv_usage
     kv_pct = float(kv) * 100 if is_num(kv) else None
     kv_style = "crit" if kv_pct is not None and kv_pct >= config.kv_usage_pct else "bar"
+    kv_text = f" {kv_pct:.1f}%" if kv_pct is not None else " n/a"
     preempt = sample.preemptions_per_s
+    free = sample.kv_free_tokens
+    # free tokens are computed from the KV usage: its reason is said once, at KV
+    same = isinstance(free, NA) and isinstance(kv, NA) and free.reason == kv.reason
     return [
         [("running ", "dim"), (fmt.num(running, ",.0f") + seqs, "warn" if full and queued else ""),
-         *([(f" ({printable(running.reason)})", "dim")]
-           if isinstance(running, NA) and running.reason else [])],
-        [("waiting ", "dim"), (fmt.num(waiting, ",.0f"), "warn" if queued else "")],
+         *na_why(running)],
+        [("waiting ", "dim"), (fmt.num(waiting, ",.0f"), "warn" if queued else ""),
+         *na_why(waiting)],
         [("preempt ", "dim"),
          (fmt.num(preempt, ".2f") + ("/s" if is_num(preempt) else ""),
           "crit" if is_num(preempt) and preempt > 0 else ""),
-         *([(f" ({printable(preempt.reason)})", "dim")]
-           if isinstance(preempt, NA) and preempt.reason else [])],
+         *na_why(preempt)],
         [("KV ", "dim"), (fmt.bar(kv, KV_BAR_WIDTH), kv_style),
-         (f" {kv_pct:.1f}%" if kv_pct is not None else " ·", "crit" if kv_style == "crit" else "")],
+         (kv_text, "crit" if kv_style == "crit" else ""),
+         *na_why(kv)],
         [("pool ", "dim"), (fmt.si_tokens(sample.kv_pool_tokens), ""), *pool_why(sample)],
-        [("free ", "dim"), (fmt.si_tokens(sample.kv_free_tokens) + " tok", "")],
+        [("free ", "dim"), (fmt.si_tokens(free) + " tok", ""),
+         *([(" (as KV)", "dim")] if same else na_why(free))],
     ]  # fmt: skip
+
+
+def na_why(value: Num) -> Group:
+    """`` (reason)`` after an n/a figure, printable; nothing for a number or no reason."""
+    if isinstance(value, NA) and value.reason:
+        return [(f" ({printable(value.reason)})", "dim")]
+    return []
 
 
 LIFETIME_MARK = "*"

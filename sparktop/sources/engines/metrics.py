@@ -220,6 +220,13 @@ class MetricsDeriver:
             stats = self._rank_clocks.apply(cur, stats, restarted)
         if refused := _all_load_gauges_refused(reading):
             state, stale = EngineState.DEGRADED, refused
+        elif any(k in reading.refused for k in LOAD_GAUGES):
+            # One refused gauge is an incomplete page, as one implausible GPU reading is
+            # "implausible data": degraded (the usable gauges are still judged), and why.
+            if some := _some_load_gauges_refused(reading):
+                notes.insert(0, some)
+            if state is EngineState.OK:
+                state = EngineState.DEGRADED
         limits = self._limits(reading, ranks, max_model_len, props or {})
         sample = replace(
             head,
@@ -394,6 +401,21 @@ def _all_load_gauges_refused(reading: PageReading) -> str:
     if any(k not in reading.refused for k in read):
         return ""
     return "every load gauge refused: " + "; ".join(reading.refused[k] for k in read)
+
+
+LOAD_NAMES = {"running": "running", "waiting": "waiting", "kv_usage": "KV usage"}
+
+
+def _some_load_gauges_refused(reading: PageReading) -> str:
+    """``running n/a: vllm:num_requests_running is -5: not a plausible value`` for each load
+    gauge on the page that was refused while another was read (an ambiguous one is left to
+    the page's note on repeated series); "" when none was."""
+    # An ambiguous series is named by the page's own note (both values, every label).
+    return "; ".join(
+        f"{LOAD_NAMES[k]} n/a: {why}"
+        for k in LOAD_GAUGES
+        if (why := reading.refused.get(k)) and " is ambiguous: " not in why
+    )
 
 
 def _info_limit(reading: PageReading, ranks: list[str], name: str) -> Num:

@@ -21,7 +21,7 @@ the window diffs them like any other counter.
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
 from sparktop.model import NA, Num
@@ -147,7 +147,9 @@ def _pick(
     return aliases[0], ()
 
 
-def _nan(name: str, value: float) -> NA:
+def _nan(name: str, value: float, ambiguous: str | None = None) -> NA:
+    if ambiguous is not None:
+        return NA(f"{name} is ambiguous: repeated as {ambiguous}")
     return NA(f"{name} is {value}")
 
 
@@ -159,15 +161,29 @@ one past it, or below 0 (they are counts, totals and fractions), is a broken pag
 FRACTIONS = frozenset({"kv_usage"})
 """Slots that are a share (0-1): the KV cache usage of vLLM and SGLang."""
 
+REQUEST_COUNTS = frozenset({"running", "waiting"})
+"""Slots that count requests: whole numbers up to :data:`MAX_REQUESTS`."""
 
-def _top(key: str) -> float:
-    return 1.0 if key in FRACTIONS else MAX_PLAUSIBLE
+MAX_REQUESTS = 1e6
+"""More requests than any one server holds at once: vLLM's ``max_num_seqs`` is at most a few
+thousand, and a million waiting is a million open HTTP requests on one server."""
 
 
-def _implausible(name: str, value: float, top: float = MAX_PLAUSIBLE) -> NA | None:
+def _implausible(name: str, value: float, key: str) -> NA | None:
+    if key in REQUEST_COUNTS:
+        if not 0.0 <= value <= MAX_REQUESTS:
+            return NA(f"{name} is {value:.3g}: not a plausible value (0-{MAX_REQUESTS:,.0f})")
+        if not value.is_integer():
+            return NA(f"{name} is {value:.10g}: not a whole number of requests")
+        return None
+    top = 1.0 if key in FRACTIONS else MAX_PLAUSIBLE
     if 0.0 <= value <= top:
         return None
     return NA(f"{name} is {value:.3g}: not a plausible value")
+
+
+AmbiguousKeys = Mapping[tuple[str, frozenset[tuple[str, str]]], str]
+"""(normalised name, label items) → ``"4 then 400"``: series repeated with another value."""
 
 
 def _read_scalar(
@@ -177,6 +193,7 @@ def _read_scalar(
     name: str,
     samples: tuple[PromSample, ...],
     use_max: bool,
+    ambiguous: AmbiguousKeys,
 ) -> None:
     for s in samples:
         rank = readings.setdefault(rank_of(s.labels), RankReading())
@@ -185,8 +202,9 @@ def _read_scalar(
         if isinstance(old, NA):
             continue
         if not s.finite:
-            store[key] = _nan(name, s.value)
-        elif (bad := _implausible(name, s.value, _top(key))) is not None:  # NA is falsy
+            why = ambiguous.get((s.name, frozenset(s.labels.items()))) if ambiguous else None
+            store[key] = _nan(name, s.value, why)
+        elif (bad := _implausible(name, s.value, key)) is not None:  # NA is falsy
             store[key] = bad
         elif old is None:
             store[key] = s.value
@@ -244,7 +262,8 @@ def read_page(page: PromPage, kind: str) -> PageReading:
             model = model or clip_identity(
                 samples[0].labels.get("model_name", "") or samples[0].labels.get("name", "")
             )
-            _read_scalar(readings, slot, key, name, samples, slot == "gauges" and key in MAX_GAUGES)
+            use_max = slot == "gauges" and key in MAX_GAUGES
+            _read_scalar(readings, slot, key, name, samples, use_max, page.conflict_keys)
             if slot == "gauges":
                 gauges_read[key] = name
                 bad = next(

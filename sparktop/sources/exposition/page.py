@@ -103,8 +103,11 @@ class PromPage:
     types: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     duplicates: int = 0
     conflicts: tuple[str, ...] = ()
-    conflict_keys: frozenset[tuple[str, frozenset[tuple[str, str]]]] = frozenset()
-    """(normalised name, label items) of each series in ``conflicts``."""
+    conflict_keys: Mapping[tuple[str, frozenset[tuple[str, str]]], str] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """(normalised name, label items) of each series in ``conflicts`` → its two values
+    (``"3 then 300"``), for the reason a reader gives its n/a."""
     error: str = ""
     parser: str = "fast"
     refused: bool = False
@@ -326,7 +329,7 @@ def parse_page(
     dropped = drop(set(norms.values()) - {""}) if drop else frozenset()
     grouped: dict[str, list[PromSample]] = {}
     seen: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
-    conflicts: dict[tuple[str, frozenset[tuple[str, str]]], str] = {}
+    conflicts: dict[tuple[str, frozenset[tuple[str, str]]], tuple[str, str]] = {}
     duplicates = 0
     make = tuple.__new__  # PromSample(*raw) without the named tuple's Python-level __new__
     for name, run in groupby(raws, itemgetter(0)):  # a name's samples come together
@@ -355,8 +358,8 @@ def parse_page(
         declared=declared,
         types=MappingProxyType(types),
         duplicates=duplicates,
-        conflicts=tuple(conflicts.values()),
-        conflict_keys=frozenset(conflicts),
+        conflicts=tuple(series for series, _ in conflicts.values()),
+        conflict_keys=MappingProxyType({k: values for k, (_, values) in conflicts.items()}),
         parser=parser,
     )
 
@@ -365,14 +368,12 @@ def _differs(first: float, other: float) -> bool:
     return first != other and not (math.isnan(first) and math.isnan(other))
 
 
-def _conflict(name: str, labels: Mapping[str, str], first: float, other: float) -> str:
-    """``vllm:num_requests_running{engine="0"}: 3 then 300`` (label values printable)."""
+def _conflict(name: str, labels: Mapping[str, str], first: float, other: float) -> tuple[str, str]:
+    """(``vllm:num_requests_running{engine="0"}: 3 then 300``, ``3 then 300``), label values
+    printable."""
     shown = ",".join(f'{k}="{printable(v)[:40]}"' for k, v in sorted(labels.items()))
-    return (
-        f"{name}{{{shown}}}: {first:g} then {other:g}"
-        if shown
-        else f"{name}: {first:g} then {other:g}"
-    )
+    values = f"{first:g} then {other:g}"
+    return (f"{name}{{{shown}}}: {values}" if shown else f"{name}: {values}"), values
 
 
 def promql_table_to_text(table: str) -> str:

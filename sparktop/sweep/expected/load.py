@@ -152,7 +152,7 @@ def busy(sample: EngineSample) -> bool:
     the step that just ended, so an engine serving requests back to back reads 0 between
     batches, and a rule asking the gauge restarts its hold there (the expected row judges
     the window's load for the same reason)."""
-    if not sample.ok or not is_num(sample.running):
+    if not sample.judged or not is_num(sample.running):
         return False
     held = [(r, t) for r, _, t in sample.load_dist if t > 0]
     if sample.window_s is not None and held:
@@ -215,10 +215,11 @@ def binned(groups: Sequence[tuple[float, float, float]]) -> tuple[tuple[float, f
 
 
 def _window_load(sample: EngineSample) -> Load | str:
-    if not sample.ok:
+    if not sample.judged:
         return "no live values to compare"
-    if not is_num(sample.running):  # the server does not report it: unknown, not idle
-        return "n/a: the server does not report running requests"
+    if not is_num(sample.running):  # unknown, not idle: its own reason, as every output says
+        why = sample.running.reason if isinstance(sample.running, NA) else ""
+        return f"n/a: running {why or 'not reported'}"
     prompt = sample.mean_prompt_tokens
     if sample.window_s is not None and not _windowed(sample, "mean_prompt_tokens"):
         prompt = NA("none finished in the window (the server's lifetime mean only)")
