@@ -509,11 +509,14 @@ async def test_alert_bar_counts_and_puts_the_most_severe_first() -> None:
         bar = static_text(app.query_one(AlertBar))
         assert bar.startswith("3 alerts (1 critical): ▲ spark-3/gpu0 throttling at 1,833 MHz 40 s")
         # Then the warnings, newest first.
-        assert bar.index("spark-2/gpu0") < bar.index("dsv41")
-        # On screen at 80 columns: the count and the critical alert are both visible.
+        subjects = [a.subject for a in app.query_one(AlertBar).alerts]
+        assert subjects == ["spark-3/gpu0", "spark-2/gpu0", "dsv41"]
+        # On screen at 80 columns: the count and the critical alert are both visible, and
+        # the line ends after a word.
         line = app.query_one(AlertBar).render_line(0).text.strip()
         assert len(line) <= 80
         assert line.startswith("3 alerts (1 critical): ▲ spark-3/gpu0 throttling")
+        assert line == "3 alerts (1 critical): ▲ spark-3/gpu0 throttling at 1,833 MHz 40 s…"
 
 
 async def test_alert_bar_marks_recovering_alerts_and_puts_them_last() -> None:

@@ -69,3 +69,18 @@ async def test_wider_terminals_show_the_whole_message_and_profile() -> None:
 def test_a_message_is_cut_after_a_word(width: int, shown: str) -> None:
     assert fit_words(SSH_FAILURE, width) == shown.ljust(width)
     assert fit_words("first poll not answered yet", 23) == "first poll not…".ljust(23)
+
+
+def test_the_alert_bar_is_cut_after_a_word() -> None:
+    from textual.content import Content
+
+    from sparktop.ui.widgets.header import cut_at_word
+
+    line = Content.assemble(
+        ("2 alerts (1 critical):", "bold"), " ", ("▲ spark-3/gpu0", "red"),
+        " throttling at 1,833 MHz, 91 °C: SW thermal slowdown 5 s  │  ▲ spark-4 unreachable",
+    )  # fmt: skip
+    assert cut_at_word(line, 78).plain.endswith("91 °C: SW…")  # not "SW thermal slowd…"
+    assert cut_at_word(line, 46).plain == "2 alerts (1 critical): ▲ spark-3/gpu0…"
+    assert cut_at_word(line, 0) is line and cut_at_word(line, 200) is line
+    assert cut_at_word(line, 78).spans  # the styles kept

@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from rich.cells import get_character_cell_size
 from textual.content import Content
 
 from sparktop.ui import format as fmt
@@ -87,6 +88,26 @@ class HeaderBar(TextBlock):
                       recording_failed=failed)  # fmt: skip
 
 
+def cut_at_word(line: Content, room: int) -> Content:
+    """``line`` cut to ``room`` cells after a word, with ``…`` (``text-overflow: ellipsis``
+    cut mid-word: ``SW thermal slowd…``); a word ending in the right half of the room only,
+    else where it falls. ``room`` 0 (not laid out yet): ``line`` as it is."""
+    if not room or line.cell_length <= room:
+        return line
+    plain, used, end = line.plain, 0, 0
+    for index, character in enumerate(plain):
+        used += get_character_cell_size(character)
+        if used > room - 1:
+            end = index
+            break
+    if plain[end] != " ":
+        space = plain.rfind(" ", 0, end)
+        end = space if space >= room // 2 else end
+    while end > 0 and plain[end - 1] in " │:,▲✓":
+        end -= 1
+    return Content.assemble(line[:end], "…")
+
+
 def _recovering(alert: object) -> bool:
     """Whether the alert's condition is gone and it only waits out ``hold_s`` to clear."""
     return getattr(alert, "status", "firing") == "recovering"
@@ -127,6 +148,7 @@ class AlertBar(TextBlock):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("no active alerts", **kwargs)
         self._shown: tuple[object, ...] | None = None
+        self._now: float | None = None
         self.alerts: tuple[AlertLike, ...] = ()
 
     def show_alerts(self, alerts: Sequence[AlertLike], now: float | None = None) -> None:
@@ -162,8 +184,13 @@ class AlertBar(TextBlock):
             ]
         if not parts:
             parts = ["no active alerts"]
-        key = tuple(p if isinstance(p, str) else p[0] for p in parts)
+        room = self.content_size.width
+        key = (*(p if isinstance(p, str) else p[0] for p in parts), room)
+        self._now = now
         self.set_class(bool(self.alerts), "-active")
         if key != self._shown:
             self._shown = key
-            self.set_content(Content.assemble(*parts), layout=False)
+            self.set_content(cut_at_word(Content.assemble(*parts), room), layout=False)
+
+    def on_resize(self) -> None:
+        self.show_alerts(self.alerts, self._now)
