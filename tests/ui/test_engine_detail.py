@@ -145,3 +145,26 @@ async def test_engine_detail_title_gives_the_engine_rows_verdict_not_ok_beside_a
         title = static_text(app.screen.query_one("#title", Static))
         assert "  ok" not in title, title
         assert any(a.rule in title for a in active), (title, [a.rule for a in active])
+
+
+def test_detail_breakdown_marks_figures_over_the_servers_lifetime() -> None:
+    """Nothing finished in the 5 s window, so the figures are the server's lifetime ones (the
+    main pane marks them ``70 ms*``): the detail screen said "requests finished in the last
+    5 s" above them, beside "finished 0.00/s"."""
+    from sparktop.ui.screens.engine_detail import breakdown_lines
+
+    lifetime = ("ttft_p50", "itl_p50", "queue_time_mean_s", "queue_time_p50",
+                "prefill_time_mean_s", "prefill_time_p50")  # fmt: skip
+    first, ttft, _decode, tpot, *_ = breakdown_lines(
+        engine(**{**BREAKDOWN, "window_s": 5.0, "since_start": lifetime})
+    )
+    assert first == (
+        "requests finished in the last 5 s; * since server start (none finished in the window)"
+    )
+    assert ttft.startswith("TTFT p50 8.43 s*; per request it is about queue (mean 420 ms, p50")
+    assert "p50 < 300 ms*) + prefill (mean 8.61 s, p50 8.20 s*)" in ttft
+    assert tpot == "per-request TPOT mean 23 ms, p50 n/a (ITL p50 21 ms*)"  # TPOT windowed
+    (first, *_) = breakdown_lines(engine(**{**BREAKDOWN, "window_s": None}))
+    assert first == "requests finished since server start (no earlier scrape to diff against yet)"
+    (first, *_) = breakdown_lines(engine(**BREAKDOWN))
+    assert first == "requests finished in the last 30 s"

@@ -19,7 +19,7 @@ from sparktop.model import NA, EngineSample, Quantile, is_num
 from sparktop.safe_text import printable
 from sparktop.ui import format as fmt
 from sparktop.ui.engine_fields import NO_LIFETIME, field_label, unit_value
-from sparktop.ui.engine_views import engine_state
+from sparktop.ui.engine_views import LIFETIME_MARK, engine_state
 from sparktop.ui.events import EventLike
 from sparktop.ui.screens.live import LiveScreen
 from sparktop.ui.views import ViewConfig
@@ -98,19 +98,35 @@ def engine_field_rows(sample: EngineSample) -> list[tuple[str, str, str]]:
 def breakdown_lines(sample: EngineSample) -> list[str]:
     """Where a request's time went and what speculative decoding yields, as plain lines."""
 
+    lifetime = set(sample.since_start)
+
+    def mark(*names: str) -> str:  # the main pane's mark of a figure over the lifetime
+        return LIFETIME_MARK if lifetime.intersection(names) else ""
+
     def mean_p50(stem: str) -> str:
         mean, p50 = getattr(sample, f"{stem}_mean_s"), getattr(sample, f"{stem}_p50")
         if not (is_num(mean) or isinstance(p50, Quantile)):
             return f"n/a ({getattr(mean, 'reason', 'not available')})"
-        return f"mean {fmt.seconds(mean)}, p50 {fmt.quantile(p50)}"
+        return f"mean {fmt.seconds(mean)}, p50 {fmt.quantile(p50)}" + mark(
+            f"{stem}_mean_s", f"{stem}_p50"
+        )
 
-    window = f"in the last {sample.window_s:.0f} s" if sample.window_s else "since server start"
+    if not sample.window_s:
+        window = "since server start (no earlier scrape to diff against yet)"
+    elif lifetime:
+        window = (
+            f"in the last {sample.window_s:.0f} s; {LIFETIME_MARK} since server start "
+            "(none finished in the window)"
+        )
+    else:
+        window = f"in the last {sample.window_s:.0f} s"
     lines = [
         f"requests finished {window}",
-        f"TTFT p50 {fmt.quantile(sample.ttft_p50)}; per request it is about queue "
-        f"({mean_p50('queue_time')}) + prefill ({mean_p50('prefill_time')})",
+        f"TTFT p50 {fmt.quantile(sample.ttft_p50)}{mark('ttft_p50')}; per request it is about "
+        f"queue ({mean_p50('queue_time')}) + prefill ({mean_p50('prefill_time')})",
         f"decode {mean_p50('decode_time')}; end to end {mean_p50('e2e_latency')}",
-        f"per-request TPOT {mean_p50('tpot')} (ITL p50 {fmt.quantile(sample.itl_p50)})",
+        f"per-request TPOT {mean_p50('tpot')} (ITL p50 {fmt.quantile(sample.itl_p50)}"
+        f"{mark('itl_p50')})",
         f"prompt tokens computed {fmt.num(sample.prefill_computed_tps)} tok/s of "
         f"{fmt.num(sample.prefill_tps)} (cache hits excluded)",
         f"waiting {fmt.num(sample.waiting)}: capacity {fmt.num(sample.waiting_capacity)}, "
