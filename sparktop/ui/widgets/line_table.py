@@ -15,7 +15,8 @@ focus tint) is DataTable's, from the same theme variables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -159,6 +160,8 @@ class LineTable(ScrollView, can_focus=True):
         self._header_base: Style | None = None
         self._shown_size = Size(0, 0)
         """The size at the last repaint: a row below it is drawn when it comes into view."""
+        self._held: list[Region] | None = None
+        """Rows to refresh at the end of :meth:`held_refresh` (None: refreshed at once)."""
         self.strips_built = 0
         """Rows drawn since the table was made (tests count repaints with it)."""
 
@@ -383,7 +386,26 @@ class LineTable(ScrollView, can_focus=True):
         y = index + 1 - round(self.scroll_y)  # on screen, under the header
         width, height = self._shown_size
         if 1 <= y < height:
-            self.refresh(Region(0, y, width, 1))
+            if self._held is not None:
+                self._held.append(Region(0, y, width, 1))
+            else:
+                self.refresh(Region(0, y, width, 1))
+
+    @contextmanager
+    def held_refresh(self) -> Iterator[None]:
+        """The rows changed inside are marked for the next repaint together as it ends: one
+        refresh of the widget with every changed line (a refresh works out the widget's
+        offset and clears its caches each time: a tick changing every row paid it per row)."""
+        if self._held is not None:
+            yield
+            return
+        self._held = []
+        try:
+            yield
+        finally:
+            regions, self._held = self._held, None
+            if regions:
+                self.refresh(*regions)
 
     def _style(self, style: str, base: Style) -> Style:
         """``base`` plus the Rich style a Textual style string resolves to in this theme

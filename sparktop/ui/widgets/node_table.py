@@ -151,6 +151,10 @@ class NodeTable(LineTable):
 
     def sync(self, rows: Sequence[RowView]) -> int:
         """Make the table show ``rows``; returns how many cells were written."""
+        with self.held_refresh():
+            return self._sync(rows)
+
+    def _sync(self, rows: Sequence[RowView]) -> int:
         longest = {k: max((cell_len(r.cells.get(k, ("", ""))[0]) for r in rows), default=0)
                    for k in self.GROWS}  # fmt: skip
         longest[MESSAGE] = max((_message_len(r) for r in rows), default=0)
