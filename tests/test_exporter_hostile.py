@@ -240,3 +240,23 @@ def test_the_next_line_after_a_quiet_spell_counts_the_ones_not_shown() -> None:
         "sparktop exporter: bad request from 10.0.0.9 (3 more since the last line)",
     ]
     assert logging.getLogger("sparktop.exporter.requests").propagate is False
+
+
+def test_kv_free_tokens_are_whole_tokens() -> None:
+    """The real vLLM 0.32 page's KV usage is a float fraction of a 524,288-token pool: free
+    tokens were served as ``522751.6249084249``. Used tokens (usage × pool) are whole tokens,
+    so free is too, in the sample and on /metrics."""
+    from sparktop.sources.engines.metrics import MetricsDeriver
+    from sparktop.sources.engines.reading import parse_engine_page
+    from tests.real_page import REAL_LOAD_PAGE
+
+    page = parse_engine_page(REAL_LOAD_PAGE.read_text())
+    sample = MetricsDeriver("real").derive(page, now_s=0.0, wall_s=time.time())
+    assert sample.kv_pool_tokens == 524_288 and isinstance(sample.kv_usage, float)
+    assert not (sample.kv_usage * 524_288).is_integer()  # the fraction is not whole tokens
+    state = ClusterState()
+    state.apply(sample)
+    families = {f.name: f for f in Judgements(state, AlertEngine, SourceStats()).collect()}
+    (free,) = families["sparktop_engine_kv_free_tokens"].samples
+    assert free.value == sample.kv_free_tokens == 524_288 - round(sample.kv_usage * 524_288)
+    assert float(free.value).is_integer()

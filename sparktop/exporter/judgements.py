@@ -22,7 +22,8 @@ Only what sparktop derives, never the exporters' raw readings (Prometheus alread
   node, ``pool_bound``, ``scheduler_bound``, ``queueing``, ``spec_acceptance`` or
   ``unexplained``: the cause the alert rules name, in their order; 0 with ``cause="none"``
   when live was compared and is no deficit; absent when it could not be compared);
-  ``sparktop_engine_kv_free_tokens``; ``sparktop_engine_kv_exhaustion_seconds`` (while the
+  ``sparktop_engine_kv_free_tokens`` (whole tokens: the pool less KV usage × pool, or
+  SGLang's own count); ``sparktop_engine_kv_exhaustion_seconds`` (while the
   KV cache grows steadily towards full; 0 when it is full; absent otherwise);
   ``sparktop_engine_queue_bound{bound}`` (1 for ``pool``, ``scheduler`` or ``none``);
 - ``sparktop_alert{rule,subject,severity}`` = 1 per firing alert;

@@ -240,8 +240,11 @@ class Window:
         kv = r.gauges.get("kv_usage", NA(NOT_EXPORTED))
         used = r.gauges.get("used_tokens", NA(NOT_EXPORTED))
         if isinstance(used, NA):
+            # vLLM states usage as a fraction of the pool: whole tokens, not 522,751.62
             used = (
-                pool * kv if is_num(pool) and is_num(kv) else (pool if isinstance(pool, NA) else kv)
+                float(round(pool * kv))
+                if is_num(pool) and is_num(kv)
+                else (pool if isinstance(pool, NA) else kv)
             )
         # Without a pool the free part is unknown for the pool's reason, never the used count.
         free = (
