@@ -332,3 +332,20 @@ def test_a_profile_measured_on_another_engine_gives_no_expected_row() -> None:
     assert got == f"no expected row: {note}"
     expected = profile_expected(PROFILE, row)
     assert expected is not None and expected(gguf) is None  # nothing for the rules to judge
+
+
+def test_a_model_name_with_control_characters_reads_the_same_in_header_and_note() -> None:
+    """The trial's ``esc`` engine: the header showed ``evil␛]0;PWNED-TITLE␇␛[2J…␍␈␈`` and the
+    expected line, given the raw name, lost ␇, ␍ and ␈. Both are the one printable()."""
+    from sparktop.sweep.expected.matched import model_mismatch
+    from sparktop.ui.engine_views import title_groups
+    from sparktop.ui.views import ViewConfig
+
+    raw = "evil\x1b]0;PWNED\x07\x1b[2J\r\x08\x08"
+    shown = "evil␛]0;PWNED␇␛[2J␍␈␈"
+    note = model_mismatch(PROFILE.model, raw)
+    assert note.endswith(f"this engine serves {shown}") and note.isprintable()
+    title = "".join(
+        t for g in title_groups(EngineSample("e", 0.0, model=raw), 0.0, ViewConfig()) for t, _ in g
+    )
+    assert shown in title

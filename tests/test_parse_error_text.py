@@ -55,3 +55,37 @@ def test_snapshot_says_the_parse_error_in_the_visible_rendering(
     else:
         text = out
     assert "prometheus_client" in text and "␛[2J" in text
+
+
+def test_an_invalid_name_in_a_help_line_names_the_line() -> None:
+    """The library raises a bare ValueError for ``# HELP evil\\x1b[2J help`` (an invalid
+    name): the reason read ``prometheus_client: ValueError``. It names the line, quoted."""
+    from tests.real_page import REAL_LOAD_PAGE
+
+    real = REAL_LOAD_PAGE.read_text()
+    page = real + "# HELP evil\x1b[2J help\n" + 'vllm:num_requests_running{engine="1"} 2\n'
+    line = real.count("\n") + 1
+    assert parse_page(page).error == (
+        f"page is not valid Prometheus text (prometheus_client: line {line:,} refused: "
+        "# HELP evil␛[2J help)"
+    )
+
+
+def test_the_quoted_text_is_clipped_and_binary_pages_give_one_stable_reason() -> None:
+    """A garbled page put ~60 characters of mojibake into the reason, new at every scrape
+    (a new alert text each poll); a long offending text is quoted to 40 characters."""
+    import random
+
+    rng = random.Random(34)
+    errors = {
+        parse_page(rng.randbytes(20_000).decode("utf-8", errors="replace")).error for _ in range(5)
+    }
+    assert errors == {
+        "page is not valid Prometheus text (prometheus_client: the page is not UTF-8 text "
+        "(binary data?))"
+    }
+    long = parse_page('vllm:num_requests_running{engine="0"} 1 2 ' + "x" * 300 + "\n").error
+    assert long == (
+        "page is not valid Prometheus text (prometheus_client: could not convert string to "
+        "float: '" + "x" * 39 + "…)"
+    )

@@ -16,6 +16,7 @@ sample names they want, and only those samples have their labels parsed.
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Set
@@ -176,14 +177,48 @@ def _unrepr(match: re.Match[str]) -> str:
     return chr(int(code[1:], 16))
 
 
-def _short(exc: BaseException) -> str:
-    """The library's message, at most 80 characters, in the product's visible rendering.
+class _Lines(io.StringIO):
+    """The page as the library reads it (it iterates its file), counting the lines: the line
+    it failed on is the last one read."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.number = 0
+        self.last = ""
+
+    def __next__(self) -> str:  # type: ignore[override]  # typeshed's _IOBase says bytes
+        self.last = super().__next__()
+        self.number += 1
+        return self.last
+
+
+CLIP = 40
+"""Characters of server text a parse error quotes (then ``…``)."""
+
+
+def _clip(text: str) -> str:
+    return printable(text[:CLIP]) + ("…" if len(text) > CLIP else "")
+
+
+def _short(exc: BaseException, lines: _Lines) -> str:
+    """The library's message with the text it quotes clipped to :data:`CLIP` characters, in
+    the product's visible rendering.
 
     prometheus_client quotes the offending text with ``repr`` (``'\\x1b'``): its escapes are
     turned back into the characters and then shown as every server text is
-    (:func:`~sparktop.safe_text.printable`: ESC → ``␛``), in every output alike."""
-    text = _REPR_ESCAPE.sub(_unrepr, str(exc) or type(exc).__name__)
-    return printable(text[:80]) + ("…" if len(text) > 80 else "")
+    (:func:`~sparktop.safe_text.printable`: ESC → ``␛``), in every output alike. A bare
+    ``ValueError`` (an invalid name in a ``# HELP`` line) names the line it failed on and
+    quotes it. Text
+    that is not UTF-8 (undecoded bytes, shown as U+FFFD) is named as such, not quoted: random
+    bytes would make the message new at every scrape."""
+    text = _REPR_ESCAPE.sub(_unrepr, str(exc))
+    line = lines.last.strip()
+    if "\ufffd" in text or "\ufffd" in line:
+        return "the page is not UTF-8 text (binary data?)"
+    if not text:
+        return f"line {lines.number:,} refused: {_clip(line)}"
+    head, sep, quoted = text.partition(":")
+    return f"{head}: {_clip(quoted.strip())}" if sep else _clip(head)
 
 
 def _library(text: str, accept: frozenset[str] | None, bounds: ParseBounds, om: bool) -> list[Raw]:
@@ -204,17 +239,18 @@ def _library(text: str, accept: frozenset[str] | None, bounds: ParseBounds, om: 
     # The library (~30 modules with its HTTP server's) loads only for a page the fast reader
     # does not take: a monitor of vLLM servers never needs it.
     from prometheus_client.openmetrics.parser import (
-        text_string_to_metric_families as om_families,
+        text_fd_to_metric_families as om_fd_families,
     )
-    from prometheus_client.parser import text_string_to_metric_families
+    from prometheus_client.parser import text_fd_to_metric_families as fd_families
 
     check = cpu_guard(bounds)
-    parse = om_families if om else text_string_to_metric_families
+    parse = om_fd_families if om else fd_families
+    reader = _Lines(text)
     out: list[Raw] = []
     series = 0
     stamped: dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, object]] = {}
     try:
-        for family in parse(text):
+        for family in parse(reader):
             check()
             for s in family.samples:
                 if accept is None or s.name in accept:
@@ -227,7 +263,8 @@ def _library(text: str, accept: frozenset[str] | None, bounds: ParseBounds, om: 
         raise
     except Exception as exc:  # the library raises ValueError, KeyError, IndexError…
         what = "OpenMetrics" if om else "Prometheus text"
-        raise PageInvalid(f"page is not valid {what} (prometheus_client: {_short(exc)})") from None
+        why = _short(exc, reader)
+        raise PageInvalid(f"page is not valid {what} (prometheus_client: {why})") from None
     if series > bounds.max_series:
         raise PageRefused(f"page has {series:,} series; limit {bounds.max_series:,}")
     return out

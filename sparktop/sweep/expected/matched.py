@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from sparktop.model import NA, EngineSample, is_num
+from sparktop.safe_text import printable
 from sparktop.sources.engines.kinds import KINDS
 from sparktop.sweep.estimator.estimator import Basis, Estimate, Estimated, estimate
 from sparktop.sweep.expected.load import (
@@ -315,8 +316,10 @@ def model_mismatch(profile_model: str, served: str, root: str = "") -> str:
         key = _model_key(name.strip().rstrip("/").rsplit("/", 1)[-1])
         if profile_key and key and (key in profile_key or profile_key in key):
             return ""
-    also = f" (checkpoint {_cut(root.strip())})" if root.strip() else ""
-    return f"the profile measured {_cut(shown)}; this engine serves {_cut(served.strip())}{also}"
+    # The server's names as every output shows them (the engine header's printable())
+    also = f" (checkpoint {_cut(printable(root.strip()))})" if root.strip() else ""
+    served_shown = _cut(printable(served.strip()))
+    return f"the profile measured {_cut(printable(shown))}; this engine serves {served_shown}{also}"
 
 
 def engine_mismatch(profile_engine: str, kind: str) -> str:
