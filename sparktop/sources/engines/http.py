@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
+from sparktop import heap
 from sparktop.jsontext import loads
 from sparktop.model import NA, EngineState, Num
 from sparktop.safe_text import clip_identity
@@ -276,6 +277,8 @@ async def read_capped(
                     refused=True,
                 )
             chunks.append(chunk)
+            if progress.size >= heap.BIG_BYTES:
+                heap.big_buffer()  # before the join: big pages' buffers are unmapped when freed
     except TransportError as exc:
         reason = f"body cut off after {progress.size} bytes ({describe(exc)})"
         raise ScrapeFailure(EngineState.UNAVAILABLE, reason) from exc

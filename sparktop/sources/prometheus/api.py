@@ -29,6 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 from typing_extensions import TypedDict
 
+from sparktop import heap
 from sparktop.sources.engines.http import ACCEPT_ENCODING, ScrapeFailure, describe, inflate
 
 QUERY_PATH = "/api/v1/query"
@@ -380,6 +381,8 @@ class PromClient:
                 if plain and counter.feed(chunk) > MAX_SERIES:
                     raise _too_many(progress.size)
                 chunks.append(chunk)
+                if progress.size >= heap.BIG_BYTES:
+                    heap.big_buffer()  # big answers' buffers unmapped when freed
         return response.status_code, b"".join(chunks), "" if plain else coding
 
     async def aclose(self) -> None:
