@@ -437,7 +437,7 @@ def test_table_has_the_monitors_ttft_split_and_spec_decode_per_engine() -> None:
     snap = Snapshot("c", 0.0, (), (split, plain))
     render_table(snap, Console(file=out, width=200, color_system=None))
     text = out.getvalue()
-    assert "dsv41: means: queue 420 ms + prefill 8.61 s · spec 54% ×3.69" in text
+    assert "dsv41: means of finished: queue 420 ms + prefill 8.61 s · spec 54% ×3.69" in text
     assert "plain: means" not in text and "plain: spec" not in text
 
 

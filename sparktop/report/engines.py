@@ -370,16 +370,23 @@ def notes(samples: Iterable[EngineSample]) -> list[str]:
 
 
 def split_line(sample: EngineSample) -> str | None:
-    """``dsv41: means: queue 420 ms + prefill 8.61 s · spec 54% ×3.69``: the monitor's engine
-    block's TTFT split (mean queue and prefill times of the requests finished in the window,
-    ``vllm:request_queue_time_seconds`` / ``request_prefill_time_seconds``) and speculative
+    """``dsv41: means of finished: queue 420 ms + prefill 8.61 s · spec 54% ×3.69``: the
+    monitor's engine block's TTFT split (mean queue and prefill times of the requests
+    finished in the window, ``*`` over the lifetime, ``vllm:request_queue_time_seconds`` /
+    ``request_prefill_time_seconds``) and speculative
     decoding (accepted ÷ draft tokens, mean tokens per step); None with neither exported."""
     if not sample.answered:
         return None
     parts = []
     queue, prefill = sample.queue_time_mean_s, sample.prefill_time_mean_s
     if is_num(queue) or is_num(prefill):
-        parts.append(f"means: queue {_secs(queue)} + prefill {_secs(prefill)}")
+        life = {
+            k: "*" if f"{k}_time_mean_s" in sample.since_start else "" for k in ("queue", "prefill")
+        }
+        parts.append(
+            f"means of finished: queue {_secs(queue)}{life['queue']} + prefill "
+            f"{_secs(prefill)}{life['prefill']}"
+        )
     rate, length = sample.spec_acceptance_rate, sample.spec_mean_accept_len
     if is_num(rate):
         parts.append(f"spec {rate * 100:.0f}%" + (f" ×{length:.2f}" if is_num(length) else ""))

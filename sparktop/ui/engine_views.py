@@ -317,18 +317,25 @@ def in_progress(sample: EngineSample) -> Group:
 
 
 def ttft_split(sample: EngineSample) -> Group:
-    """``means: queue 20 ms + prefill 1.30 s``: mean times of the requests finished in the
-    window (``vllm:request_queue_time_seconds``, ``request_prefill_time_seconds``); they add up
-    to about the mean TTFT, not to the p50 beside them; empty when the server exports neither."""
+    """``means of finished: queue 20 ms + prefill 1.30 s``: mean times of the requests finished
+    in the window (``vllm:request_queue_time_seconds``, ``request_prefill_time_seconds``),
+    marked ``*`` when over the server's lifetime; they add up to about the mean TTFT, not to
+    the p50 beside them, and say nothing of the requests still waiting (8 waiting for 22 s
+    beside a queue mean of 0 ms read as a contradiction when it said only "means"); empty
+    when the server exports neither."""
     queue, prefill = sample.queue_time_mean_s, sample.prefill_time_mean_s
     if not (is_num(queue) or is_num(prefill)):
         return []
     waiting_style = "warn" if is_num(queue) and is_num(prefill) and queue > prefill else ""
+
+    def mark(name: str) -> str:
+        return LIFETIME_MARK if name in sample.since_start else ""
+
     return [
-        ("means: queue ", "dim"),
-        (fmt.seconds(queue), waiting_style),
+        ("means of finished: queue ", "dim"),
+        (fmt.seconds(queue) + mark("queue_time_mean_s"), waiting_style),
         (" + prefill ", "dim"),
-        (fmt.seconds(prefill), ""),
+        (fmt.seconds(prefill) + mark("prefill_time_mean_s"), ""),
     ]
 
 

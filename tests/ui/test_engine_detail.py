@@ -37,7 +37,7 @@ async def test_engine_block_splits_ttft_and_shows_spec() -> None:
         block = app.query_one(EnginePanel).blocks["dsv41"]
         text = static_text(block.query_one(".engine-lines", TextBlock))
         assert "TTFT p50 8.43 s p95 9.90 s" in text
-        assert "means: queue 420 ms + prefill 8.61 s" in text
+        assert "means of finished: queue 420 ms + prefill 8.61 s" in text
         assert "spec 54% ×3.69" in text
 
 
@@ -49,7 +49,7 @@ async def test_engine_block_without_the_breakdown_shows_neither() -> None:
         app.tick()
         block = app.query_one(EnginePanel).blocks["dsv41"]
         text = static_text(block.query_one(".engine-lines", TextBlock))
-        assert "means: queue" not in text and "spec " not in text
+        assert "queue" not in text and "spec " not in text
 
 
 async def test_engine_detail_screen_from_the_palette() -> None:
@@ -168,3 +168,18 @@ def test_detail_breakdown_marks_figures_over_the_servers_lifetime() -> None:
     assert first == "requests finished since server start (no earlier scrape to diff against yet)"
     (first, *_) = breakdown_lines(engine(**BREAKDOWN))
     assert first == "requests finished in the last 30 s"
+
+
+def test_the_ttft_split_says_it_is_of_finished_requests_and_marks_lifetime_means() -> None:
+    """The pool-exhaustion demo showed ``means: queue 0 ms`` beside 8 requests waiting for
+    22 s: the means are of the requests that finished, so the label says so, and a mean over
+    the server's lifetime carries ``*`` as every other such figure (the snapshot line too)."""
+    from sparktop.report.engines import split_line
+    from sparktop.ui.engine_views import ttft_split
+
+    live = engine(**{**BREAKDOWN, "waiting": 8.0, "since_start": ("queue_time_mean_s",)})
+    text = "".join(t for t, _ in ttft_split(live))
+    assert text == "means of finished: queue 420 ms* + prefill 8.61 s"
+    assert split_line(live) == (
+        "dsv41: means of finished: queue 420 ms* + prefill 8.61 s · spec 54% ×3.69"
+    )

@@ -149,9 +149,9 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
         "`vllm:time_to_first_token_seconds` bucket deltas",
     ),
     (
-        "means: queue + prefill",
-        "mean queue and prefill time of the requests finished in the window: together about "
-        "the mean TTFT (not its p50)",
+        "means of finished: queue + prefill",
+        "mean queue and prefill time of the requests finished in the window (not of those "
+        "still waiting): together about the mean TTFT (not its p50)",
         "Δ`_sum`/Δ`_count` of `vllm:request_queue_time_seconds`, `request_prefill_time_seconds`",
     ),
     ("ITL p50", "inter-token latency", "`vllm:inter_token_latency_seconds` bucket deltas"),
