@@ -236,8 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"sparktop: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
-    except RuntimeFailure as exc:
-        print(f"sparktop: {printable(str(exc))}", file=sys.stderr)
+    except RuntimeFailure as exc:  # the same prefix as a user error; the status tells them apart
+        print(f"sparktop: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

@@ -351,6 +351,8 @@ def _run(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile or DEFAULT_PROFILE)
     api_key = _api_key(args)
     count, count_failure = _count(args, api_key)
+    if count_failure is not None and " is not an HTTP server (" in str(count_failure):
+        raise count_failure  # an SSH port, say: no budget against it, and said at once
     if count.note.startswith(SEND_CAP_NOTE):
         print(f"sparktop: note: {count.note}", file=sys.stderr)
     if count.tokens < 1:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from sparktop.safe_text import printable
@@ -17,6 +19,7 @@ from sparktop.safe_text import printable
 LISTEN_S = 0.5
 """How long the check waits for the server to speak first (a banner is sent on accept)."""
 READ_BYTES = 256
+T = TypeVar("T")
 
 
 async def spoke_first(url: str, listen_s: float = LISTEN_S) -> str | None:
@@ -50,3 +53,31 @@ async def spoke_first(url: str, listen_s: float = LISTEN_S) -> str | None:
     if data.startswith(b"SSH-"):
         return f"not an HTTP server (it sent an SSH banner: {line})"
     return f"not an HTTP server (it spoke first: {line})"
+
+
+class OtherProtocol(Exception):
+    """The server spoke first (an SSH banner): it is no HTTP server; ``reason`` says what
+    it sent, as :func:`spoke_first` words it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+async def unless_spoke_first(url: str, work: Awaitable[T]) -> T:
+    """``work``'s result, with :func:`spoke_first` listening beside it: raises
+    :class:`OtherProtocol` as soon as the server at ``url`` turns out to speak first. An
+    HTTP client waits for a whole header block, so a port sending an SSH banner held
+    ``budget`` and ``sweep`` until their 30 s deadlines; an HTTP server costs one extra
+    connection, closed when ``work`` ends or after ``2 × LISTEN_S``."""
+    task = asyncio.ensure_future(work)
+    probe = asyncio.ensure_future(spoke_first(url))
+    try:
+        await asyncio.wait((task, probe), return_when=asyncio.FIRST_COMPLETED)
+        if not task.done() and (other := probe.result()) is not None:
+            raise OtherProtocol(other)
+        return await task
+    finally:
+        for pending in (task, probe):
+            pending.cancel()
+        await asyncio.gather(task, probe, return_exceptions=True)

@@ -20,6 +20,7 @@ import httpx
 from sparktop.errors import RuntimeFailure
 from sparktop.jsontext import loads
 from sparktop.model import NA, is_num
+from sparktop.sources.engines.banner import OtherProtocol, unless_spoke_first
 from sparktop.sources.engines.http import ScrapeFailure, fetch_metrics, fetch_models
 from sparktop.sources.engines.kinds import DEFAULT, KINDS, spec_for
 from sparktop.sources.engines.reading import read_page
@@ -118,7 +119,10 @@ async def discover(client: httpx.AsyncClient, model: str | None, api_key: str | 
             asyncio.timeout(DISCOVERY_STEP_S),
             scrape_client(client, DISCOVERY_STEP_S) as engine,
         ):
-            max_len, served, _root = await fetch_models(engine)
+            url = str(client.base_url).rstrip("/")
+            max_len, served, _root = await unless_spoke_first(url, fetch_models(engine))
+    except OtherProtocol as other:
+        raise RuntimeFailure(f"{client.base_url}: {other.reason}") from None
     except TimeoutError:
         raise RuntimeFailure(
             f"{client.base_url}: no complete answer to GET /v1/models within {DISCOVERY_STEP_S:g} s"

@@ -129,6 +129,7 @@ class EndpointTokenizer:
         self._timeout_s = timeout_s
         self.max_send_bytes = max_send_bytes
         self.sent_bytes = 0
+        self._listened = False  # whether the server was heard not to speak first
         self._cancel = cancel
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # One event loop kept across calls (a directory scan asks once per file), so the
@@ -174,9 +175,17 @@ class EndpointTokenizer:
 
         import httpx
 
+        from sparktop.sources.engines.banner import OtherProtocol, unless_spoke_first
+
         try:
             async with asyncio.timeout(self._deadline_s):
-                status, body = await self._post(text)
+                if self._listened:
+                    status, body = await self._post(text)
+                else:  # an SSH port is told at once, not after the deadline
+                    status, body = await unless_spoke_first(self.url, self._post(text))
+                    self._listened = True
+        except OtherProtocol as other:
+            raise self._fail(f"endpoint {self.url} is {other.reason}") from None
         except TimeoutError:
             raise self._fail(self._slow(self._deadline_s)) from None
         except httpx.TimeoutException as exc:
