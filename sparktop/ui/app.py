@@ -236,10 +236,9 @@ class SparktopApp(DetailNavigation):
         tick_s = 0.5 if self.view_config.interval_s < 1 else 1.0
         self.set_interval(tick_s, self.tick, name="ui-tick")
         self.tick()
-        table = self.query_one(NodeTable)
         # Engines only: the engines pane has the focus (never the filter's input, which
         # Textual's auto-focus would pick, so q would be typed, not quit).
-        (table if table.display else self.query_one(EnginePanel)).focus()
+        self.focus_main()
 
     def _register_themes(self) -> None:
         loaded = themes.load_themes()
@@ -293,15 +292,16 @@ class SparktopApp(DetailNavigation):
     def _first_sample_tick(self) -> None:
         self._tick_soon = False
         self.tick()
-        if isinstance(self.focused, EnginePanel):
-            # Engines only: the first engine takes the focus the Nodes table has otherwise
-            # (Enter opens its details), once it is composed.
-            self.call_after_refresh(self._focus_first_engine)
 
-    def _focus_first_engine(self) -> None:
-        blocks = list(self.query_one(EnginePanel).blocks.values())
-        if isinstance(self.focused, EnginePanel) and blocks and blocks[0].is_mounted:
-            blocks[0].focus()
+    def focus_main(self) -> None:
+        """Focus the Nodes table; with no nodes, the first engine shown (Enter opens its
+        details), else the engines pane. A hidden table never keeps the focus: its keys
+        would act on rows nobody sees."""
+        table = self.query_one(NodeTable)
+        if table.display:
+            table.focus()
+        else:
+            self.query_one(EnginePanel).focus_first()
 
     @property
     def derives_events(self) -> bool:
@@ -405,7 +405,9 @@ class SparktopApp(DetailNavigation):
         if action == "show_curve":
             return not (isinstance(self.screen, LiveScreen) and self.screen.DRAWS_CURVE)
         if action in ("filter", "clear_filter", "command"):
-            on_main = self.screen is self.screen_stack[0] and not self.typing()
+            # The budget pane takes ``/`` as the start of a path to count.
+            starts_path = action == "filter" and getattr(self.focused, "STARTS_PATHS", False)
+            on_main = self.screen is self.screen_stack[0] and not (self.typing() or starts_path)
             return on_main and (
                 action != "clear_filter" or bool(self.query_one(FilterBar).query_text)
             )
@@ -459,7 +461,7 @@ class SparktopApp(DetailNavigation):
 
     @on(FilterBar.Left)
     def _filter_left(self) -> None:
-        self.query_one(NodeTable).focus()
+        self.focus_main()
 
     def action_toggle_events(self) -> None:
         log = self.query_one(EventLog)

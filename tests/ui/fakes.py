@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -145,8 +145,9 @@ def disabled_engine(name: str, time_s: float) -> EngineSample:
     )
 
 
-async def open_budget(pilot: Pilot[object]) -> None:
-    """Press ``b`` and wait until the budget pane is open with the cursor in its prompt field.
+async def open_budget(pilot: Pilot[object], *, edit: bool = True) -> None:
+    """Press ``b`` and wait until the budget pane is open and focused; with ``edit`` (the
+    default) press ``i`` too and wait until the cursor is in its prompt field.
 
     The pane is built on its first opening (a mount): ``Pilot.press`` waits by an idle
     heuristic (the process's CPU against the clock) that a loaded machine fools, so the test
@@ -154,14 +155,24 @@ async def open_budget(pilot: Pilot[object]) -> None:
     from textual.widgets import Input
 
     from sparktop.ui.widgets.body import Body
+    from sparktop.ui.widgets.budget import BudgetPane
 
     app = pilot.app
+
+    async def until(done: Callable[[], bool], what: str) -> None:
+        deadline = asyncio.get_running_loop().time() + 60
+        while not done():
+            assert asyncio.get_running_loop().time() < deadline, what
+            await pilot.pause(0.01)
+
     await pilot.press("b")
-    deadline = asyncio.get_running_loop().time() + 60
-    while not (
-        app.query_one(Body).budget_open
-        and isinstance(app.focused, Input)
-        and app.focused.id == "prompt"
-    ):
-        assert asyncio.get_running_loop().time() < deadline, "the budget pane did not open"
-        await pilot.pause(0.01)
+    await until(
+        lambda: app.query_one(Body).budget_open and isinstance(app.focused, BudgetPane),
+        "the budget pane did not open",
+    )
+    if edit:
+        await pilot.press("i")
+        await until(
+            lambda: isinstance(app.focused, Input) and app.focused.id == "prompt",
+            "i did not put the cursor in the prompt field",
+        )

@@ -142,7 +142,7 @@ def test_quitting_while_a_request_is_held_returns_at_once(
 
         async def drive(pilot):
             await app.poll_now()
-            await pilot.press("b")
+            await pilot.press("b", "i")
             app.query_one(BudgetPane).query_one("#prompt").value = {str(folder)!r}
             await pilot.press("enter")
             while not app.query_one(BudgetPane).counting.endswith("so far"):

@@ -3,6 +3,9 @@ offers, in each state (closed, typing in a field, pane open with no field focuse
 
 from __future__ import annotations
 
+import asyncio
+
+from textual import events
 from textual.widgets import Input
 
 from sparktop.ui.app import SparktopApp
@@ -31,20 +34,49 @@ def footer_hints(app: SparktopApp) -> dict[str, str]:
     }
 
 
-async def test_b_opens_the_pane_with_the_cursor_in_the_prompt_field() -> None:
+async def test_b_opens_the_pane_whose_keys_work_at_once_and_a_number_starts_the_field() -> None:
+    """The pane opens focused, not its field: the keys the help lists (``]``, ``+``, ``i``)
+    work at once (they were typed into the field: ``i200000``), and a number typed right
+    after ``b`` still goes to the prompt field."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await app.poll_now()
-        await open_budget(pilot)
+        await open_budget(pilot, edit=False)
         pane = app.query_one(BudgetPane)
-        assert pane.display
-        assert isinstance(app.focused, PromptInput)
-        await pilot.press(*"125000", "enter")  # typing works at once; Enter applies
+        prompt = app.query_one("#prompt", Input)
+        await pilot.press("right_square_bracket", "plus")
+        assert (pane.inputs.prompt.tokens, pane.inputs.concurrency) == (16_384, 2)
+        assert pane.has_focus and prompt.value == "16384"  # the what-if shows in the field
+        await pilot.press("escape")  # closes the pane, as the footer says
+        assert not pane.display
+        await open_budget(pilot, edit=False)
+        await pilot.press(*"125000", "enter")  # typing a number works at once; Enter applies
         assert (pane.inputs.prompt.tokens, pane.inputs.prompt.method) == (125_000, "given")
         assert isinstance(app.focused, PromptInput)  # Enter keeps the cursor in the field
+        assert prompt.value == "125000"
         await pilot.press("escape", "plus")  # Escape leaves it: the what-if keys work
         assert pane.has_focus
-        assert pane.inputs.concurrency == 2
+        assert pane.inputs.concurrency == 3
+        await pilot.press("i", "backspace", *"0", "enter")  # i edits what is there
+        assert pane.inputs.prompt.tokens == 125_000 and prompt.value == "125000"
+
+
+async def test_a_path_typed_or_pasted_on_the_pane_goes_to_the_prompt_field(
+    tmp_path: object,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await open_budget(pilot, edit=False)
+        prompt = app.query_one("#prompt", Input)
+        await pilot.press(*"/no/such")  # `/` is the filter's key elsewhere
+        assert isinstance(app.focused, PromptInput) and prompt.value == "/no/such"
+        await pilot.press("escape")
+        pane = app.query_one(BudgetPane)
+        assert pane.has_focus
+        pane.post_message(events.Paste(str(tmp_path)))
+        await pilot.pause()
+        assert isinstance(app.focused, PromptInput) and prompt.value == str(tmp_path)
 
 
 async def test_typing_after_enter_stays_in_the_field_and_never_reaches_the_monitor() -> None:
@@ -80,9 +112,9 @@ async def test_escape_leaves_the_field_then_closes_the_pane_and_q_quits() -> Non
         await pilot.press("escape")
         assert not pane.display
         assert app.query_one(NodeTable).has_focus
-        await pilot.press("b", "escape", "b")  # b closes the pane too
+        await pilot.press("b", "b")  # b closes the pane too
         assert not pane.display
-        await pilot.press("b", "escape", "q")
+        await pilot.press("b", "q")  # q quits from the pane
         await pilot.pause()
     assert app.return_code == 0
 
@@ -175,5 +207,8 @@ async def test_at_80_columns_the_footer_keeps_q_help_budget_and_pause() -> None:
         assert important <= visible_keys()
         await open_budget(pilot)
         await pilot.press("escape")  # the pane's own keys come first in the footer
-        await pilot.pause()
-        assert {"escape", "plus", "i"} | important <= visible_keys()
+        # The footer is recomposed after the focus moves: waited for, not one pause (bounded).
+        deadline = asyncio.get_running_loop().time() + 30
+        while not {"escape", "plus", "i"} | important <= visible_keys():
+            assert asyncio.get_running_loop().time() < deadline, visible_keys()
+            await pilot.pause(0.05)

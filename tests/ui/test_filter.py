@@ -134,6 +134,6 @@ async def test_keys_right_behind_the_slash_land_in_the_bar_and_a_field_still_typ
         assert app.poller.paused == paused  # the p went into the bar, not to Pause
         await pilot.press("escape", "b")
         prompt = app.query_one("#prompt", Input)
-        assert app.focused is prompt
+        assert type(app.focused).__name__ == "BudgetPane"  # its `/` starts a path
         await pilot.press(*"/tmp")
         assert prompt.value == "/tmp" and not app.query_one(FilterBar).display

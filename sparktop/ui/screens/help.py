@@ -247,11 +247,11 @@ def budget_help() -> str:
     return f"""\
 ## Budget pane (`b`)
 
-`b` opens it with the cursor in the prompt field: type prompt tokens, a file or directory
-path (counted), or paste text (counted exactly with the engine's `/tokenize` when reachable,
-else estimated); Enter applies, Escape leaves the field, Escape again (or `b`) closes the
-pane. With no field focused: `+`/`-` concurrency, `[`/`]` halve/double prompt tokens,
-`<`/`>` output tokens, `i` edit. Output tokens default to {DEFAULT_OUTPUT_TOKENS:,}, as
+`b` opens it: `+`/`-` concurrency, `[`/`]` halve/double prompt tokens, `<`/`>` output
+tokens, `i` edit the prompt field, Escape (or `b`) closes. Typing a number or a path
+(`/`, `~`, `.`) starts the prompt field with it; a file or directory is counted, pasted text
+too (exactly with the engine's `/tokenize` when reachable, else estimated). In a field
+Enter applies and Escape leaves it. Output tokens default to {DEFAULT_OUTPUT_TOKENS:,}, as
 `sparktop budget` does.
 Limits come from the live engine (server or inventory) before the profile, as in the
 engine row.

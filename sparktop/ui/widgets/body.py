@@ -69,19 +69,19 @@ class Body(Horizontal):
         return True
 
     async def open_budget(self) -> None:
-        """Show the pane with the cursor in the prompt field (typing works at once)."""
+        """Show the pane with the focus on it: the what-if keys work at once, and a number
+        or a path typed right away goes to the prompt field (:class:`BudgetPane`)."""
         pane = self.pane
         if pane is None:
             pane = self.pane = self._build_pane()
             await self.mount(pane)  # hidden until the class below, as it was built at start
         self.add_class("-budget")
         pane.render_budget()
-        prompt = pane.query_one("#prompt", Input)
         # Focused now (keys typed right after ``b``, queued while the pane was being built,
-        # go to the field) and again after what is already queued (a focus asked earlier,
-        # as the start's on the Nodes table, does not take it back).
-        self.screen.set_focus(prompt)
-        prompt.focus()
+        # reach it) and again after what is already queued (a focus asked earlier, as the
+        # start's on the Nodes table, does not take it back).
+        self.screen.set_focus(pane)
+        pane.focus()
         self.refresh_bindings()
 
     def close_budget(self) -> None:
@@ -89,7 +89,11 @@ class Body(Horizontal):
         if self.pane is not None:
             self.pane.cancel_count()
         self.remove_class("-budget")
-        self.query_one("#nodes").focus()
+        focus_main = getattr(self.app, "focus_main", None)  # the monitor's; a bare host's table
+        if focus_main is not None:
+            focus_main()
+        else:
+            self.query_one("#nodes").focus()
         self.refresh_bindings()
 
     def action_close_budget(self) -> None:

@@ -34,6 +34,10 @@ from sparktop.ui.widgets.text_block import TextBlock
 PASTE_AS_TEXT_CHARS = 200
 """A paste longer than this (or with a newline) is prompt text to count, not a number."""
 
+STARTS_PROMPT = frozenset("0123456789/~.")
+"""Keys that, pressed on the pane, start the prompt field with themselves: a token count or
+a path begins with one of them, and none is a what-if key."""
+
 
 FIELDS = ("prompt", "concurrency", "output")
 """The pane's fields, by widget id."""
@@ -96,7 +100,8 @@ DEFAULT_PROMPT = tokens.TokenCount(8192, "default")
 
 
 class BudgetPane(VerticalScroll, can_focus=True):
-    """The context budget beside the live view (``b`` toggles it, the prompt field focused).
+    """The context budget beside the live view (``b`` toggles it, the pane focused: its
+    what-if keys work at once, and a digit, ``/``, ``~`` or ``.`` starts the prompt field).
 
     Given the plan's ``profile``, whether its limits are the engines' (``profile_limits``:
     the plan's ``profile_describes``), each engine's base URL (for ``/tokenize``) and the
@@ -107,6 +112,8 @@ class BudgetPane(VerticalScroll, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("i", "edit", "Edit", tooltip="budget: edit the prompt field", id="budget.edit"),
     ]
+    STARTS_PATHS: ClassVar[bool] = True
+    """``/`` on the pane starts a path in the prompt field (the app's filter key yields)."""
     """The what-if keys and ``escape`` (close) are bound on the body around the pane
     (:class:`~sparktop.ui.widgets.body.Body`), so they work from the Nodes table too."""
 
@@ -158,7 +165,10 @@ class BudgetPane(VerticalScroll, can_focus=True):
         yield Static("Context budget", classes="title")
         with Horizontal():
             yield Label("prompt")
-            yield PromptInput(placeholder="tokens, file/dir path, or paste", id="prompt")
+            # No select-all on focus: a key that starts the field is already in it.
+            yield PromptInput(
+                placeholder="tokens, path or paste", id="prompt", select_on_focus=False
+            )
         with Horizontal():
             yield Label("concurrency")
             yield BudgetInput(str(self.inputs.concurrency), type="integer", id="concurrency")
@@ -247,6 +257,21 @@ class BudgetPane(VerticalScroll, can_focus=True):
     def action_edit(self) -> None:
         self.query_one("#prompt", Input).focus()
 
+    async def _on_key(self, event: events.Key) -> None:
+        # A key reaches the pane itself only while no field has the focus (a field takes
+        # what it types): a number or a path typed right after ``b`` goes to the field.
+        char = event.character
+        if self.has_focus and char is not None and char in STARTS_PROMPT:
+            event.stop()
+            event.prevent_default()
+            self._start_prompt(char)
+
+    def _start_prompt(self, text: str) -> None:
+        field = self.query_one("#prompt", Input)
+        field.value = text
+        field.cursor_position = len(text)
+        field.focus()
+
     # -- typed and pasted input ------------------------------------------------------------
 
     @on(Input.Submitted)
@@ -312,7 +337,10 @@ class BudgetPane(VerticalScroll, can_focus=True):
 
     def on_paste(self, event: events.Paste) -> None:
         event.stop()
-        self._count(text=event.text)
+        if is_field_value(event.text):  # a count or a path: into the field, as typed
+            self._start_prompt(event.text.strip())
+        else:
+            self._count(text=event.text)
 
     def _count(self, *, path: str | None = None, text: str | None = None) -> None:
         self.cancel_count()

@@ -171,6 +171,8 @@ class EnginePanel(VerticalScroll):
         are hidden ("" shows all)."""
         self._no_match_said = False
         """Whether a "no engine matches" line was mounted (and not removed since)."""
+        self._auto_focused: EngineBlock | None = None
+        """The block :meth:`focus_first` gave the focus, until the operator moves it."""
 
     def compose(self) -> ComposeResult:
         yield Static(self.empty_text, classes="empty")
@@ -219,7 +221,37 @@ class EnginePanel(VerticalScroll):
             if block.show(state, sample, now, config, seqs, expected, alerts):
                 changed += 1
         self._say_no_match(bool(names) and not shown)
+        focused = self.app.focused
+        # Engines only, the focus not moved by the operator: the first engine shown has it
+        # (blocks composed since, or an earlier engine that answered late).
+        auto = focused is self or (focused is not None and focused is self._auto_focused)
+        if auto and self.first_shown() is not focused:
+            self.focus_first(unless_moved=True)
         return changed
+
+    def first_shown(self) -> EngineBlock | None:
+        """The first block on screen, in inventory order (blocks are mounted in it, in
+        whatever order their engines first answered), or None."""
+        for child in self.children:
+            if isinstance(child, EngineBlock) and child.display and child.is_mounted:
+                return child
+        return None
+
+    def focus_first(self, *, unless_moved: bool = False) -> None:
+        """Focus the first engine shown (the pane itself when none is). With
+        ``unless_moved``, only while the focus is on the pane or on the block this gave it
+        last: an engine that answers late but sorts first takes the focus the operator has
+        not moved yet."""
+        focused = self.app.focused
+        if (
+            unless_moved
+            and focused is not self
+            and (focused is None or focused is not self._auto_focused)
+        ):
+            return
+        first = self.first_shown()
+        self._auto_focused = first
+        (first or self).focus()
 
     def _say_no_match(self, none_shown: bool) -> None:
         """A line saying the filter hid every engine (the pane was blank), or none."""
