@@ -29,7 +29,7 @@ from typing import NamedTuple
 from sparktop.hostmodel import PowerTelemetry
 from sparktop.model import NA, GpuSample, NodeMemory, NodeSample, NodeState, Num, SlowdownCounters
 from sparktop.sources.nvsmi import is_unified
-from sparktop.sources.nvsmi.cells import checked
+from sparktop.sources.nvsmi.cells import plausible
 from sparktop.sources.prometheus.api import PromFailure, QueryResult, Series
 from sparktop.sources.prometheus.hub import PromHub
 from sparktop.sources.prometheus.promql import DCGM_FIELDS, DOWN, GPU_TS, Target
@@ -226,28 +226,32 @@ class PromNodeSource:
             index = int(labels.get("gpu", "0"))
         except ValueError:
             index = 0
-        return checked(
-            GpuSample(
-                index=index,
-                uuid=labels.get("UUID", ""),
-                name=labels.get("modelName", ""),
-                sm_clock_mhz=field(fields, "DCGM_FI_DEV_SM_CLOCK"),
-                max_sm_clock_mhz=field(fields, "DCGM_FI_DEV_MAX_SM_CLOCK"),
-                temperature_c=field(fields, "DCGM_FI_DEV_GPU_TEMP"),
-                power_w=field(fields, "DCGM_FI_DEV_POWER_USAGE"),
-                utilization_pct=field(fields, "DCGM_FI_DEV_GPU_UTIL"),
-                memory_used_mib=used,
-                memory_total_mib=total,
-                pstate=NO_PSTATE,
-                clock_event_mask=mask,
-                counters=SlowdownCounters(
-                    sw_thermal_us=field(fields, "DCGM_FI_DEV_THERMAL_VIOLATION", 1000.0),
-                    hw_thermal_us=NO_HW_COUNTER,
-                    sw_power_cap_us=field(fields, "DCGM_FI_DEV_POWER_VIOLATION", 1000.0),
-                    hw_power_brake_us=NO_HW_COUNTER,
+        # Each reading held to nvidia-smi's plausible range as it is made: what checked()
+        # does to a built sample, without building the sample and its counters twice.
+        return GpuSample(
+            index=index,
+            uuid=labels.get("UUID", ""),
+            name=labels.get("modelName", ""),
+            sm_clock_mhz=plausible("clocks.sm", field(fields, "DCGM_FI_DEV_SM_CLOCK")),
+            max_sm_clock_mhz=plausible("clocks.max.sm", field(fields, "DCGM_FI_DEV_MAX_SM_CLOCK")),
+            temperature_c=plausible("temperature.gpu", field(fields, "DCGM_FI_DEV_GPU_TEMP")),
+            power_w=plausible("power.draw", field(fields, "DCGM_FI_DEV_POWER_USAGE")),
+            utilization_pct=plausible("utilization.gpu", field(fields, "DCGM_FI_DEV_GPU_UTIL")),
+            memory_used_mib=plausible("memory.used", used),
+            memory_total_mib=plausible("memory.total", total),
+            pstate=NO_PSTATE,
+            clock_event_mask=mask,
+            counters=SlowdownCounters(
+                sw_thermal_us=plausible(
+                    "sw_thermal_slowdown", field(fields, "DCGM_FI_DEV_THERMAL_VIOLATION", 1000.0)
                 ),
-                process_memory_mib=NO_PROCESS_MEMORY_NA,
-            )
+                hw_thermal_us=NO_HW_COUNTER,
+                sw_power_cap_us=plausible(
+                    "sw_power_cap", field(fields, "DCGM_FI_DEV_POWER_VIOLATION", 1000.0)
+                ),
+                hw_power_brake_us=NO_HW_COUNTER,
+            ),
+            process_memory_mib=NO_PROCESS_MEMORY_NA,
         )
 
     async def aclose(self) -> None:
@@ -313,7 +317,10 @@ def _gpu_order(item: tuple[_GpuKey, object]) -> tuple[float, str, str]:
 
 
 def _label(series: Iterable[Series], key: str) -> str | None:
-    return next((s.labels[key] for s in series if key in s.labels), None)
+    for s in series:  # a loop: the generator it was cost a tenth of a node's sample
+        if key in s.labels:
+            return s.labels[key]
+    return None
 
 
 def _raw(expr: str, series: Sequence[Series]) -> str:
