@@ -165,7 +165,9 @@ METHODS = {
     "probe and stream in turn, 40 s windows",
     "cpu": "`sparktop --inventory` in a pty (200×50, output read) against the simulator; "
     "psutil CPU and RSS over 60 s after a 20 s warm-up; CPU target scaled by the CPU-time "
-    "reference measured before and after",
+    "reference measured before and after; then ~3 simulated hours in process on a fake "
+    "clock, Python blocks read as a leak check reads them (after a full collection, the "
+    "page reader's bounded value memo emptied; with it too, printed)",
     "render": "the app with Textual's real driver writing to a pty (bytes counted), one "
     "process per size, after 125 polls; CPU (all threads) of tick + repaint + terminal "
     "write per tick, median of the rounds; target scaled by the CPU-time reference",

@@ -330,6 +330,20 @@ def test_the_tables_shared_by_pages_start_afresh_once_full() -> None:
     assert both(small, None) == first  # read again from the tables it filled
 
 
+def test_the_value_memo_is_counted_and_emptied_for_a_leak_check() -> None:
+    """A leak check empties the value table before it counts memory: the next page reads
+    the same from a fresh table and fills it again; the label tables stay."""
+    text = bench_page()
+    promtext.forget_values()  # what other tests left
+    first = both(text, ACCEPT)
+    sizes = promtext.memo_sizes()
+    assert sizes["values"] > 0 and sizes["passed"] > 0 and sizes["run_chars"] > 0
+    promtext.forget_values()
+    assert promtext.memo_sizes() == {**sizes, "values": 0}
+    assert both(text, ACCEPT) == first
+    assert promtext.memo_sizes() == sizes
+
+
 def test_a_stretch_known_plain_counts_only_for_its_family_and_bound() -> None:
     """A family nothing is read from is checked once per text: the same lines under another
     family, under a smaller label bound, or with one line changed are checked again."""

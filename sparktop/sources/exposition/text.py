@@ -190,6 +190,27 @@ def _page_runs(max_labels: int) -> PassedRuns:
     return runs
 
 
+def memo_sizes() -> dict[str, int]:
+    """Entries in the tables kept from page to page: ``blocks`` (:data:`_BLOCKS`),
+    ``passed`` (label blocks passed, every bound), ``values`` (value texts) and
+    ``run_chars`` (characters of plain stretches, both generations, every bound)."""
+    return {
+        "blocks": len(_BLOCKS),
+        "passed": sum(map(len, _PASSED.values())),
+        "values": len(_VALUES[0]),
+        "run_chars": sum(runs.chars + sum(len(k[1]) for k in runs.old) for runs in _RUNS.values()),
+    }
+
+
+def forget_values() -> None:
+    """Start a fresh value table (the next page fills it again). For a leak check: the
+    table is bounded (:data:`MAX_VALUES`) but fills with every scrape's new counter texts and
+    starts over once full, so memory counted with it says where it is in that fill, not
+    whether anything grows. (The label tables stay: their mappings key other memos by
+    identity, which fresh mappings would fill.) A page being read keeps the table it took."""
+    _VALUES[0] = {}
+
+
 class _Labels:
     """Label blocks (``{…}``) checked once: they repeat on most lines, and from page to page.
 
