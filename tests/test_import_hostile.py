@@ -72,3 +72,37 @@ def test_figures_out_of_range_are_one_line_and_exit_2(
     assert err.count("\n") == 1 and "Traceback" not in err
     assert str(path) in err and message in err, err
     assert not out.exists()
+
+
+def test_a_long_list_of_the_wrong_objects_is_refused_from_its_first_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 34 item 16: a 24 MB list of 3 million ``{"x":1}`` took 669 MB and 8 s to refuse
+    (every object built first). A list is only ever a vllm bench sweep summary, whose items
+    hold ``mean_ttft_ms``: the first item decides. Shown here on 300,000 items, with the
+    memory traced while it is refused: a few times the file, not a dict per item."""
+    import tracemalloc
+
+    path = tmp_path / "big.json"
+    path.write_text("[" + ",".join(['{"x":1}'] * 300_000) + "]")
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        code = main(["profiles", "--import", str(path), "--name", "t"])
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{path}: a JSON list whose first item is a JSON object with keys x; expected" in err
+    assert peak < 6 * size  # the bytes and their text; building 300,000 dicts is ~25x
+
+
+def test_a_sweep_summary_list_still_reads(tmp_path: Path) -> None:
+    doc = json.loads(VLLM_8B.read_text(encoding="utf-8"))
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps([doc, doc, doc]))
+    out = tmp_path / "p.yaml"
+    assert main(["profiles", "--import", str(path), "--name", "s", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "name: s\n" in text and "(3 runs)" in text

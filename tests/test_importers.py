@@ -107,8 +107,8 @@ def test_tools_whose_aggregates_differ_are_not_mixed(tmp_path: Path) -> None:
     [
         (
             json.dumps([{"a": 1, "b": 2}, {"a": 3}, {"a": 4}]),
-            "a JSON list of 3 objects with keys a, b; expected a llama-benchy report, a "
-            "GuideLLM benchmarks.json, a vllm bench result or an AIPerf "
+            "a JSON list whose first item is a JSON object with keys a, b; expected a "
+            "llama-benchy report, a GuideLLM benchmarks.json, a vllm bench result or an AIPerf "
             "profile_export_aiperf.json",
         ),
         (json.dumps({"rows": []}), "a JSON object with keys rows; expected a llama-benchy"),

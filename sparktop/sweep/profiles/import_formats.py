@@ -28,6 +28,7 @@ Anything else is refused in one line that says what the file looks like.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Iterable
 from pathlib import Path
@@ -290,6 +291,11 @@ def _documents(path: Path) -> list[tuple[str, Any]]:
         raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if not text.strip():
         raise UserError(f"{path}: empty (no benchmark results in it)")
+    first = _first_item(text)
+    if first is not None and not (isinstance(first, dict) and "mean_ttft_ms" in first):
+        # A list is only ever a vllm bench sweep summary (runs): told from its first item,
+        # not after building millions of objects (a 24 MB list took 669 MB and 8 s).
+        raise UserError(f"{path}: a JSON list whose first item is {describe(first)}; {EXPECTED}")
     try:
         return [(str(path), loads(text))]
     except JsonTooDeep as exc:
@@ -305,6 +311,25 @@ def _documents(path: Path) -> list[tuple[str, Any]]:
         except (json.JSONDecodeError, JsonTooDeep) as exc:
             raise UserError(f"{path}:{number}: not JSON ({exc.msg})") from None
     return docs
+
+
+_SPACE = re.compile(r"[ \t\r\n]*")
+
+
+def _first_item(text: str) -> Any:
+    """The first item of the JSON list ``text`` is, read alone; None when ``text`` is not a
+    list or its first item does not read alone (the whole text is then parsed as before)."""
+    start = _SPACE.match(text).end()  # type: ignore[union-attr]
+    if text[start : start + 1] != "[":
+        return None
+    at = _SPACE.match(text, start + 1).end()  # type: ignore[union-attr]
+    if text[at : at + 1] in ("", "]"):
+        return None
+    try:
+        item, _end = json.JSONDecoder().raw_decode(text, at)
+    except (ValueError, RecursionError):
+        return None
+    return item
 
 
 def rows_of(where: str, doc: Any) -> list[ImportedRow]:
