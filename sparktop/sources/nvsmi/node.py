@@ -356,7 +356,11 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
     gpus: tuple[GpuSample, ...] = ()
     if failure is None and _gpu_rows(gpu_text) > MAX_GPUS:
         rows = _gpu_rows(gpu_text)
-        failure = NodeState.ERROR, f"nvidia-smi listed {rows:,} GPUs (at most {MAX_GPUS} are read)"
+        # SSH answered: the GPUs cannot be read, the node is not down.
+        failure = (
+            NodeState.GPU_UNAVAILABLE,
+            (f"nvidia-smi listed {rows:,} GPUs (at most {MAX_GPUS} are read)"),
+        )
     if failure is None:
         try:
             gpus = parse_gpu_csv(gpu_text)

@@ -378,9 +378,11 @@ class SshSource:
         )
 
     def _refused(self, message: str, head: str, started: float) -> NodeSample:
-        """A node whose output was over a bound: an error on its row, connection kept."""
+        """A node whose probe output was over a bound: SSH answered, so its GPU data is
+        unavailable (a warning, ``node.gpu_unavailable``), not down; connection kept."""
         raw = head[:RAW_MAX]
-        sample = NodeSample(self.name, time.time(), NodeState.ERROR, message, raw=raw)
+        state = NodeState.GPU_UNAVAILABLE
+        sample = NodeSample(self.name, time.time(), state, message, raw=raw)
         return self._answered(sample, None, started)
 
     async def _fail(
