@@ -700,3 +700,19 @@ async def test_a_refused_gauge_has_one_reason_in_every_output() -> None:
         assert window_load(sample) == f"n/a: running {reasons[name]['running']}"
         assert "4 then 400" in sample.message if name == "dup" else "7.5" in sample.message
     assert "free n/a tok (as KV)" in block  # free tokens come from the refused KV usage
+
+
+def test_free_tokens_unknown_for_the_pools_reason_say_it_once() -> None:
+    """No pool on the page (the ``nan-gauge`` case): the pool cell gives its short reason;
+    free tokens, unknown for that same reason, point to it rather than repeat its long text."""
+    from sparktop.sources.engines.metrics import MetricsDeriver
+    from sparktop.sources.engines.reading import parse_engine_page
+    from sparktop.testing.shared import CASES
+    from sparktop.ui.engine_views import load_groups
+    from sparktop.ui.views import ViewConfig
+
+    page = parse_engine_page((CASES / "metrics" / "nan-gauge.prom").read_text())
+    sample = MetricsDeriver("e").derive(page, now_s=0.0, wall_s=0.0)
+    assert isinstance(sample.kv_free_tokens, NA) and isinstance(sample.kv_pool_tokens, NA)
+    block = "".join(t for group in load_groups(sample, ViewConfig(), None) for t, _ in group)
+    assert "free n/a tok (as pool)" in block and block.count("no cache_config_info") == 1

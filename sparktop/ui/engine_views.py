@@ -161,8 +161,15 @@ def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None
     kv_text = f" {kv_pct:.1f}%" if kv_pct is not None else " n/a"
     preempt = sample.preemptions_per_s
     free = sample.kv_free_tokens
-    # free tokens are computed from the KV usage: its reason is said once, at KV
-    same = isinstance(free, NA) and isinstance(kv, NA) and free.reason == kv.reason
+    # free tokens are the pool less KV usage × pool: a reason of either is said once, there
+    pool = sample.kv_pool_tokens
+    free_why = (
+        [(" (as KV)", "dim")]
+        if isinstance(free, NA) and isinstance(kv, NA) and free.reason == kv.reason
+        else [(" (as pool)", "dim")]
+        if isinstance(free, NA) and isinstance(pool, NA) and free.reason == pool.reason
+        else na_why(free)
+    )
     return [
         [("running ", "dim"), (fmt.num(running, ",.0f") + seqs, "warn" if full and queued else ""),
          *na_why(running)],
@@ -175,9 +182,8 @@ def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None
         [("KV ", "dim"), (fmt.bar(kv, KV_BAR_WIDTH), kv_style),
          (kv_text, "crit" if kv_style == "crit" else ""),
          *na_why(kv)],
-        [("pool ", "dim"), (fmt.si_tokens(sample.kv_pool_tokens), ""), *pool_why(sample)],
-        [("free ", "dim"), (fmt.si_tokens(free) + " tok", ""),
-         *([(" (as KV)", "dim")] if same else na_why(free))],
+        [("pool ", "dim"), (fmt.si_tokens(pool), ""), *pool_why(sample)],
+        [("free ", "dim"), (fmt.si_tokens(free) + " tok", ""), *free_why],
     ]  # fmt: skip
 
 
