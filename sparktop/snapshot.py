@@ -209,12 +209,12 @@ def _timed_out(source: Source, timeout_s: float) -> Sample:
     return sample
 
 
-async def _poll(source: Source, timeout_s: float | None) -> Sample:
+async def _poll(source: Source, deadline: float | None, timeout_s: float) -> Sample:
     try:
-        async with asyncio.timeout(timeout_s):
+        async with asyncio.timeout_at(deadline):
             return await source.sample()
     except TimeoutError:
-        return _timed_out(source, timeout_s or 0.0)
+        return _timed_out(source, timeout_s)
     except Exception as exc:  # a source bug becomes that source's failure, not a crash
         return error_sample(source, exc)
 
@@ -225,12 +225,16 @@ async def take_snapshot(
     """Poll every source once, concurrently, and (with ``close``) close them afterwards.
 
     Each source keeps its own deadlines (an SSH node: connect timeout, then
-    ``command_timeout_s`` + margin for the probe); ``timeout_s`` is an overall safety net
-    after which a source that has not answered is reported as "no answer within N s".
+    ``command_timeout_s`` + margin for the probe); ``timeout_s`` is an overall safety net,
+    counted from the call for every source alike, after which a source that has not
+    answered is reported as "no answer within N s".
     """
     sources = tuple(sources)
+    # One deadline for all, fixed before any starts: a task started late (2,000 nodes, each
+    # setting up its connection on the one loop) must not get its timeout from then on.
+    deadline = None if timeout_s is None else asyncio.get_running_loop().time() + timeout_s
     try:
-        samples = await asyncio.gather(*(_poll(s, timeout_s) for s in sources))
+        samples = await asyncio.gather(*(_poll(s, deadline, timeout_s or 0.0) for s in sources))
     finally:
         if close:
             with contextlib.suppress(Exception):

@@ -211,6 +211,48 @@ async def test_a_raising_or_silent_source_is_reported_not_fatal() -> None:
     assert stuck.closed and not snap.complete
 
 
+class _SlowStart:
+    """A source whose start holds the loop (connection set-up for 2,000 nodes on one loop)
+    for longer than the whole snapshot deadline, before it ever awaits."""
+
+    name = "slow-start"
+    kind = "node"
+
+    async def sample(self) -> NodeSample:
+        import time
+
+        time.sleep(0.3)  # CPU-bound start: the loop is held, as a real one holds it
+        return NodeSample(node=self.name, time_s=0.0)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Late(_Never):
+    """A silent source that notes whether it ran past its first step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ran_on = False
+
+    async def sample(self) -> EngineSample:
+        await asyncio.sleep(0)
+        self.ran_on = True  # still inside the deadline after its first step
+        return await super().sample()
+
+
+async def test_the_deadline_is_counted_from_the_call_for_every_source() -> None:
+    """Trial 34 item 13: 2,000 held nodes under --timeout 3 took 11.8 s; each task's timeout
+    started when the task did, so the ones started late ran past the stated deadline. Here
+    the first source holds the loop for 0.3 s under a 0.2 s deadline: the next one starts
+    after the deadline and is cut at its first step, not given 0.2 s of its own."""
+    late = _Late()
+    snap = await take_snapshot([_SlowStart(), late], cluster="c", timeout_s=0.2)
+    assert not late.ran_on
+    assert snap.engines[0].message == "no complete answer within the snapshot's 0.2 s deadline"
+    assert late.closed
+
+
 def test_engine_json_keeps_missing_reasons() -> None:
     engine = EngineSample(engine="dsv41", time_s=0.0, running=3.0, kv_usage=NA("metric absent"))
     doc = snapshot_json(Snapshot("c", 0.0, (), (engine,)))
