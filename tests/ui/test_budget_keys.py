@@ -3,8 +3,6 @@ offers, in each state (closed, typing in a field, pane open with no field focuse
 
 from __future__ import annotations
 
-import asyncio
-
 from textual import events
 from textual.widgets import Input
 
@@ -199,16 +197,23 @@ async def test_at_80_columns_the_footer_keeps_q_help_budget_and_pause() -> None:
             if k.region.width and k.region.right <= 80 and k.region.y == 23
         }
 
+    async def shown(wanted: set[str]) -> set[str]:
+        """The keys once the footer shows ``wanted``: on a loaded machine it is composed
+        (and fitted) a few idle rounds after the bindings change."""
+        keys: set[str] = set()
+        for _ in range(100):
+            await pilot.pause()
+            keys = visible_keys()
+            if wanted <= keys:
+                break
+        return keys
+
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await app.poll_now()
-        await pilot.pause()
         important = {"q", "question_mark", "b", "p"}
-        assert important <= visible_keys()
+        assert important <= await shown(important)
         await open_budget(pilot)
         await pilot.press("escape")  # the pane's own keys come first in the footer
-        # The footer is recomposed after the focus moves: waited for, not one pause (bounded).
-        deadline = asyncio.get_running_loop().time() + 30
-        while not {"escape", "plus", "i"} | important <= visible_keys():
-            assert asyncio.get_running_loop().time() < deadline, visible_keys()
-            await pilot.pause(0.05)
+        wanted = {"escape", "plus", "i"} | important
+        assert wanted <= await shown(wanted)

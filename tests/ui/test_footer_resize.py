@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.pilot import Pilot
 
 from sparktop.ui.app import SparktopApp
+from sparktop.ui.widgets.footer import KeyFooter
 from tests.ui.test_budget_keys import make_app
 
 
@@ -15,11 +16,16 @@ def footer_line(app: SparktopApp) -> str:
 
 
 async def drawn_footer(pilot: Pilot[None], app: SparktopApp, want: str | None = None) -> str:
-    """The footer once a frame has drawn it (and, with ``want``, once it reads so): a loaded
-    machine can take a few idle rounds to reach the frame after a resize."""
+    """The footer once a frame has drawn it fitted to the width (and, with ``want``, once it
+    reads so): a loaded machine can take a few idle rounds to reach the frame after a
+    resize or a change of bindings."""
     line = ""
-    for _ in range(100):
+    for _ in range(200):
         await pilot.pause()
+        footers = app.screen.query(KeyFooter)
+        if not footers or not footers.first().fitted:
+            continue
+        await pilot.pause()  # the frame with the hints fitted
         line = footer_line(app)
         if line.strip() and (want is None or line == want):
             break

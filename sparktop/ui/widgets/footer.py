@@ -30,6 +30,19 @@ class KeyFooter(Footer):
         self._hints: list[tuple[tuple[Widget, ...], int]] = []
         """Each hint (a key, or a group of keys and its label) and where it ends, in cells
         from the footer's left edge, with every hint shown."""
+        self._fitted_width = -1
+        self._tries = 0
+
+    @property
+    def fitted(self) -> bool:
+        """Whether the hints on show were measured and fitted: False for the frame or two
+        after the bindings or the width change (tests wait for it)."""
+        shown = tuple(w for hint, _end in self._hints for w in hint)
+        return (
+            bool(shown)
+            and shown == tuple(c for c in self.children if not c.has_class("-command-palette"))
+            and self._fitted_width == self.size.width
+        )
 
     def on_resize(self, event: Resize) -> None:
         narrow = event.size.width < COMPACT_BELOW
@@ -43,11 +56,14 @@ class KeyFooter(Footer):
         self.refresh(recompose=True)
 
     async def recompose(self) -> None:
+        self._hints = []
         await super().recompose()
+        self._tries = 0
         self.call_after_refresh(self._measure)
 
     def _measure(self) -> None:
-        """Where each hint ends, read from the layout of the freshly composed footer."""
+        """Where each hint ends, read from the layout of the freshly composed footer (again
+        after the next refresh while its hints are not laid out yet: a loaded machine)."""
         hints: list[list[Widget]] = []
         for child in self.children:
             if child.has_class("-command-palette"):
@@ -56,6 +72,10 @@ class KeyFooter(Footer):
                 hints[-1].append(child)  # a group's label goes with its keys
             else:
                 hints.append([child])
+        if any(not w.virtual_region.width for hint in hints for w in hint) and self._tries < 50:
+            self._tries += 1
+            self.call_after_refresh(self._measure)
+            return
         self._hints = [(tuple(hint), max(w.virtual_region.right for w in hint)) for hint in hints]
         self._fit()
 
@@ -63,7 +83,7 @@ class KeyFooter(Footer):
         """Show the hints that end within the footer, the ``keep`` one in any case."""
         if not self._hints:
             return
-        room = self.size.width
+        self._fitted_width = room = self.size.width
         for palette in self.query_children(".-command-palette"):
             room -= palette.outer_size.width + palette.styles.margin.width
         fits = [end <= room for _hint, end in self._hints]
