@@ -197,21 +197,21 @@ class StreamProbe:
         Rows due at the period arrive after ``not_before``: the wait is one await on the
         reader's event (asyncio.timeout, no task of its own as wait_for makes), and a sleep
         only when they came early."""
-        while True:
-            while not self._fresh:
-                if self._ended is not None:
-                    return None
-                left = deadline - self._clock()
-                if left <= 0:
-                    return None
-                self._arrived.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(left):
-                        await self._arrived.wait()
-            early = not_before - self._clock()
-            if early <= 0:
-                break
-            await asyncio.sleep(early)  # rows faster than asked: take the newest then
+        while not self._fresh:
+            if self._ended is not None:
+                return None
+            left = deadline - self._clock()
+            if left <= 0:
+                return None
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await self._arrived.wait()
+        early = not_before - self._clock()
+        if early > 0:
+            # Rows faster than asked: sleep out the rest once and take the newest then
+            # (once: a clock a test moves by hand does not move while this sleeps).
+            await asyncio.sleep(early)
         self._fresh = False
         return self._latest
 
