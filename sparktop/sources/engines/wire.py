@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import h11
 
@@ -121,6 +121,21 @@ def split_url(url: str) -> tuple[Origin, str]:
     return Origin(scheme, parts.hostname, port or (443 if scheme == "https" else 80)), target
 
 
+USER_AGENT = "sparktop"
+
+
+def basic_auth(url: str) -> dict[str, str]:
+    """``Authorization: Basic`` from ``url``'s user and password (percent-decoded, as
+    httpx sends them), or no header. An explicit header (a bearer token) replaces it."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return {}
+    import base64  # only for a URL with a user: most monitors never load it
+
+    pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    return {"authorization": "Basic " + base64.b64encode(pair.encode()).decode("ascii")}
+
+
 @dataclass(slots=True)
 class _Connection:
     reader: asyncio.StreamReader
@@ -129,9 +144,13 @@ class _Connection:
     idle_since: float = field(default_factory=time.monotonic)
 
     def reusable(self) -> bool:
-        """Idle, not expired, and not closed or written to by the server meanwhile."""
+        """Idle, not expired, and not closed or written to by the server meanwhile: bytes
+        that came unasked (a ``408`` before a close, another response) would be read as the
+        next request's answer. The transport reads into the stream's buffer on its own, so
+        that buffer is where they are (asyncio has no public call for its length)."""
         fresh = time.monotonic() - self.idle_since < KEEPALIVE_S
-        quiet = not self.reader.at_eof() and not self.writer.transport.is_closing()
+        unasked = bool(self.reader._buffer)  # type: ignore[attr-defined]  # private: see above
+        quiet = not unasked and not self.reader.at_eof() and not self.writer.transport.is_closing()
         return fresh and quiet
 
     def close(self) -> None:
@@ -176,7 +195,8 @@ class EngineClient:
         self.origin, prefix = split_url(self.base_url)
         self._prefix = prefix.rstrip("/")
         self.timeout_s = timeout_s
-        self.headers = dict(headers or {})
+        self.headers = {"user-agent": USER_AGENT, **basic_auth(self.base_url)}
+        self.headers |= {k.lower(): v for k, v in (headers or {}).items()}
         self._idle: list[_Connection] = []
         self._tls: ssl.SSLContext | None = None
 
@@ -307,7 +327,11 @@ class EngineClient:
 
     def _release(self, conn: _Connection, complete: bool) -> None:
         parser = conn.h11
-        if complete and parser.our_state is h11.DONE and parser.their_state is h11.DONE:
+        # Bytes past the end of the answer (a body longer than its Content-Length, a
+        # second response in the same write) are nobody's answer: the connection goes.
+        leftover = bool(parser.trailing_data[0])
+        done = parser.our_state is h11.DONE and parser.their_state is h11.DONE
+        if complete and done and not leftover:
             parser.start_next_cycle()
             conn.idle_since = time.monotonic()
             self._idle.append(conn)
