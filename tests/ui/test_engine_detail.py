@@ -37,7 +37,7 @@ async def test_engine_block_splits_ttft_and_shows_spec() -> None:
         block = app.query_one(EnginePanel).blocks["dsv41"]
         text = static_text(block.query_one(".engine-lines", TextBlock))
         assert "TTFT p50 8.43 s p95 9.90 s" in text
-        assert "means of finished: queue 420 ms + prefill 8.61 s" in text
+        assert "means: queue 420 ms + prefill 8.61 s" in text
         assert "spec 54% ×3.69" in text
 
 
@@ -179,7 +179,7 @@ def test_the_ttft_split_says_it_is_of_finished_requests_and_marks_lifetime_means
 
     live = engine(**{**BREAKDOWN, "waiting": 8.0, "since_start": ("queue_time_mean_s",)})
     text = "".join(t for t, _ in ttft_split(live))
-    assert text == "means of finished: queue 420 ms* + prefill 8.61 s"
+    assert text == "means: queue 420 ms* + prefill 8.61 s"
     assert split_line(live) == (
         "dsv41: means of finished: queue 420 ms* + prefill 8.61 s · spec 54% ×3.69"
     )

@@ -149,7 +149,7 @@ ENGINE_FIELD_HELP: tuple[tuple[str, str, str], ...] = (
         "`vllm:time_to_first_token_seconds` bucket deltas",
     ),
     (
-        "means of finished: queue + prefill",
+        "means: queue + prefill",
         "mean queue and prefill time of the requests finished in the window (not of those "
         "still waiting): together about the mean TTFT (not its p50)",
         "Δ`_sum`/Δ`_count` of `vllm:request_queue_time_seconds`, `request_prefill_time_seconds`",
