@@ -334,6 +334,27 @@ def test_a_page_over_its_cpu_budget_is_refused() -> None:
 # -- redirects, the token, OpenMetrics -----------------------------------------------------------
 
 
+def with_values(page: bytes, values: dict[str, str]) -> bytes:
+    """``page`` with the value of every series whose line starts with a key replaced."""
+    lines = []
+    for line in page.decode().splitlines():
+        for prefix, value in values.items():
+            if line.startswith(prefix):
+                line = line.rsplit(" ", 1)[0] + " " + value
+        lines.append(line)
+    return ("\n".join(lines) + "\n").encode()
+
+
+async def sample_of(page: bytes) -> EngineSample:
+    """One scrape of ``page`` served on loopback."""
+    async with aiohttp_server({"/metrics": await serve_bytes(page)}) as url:
+        source = EngineSource(Cfg("dsv4", url), timeout_s=2)
+        try:
+            return await source.sample()
+        finally:
+            await source.aclose()
+
+
 async def one(url: str, **kwargs: object) -> EngineSample:
     source = EngineSource(Cfg("e", url), **kwargs)  # type: ignore[arg-type]
     try:
@@ -432,20 +453,8 @@ async def test_an_implausible_gauge_is_na_with_the_reason_not_a_309_digit_number
 
     from sparktop.report import engines as engine_report
 
-    page = full_page(kv=0.2, waiting=0).decode()
-    lines = []
-    for line in page.splitlines():
-        if line.startswith("vllm:num_requests_running{"):
-            line = line.rsplit(" ", 1)[0] + " -1e308"
-        elif line.startswith("vllm:num_requests_waiting{"):
-            line = line.rsplit(" ", 1)[0] + " 1e300"
-        lines.append(line)
-    async with aiohttp_server(
-        {"/metrics": await serve_bytes(("\n".join(lines) + "\n").encode())}
-    ) as url:
-        source = EngineSource(Cfg("dsv4", url), timeout_s=2)
-        sample = await source.sample()
-        await source.aclose()
+    bad = {"vllm:num_requests_running{": "-1e308", "vllm:num_requests_waiting{": "1e300"}
+    sample = await sample_of(with_values(full_page(kv=0.2, waiting=0), bad))
     assert sample.state is EngineState.DEGRADED and sample.judged, sample.message
     assert not isinstance(sample.running, float) and not isinstance(sample.waiting, float)
     assert "not a plausible value" in str(sample.running.reason)
@@ -521,24 +530,12 @@ async def test_an_engine_whose_every_load_gauge_is_refused_is_degraded_naming_th
     from sparktop.ui.engine_views import engine_state
     from sparktop.ui.views import ViewConfig
 
-    page = full_page(kv=0.2, waiting=0).decode()
     bad = {
         "vllm:num_requests_running{": "-3",
         "vllm:num_requests_waiting{": "NaN",
         "vllm:kv_cache_usage_perc{": "1.5",
     }
-    lines = []
-    for line in page.splitlines():
-        for prefix, value in bad.items():
-            if line.startswith(prefix):
-                line = line.rsplit(" ", 1)[0] + " " + value
-        lines.append(line)
-    async with aiohttp_server(
-        {"/metrics": await serve_bytes(("\n".join(lines) + "\n").encode())}
-    ) as url:
-        source = EngineSource(Cfg("dsv4", url), timeout_s=2)
-        sample = await source.sample()
-        await source.aclose()
+    sample = await sample_of(with_values(full_page(kv=0.2, waiting=0), bad))
     assert sample.state is EngineState.DEGRADED and not sample.ok and sample.answered
     for name, value in (
         ("vllm:num_requests_running", "-3"),
@@ -571,17 +568,8 @@ async def test_one_refused_load_gauge_degrades_the_engine_and_the_rest_is_judged
     from sparktop.alerts.counters import CounterTracker
     from sparktop.alerts.rules import evaluate
 
-    page = full_page(kv=0.99, waiting=5).decode()
-    lines = [
-        line.rsplit(" ", 1)[0] + " -3" if line.startswith("vllm:num_requests_running{") else line
-        for line in page.splitlines()
-    ]
-    async with aiohttp_server(
-        {"/metrics": await serve_bytes(("\n".join(lines) + "\n").encode())}
-    ) as url:
-        source = EngineSource(Cfg("dsv4", url), timeout_s=2)
-        sample = await source.sample()
-        await source.aclose()
+    page = with_values(full_page(kv=0.99, waiting=5), {"vllm:num_requests_running{": "-3"})
+    sample = await sample_of(page)
     assert sample.state is EngineState.DEGRADED and sample.judged
     assert isinstance(sample.running, NA) and sample.waiting == 5
     why = "vllm:num_requests_running is -3: not a plausible value (0-1,000,000)"
@@ -601,20 +589,8 @@ async def test_one_refused_load_gauge_degrades_the_engine_and_the_rest_is_judged
 async def test_request_counts_past_any_server_or_fractional_are_refused() -> None:
     """1e12 running requests and 3.7 waiting (the trial's absurd page) read as n/a with the
     value read, as -5 is, not as a trillion requests or a rounded 4."""
-    page = full_page(kv=0.2, waiting=0).decode()
-    lines = []
-    for line in page.splitlines():
-        if line.startswith("vllm:num_requests_running{"):
-            line = line.rsplit(" ", 1)[0] + " 1e12"
-        elif line.startswith("vllm:num_requests_waiting{"):
-            line = line.rsplit(" ", 1)[0] + " 3.7"
-        lines.append(line)
-    async with aiohttp_server(
-        {"/metrics": await serve_bytes(("\n".join(lines) + "\n").encode())}
-    ) as url:
-        source = EngineSource(Cfg("dsv4", url), timeout_s=2)
-        sample = await source.sample()
-        await source.aclose()
+    bad = {"vllm:num_requests_running{": "1e12", "vllm:num_requests_waiting{": "3.7"}
+    sample = await sample_of(with_values(full_page(kv=0.2, waiting=0), bad))
     assert sample.state is EngineState.DEGRADED and sample.kv_usage == 0.2
     assert isinstance(sample.running, NA) and isinstance(sample.waiting, NA)
     assert sample.running.reason == (
