@@ -142,6 +142,10 @@ class _Connection:
     writer: asyncio.StreamWriter
     h11: h11.Connection
     idle_since: float = field(default_factory=time.monotonic)
+    reused: bool = False
+    """Taken from the idle pool for this request (the server may close it as it arrives)."""
+    received: int = 0
+    """Bytes of this request's answer read so far."""
 
     def reusable(self) -> bool:
         """Idle, not expired, and not closed or written to by the server meanwhile: bytes
@@ -218,26 +222,28 @@ class EngineClient:
         origin, target = split_url(url)
         if origin != self.origin:
             raise InvalidURL(f"{origin} is not this client's origin {self.origin}")
+        host = f"[{origin.host}]" if ":" in origin.host else origin.host
+        default = 443 if origin.scheme == "https" else 80
+        wanted = {"host": host if origin.port == default else f"{host}:{origin.port}"}
+        wanted |= {k.lower(): v for k, v in {**self.headers, **(headers or {})}.items()}
+        try:
+            request = h11.Request(method="GET", target=target, headers=list(wanted.items()))
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(str(exc)) from None
         conn = await self._connection()
         done = False
         try:
-            host = f"[{origin.host}]" if ":" in origin.host else origin.host
-            default = 443 if origin.scheme == "https" else 80
-            wanted = {"host": host if origin.port == default else f"{host}:{origin.port}"}
-            wanted |= {k.lower(): v for k, v in {**self.headers, **(headers or {})}.items()}
             try:
-                request = h11.Request(method="GET", target=target, headers=list(wanted.items()))
-                data = conn.h11.send(request) + (conn.h11.send(h11.EndOfMessage()) or b"")
-            except h11.LocalProtocolError as exc:
-                raise LocalProtocolError(str(exc)) from None
-            await self._write(conn, data)
-            if on_sent is not None:
-                on_sent()
-            event = await self._next(conn)
-            while isinstance(event, h11.InformationalResponse):
-                event = await self._next(conn)
-            if not isinstance(event, h11.Response):  # h11 gives nothing else in this state
-                raise RemoteProtocolError(f"unexpected {type(event).__name__}")
+                event = await self._ask(conn, request, on_sent)
+            except (ReadError, WriteError, RemoteProtocolError):
+                # A kept-alive connection the server closed as the request arrived (its
+                # idle timer ran out): nothing of an answer came, and a GET may be sent
+                # again, once, on a fresh connection (as urllib3 and httpcore do).
+                if not conn.reused or conn.received:
+                    raise
+                conn.close()
+                conn = await self._open()
+                event = await self._ask(conn, request, on_sent)
             fields: dict[str, str] = {}
             for name, value in event.headers:
                 key, text = name.decode("latin-1"), value.decode("latin-1")
@@ -264,12 +270,35 @@ class EngineClient:
         finally:
             self._release(conn, done)
 
+    async def _ask(
+        self, conn: _Connection, request: h11.Request, on_sent: Callable[[], None] | None
+    ) -> h11.Response:
+        """Send ``request`` on ``conn``; the response's head (informational ones skipped)."""
+        try:
+            data = conn.h11.send(request) + (conn.h11.send(h11.EndOfMessage()) or b"")
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(str(exc)) from None
+        await self._write(conn, data)
+        if on_sent is not None:
+            on_sent()
+        event = await self._next(conn)
+        while isinstance(event, h11.InformationalResponse):
+            event = await self._next(conn)
+        if not isinstance(event, h11.Response):  # h11 gives nothing else in this state
+            raise RemoteProtocolError(f"unexpected {type(event).__name__}")
+        return event
+
     async def _connection(self) -> _Connection:
+        """An idle connection still usable, else a new one."""
         while self._idle:
             conn = self._idle.pop()
             if conn.reusable():
+                conn.reused, conn.received = True, 0
                 return conn
             conn.close()
+        return await self._open()
+
+    async def _open(self) -> _Connection:
         tls = None
         if self.origin.scheme == "https":
             if self._tls is None:
@@ -321,6 +350,7 @@ class EngineClient:
                 raise ReadTimeout(f"no data within {self.timeout_s:g} s") from None
             except OSError as exc:
                 raise ReadError(str(exc) or type(exc).__name__) from exc
+            conn.received += len(data)
             if not data and parser.their_state is h11.SEND_RESPONSE:
                 raise RemoteProtocolError("Server disconnected without sending a response.")
             parser.receive_data(data)
