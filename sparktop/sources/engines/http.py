@@ -157,9 +157,10 @@ def inflate(
     """``data`` decompressed per its ``Content-Encoding`` (``gzip``, ``deflate``, none), at
     most ``limit`` bytes out, a MiB per call (a 32 KB gzip bomb inflates to 32 MiB).
     Raises :class:`ScrapeFailure` past ``limit`` (``what``: the noun, then after a colon what
-    that means), for corrupt data or another encoding."""
+    that means), for corrupt data, a stream cut off before its end (a gzip page without its
+    trailer is refused, never read as if whole) or another encoding."""
     coding = coding.strip().lower()
-    if coding in ("", "identity"):
+    if coding in ("", "identity") or not data:
         return data
     if coding not in ("gzip", "x-gzip", "deflate"):
         reason = f"Content-Encoding {ascii(coding[:40])[1:-1]} not asked for and not read"
@@ -167,9 +168,18 @@ def inflate(
     dec = zlib.decompressobj(wbits=47 if coding != "deflate" else 15)  # 47: gzip or zlib
     out: list[bytes] = []
     size = 0
+    sent = len(data)
     try:
-        while data:
+        while not dec.eof:
             piece = dec.decompress(data, _INFLATE_STEP)
+            if not piece and not dec.unconsumed_tail and not dec.eof:
+                # Every byte taken, no more out, and the stream's end (gzip's trailer with
+                # its CRC and length) never came: the sender stopped mid-page.
+                raise ScrapeFailure(
+                    EngineState.UNAVAILABLE,
+                    f"{what.split(':')[0]} cut off: its {coding} stream stops short of its end "
+                    f"({sent:,} bytes received)",
+                )
             size += len(piece)
             if size > limit:
                 raise ScrapeFailure(
