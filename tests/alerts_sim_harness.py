@@ -72,7 +72,10 @@ class Harness:
             await self.poll()
             if ok(self):
                 return self.polls
-        raise AssertionError(f"{what}: not within {limit} polls; events: {self.describe()}")
+        raise AssertionError(
+            f"{what}: not within {limit} polls; events: {self.describe()}; "
+            f"engines now: {self.describe_engines()}"
+        )
 
     def gpu(self, node: str) -> GpuSample | None:
         sample = self.state.nodes.get(node)
@@ -92,6 +95,15 @@ class Harness:
 
     def describe(self) -> list[str]:
         return [f"{p}:{e.kind.value}:{e.alert.rule}:{e.subject}" for p, e in self.events]
+
+    def describe_engines(self) -> list[str]:
+        """Each engine's newest sample in one line (state, load, stillness clocks), for
+        failure messages."""
+        return [
+            f"{name}: {s.state.value} at sim {self.sim.clock.now():.0f} s, running {s.running}, "
+            f"waiting {s.waiting}, no token {s.no_tokens_s} s, KV still {s.kv_still_s} s"
+            for name, s in self.state.engines.items()
+        ]
 
     async def aclose(self) -> None:
         await asyncio.gather(*(s.aclose() for s in self.sources), return_exceptions=True)

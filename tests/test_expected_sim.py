@@ -266,6 +266,10 @@ async def test_running_requests_frozen_for_30_s_raise_engine_stalled_a_60_s_pref
             # Load back, then the engine freezes with requests running, for 30 s.
             model.set_clients(6, sim.cluster.now)
             await h.run(30)
+            # Frozen WITH requests running: on a loaded machine one step of the simulator can
+            # finish every request, and a stall then leaves the new ones waiting, none running
+            # (not this rule's case). The check and the stall run with no await between them.
+            await h.until(lambda h: bool(model.running), 30, "requests running")
             sim.cluster.stall(ENGINE)
             frozen = h.polls
             found = await h.until(
