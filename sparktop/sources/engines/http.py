@@ -34,6 +34,7 @@ from sparktop.sources.engines.wire import (
     ProtocolError,
     Response,
     TimeoutException,
+    TLSError,
     TransportError,
     split_url,
 )
@@ -88,6 +89,8 @@ def transport_reason(exc: BaseException) -> str:
     """Why a connection failed, in the words the SSH nodes use (``connection refused``,
     ``cannot resolve host name (…)``, the OS's reason), found in the chain of causes
     under the client's ``ConnectError``; else :func:`describe`."""
+    if isinstance(exc, TLSError):  # its own words, not OpenSSL's under it
+        return str(exc)
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
@@ -320,6 +323,9 @@ async def fetch_metrics(
         ) as response:
             _check_status(response)
             data = await read_capped(response, MAX_BODY_BYTES, progress, raw=True)
+    except TLSError as exc:  # a port answering in plain HTTP is reachable, with no page
+        state = EngineState.UNAVAILABLE if exc.answered else EngineState.UNREACHABLE
+        raise ScrapeFailure(state, str(exc)) from exc
     except TimeoutException as exc:
         state, reason = no_answer(progress, timeout_s)
         silent = state is EngineState.NOT_ANSWERING

@@ -52,7 +52,7 @@ from sparktop.sources.engines.pool import Limits
 from sparktop.sources.engines.props import Props, fetch_props
 from sparktop.sources.engines.reading import detect_kind, parse_engine_page
 from sparktop.sources.engines.slots import fetch_slot_prompts
-from sparktop.sources.engines.wire import EngineClient
+from sparktop.sources.engines.wire import EngineClient, split_url
 from sparktop.sources.exposition.page import PromPage
 
 ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
@@ -346,8 +346,16 @@ def read_engine_body(body: Body) -> PromPage:
 
 async def _not_http(url: str, state: EngineState, reason: str) -> tuple[EngineState, str]:
     """A server that took the request and sent no HTTP response: if it speaks unasked (an
-    SSH banner), it answered, in another protocol (UNAVAILABLE, saying so); else as it was."""
+    SSH banner), or completes a TLS handshake on an ``http`` URL, it answered, in another
+    protocol (UNAVAILABLE, saying so); else as it was."""
     other = await spoke_first(url)
+    if other is None and url.startswith("http:"):
+        # Only for a server already found not to answer HTTP (this module stays off the
+        # monitor's start-up path).
+        from sparktop.sources.engines.tls import speaks_tls
+
+        if await speaks_tls(split_url(url)[0]):
+            other = "not an HTTP server: it speaks TLS (use https:// for this engine)"
     return (EngineState.UNAVAILABLE, other) if other is not None else (state, reason)
 
 

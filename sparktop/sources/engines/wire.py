@@ -73,6 +73,15 @@ class ConnectError(NetworkError):
     pass
 
 
+class TLSError(ConnectError):
+    """The TLS handshake failed; the message says how (a plain-HTTP server, a certificate
+    not trusted, no answer). ``answered``: the port answered, in plain HTTP."""
+
+    def __init__(self, message: str, *, answered: bool = False) -> None:
+        super().__init__(message)
+        self.answered = answered
+
+
 class ReadError(NetworkError):
     pass
 
@@ -146,6 +155,8 @@ class _Connection:
     """Taken from the idle pool for this request (the server may close it as it arrives)."""
     received: int = 0
     """Bytes of this request's answer read so far."""
+    first: bytes = b""
+    """The answer's first bytes (a TLS record there: the port speaks https)."""
 
     def reusable(self) -> bool:
         """Idle, not expired, and not closed or written to by the server meanwhile: bytes
@@ -293,32 +304,30 @@ class EngineClient:
         while self._idle:
             conn = self._idle.pop()
             if conn.reusable():
-                conn.reused, conn.received = True, 0
+                conn.reused, conn.received, conn.first = True, 0, b""
                 return conn
             conn.close()
         return await self._open()
 
     async def _open(self) -> _Connection:
-        tls = None
-        if self.origin.scheme == "https":
-            if self._tls is None:
-                import certifi  # https only: a plain-http monitor never loads the bundle
-
-                self._tls = ssl.create_default_context(cafile=certifi.where())
-            tls = self._tls
         try:
             async with asyncio.timeout(self.timeout_s):
                 reader, writer = await asyncio.open_connection(
-                    self.origin.host,
-                    self.origin.port,
-                    ssl=tls,
-                    server_hostname=self.origin.host if tls else None,
-                    limit=READ_BYTES,
+                    self.origin.host, self.origin.port, limit=READ_BYTES
                 )
         except TimeoutError:
             raise ConnectTimeout(f"no connection within {self.timeout_s:g} s") from None
         except OSError as exc:
             raise ConnectError(str(exc) or type(exc).__name__) from exc
+        if self.origin.scheme == "https":
+            # https only: a plain-http monitor never loads the bundle nor these modules.
+            import certifi
+
+            from sparktop.sources.engines.tls import handshake
+
+            if self._tls is None:
+                self._tls = ssl.create_default_context(cafile=certifi.where())
+            await handshake(writer, self._tls, self.origin, self.timeout_s)
         return _Connection(reader, writer, h11.Connection(h11.CLIENT, MAX_HEADER_BYTES))
 
     async def _write(self, conn: _Connection, data: bytes) -> None:
@@ -338,6 +347,9 @@ class EngineClient:
             try:
                 event = parser.next_event()
             except h11.RemoteProtocolError as exc:
+                if conn.first[1:2] == b"\x03" and conn.first[:1] in (b"\x15", b"\x16"):
+                    # A TLS record (an alert, a handshake) in answer to a plain request.
+                    raise RemoteProtocolError("a TLS record; this port speaks https") from exc
                 raise RemoteProtocolError(str(exc)) from exc
             if event is not h11.NEED_DATA:
                 if isinstance(event, h11.ConnectionClosed):
@@ -350,6 +362,8 @@ class EngineClient:
                 raise ReadTimeout(f"no data within {self.timeout_s:g} s") from None
             except OSError as exc:
                 raise ReadError(str(exc) or type(exc).__name__) from exc
+            if not conn.received:
+                conn.first = data[:2]
             conn.received += len(data)
             if not data and parser.their_state is h11.SEND_RESPONSE:
                 raise RemoteProtocolError("Server disconnected without sending a response.")
