@@ -3,6 +3,10 @@ offers, in each state (closed, typing in a field, pane open with no field focuse
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+
+import pytest
 from textual import events
 from textual.widgets import Input
 
@@ -10,6 +14,7 @@ from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.help import HelpScreen
 from sparktop.ui.widgets.body import Body
 from sparktop.ui.widgets.budget import BudgetPane, PromptInput
+from sparktop.ui.widgets.filter_bar import FilterBar
 from sparktop.ui.widgets.node_table import NodeTable
 from tests.ui.fakes import Clock, Scripted, engine, node, open_budget, plan
 
@@ -75,6 +80,62 @@ async def test_a_path_typed_or_pasted_on_the_pane_goes_to_the_prompt_field(
         pane.post_message(events.Paste(str(tmp_path)))
         await pilot.pause()
         assert isinstance(app.focused, PromptInput) and prompt.value == str(tmp_path)
+
+
+KEY_NAMES = {"/": "slash", "~": "tilde", ".": "full_stop", "-": "minus", "+": "plus",
+             "[": "left_square_bracket", "]": "right_square_bracket",
+             "<": "less_than_sign", ">": "greater_than_sign"}  # fmt: skip
+
+
+def type_in_one_batch(app: SparktopApp, text: str, *keys: str) -> None:
+    """Queue ``text`` and then ``keys`` on the app at once, as the terminal driver does with
+    one read of fast typing, a paste or ``tmux send-keys``: none is handled before the last
+    is queued (``Pilot.press`` waits after each key, so it never shows this)."""
+    for char in text:
+        app.post_message(events.Key(KEY_NAMES.get(char, char), char))
+    for key in keys:
+        app.post_message(events.Key(key, None))
+
+
+async def until(pilot: object, done: Callable[[], bool], what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + 60
+    while not done():
+        assert asyncio.get_running_loop().time() < deadline, what
+        await pilot.pause(0.01)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("typed", "applied"),
+    [
+        ("/no/such", "file /no/such not found"),
+        ("120000", (120_000, "given")),
+        ("1/2.5]+-[<>", "file 1/2.5]+-[<> not found"),  # what-if keys are text here
+        ("~/no/such.txt", "not found"),
+    ],
+)
+async def test_keys_typed_in_one_batch_after_the_first_all_go_into_the_field_in_order(
+    typed: str, applied: object
+) -> None:
+    """The first key moves the focus to the prompt field; the ones queued behind it (sent
+    by the terminal in the same read) follow it there in order, and Enter applies them."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.poll_now()
+        await open_budget(pilot, edit=False)
+        pane = app.query_one(BudgetPane)
+        prompt = app.query_one("#prompt", Input)
+        before = (pane.inputs.concurrency, pane.inputs.output)
+        paused = app.poller.paused
+        type_in_one_batch(app, typed, "enter")
+        await until(pilot, lambda: bool(pane.error) or pane.inputs.prompt.method != "default",
+                    "Enter applied nothing")  # fmt: skip
+        assert prompt.value == typed and app.focused is prompt
+        if isinstance(applied, str):
+            assert applied in pane.error
+        else:
+            assert (pane.inputs.prompt.tokens, pane.inputs.prompt.method) == applied
+        assert (pane.inputs.concurrency, pane.inputs.output) == before  # no what-if ran
+        assert app.poller.paused == paused and not app.query_one(FilterBar).display
 
 
 async def test_typing_after_enter_stays_in_the_field_and_never_reaches_the_monitor() -> None:

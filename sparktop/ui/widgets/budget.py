@@ -34,9 +34,15 @@ from sparktop.ui.widgets.text_block import TextBlock
 PASTE_AS_TEXT_CHARS = 200
 """A paste longer than this (or with a newline) is prompt text to count, not a number."""
 
-STARTS_PROMPT = frozenset("0123456789/~.")
-"""Keys that, pressed on the pane, start the prompt field with themselves: a token count or
-a path begins with one of them, and none is a what-if key."""
+STARTS_PROMPT_KEYS = {
+    **{digit: digit for digit in "0123456789"},
+    "/": "slash",
+    "~": "tilde",
+    ".": "full_stop",
+}
+"""Characters (and Textual's names for their keys) that, pressed on the pane, start the
+prompt field with themselves: a token count or a path begins with one of them, and none is
+a what-if key."""
 
 
 FIELDS = ("prompt", "concurrency", "output")
@@ -111,6 +117,15 @@ class BudgetPane(VerticalScroll, can_focus=True):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("i", "edit", "Edit", tooltip="budget: edit the prompt field", id="budget.edit"),
+        # Priority: the app runs these as each key arrives, before it takes the next one, so
+        # the keys typed right behind (a fast typist, a paste, tmux send-keys: one batch) are
+        # sent to the field the focus has moved to. Handled on the pane's own queue instead,
+        # they all reached the pane before the focus moved, and each start key restarted
+        # the field (``/no/such`` read ``/``). Typing, not remappable: no id.
+        *(
+            Binding(key_name, f"start_prompt({char!r})", show=False, priority=True)
+            for char, key_name in STARTS_PROMPT_KEYS.items()
+        ),
     ]
     STARTS_PATHS: ClassVar[bool] = True
     """``/`` on the pane starts a path in the prompt field (the app's filter key yields)."""
@@ -257,20 +272,22 @@ class BudgetPane(VerticalScroll, can_focus=True):
     def action_edit(self) -> None:
         self.query_one("#prompt", Input).focus()
 
-    async def _on_key(self, event: events.Key) -> None:
-        # A key reaches the pane itself only while no field has the focus (a field takes
-        # what it types): a number or a path typed right after ``b`` goes to the field.
-        char = event.character
-        if self.has_focus and char is not None and char in STARTS_PROMPT:
-            event.stop()
-            event.prevent_default()
-            self._start_prompt(char)
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Only on the pane itself: in a field (the pane's child) these keys type themselves.
+        # The screen's focus, not ``has_focus`` (set when the pane takes its Blur, which
+        # waits behind the keys already queued).
+        return action != "start_prompt" or self.screen.focused is self
+
+    def action_start_prompt(self, char: str) -> None:
+        self._start_prompt(char)
 
     def _start_prompt(self, text: str) -> None:
         field = self.query_one("#prompt", Input)
         field.value = text
         field.cursor_position = len(text)
-        field.focus()
+        # Now, not through ``focus()`` (a callback queued behind the keys already typed):
+        # the app sends the next key it takes to the field.
+        self.screen.set_focus(field)
 
     # -- typed and pasted input ------------------------------------------------------------
 
