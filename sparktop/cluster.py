@@ -2,6 +2,12 @@
 
 Fed one sample at a time by the poller (``apply``); read by the snapshot command, the alert
 rules and the UI. Single-threaded: call it from the event loop only.
+
+A sample whose ``time_s`` is that of the last one recorded for its node or engine is the same
+reading again (Prometheus is asked every poll but scrapes every few seconds, and answers with
+the sample it already gave): it is shown (newest sample, round trip) but adds no history point
+and no baseline reading, so a series holds one point per reading and the baseline's minimum
+counts readings, not polls.
 """
 
 from __future__ import annotations
@@ -91,9 +97,13 @@ class ClusterState:
         self.history = History(history_capacity)
         self.version = 0
         self._baselines: dict[str, _Baseline] = {}
+        self._node_times: dict[str, float] = {}
+        self._engine_times: dict[str, float] = {}
+        """``time_s`` of the last sample recorded into history, per node and per engine."""
 
     def apply(self, sample: Sample) -> None:
-        """Record a sample: newest value, history points and baseline readings."""
+        """Record a sample: newest value, and history points and baseline readings unless its
+        ``time_s`` is that of the last sample recorded for the same node or engine."""
         self.version += 1
         if isinstance(sample, NodeSample):
             self._apply_node(sample)
@@ -102,8 +112,9 @@ class ClusterState:
 
     def _apply_node(self, sample: NodeSample) -> None:
         self.nodes[sample.node] = sample
-        if not sample.ok:
+        if not sample.ok or self._node_times.get(sample.node) == sample.time_s:
             return
+        self._node_times[sample.node] = sample.time_s
         for gpu in sample.gpus:
             subject = gpu_subject(sample.node, gpu.key)
             for metric in NODE_METRICS:
@@ -118,10 +129,16 @@ class ClusterState:
 
     def _apply_engine(self, sample: EngineSample) -> None:
         self.engines[sample.engine] = sample
+        if self._engine_times.get(sample.engine) == sample.time_s:
+            return
+        recorded = False
         for metric in ENGINE_METRICS:
             value = getattr(sample, metric)
             if is_num(value):
                 self.history.add(sample.engine, metric, sample.time_s, float(value))
+                recorded = True
+        if recorded:  # a failure (stamped now, no figures) leaves the last reading's time
+            self._engine_times[sample.engine] = sample.time_s
 
     def baseline_mhz(self, node: str, gpu_key: str) -> float | None:
         """The GPU's own SM clock under load (upper quartile of recent loaded readings), MHz."""

@@ -1,10 +1,10 @@
 """A simulated cluster scraped by a real Prometheus (Debian's ``prometheus``) on loopback.
 
 ``prom_cluster(tmp_path, **sim_options)`` starts the simulator with its dcgm-exporter and
-node_exporter pages, a Prometheus scraping them every second with a TSDB under ``tmp_path``,
-waits until every target has been scraped, and yields ``(sim, prometheus)``. Tests that use
-it are marked ``prometheus``; without the binary they skip (outside CI) or fail (under CI,
-which installs it).
+node_exporter pages, a Prometheus scraping them every ``scrape_s`` (1 s) with a TSDB under
+``tmp_path``, waits until every target has been scraped, and yields ``(sim, prometheus)``.
+Tests that use it are marked ``prometheus``; without the binary they skip (outside CI) or
+fail (under CI, which installs it).
 """
 
 from __future__ import annotations
@@ -37,13 +37,17 @@ def require(name: str = PROMETHEUS) -> str:
 
 @asynccontextmanager
 async def prom_cluster(
-    tmp_path: Path, *, extra_jobs: dict[str, list[str]] | None = None, **options: object
+    tmp_path: Path,
+    *,
+    extra_jobs: dict[str, list[str]] | None = None,
+    scrape_s: float = SCRAPE_S,
+    **options: object,
 ) -> AsyncIterator[tuple[SimHandle, Prometheus]]:
     require(PROMETHEUS)
     sim = await start_sim(SimOptions(exporters=True, **options))  # type: ignore[arg-type]
     prom: Prometheus | None = None
     try:
-        config = scrape_config(sim, SCRAPE_S)
+        config = scrape_config(sim, scrape_s)
         for job, targets in (extra_jobs or {}).items():
             config["scrape_configs"].append(
                 {"job_name": job, "static_configs": [{"targets": targets}]}
@@ -54,7 +58,8 @@ async def prom_cluster(
         )
         await prom.until_series("up == 1", count)
         # Two scrapes of every engine, so rate() has a window to work with.
-        await prom.until_series('count_over_time(up{job="vllm"}[10s]) >= 3', len(sim.http))
+        window = f"{round(10 * scrape_s)}s"
+        await prom.until_series(f'count_over_time(up{{job="vllm"}}[{window}]) >= 3', len(sim.http))
         yield sim, prom
     finally:
         if prom is not None:

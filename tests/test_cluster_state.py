@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random
 import statistics
+from dataclasses import replace
 
 from sparktop.cluster import BASELINE_WINDOW, ClusterState
-from sparktop.model import GpuSample, NodeSample, NodeState
+from sparktop.model import EngineSample, EngineState, GpuSample, NodeSample, NodeState
 
 
 def _node(t: float, clock: float, util: float = 97.0, mask: int = 0) -> NodeSample:
@@ -66,3 +67,29 @@ def test_baseline_is_the_upper_quartile_of_the_newest_readings() -> None:
         expected = statistics.quantiles(window, n=4)[2] if len(window) >= 5 else None
         got = state.baseline_mhz("spark-1", "GPU-1")
         assert (got is None) if expected is None else abs(got - expected) < 1e-9
+
+
+def test_a_reading_seen_again_is_shown_but_recorded_once() -> None:
+    """Prometheus answers with the same sample (same time) until its next scrape."""
+    state = ClusterState()
+    for t in range(4):
+        for latency in (0.01, 0.02, 0.03):  # asked three times per scrape
+            state.apply(replace(_node(t, 2509.0), latency_s=latency))
+    assert state.nodes["spark-1"].latency_s == 0.03  # the row shows the newest answer
+    assert [t for t, _ in state.history.get("spark-1/GPU-1", "sm_clock_mhz")] == [0, 1, 2, 3]
+    assert state.baseline_mhz("spark-1", "GPU-1") is None  # 4 readings, asked 12 times
+    # A failed poll in between does not make the same reading new again.
+    state.apply(NodeSample(node="spark-1", time_s=99, state=NodeState.UNREACHABLE, since_s=99))
+    state.apply(_node(3, 2509.0))
+    assert len(state.history.get("spark-1/GPU-1", "sm_clock_mhz")) == 4
+    state.apply(_node(4, 2509.0))
+    assert state.baseline_mhz("spark-1", "GPU-1") == 2509.0
+
+
+def test_an_engine_reading_seen_again_is_recorded_once() -> None:
+    state = ClusterState()
+    for t in (10.0, 10.0, 11.0, 11.0):
+        state.apply(EngineSample(engine="e", time_s=t, running=3))
+        state.apply(EngineSample(engine="e", time_s=50, state=EngineState.UNREACHABLE))
+    assert list(state.history.get("e", "running")) == [(10.0, 3.0), (11.0, 3.0)]
+    assert state.engines["e"].state is EngineState.UNREACHABLE
