@@ -28,13 +28,15 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from sparktop.safe_text import printable
 from sparktop.sources.exposition.text import (
-    LABEL_PAIR,
+    LONG_LINE,
     Declaration,
     NotUnderstood,
     PageRefused,
     ParseBounds,
     Raw,
+    check_long_line,
     cpu_guard,
+    long_lines,
     scan_text,
     unescape,
 )
@@ -229,13 +231,9 @@ def _library(text: str, accept: frozenset[str] | None, bounds: ParseBounds, om: 
             f"page has {lines:,} lines the fast reader cannot take; "
             f"limit {bounds.max_fallback_lines:,} for the full parser"
         )
-    for line_no, line in enumerate(text.split("\n"), 1):
-        if len(line) > 4096:  # the library's label parsing is quadratic in the label count
-            count = len(LABEL_PAIR.findall(line))
-            if count > bounds.max_labels:
-                raise PageRefused(
-                    f"line {line_no} has {count:,} labels; limit {bounds.max_labels:,}"
-                )
+    # The library's label parsing is quadratic in the label count, and it copies every value.
+    for line_no, start, end in long_lines(text, min(LONG_LINE, bounds.max_label_value)):
+        check_long_line(text, start, end, line_no, bounds)
     # The library (~30 modules with its HTTP server's) loads only for a page the fast reader
     # does not take: a monitor of vLLM servers never needs it.
     from prometheus_client.openmetrics.parser import (

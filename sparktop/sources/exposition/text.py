@@ -25,7 +25,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 from types import MappingProxyType
@@ -57,12 +57,15 @@ class ParseBounds:
     """Limits on one page's parse; a page over one is refused with the reason (never cut).
 
     ``max_series``: samples sparktop reads (one series each); ``max_labels``: labels on one
-    line; ``max_cpu_s``: CPU seconds the parsing thread may spend on one page;
-    ``max_fallback_lines``: lines the (slower, pure-Python) library parser is given.
+    line; ``max_label_value``: characters in one label value, on any line (Prometheus's
+    ``label_value_length_limit``, which fails the scrape too; a path is at most 4,096 bytes,
+    so no model name is longer); ``max_cpu_s``: CPU seconds the parsing thread may spend on
+    one page; ``max_fallback_lines``: lines the (slower, pure-Python) library parser is given.
     """
 
     max_series: int = 10_000
     max_labels: int = 128
+    max_label_value: int = 4096
     max_cpu_s: float = 2.0
     max_fallback_lines: int = 100_000
 
@@ -108,6 +111,37 @@ def _count_wanted(text: str, pos: int, wanted: Callable[[str], bool]) -> int:
     refused: one match per line, as each line's leading name)."""
     names = Counter(_LEADING_NAME.findall(text, pos))
     return sum(count for name, count in names.items() if wanted(name))
+
+
+def check_long_line(text: str, start: int, end: int, line_no: int, bounds: ParseBounds) -> None:
+    """The line ``text[start:end]``, longer than :data:`LONG_LINE` or the label value bound,
+    checked before it is read (and without copying it): raises :class:`PageRefused` for more
+    labels than ``bounds.max_labels`` or a value longer than ``bounds.max_label_value`` (a
+    20 MB model name was read whole, copied twice: ~130 MB more RSS for that scrape)."""
+    if text.count("=", start, end) <= bounds.max_labels and text.count('"', start, end) < 2:
+        return
+    count = 0
+    for pair in LABEL_PAIR.finditer(text, start, end):
+        count += 1
+        chars = pair.end(2) - pair.start(2) - 2
+        if chars > bounds.max_label_value:
+            raise PageRefused(
+                f"line {line_no}: label {pair.group(1)} has a value of {chars:,} characters; "
+                f"limit {bounds.max_label_value:,}"
+            )
+    if count > bounds.max_labels:
+        raise PageRefused(f"line {line_no} has {count:,} labels; limit {bounds.max_labels:,}")
+
+
+def long_lines(text: str, longest: int) -> Iterator[tuple[int, int, int]]:
+    """``(line number, start, end)`` of each line of ``text`` longer than ``longest``."""
+    pos, line_no = 0, 1
+    while pos <= len(text):
+        stop = text.find("\n", pos)
+        stop = len(text) if stop < 0 else stop
+        if stop - pos > longest:
+            yield line_no, pos, stop
+        pos, line_no = stop + 1, line_no + 1
 
 
 def unescape(text: str) -> str:
@@ -412,6 +446,7 @@ def _scan_text(
         return taken, end
 
     last_line = text.count("\n") + 1
+    longest = min(LONG_LINE, bounds.max_label_value)
     pos = 0
     line_no = 1
     while line_no <= last_line:
@@ -430,14 +465,12 @@ def _scan_text(
                 continue
         stop = text.find("\n", pos)
         stop = len(text) if stop < 0 else stop
+        if stop - pos > longest:
+            check_long_line(text, pos, stop, line_no, bounds)  # before any copy or match
         line = text[pos:stop].strip()
         here, line_no, pos = line_no, line_no + 1, stop + 1
         if not line:
             continue
-        if len(line) > LONG_LINE and line.count("=") > bounds.max_labels:
-            count = len(LABEL_PAIR.findall(line))  # before any full match of a huge line
-            if count > bounds.max_labels:
-                raise PageRefused(f"line {here} has {count:,} labels; limit {bounds.max_labels:,}")
         if line[0] == "#":
             decl = DECLARATION.fullmatch(line)
             if decl is None:
