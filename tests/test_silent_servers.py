@@ -1,19 +1,22 @@
 """Servers that take the TCP connection and never answer, on loopback: an engine whose HTTP
 server accepts and says nothing, and a node whose sshd accepts and sends no SSH banner, are
 "not answering" with what happened ("accepted the connection, no … within N s"), not
-"unreachable"; a port nobody listens on stays unreachable ("connection refused")."""
+"unreachable"; a port nobody listens on stays unreachable ("connection refused"). A node's
+port that sends something else than an SSH version line (an HTTP answer, a greeting) is "not
+an SSH server", naming its first line, whether it then hangs up or holds the connection."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from sparktop.model import EngineState, NodeState
+from sparktop.model import EngineState, NodeSample, NodeState
 from sparktop.sources.engines.source import EngineSource
 from sparktop.testing.sshclient import client_files, node, ssh_source
 from sparktop.ui.engine_views import engine_lines
@@ -102,9 +105,14 @@ async def test_a_node_that_accepts_and_sends_no_ssh_banner_is_not_answering(
     ("answer", "why"),
     [
         # What an HTTP server says to an SSH client's version line, then it hangs up.
-        (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", "closed"),
+        (
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            'it sent "HTTP/1.1 400 Bad Request" and closed the connection',
+        ),
+        # Nothing at all, then it hangs up.
+        (b"", "it closed the connection without an SSH version line"),
         # A version line, then bytes that are no SSH packet.
-        (b"SSH-2.0-x\r\n" + b"\x00\x00\x00\x05garbage-not-a-packet" * 4, "garbled"),
+        (b"SSH-2.0-x\r\n" + b"\x00\x00\x00\x05garbage-not-a-packet" * 4, "garbled SSH answer"),
     ],
 )
 async def test_a_port_that_does_not_speak_ssh_is_named_not_the_settings(
@@ -116,14 +124,76 @@ async def test_a_port_that_does_not_speak_ssh_is_named_not_the_settings(
         await writer.drain()
         writer.close()
 
-    server = await asyncio.start_server(talk, "127.0.0.1", 0)
+    sample = await _sample_from(talk, tmp_path, connect_timeout_s=5.0)
+    assert sample.state is NodeState.ERROR, sample
+    assert sample.message.startswith(f"not an SSH server ({why}"), sample
+    assert "settings" not in sample.message and sample.message.isprintable()
+
+
+@pytest.mark.parametrize(
+    ("words", "named"),
+    [
+        # A greeting with a terminal escape sequence, then the connection is held.
+        (
+            b"\x1b[2J\x1b]0;owned\x07Welcome to the console\r\n> ",
+            "␛[2J␛]0;owned␇Welcome to the console",
+        ),
+        # One long line without an end: cut.
+        (b"x" * 300, "x" * 60 + "…"),
+    ],
+)
+async def test_a_port_that_sends_words_but_no_ssh_version_line_is_not_an_ssh_server(
+    tmp_path: Path, words: bytes, named: str
+) -> None:
+    async def greet_and_hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(words)
+        await writer.drain()
+        while await reader.read(4096):
+            pass
+
+    sample = await _sample_from(greet_and_hold, tmp_path, connect_timeout_s=0.5)
+    assert sample.state is NodeState.ERROR, sample
+    assert sample.message == (
+        f'not an SSH server (it sent "{named}" and no SSH version line within 0.5 s)'
+    )
+
+
+async def test_an_ssh_version_line_and_then_nothing_is_an_sshd_not_answering(
+    tmp_path: Path,
+) -> None:
+    async def version_then_hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"SSH-2.0-OpenSSH_9.6\r\n")
+        await writer.drain()
+        while await reader.read(4096):
+            pass
+
+    sample = await _sample_from(version_then_hold, tmp_path, connect_timeout_s=0.5)
+    assert sample.state is NodeState.SSH_NOT_ANSWERING, sample
+    assert sample.message == "accepted the connection, no SSH answer within 0.5 s"
+
+
+async def _sample_from(
+    serve: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    tmp_path: Path,
+    connect_timeout_s: float,
+) -> NodeSample:
+    """One SSH poll of a loopback server running ``serve`` on each connection."""
+    writers: list[asyncio.StreamWriter] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        with contextlib.suppress(OSError):
+            await serve(reader, writer)
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    source = ssh_source(client_files(tmp_path / "client"), node("spark-7", port))
+    files = client_files(tmp_path / "client")
+    source = ssh_source(files, node("spark-7", port), connect_timeout_s=connect_timeout_s)
     try:
-        sample = await asyncio.wait_for(source.sample(), 10)
+        return await asyncio.wait_for(source.sample(), 10)
     finally:
         await source.aclose()
+        for writer in writers:
+            writer.close()
         server.close()
         await server.wait_closed()
-    assert sample.message.startswith("not an SSH server (") and why in sample.message, sample
-    assert "settings" not in sample.message and sample.message.isprintable()

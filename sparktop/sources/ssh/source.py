@@ -74,6 +74,7 @@ from sparktop.sources.ssh.hostkeys import (
 from sparktop.sources.ssh.remote import OutputTooLarge, Progress, run_bounded
 from sparktop.sources.ssh.stream import StreamProbe
 from sparktop.sources.ssh.util import (
+    Heard,
     connect_kwargs,
     expand_path,
     failure_reason,
@@ -436,10 +437,12 @@ class SshSource:
         matcher = KnownHostsMatcher(files, host=options.host, port=options.port, target=target)
         self._tcp_accepted = False
         handshake: list[asyncssh.SSHClientConnection] = []
+        heard = Heard()
 
         def accepted(conn: asyncssh.SSHClientConnection) -> None:
             self._tcp_accepted = True
             handshake.append(conn)
+            heard.listen(conn)
 
         try:
             async with asyncio.timeout(self.settings.connect_timeout_s + CONNECT_MARGIN_S):
@@ -456,11 +459,19 @@ class SshSource:
                 raise _HostKeyRefused(cert_authority_problem(matcher)) from None
             if handshake and not handshake[0].get_extra_info("server_version"):
                 # An HTTP server on the port: it answers our version line and hangs up.
-                raise _NotSsh("it closed the connection without an SSH version line") from None
+                raise _NotSsh(heard.closed()) from None
+            raise
+        except TimeoutError:
+            # Words but no version line (a banner, escape sequences): another protocol, not
+            # a hung sshd ("no SSH answer"), which sends nothing.
+            versionless = handshake and not handshake[0].get_extra_info("server_version")
+            if versionless and (why := heard.held(self.settings.connect_timeout_s)):
+                raise _NotSsh(why) from None
             raise
         except (PacketDecodeError, asyncssh.ProtocolError, asyncssh.ProtocolNotSupported) as exc:
             # Garbage where SSH packets belong: the settings are not at fault.
             raise _NotSsh(f"garbled SSH answer: {exc}") from None
+        heard.stop(conn)
         self.host_key_verified_s = time.time()
         if matcher.new_key is not None:
             record_host_key(target, matcher)

@@ -1,5 +1,6 @@
 """Small helpers of the SSH node source: cipher order, failure reasons, paths, clock text,
-asyncssh connection arguments from the SSH settings, and which local SSH file is missing."""
+asyncssh connection arguments from the SSH settings, which local SSH file is missing, and
+what a server sent before (or instead of) its SSH version line."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import asyncssh
+
+from sparktop.safe_text import printable
 
 if TYPE_CHECKING:
     from sparktop.inventory import SshSettings
@@ -92,3 +95,61 @@ def local_file_problem(settings: SshSettings, exc: BaseException) -> str | None:
     if isinstance(exc, FileNotFoundError):
         return f"{role} {path} not found"
     return f"{role} {path}: {exc.strerror or type(exc).__name__}"
+
+
+HEARD_MAX = 512
+"""Bytes of a server's first words kept to name a port that is no SSH server."""
+HEARD_LINE_MAX = 60
+
+
+class Heard:
+    """The first ``HEARD_MAX`` bytes a server sent on a new SSH connection. asyncssh skips
+    every line before an ``SSH-`` version line (RFC 4253 allows a server such lines), so a
+    port speaking another protocol could only be described by what did not come."""
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def listen(self, conn: asyncssh.SSHClientConnection) -> None:
+        """Keep what ``conn`` receives until :meth:`stop` (call before any byte arrives)."""
+        receive = conn.data_received
+
+        def data_received(data: bytes, datatype: int | None = None) -> None:
+            if len(self.data) < HEARD_MAX:
+                self.data += data[: HEARD_MAX - len(self.data)]
+            receive(data, datatype)
+
+        conn.data_received = data_received  # type: ignore[method-assign]
+
+    @staticmethod
+    def stop(conn: asyncssh.SSHClientConnection) -> None:
+        """``conn`` receives as asyncssh made it again (the handshake is done)."""
+        vars(conn).pop("data_received", None)
+
+    def line(self) -> str | None:
+        """The first line that is not blank, printable and at most ``HEARD_LINE_MAX``
+        characters (``…`` when cut); None when nothing else came."""
+        for raw in self.data.split(b"\n"):
+            text = raw.decode("utf-8", "replace").strip()
+            if text:
+                cut = len(text) > HEARD_LINE_MAX
+                return printable(text[:HEARD_LINE_MAX]) + ("…" if cut else "")
+        return None
+
+    def closed(self) -> str:
+        """Why a port that closed the connection without an SSH version line is no SSH
+        server, naming what it sent (an HTTP server's ``400 Bad Request``)."""
+        line = self.line()
+        if line is None:
+            return "it closed the connection without an SSH version line"
+        return f'it sent "{line}" and closed the connection'
+
+    def held(self, timeout_s: float) -> str | None:
+        """Why a port that sent no SSH version line in ``timeout_s`` seconds is no SSH
+        server, naming what it sent instead; None when it sent nothing (a hung sshd)."""
+        line = self.line()
+        if line is None:
+            return None
+        return f'it sent "{line}" and no SSH version line within {timeout_s:g} s'
