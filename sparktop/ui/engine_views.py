@@ -25,14 +25,28 @@ DOWN = (EngineState.UNREACHABLE, EngineState.NOT_ANSWERING)
 GAP = "  "
 
 
+class Field(list[Cell]):
+    """A group whose room in a line is its labels plus ``value_room`` columns for its
+    values, however long they are now: :func:`pack` wraps by that room, so a value that
+    changes length (``9 ms`` → ``10 ms``) never moves a group to another line. A block that
+    changed height as its values did moved everything below it, and the whole screen was
+    repainted every tick. Labels are the ``dim`` cells (an n/a reason too: it is said as long
+    as it lasts)."""
+
+    def __init__(self, cells: Sequence[Cell], value_room: int) -> None:
+        super().__init__(cells)
+        self.room = sum(len(text) for text, style in cells if style == "dim") + value_room
+
+
 def pack(groups: Sequence[Group], width: int, indent: str = "  ") -> list[Line]:
     """Lay groups out left to right, two spaces apart, starting a new line when one would
-    overflow ``width``; continuation lines start with ``indent``."""
+    overflow ``width``; continuation lines start with ``indent``. A :class:`Field` takes
+    its room (or its text, when longer), so where lines wrap does not follow its value."""
     lines: list[Line] = []
     line: Line = []
     used = 0
     for group in groups:
-        size = sum(len(text) for text, _ in group)
+        size = max(sum(len(text) for text, _ in group), getattr(group, "room", 0))
         if line and used + len(GAP) + size > width:
             lines.append(line)
             line, used = [(indent, "")], len(indent)
@@ -170,20 +184,23 @@ def load_groups(sample: EngineSample, config: ViewConfig, max_seqs: float | None
         if isinstance(free, NA) and isinstance(pool, NA) and free.reason == pool.reason
         else na_why(free)
     )
+    # Rooms: running up to the limit (``1,024/1,024``), waiting ``9,999``, ``99.99/s``,
+    # the bar and `` 100.0%``, tokens as ``11.43M``.
     return [
-        [("running ", "dim"), (fmt.num(running, ",.0f") + seqs, "warn" if full and queued else ""),
-         *na_why(running)],
-        [("waiting ", "dim"), (fmt.num(waiting, ",.0f"), "warn" if queued else ""),
-         *na_why(waiting)],
-        [("preempt ", "dim"),
-         (fmt.num(preempt, ".2f") + ("/s" if is_num(preempt) else ""),
-          "crit" if is_num(preempt) and preempt > 0 else ""),
-         *na_why(preempt)],
-        [("KV ", "dim"), (fmt.bar(kv, KV_BAR_WIDTH), kv_style),
-         (kv_text, "crit" if kv_style == "crit" else ""),
-         *na_why(kv)],
-        [("pool ", "dim"), (fmt.si_tokens(pool), ""), *pool_why(sample)],
-        [("free ", "dim"), (fmt.si_tokens(free) + " tok", ""), *free_why],
+        Field([("running ", "dim"),
+               (fmt.num(running, ",.0f") + seqs, "warn" if full and queued else ""),
+               *na_why(running)], max(2 * len(seqs) - 1, 4 + len(seqs))),
+        Field([("waiting ", "dim"), (fmt.num(waiting, ",.0f"), "warn" if queued else ""),
+               *na_why(waiting)], 5),
+        Field([("preempt ", "dim"),
+               (fmt.num(preempt, ".2f") + ("/s" if is_num(preempt) else ""),
+                "crit" if is_num(preempt) and preempt > 0 else ""),
+               *na_why(preempt)], 7),
+        Field([("KV ", "dim"), (fmt.bar(kv, KV_BAR_WIDTH), kv_style),
+               (kv_text, "crit" if kv_style == "crit" else ""),
+               *na_why(kv)], KV_BAR_WIDTH + 7),
+        Field([("pool ", "dim"), (fmt.si_tokens(pool), ""), *pool_why(sample)], 6),
+        Field([("free ", "dim"), (fmt.si_tokens(free) + " tok", ""), *free_why], 10),
     ]  # fmt: skip
 
 
@@ -193,6 +210,11 @@ def na_why(value: Num) -> Group:
         return [(f" ({printable(value.reason)})", "dim")]
     return []
 
+
+SECONDS_ROOM = 8
+"""A duration's room in a line: ``24.50 s*``, ``999 ms*``, ``< 10 ms``."""
+TPS_ROOM = 12
+"""A token rate's: ``99,999 tok/s``."""
 
 LIFETIME_MARK = "*"
 LIFETIME_LEGEND = "* since server start"
@@ -229,11 +251,12 @@ def latency_groups(sample: EngineSample, lat: dict[str, str]) -> list[Group]:
             return [[("TTFT · ITL ", "dim"), *why_group]]
         ttft_group = [("TTFT ", "dim"), *why_group]
     else:
-        ttft_group = [
+        ttft_group = Field([
             ("TTFT p50 ", "dim"), *_windowed(sample, "ttft_p50", lat["ttft_p50"]),
             (" p95 ", "dim"), *_windowed(sample, "ttft_p95", lat["ttft_p95"]),
-        ]  # fmt: skip
-    return [ttft_group, [("ITL p50 ", "dim"), *_windowed(sample, "itl_p50", lat["itl_p50"])]]
+        ], 2 * SECONDS_ROOM)  # fmt: skip
+    itl_cells = _windowed(sample, "itl_p50", lat["itl_p50"])
+    return [ttft_group, Field([("ITL p50 ", "dim"), *itl_cells], SECONDS_ROOM)]
 
 
 def pool_why(sample: EngineSample) -> Group:
@@ -253,15 +276,20 @@ def rate_groups(sample: EngineSample) -> list[Group]:
     hit_text = f"{float(hit) * 100:.0f}%" if is_num(hit) else fmt.NA_TEXT
     ttft, *itl = latency_groups(sample, lat)
     split = ttft_split(sample)  # the mean TTFT's parts, beside the TTFT quantiles
+    progress = in_progress(sample)  # `` + ~3,380 tok/s in progress`` (its " + ~" a label)
+    window = window_cells(sample)  # `` over 30 s`` (a label), as it fills: room for 999 s
+    window_room = len(" over 999 s") - len(window[0][0]) if window else 0
     groups: list[Group] = [
-        [("prefill ", "dim"), (fmt.num(sample.prefill_tps) + " tok/s", ""), *in_progress(sample)],
-        [("decode ", "dim"), (fmt.num(sample.decode_tps) + " tok/s", "bold"),
-         *window_cells(sample)],
+        Field([("prefill ", "dim"), (fmt.num(sample.prefill_tps) + " tok/s", ""), *progress],
+              TPS_ROOM + (len("999,999 tok/s in progress") if progress else 0)),
+        Field([("decode ", "dim"), (fmt.num(sample.decode_tps) + " tok/s", "bold"), *window],
+              TPS_ROOM + window_room),
         *([now] if (now := now_group(sample)) else []),
         ttft, *([split] if split else []), *itl,
-        [("prompt ", "dim"),
-         *_windowed(sample, "mean_prompt_tokens", fmt.num(sample.mean_prompt_tokens))],
-        [("hit ", "dim"), *_windowed(sample, "prefix_hit_rate", hit_text)],
+        Field([("prompt ", "dim"),
+               *_windowed(sample, "mean_prompt_tokens", fmt.num(sample.mean_prompt_tokens))],
+              len("123,456*")),
+        Field([("hit ", "dim"), *_windowed(sample, "prefix_hit_rate", hit_text)], len("100%*")),
     ]  # fmt: skip
     if {"ttft_p50", "ttft_p95", "itl_p50", "mean_prompt_tokens", "prefix_hit_rate"} & set(
         sample.since_start
@@ -296,9 +324,9 @@ def now_group(sample: EngineSample) -> Group:
         return []
     span = f" (last {sample.now_window_s:.0f} s)"
     if now == 0 and window > 0:
-        return [("now ", "dim"), ("0 tok/s", "warn"), (span, "dim")]
+        return Field([("now ", "dim"), ("0 tok/s", "warn"), (span, "dim")], TPS_ROOM)
     if abs(now - window) > NOW_SHOWN_SHARE * max(window, 1.0):
-        return [("now ", "dim"), (fmt.num(now) + " tok/s", ""), (span, "dim")]
+        return Field([("now ", "dim"), (fmt.num(now) + " tok/s", ""), (span, "dim")], TPS_ROOM)
     return []
 
 
@@ -337,7 +365,7 @@ def ttft_split(sample: EngineSample) -> Group:
     def mark(name: str) -> str:
         return LIFETIME_MARK if name in sample.since_start else ""
 
-    return [
+    return Field([
         # "means of finished" said so in the block, but the longer line re-wrapped the
         # block as values changed length, and every tick repainted the whole screen (bytes
         # a tick 25.6 -> 63.6 KiB, bench_render): the help and docs say whose means.
@@ -345,7 +373,7 @@ def ttft_split(sample: EngineSample) -> Group:
         (fmt.seconds(queue) + mark("queue_time_mean_s"), waiting_style),
         (" + prefill ", "dim"),
         (fmt.seconds(prefill) + mark("prefill_time_mean_s"), ""),
-    ]
+    ], 2 * SECONDS_ROOM)  # fmt: skip
 
 
 def spec_group(sample: EngineSample) -> Group:
@@ -357,7 +385,7 @@ def spec_group(sample: EngineSample) -> Group:
     group: Group = [("spec ", "dim"), (f"{rate * 100:.0f}%", "")]
     if is_num(length):
         group.append((f" ×{length:.2f}", ""))
-    return group
+    return Field(group, len("100% ×9.99"))
 
 
 def rank_groups(rank: object) -> list[Group]:
