@@ -14,11 +14,17 @@ Prometheus answer): the first call fixes the threshold at :data:`MMAP_THRESHOLD`
 also stops glibc from raising it), so big buffers are mapped and unmapped again. A cluster
 whose pages stay under a MiB never calls it (nor loads ``ctypes``: ~0.7 MB). Elsewhere
 than glibc it does nothing.
+
+:data:`IN_FLIGHT` bounds the bytes of big engine pages held at once across scrapes: a scrape
+whose page would put the process past :data:`BIG_PAGES_BYTES` while others hold big pages
+gives up its own page (its row says why), rather than every engine's pages adding up.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+from dataclasses import dataclass
 
 BIG_BYTES = 1 << 20
 """A buffer this large (bytes) is a big one: past any healthy engine's page (~100 KB)."""
@@ -54,3 +60,52 @@ def _fix_threshold() -> bool:
 def fixed() -> bool:
     """True once :func:`big_buffer` has fixed the threshold (tests, diagnostics)."""
     return _state.get("fixed", False)
+
+
+BIG_PAGES_BYTES = 128 * 1024 * 1024
+"""Bytes of big pages (each past :data:`BIG_BYTES`: received, and inflated) that scrapes may
+hold at once, process-wide: four pages at the 32 MiB cap (36 hostile engines could hold
+36 × 32 MiB at once)."""
+
+
+@dataclass(slots=True)
+class Ticket:
+    """One scrape's share of :data:`IN_FLIGHT`: the bytes it holds, given back when it ends."""
+
+    held: int = 0
+
+
+class InFlight:
+    """The bytes of big pages held at once across scrapes (any thread), bounded by
+    ``limit``. A page under :data:`BIG_BYTES` never asks (a healthy cluster never takes the
+    lock); one alone in flight may always grow (to its own cap), so a big page is never
+    starved by an empty budget."""
+
+    def __init__(self, limit: int = BIG_PAGES_BYTES) -> None:
+        self.limit = limit
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def grow(self, ticket: Ticket, size: int) -> bool:
+        """Let ``ticket`` hold ``size`` bytes in all; False (nothing taken) when that would
+        put the process over ``limit`` while other big pages are held."""
+        with self._lock:
+            more = size - ticket.held
+            if more <= 0:
+                return True
+            if self.held > ticket.held and self.held + more > self.limit:
+                return False
+            self.held += more
+            ticket.held = size
+            return True
+
+    def release(self, ticket: Ticket) -> None:
+        """Give back all ``ticket`` holds (a page read, refused or abandoned)."""
+        if ticket.held:
+            with self._lock:
+                self.held -= ticket.held
+                ticket.held = 0
+
+
+IN_FLIGHT = InFlight()
+"""The process's budget for big engine pages (those an ``EngineSource`` scrapes)."""

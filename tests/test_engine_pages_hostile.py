@@ -4,6 +4,8 @@ pages from many engines at once. Each degrades its own row with a reason."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gzip
 import re
 import tracemalloc
@@ -12,6 +14,7 @@ import zlib
 import pytest
 from aiohttp import web
 
+from sparktop import heap
 from sparktop.model import EngineState
 from sparktop.sources.engines.reading import WANTED
 from sparktop.sources.engines.source import EngineSource
@@ -98,3 +101,98 @@ async def test_a_scrape_with_a_20_mb_model_name_degrades_its_row() -> None:
     assert sample.message == (
         "line 3: label model_name has a value of 20,971,520 characters; limit 4,096"
     )
+
+
+# -- big pages from many engines at once --------------------------------------------------------
+
+MIB = 1 << 20
+
+
+def test_big_pages_in_flight_are_bounded_but_one_alone_may_grow() -> None:
+    budget = heap.InFlight(limit=4 * MIB)
+    first, second = heap.Ticket(), heap.Ticket()
+    assert budget.grow(first, 5 * MIB)  # alone: past the limit, up to its own page cap
+    assert not budget.grow(second, 2 * MIB) and second.held == 0
+    budget.release(first)
+    assert budget.grow(second, 2 * MIB) and budget.grow(first, 2 * MIB)
+    assert not budget.grow(first, 3 * MIB) and first.held == 2 * MIB  # nothing taken
+    budget.release(first)
+    budget.release(second)
+    assert budget.held == 0
+
+
+class Watched(heap.InFlight):
+    """The budget, saying when what it holds reaches ``mark`` bytes."""
+
+    def __init__(self, limit: int, mark: int) -> None:
+        super().__init__(limit)
+        self.mark = mark
+        self.reached = asyncio.Event()
+
+    def grow(self, ticket: heap.Ticket, size: int) -> bool:
+        taken = super().grow(ticket, size)
+        if self.held >= self.mark:
+            self.reached.set()
+        return taken
+
+
+def big_page(size: int) -> bytes:
+    """A valid page of ``size`` bytes or a little more (comment lines after the metrics)."""
+    page = full_page(kv=0.5, waiting=2)
+    line = b"# padding " + b"x" * 89 + b"\n"
+    return page + line * ((size - len(page)) // len(line) + 1)
+
+
+async def test_a_big_page_past_the_process_budget_degrades_only_its_own_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One engine's big page is half sent and held (3.5 MiB of it read); another engine's
+    4 MiB page would put the process past the 4 MiB budget, so that scrape gives its page
+    up with the reason; the first page, once sent, reads whole; then the second fits."""
+    budget = Watched(limit=4 * MIB, mark=int(3.5 * MIB))
+    monkeypatch.setattr(heap, "IN_FLIGHT", budget)
+    page = big_page(4 * MIB)
+    split = int(3.5 * MIB)
+    go = asyncio.Event()
+
+    async def held(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                if not head.startswith(b"GET /metrics "):
+                    writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    continue
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(page))
+                writer.write(page[:split])
+                await writer.drain()
+                await go.wait()
+                writer.write(page[split:])
+        writer.close()
+
+    async def whole(request: web.Request) -> web.Response:
+        return web.Response(body=page, headers={"Content-Type": "text/plain"})
+
+    server = await asyncio.start_server(held, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    first = EngineSource(Cfg("big", f"http://127.0.0.1:{port}"), timeout_s=30)
+    try:
+        async with aiohttp_server({"/metrics": whole}) as url:
+            second = EngineSource(Cfg("other", url), timeout_s=30)
+            scraping = asyncio.ensure_future(first.sample())
+            await budget.reached.wait()
+            refused = await second.sample()
+            go.set()
+            read = await scraping
+            assert budget.held == 0
+            again = await second.sample()
+            await second.aclose()
+    finally:
+        await first.aclose()
+        server.close()
+        await server.wait_closed()
+    assert refused.state is EngineState.UNAVAILABLE
+    assert refused.message == (
+        "page not read: past 1 MiB while other engines' big pages hold 3 MiB "
+        "(at most 4 MiB in flight)"
+    )
+    assert read.ok and read.waiting == 2, read.message
+    assert again.ok, again.message

@@ -143,6 +143,9 @@ class Progress:
     size: int = 0
     connected: bool = False
     """The server accepted the connection and took the request."""
+    ticket: heap.Ticket | None = None
+    """Where a big page's bytes are counted in :data:`sparktop.heap.IN_FLIGHT` (None: not
+    counted); the caller gives them back when it is done with the page."""
 
     def sent(self) -> None:
         """The request went out (the client's ``on_sent``)."""
@@ -155,13 +158,18 @@ _INFLATE_STEP = 1 << 20
 
 
 def inflate(
-    data: bytes, coding: str, limit: int = MAX_BODY_BYTES, what: str = "page: not a /metrics page"
+    data: bytes,
+    coding: str,
+    limit: int = MAX_BODY_BYTES,
+    what: str = "page: not a /metrics page",
+    ticket: heap.Ticket | None = None,
 ) -> bytes:
     """``data`` decompressed per its ``Content-Encoding`` (``gzip``, ``deflate``, none), at
     most ``limit`` bytes out, a MiB per call (a 32 KB gzip bomb inflates to 32 MiB).
     Raises :class:`ScrapeFailure` past ``limit`` (``what``: the noun, then after a colon what
     that means), for corrupt data, a stream cut off before its end (a gzip page without its
-    trailer is refused, never read as if whole) or another encoding."""
+    trailer is refused, never read as if whole) or another encoding, or when the bytes it
+    holds do not fit in :data:`sparktop.heap.IN_FLIGHT` (``ticket``: where they count)."""
     coding = coding.strip().lower()
     if coding in ("", "identity") or not data:
         return data
@@ -192,6 +200,8 @@ def inflate(
                     refused=True,
                 )
             out.append(piece)
+            if ticket is not None and size >= heap.BIG_BYTES:
+                hold(ticket, sent + size)  # as sent, and inflated
             data = dec.unconsumed_tail
     except zlib.error as exc:
         raise ScrapeFailure(EngineState.UNAVAILABLE, f"corrupt {coding} body ({exc})") from None
@@ -207,11 +217,13 @@ class Body:
     content_type: str = ""
     encoding: str | None = None
     coding: str = ""
+    ticket: heap.Ticket | None = None
+    """Where the inflated page's bytes count (:data:`sparktop.heap.IN_FLIGHT`)."""
 
     def decoded(self) -> bytes:
         """The body inflated (bounded; CPU-bound: call it off the event loop). Raises
         :class:`ScrapeFailure` for a bomb, corrupt data or an HTML page."""
-        data = inflate(self.data, self.coding)
+        data = inflate(self.data, self.coding, ticket=self.ticket)
         if self.coding and data.lstrip()[:1] == b"<":
             raise ScrapeFailure(EngineState.UNAVAILABLE, "not a metrics page (HTML)")
         return data
@@ -292,11 +304,26 @@ async def read_capped(
             chunks.append(chunk)
             if progress.size >= heap.BIG_BYTES:
                 heap.big_buffer()  # before the join: big pages' buffers are unmapped when freed
+                if progress.ticket is not None:
+                    hold(progress.ticket, progress.size)
     except TransportError as exc:
         reason = f"body cut off after {progress.size} bytes ({describe(exc)})"
         raise ScrapeFailure(EngineState.UNAVAILABLE, reason) from exc
     data = b"".join(chunks)
     return data if raw else inflate(data, response.headers.get("content-encoding", ""), limit)
+
+
+def hold(ticket: heap.Ticket, size: int) -> None:
+    """Count ``size`` bytes of a big page in :data:`sparktop.heap.IN_FLIGHT` for
+    ``ticket``. Raises :class:`ScrapeFailure` when other scrapes' big pages leave no room."""
+    if not heap.IN_FLIGHT.grow(ticket, size):
+        mib = 1024 * 1024
+        raise ScrapeFailure(
+            EngineState.UNAVAILABLE,
+            f"page not read: past {size // mib} MiB while other engines' big pages hold "
+            f"{(heap.IN_FLIGHT.held - ticket.held) // mib} MiB "
+            f"(at most {heap.IN_FLIGHT.limit // mib} MiB in flight)",
+        )
 
 
 def no_answer(progress: Progress, timeout_s: float) -> tuple[EngineState, str]:
@@ -342,7 +369,7 @@ async def fetch_metrics(
         printable = ascii(content_type[:60])[1:-1]
         raise ScrapeFailure(EngineState.UNAVAILABLE, f"not a metrics page ({printable or 'HTML'})")
     coding = response.headers.get("content-encoding", "")
-    return Body(data, content_type, response.charset_encoding, coding)
+    return Body(data, content_type, response.charset_encoding, coding, progress.ticket)
 
 
 MAX_MODEL_LEN = 1e9

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
+from sparktop import heap
 from sparktop.model import NA, EngineSample, EngineState, Num, is_num
 from sparktop.sources.engines.banner import spoke_first
 from sparktop.sources.engines.http import (
@@ -189,7 +190,12 @@ class EngineSource:
         if self._held is not None and now < self._retry_at:
             return replace(self._held, time_s=time.time())
         self._refused = False
-        sample = self._redact(await self._scrape_raw())
+        # A big page's bytes count in the process's budget until it is parsed or given up.
+        ticket = heap.Ticket()
+        try:
+            sample = self._redact(await self._scrape_raw(Progress(ticket=ticket)))
+        finally:
+            heap.IN_FLIGHT.release(ticket)
         if not self._refused:
             self._held, self._backoff_s = None, 0.0
             return sample
@@ -203,9 +209,8 @@ class EngineSource:
         self._held = replace(sample, message=sample.message + note)
         return sample
 
-    async def _scrape_raw(self) -> EngineSample:
+    async def _scrape_raw(self, progress: Progress) -> EngineSample:
         wall, started = time.time(), time.perf_counter()
-        progress = Progress()
         try:
             client = self._client_now()
             async with asyncio.timeout(self._deadline_s):
