@@ -145,3 +145,53 @@ async def test_https_to_a_trusted_tls_server_reads_the_page(
             assert len(client._idle) == 1
         finally:
             await client.aclose()
+
+
+NGINX_400 = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 46\r\nConnection: close\r\n\r\n"
+    b"The plain HTTP request was sent to HTTPS port\n"
+)
+"""What nginx answers a plain request on its TLS port (Caddy and Go's servers: a 400 too)."""
+
+
+async def test_a_slow_handshake_behind_a_proxy_answering_plain_requests_is_waited_for(
+    tls_server_context: tuple[ssl.SSLContext, Path],
+) -> None:
+    """A TLS port in front of the engine (nginx) answers a plain request with a 400: a
+    handshake slower than the 0.5 s the ClientHello is given alone (a far link, a loaded
+    host) must not read as ``use http://``. The proxy holds the ClientHello until the plain
+    probe came, so the handshake is slow on any machine."""
+    served, cert = tls_server_context
+    probed = asyncio.Event()
+
+    async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError):
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        sink.close()
+
+    async with serving(waits_for_a_request, served) as tls_port:
+
+        async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            first = await reader.read(1)
+            if first != b"\x16":  # not a TLS handshake record
+                writer.write(NGINX_400)
+                await writer.drain()
+                probed.set()
+                return
+            await probed.wait()
+            upstream_reader, upstream = await asyncio.open_connection("127.0.0.1", tls_port)
+            upstream.write(first)
+            await asyncio.gather(pump(reader, upstream), pump(upstream_reader, writer))
+
+        async with serving(proxy) as port:
+            client = EngineClient(f"https://127.0.0.1:{port}", timeout_s=TIMEOUT_S)
+            client._tls = ssl.create_default_context(cafile=str(cert))  # trust this one
+            try:
+                async with client.stream(client.url("/metrics")) as response:
+                    body = b"".join([c async for c in response.aiter_raw()])
+            finally:
+                await client.aclose()
+    assert probed.is_set()  # the port was asked in plain HTTP, and its 400 not taken as plain
+    assert response.status_code == 200 and body == PAGE

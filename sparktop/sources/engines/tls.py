@@ -98,8 +98,11 @@ async def _first_bytes(
                 server_hostname=origin.host if context else None,
             )
         writer.write(send)
+        data = b""
         async with asyncio.timeout(wait_s):
-            return await reader.read(16)
+            while len(data) < 12 and (more := await reader.read(16)):
+                data += more  # up to the status code of an HTTP answer
+        return data
     except (OSError, EOFError, TimeoutError):
         return None
     finally:
@@ -108,9 +111,12 @@ async def _first_bytes(
 
 
 async def speaks_plain_http(origin: Origin, wait_s: float = HELLO_S) -> bool:
-    """True when the port answers a plain ``HEAD /`` in HTTP within ``wait_s`` a step."""
+    """True when the port answers a plain ``HEAD /`` in HTTP within ``wait_s`` a step, not
+    with a ``400``: nginx, Caddy and Go's servers answer a plain request on their TLS port
+    so, and a TLS handshake slower than :data:`HELLO_S` (a far link, a loaded host) must
+    still be waited for there."""
     data = await _first_bytes(origin, PROBE, wait_s)
-    return data is not None and data.startswith(b"HTTP/")
+    return data is not None and data.startswith(b"HTTP/") and data[9:12] != b"400"
 
 
 async def speaks_tls(origin: Origin, wait_s: float = HELLO_S) -> bool:
