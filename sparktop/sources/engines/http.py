@@ -341,8 +341,9 @@ async def fetch_metrics(
 ) -> Body:
     """The ``/metrics`` body. Raises :class:`ScrapeFailure` (never anything else from
     the client): no answer or refused → UNREACHABLE; 404 → METRICS_DISABLED; other status, HTML,
-    oversized or cut-off body, a redirect off the engine's origin → UNAVAILABLE. The caller
-    sets the whole-response deadline (``timeout_s`` bounds each network step)."""
+    oversized or cut-off body, a redirect off the engine's origin, a plain-HTTP answer to
+    ``https``, no room in :data:`sparktop.heap.IN_FLIGHT` (``progress.ticket``) → UNAVAILABLE.
+    The caller sets the whole-response deadline (``timeout_s`` bounds each network step)."""
     progress = progress or Progress()
     try:
         async with open_stream(

@@ -8,11 +8,14 @@ an ``ssl.SSLContext`` even for a plain ``http`` origin: ~4.8 MB of a monitor's m
 proxies, HTTP/2, redirects followed for it, authentication flows, decoders).
 
 What it keeps: keep-alive (an idle connection reused for up to :data:`KEEPALIVE_S`, and
-dropped when the server has closed it), ``timeout_s`` on each network step (connect with
-TLS, each write, each read), TLS verified against certifi's CA bundle for ``https``, the
-bearer token and default headers on every request, a note when a request's headers have
-gone out (``on_sent``: a hung server is told from one never reached). Failures are the
-exceptions below, named as httpx names them (the reasons read the same).
+dropped when the server has closed it; a request the server hung up on as it arrived on a
+reused connection, with no byte of an answer, sent again once on a fresh one, as httpcore
+and urllib3 do), ``timeout_s`` on each network step (connect, the TLS handshake, each
+write, each read), TLS verified against certifi's CA bundle for ``https`` (a plain-HTTP
+port is named as such: :mod:`sparktop.sources.engines.tls`), the bearer token and default
+headers on every request, a note when a request's headers have gone out (``on_sent``: a
+hung server is told from one never reached). Failures are the exceptions below, named as
+httpx names them (the reasons read the same).
 """
 
 from __future__ import annotations

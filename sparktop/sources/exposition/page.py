@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Set
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field, replace
 from itertools import groupby
 from operator import itemgetter
@@ -36,7 +36,6 @@ from sparktop.sources.exposition.text import (
     Raw,
     check_long_line,
     cpu_guard,
-    long_lines,
     scan_text,
     unescape,
 )
@@ -221,6 +220,17 @@ def _short(exc: BaseException, lines: _Lines) -> str:
         return f"line {lines.number:,} refused: {_clip(line)}"
     head, sep, quoted = text.partition(":")
     return f"{head}: {_clip(quoted.strip())}" if sep else _clip(head)
+
+
+def long_lines(text: str, longest: int) -> Iterator[tuple[int, int, int]]:
+    """``(line number, start, end)`` of each line of ``text`` longer than ``longest``."""
+    pos, line_no = 0, 1
+    while pos <= len(text):
+        stop = text.find("\n", pos)
+        stop = len(text) if stop < 0 else stop
+        if stop - pos > longest:
+            yield line_no, pos, stop
+        pos, line_no = stop + 1, line_no + 1
 
 
 def _library(text: str, accept: frozenset[str] | None, bounds: ParseBounds, om: bool) -> list[Raw]:

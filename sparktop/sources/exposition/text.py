@@ -25,7 +25,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 from types import MappingProxyType
@@ -115,9 +115,8 @@ def _count_wanted(text: str, pos: int, wanted: Callable[[str], bool]) -> int:
 
 def check_long_line(text: str, start: int, end: int, line_no: int, bounds: ParseBounds) -> None:
     """The line ``text[start:end]``, longer than :data:`LONG_LINE` or the label value bound,
-    checked before it is read (and without copying it): raises :class:`PageRefused` for more
-    labels than ``bounds.max_labels`` or a value longer than ``bounds.max_label_value`` (a
-    20 MB model name was read whole, copied twice: ~130 MB more RSS for that scrape)."""
+    checked before it is copied or read: raises :class:`PageRefused` for more labels than
+    ``bounds.max_labels`` or a value longer than ``bounds.max_label_value``."""
     if text.count("=", start, end) <= bounds.max_labels and text.count('"', start, end) < 2:
         return
     count = 0
@@ -131,17 +130,6 @@ def check_long_line(text: str, start: int, end: int, line_no: int, bounds: Parse
             )
     if count > bounds.max_labels:
         raise PageRefused(f"line {line_no} has {count:,} labels; limit {bounds.max_labels:,}")
-
-
-def long_lines(text: str, longest: int) -> Iterator[tuple[int, int, int]]:
-    """``(line number, start, end)`` of each line of ``text`` longer than ``longest``."""
-    pos, line_no = 0, 1
-    while pos <= len(text):
-        stop = text.find("\n", pos)
-        stop = len(text) if stop < 0 else stop
-        if stop - pos > longest:
-            yield line_no, pos, stop
-        pos, line_no = stop + 1, line_no + 1
 
 
 def unescape(text: str) -> str:
