@@ -335,6 +335,14 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
     sections = _sections(text)
     if SECTION_GPU not in sections:
         return _garbled(node, time_s, raw, f"not sparktop probe output: {first_line(text)}")
+    return parse_sections(node, sections, time_s, raw)
+
+
+def parse_sections(
+    node: str, sections: Mapping[str, tuple[str, int | None]], time_s: float, raw: str
+) -> NodeSample:
+    """:func:`parse_probe_output`'s sample from the text's sections (:func:`split_probe`),
+    which hold the ``gpu`` one; raises for a parser bug (the caller makes it a node state)."""
     if SECTION_APPS in sections:
         memory = _meminfo(sections.get(SECTION_MEMINFO, ("", None))[0])
     else:  # meminfo is not followed by the apps marker: its last line may be half a line
@@ -416,7 +424,7 @@ def _sections(text: str) -> Mapping[str, tuple[str, int | None]]:
     if cut <= 0:
         return split_probe(text)
     sections = split_probe(text[:cut])
-    for name, body in _split_tail(text[cut:]).items():
+    for name, body in split_tail(text[cut:]).items():
         sections.setdefault(name, body)
     return sections
 
@@ -426,7 +434,9 @@ TAILS_KEPT = 64
 
 
 @functools.lru_cache(maxsize=TAILS_KEPT)
-def _split_tail(tail: str) -> Mapping[str, tuple[str, int | None]]:
+def split_tail(tail: str) -> Mapping[str, tuple[str, int | None]]:
+    """:func:`split_probe` of a slow-tier text (from its ``meminfo`` marker on), kept for the
+    :data:`TAILS_KEPT` newest texts: the bodies are the same strings from poll to poll."""
     return MappingProxyType(split_probe(tail))
 
 

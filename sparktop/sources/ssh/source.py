@@ -56,6 +56,8 @@ from sparktop.sources.host.fabric_rates import FabricRates
 from sparktop.sources.host.tier import HostTier
 from sparktop.sources.nvsmi import parse_probe_output, unsupported_field
 from sparktop.sources.nvsmi.node import RAW_MAX, oversized_message
+from sparktop.sources.nvsmi.stream_rows import StreamInterval
+from sparktop.sources.nvsmi.streamed import parse_streamed
 from sparktop.sources.probe import (
     FIELD_SETS,
     SLOW_TIER_S,
@@ -271,7 +273,9 @@ class SshSource:
         try:
             streamed = await self._streamed(conn)
             if streamed is not None:
-                return self._parsed(*streamed, started)
+                interval, slow = streamed
+                sample = parse_streamed(self.name, interval, slow, interval.time_s)
+                return self._parsed(sample, None, started)
             text = await self._probe(conn)
         except _ProbeTimeout as exc:
             reason = f"probe timed out after {self.command_timeout_s:g} s"
@@ -287,13 +291,16 @@ class SshSource:
             # A kept connection can die quietly (sshd restarted): one fresh attempt now.
             await self._drop()
             return await self._sample()
-        return self._parsed(text, None, started)
+        return self._parsed(parse_probe_output(self.name, text, time.time()), text, started)
 
-    async def _streamed(self, conn: asyncssh.SSHClientConnection) -> tuple[str, float] | None:
-        """The next interval from the stream, or None when the one-shot probe must answer."""
+    async def _streamed(
+        self, conn: asyncssh.SSHClientConnection
+    ) -> tuple[StreamInterval, str] | None:
+        """The next interval from the stream and the slow tier's text, or None when the
+        one-shot probe must answer."""
         if self.stream is None or self._fields is None:
             return None  # the first poll of a connection learns the field set one-shot
-        streamed = await self.stream.next_text(conn, self._fields, self.command_timeout_s)
+        streamed = await self.stream.next_interval(conn, self._fields, self.command_timeout_s)
         if self.stream.fields_refused:
             # nvidia-smi refused a field the set had: the one-shot probe learns it again.
             self.stream.fields_refused = False
@@ -335,14 +342,15 @@ class SshSource:
             log.debug("%s: nvidia-smi refused a field set, trying an older one", self.name)
         return None
 
-    def _parsed(self, text: str, arrived_s: float | None, started: float) -> NodeSample:
-        """A sample from probe text; ``arrived_s`` is when a streamed interval arrived (its
-        time and the start of its latency), None for a one-shot probe."""
-        sample = parse_probe_output(self.name, text, arrived_s or time.time())
+    def _parsed(self, sample: NodeSample, text: str | None, started: float) -> NodeSample:
+        """``sample`` parsed from a one-shot probe's ``text``, or (``text`` None) from a
+        streamed interval (its ``time_s`` is when the rows arrived: the start of its
+        latency)."""
+        arrived_s = sample.time_s if text is None else None
         changes: dict[str, Any] = {}  # one copy of the sample, not one per change
         if sample.fabric.ports:
             changes["fabric"] = self._fabric_rates.update(sample.fabric)
-        if self.stream is not None and arrived_s is None and sample.ok:
+        if self.stream is not None and text is not None and sample.ok:
             self.stream.note_oneshot(text, len(sample.gpus))
         elif self.stream is not None and self.stream.slow_problem:
             # The stream's rows are new; its memory is the last good slow-tier read: say so.

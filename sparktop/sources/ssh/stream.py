@@ -56,8 +56,8 @@ READ_CHUNK = 65_536
 class StreamProbe:
     """One node's GPU stream and slow tier on its SSH connection (see the module docstring).
 
-    :meth:`follow` turns the stream on at a poll period; :meth:`next_text` gives the probe's
-    text for the next interval, or None when the one-shot probe must answer this poll.
+    :meth:`follow` turns the stream on at a poll period; :meth:`next_interval` gives the next
+    interval and the slow tier's text, or None when the one-shot probe must answer this poll.
     """
 
     def __init__(
@@ -159,12 +159,14 @@ class StreamProbe:
 
     # -- one poll ------------------------------------------------------------------------------
 
-    async def next_text(
+    async def next_interval(
         self, conn: asyncssh.SSHClientConnection, fields: tuple[str, ...], start_s: float
-    ) -> tuple[str, float] | None:
-        """The probe's text for the next interval and the wall time its rows arrived, or
-        None when this poll must use the one-shot probe. ``start_s`` bounds the wait for a
-        new stream's first interval (nvidia-smi initialising NVML)."""
+    ) -> tuple[StreamInterval, str] | None:
+        """The next interval (its rows, the wall time they arrived) and the slow tier's last
+        text: together the probe's text (``interval.gpu_section() + slow``, see
+        :func:`~sparktop.sources.nvsmi.streamed.parse_streamed`). None when this poll must
+        use the one-shot probe. ``start_s`` bounds the wait for a new stream's first interval
+        (nvidia-smi initialising NVML)."""
         if not self.wanted or self.interval_s is None:
             return None
         if self._proc is None:
@@ -188,7 +190,7 @@ class StreamProbe:
         if self._run_rows >= HEALTHY_ROWS:
             self._failures = 0
         self._given_at = self._clock()
-        return interval.gpu_section() + self._slow_text, interval.time_s
+        return interval, self._slow_text
 
     async def _next(self, deadline: float, not_before: float) -> StreamInterval | None:
         """The newest interval once one is fresh and ``not_before`` has passed; None when
