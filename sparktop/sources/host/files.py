@@ -72,11 +72,39 @@ def host_lines(text: str) -> list[tuple[str, str]]:
 
 
 def _number(text: str) -> float | None:
+    words = text.split()
     try:
-        value = float(text.split()[0]) if text.split() else None
+        value = float(words[0]) if words else None
     except ValueError:
         return None
     return value if value is not None and value == value and abs(value) != float("inf") else None
+
+
+PATHS_KEPT = 4096
+"""Paths whose pattern match is kept: a node's host section names the same ~100 files in
+every reading (a DGX Spark's), and matching each against the patterns again was most of
+reading a new one."""
+
+
+@functools.lru_cache(maxsize=PATHS_KEPT)
+def _ib_port(path: str) -> tuple[str, int, str] | None:
+    """``(device, port, file)`` of an RDMA port file's path, else None."""
+    match = _IB_PORT.fullmatch(path)
+    return (match.group(1), int(match.group(2)), match.group(3)) if match else None
+
+
+@functools.lru_cache(maxsize=PATHS_KEPT)
+def _ib_temp(path: str) -> tuple[str, int] | None:
+    """``(device, sensor)`` of an RDMA adapter's temperature file's path, else None."""
+    match = _IB_TEMP.fullmatch(path)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+@functools.lru_cache(maxsize=PATHS_KEPT)
+def _hwmon(path: str) -> tuple[str, str] | None:
+    """``(hwmonN, file)`` of a hwmon file's path, else None."""
+    match = _HWMON.fullmatch(path)
+    return (match.group(1), match.group(2)) if match else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -111,22 +139,22 @@ def parse_fabric(lines: list[tuple[str, str]], uptime_s: Num = NA("not read")) -
     ports: dict[tuple[str, int], dict[str, str]] = {}
     temps: dict[str, dict[int, float]] = {}
     for path, value in lines:
-        match = _IB_PORT.fullmatch(path)
-        if match:
-            key = (match.group(1), int(match.group(2)))
-            files = ports.get(key)
+        port_file = _ib_port(path)
+        if port_file is not None:
+            device, port, name = port_file
+            files = ports.get((device, port))
             if files is None:
                 if len(ports) >= MAX_PORTS:
                     continue
-                files = ports[key] = {}
+                files = ports[(device, port)] = {}
             if len(files) < MAX_COUNTERS + 8:
-                files.setdefault(match.group(3), value)
+                files.setdefault(name, value)
             continue
-        match = _IB_TEMP.fullmatch(path)
-        if match:
+        sensor = _ib_temp(path)
+        if sensor is not None:
             milli = _number(value)
             if milli is not None:
-                temps.setdefault(match.group(1), {})[int(match.group(2))] = milli / 1000.0
+                temps.setdefault(sensor[0], {})[sensor[1]] = milli / 1000.0
     if not ports:
         return FabricReading(missing=NO_INFINIBAND, uptime_s=uptime_s)
     out = []
@@ -175,11 +203,11 @@ def parse_spark_hwmon(lines: list[tuple[str, str]]) -> PowerTelemetry:
     """The ``spark_hwmon`` (``spbm``) channels, W / J by label; absent → empty telemetry."""
     by_dir: dict[str, dict[str, str]] = {}
     for path, value in lines:
-        match = _HWMON.fullmatch(path)
-        if match:
-            files = by_dir.setdefault(match.group(1), {})
+        found = _hwmon(path)
+        if found is not None:
+            files = by_dir.setdefault(found[0], {})
             if len(files) < MAX_COUNTERS:
-                files.setdefault(match.group(2), value)
+                files.setdefault(found[1], value)
     for files in by_dir.values():
         name = files.get("name", "")
         if name in SPARK_HWMON_NAMES:
