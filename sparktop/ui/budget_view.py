@@ -9,7 +9,6 @@ the pane's width (~42 columns).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,7 +25,7 @@ from sparktop.sweep.budget.send_now import keeps
 from sparktop.sweep.profiles.profile import Profile
 from sparktop.sweep.tokens.tokens import TokenCount
 from sparktop.ui import format as fmt
-from sparktop.ui.engine_views import Group, pack
+from sparktop.ui.packing import Group, pack
 from sparktop.ui.views import Cell
 from sparktop.values import counted
 
@@ -352,40 +351,6 @@ def _lesson(b: Budget) -> list[Group]:
     ]
 
 
-_WORD = re.compile(r"\S+\s*|\s+")
-
-
-def fit(lines: list[Line], width: int, indent: str) -> list[Line]:
-    """Lines no wider than ``width``: one longer (a reply or reason :func:`pack` could not
-    split, being one group) breaks between words, its styles kept, and goes on under
-    ``indent``, instead of the terminal wrapping it at the edge into the next column."""
-    out: list[Line] = []
-    for line in lines:
-        if sum(len(text) for text, _ in line) <= width:
-            out.append(line)
-            continue
-        current: Line = []
-        used = 0
-        for text, style in line:
-            for word in _WORD.findall(text):
-                if used + len(word.rstrip()) > width and used > len(indent):
-                    last_text, last_style = current[-1]
-                    current[-1] = (last_text.rstrip(), last_style)
-                    out.append(current)
-                    current, used = [(indent, "")], len(indent)
-                    word = word.lstrip()
-                while len(word.rstrip()) > width - used:  # longer than a line: cut it
-                    cut = max(1, width - used)
-                    current.append((word[:cut], style))
-                    out.append(current)
-                    current, used = [(indent, "")], len(indent)
-                    word = word[cut:]
-                current.append((word, style))
-                used += len(word)
-        out.append(current)
-    return out
-
-
 def budget_lines(
     inputs: BudgetInputs,
     profile: Profile | None,
@@ -415,7 +380,7 @@ def budget_lines(
         ]
         out: list[Line] = []
         for groups in sections_error:
-            out += fit(pack(groups, width, indent=" " * 2), width, " " * 2)
+            out += pack(groups, width, indent=" " * 2, hang=" " * 2)
         return out
     overrides, tags = live_limits(live)
     try:
@@ -446,5 +411,6 @@ def budget_lines(
     ]  # fmt: skip
     lines: list[Line] = []
     for groups in sections:
-        lines += fit(pack(groups, width, indent=" " * 8), width, " " * 8) if groups else [[]]
+        # A long reply or reason goes on under the figures' column (``hang``), as they do.
+        lines += pack(groups, width, indent=" " * 8, hang=" " * 8) if groups else [[]]
     return lines

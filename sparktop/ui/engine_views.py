@@ -14,50 +14,12 @@ from typing import Any
 from sparktop.model import NA, EngineSample, EngineState, Num, is_num
 from sparktop.safe_text import printable
 from sparktop.ui import format as fmt
+from sparktop.ui.packing import Field, Group, Line, pack
 from sparktop.ui.views import Cell, ViewConfig
-
-Line = list[Cell]
-Group = list[Cell]
 
 KV_BAR_WIDTH = 16
 DOWN = (EngineState.UNREACHABLE, EngineState.NOT_ANSWERING)
 """No page at all: refused or never connected, or connected and never answered."""
-GAP = "  "
-
-
-class Field(list[Cell]):
-    """A group whose room in a line is its labels plus ``value_room`` columns for its
-    values, however long they are now: :func:`pack` wraps by that room, so a value that
-    changes length (``9 ms`` → ``10 ms``) never moves a group to another line. A block that
-    changed height as its values did moved everything below it, and the whole screen was
-    repainted every tick. Labels are the ``dim`` cells (an n/a reason too: it is said as long
-    as it lasts)."""
-
-    def __init__(self, cells: Sequence[Cell], value_room: int) -> None:
-        super().__init__(cells)
-        self.room = sum(len(text) for text, style in cells if style == "dim") + value_room
-
-
-def pack(groups: Sequence[Group], width: int, indent: str = "  ") -> list[Line]:
-    """Lay groups out left to right, two spaces apart, starting a new line when one would
-    overflow ``width``; continuation lines start with ``indent``. A :class:`Field` takes
-    its room (or its text, when longer), so where lines wrap does not follow its value."""
-    lines: list[Line] = []
-    line: Line = []
-    used = 0
-    for group in groups:
-        size = max(sum(len(text) for text, _ in group), getattr(group, "room", 0))
-        if line and used + len(GAP) + size > width:
-            lines.append(line)
-            line, used = [(indent, "")], len(indent)
-        elif line:
-            line.append((GAP, ""))
-            used += len(GAP)
-        line += group
-        used += size
-    if line:
-        lines.append(line)
-    return lines
 
 
 DOWN_OR_NO_PAGE = (

@@ -18,7 +18,7 @@ from sparktop.model import NA, EngineSample, is_num
 from sparktop.safe_text import printable
 from sparktop.sweep.expected.matched import RowFn
 from sparktop.ui import format as fmt
-from sparktop.ui.engine_views import Group, pack
+from sparktop.ui.packing import Group, pack
 from sparktop.ui.views import Cell
 
 Line = list[Cell]

@@ -8,7 +8,8 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from sparktop.model import EngineSample, Quantile
-from sparktop.ui.engine_views import Field, engine_lines, pack
+from sparktop.ui.engine_views import engine_lines
+from sparktop.ui.packing import Field, pack
 from sparktop.ui.views import ViewConfig
 from tests.ui.fakes import T0, engine
 

@@ -10,7 +10,8 @@ from sparktop.model import NA, EngineState, NodeMemory, NodeSample, NodeState, Q
 from sparktop.sources.nvsmi.node import classify_failure
 from sparktop.sources.nvsmi.tables import parse_gpu_csv
 from sparktop.ui import format as fmt
-from sparktop.ui.engine_views import engine_lines, pack
+from sparktop.ui.engine_views import engine_lines
+from sparktop.ui.packing import pack
 from sparktop.ui.views import (
     COMPACT_COLUMNS,
     NARROW_COLUMNS,
@@ -201,6 +202,22 @@ def test_pack_keeps_groups_whole() -> None:
         [("aaaa", ""), ("  ", ""), ("bbbb", ""), ("cc", "")],
         [("  ", ""), ("dddd", "")],
     ]
+
+
+def test_a_group_wider_than_the_line_goes_on_deeper_than_the_line_it_continues() -> None:
+    """A long reason on a continuation line: its own wrap starts under more indent than the
+    line (the terminal's wrap put it at the edge, under less), styles kept, within width."""
+    reason = [("no data: ", "dim"), ("running reached 32 in this window " * 3, "dim")]
+    lines = pack([[("expected", "")], [("mix of running 6–32", "")], reason], 40)
+    texts = ["".join(t for t, _ in line) for line in lines]
+    assert texts[0] == "expected  mix of running 6–32"
+    assert texts[1].startswith("  no data: running")
+    assert all(t.startswith("    ") and not t.startswith("     ") for t in texts[2:])
+    assert len(texts) > 3 and max(len(t) for t in texts) <= 40
+    assert {s for line in lines[1:] for t, s in line if t.strip()} == {"dim"}
+    # the budget pane goes on under its figures' column: ``hang`` says where
+    hung = pack([[("TTFT ", "dim")], reason], 40, indent=" " * 8, hang=" " * 8)
+    assert all(line[0] == (" " * 8, "") for line in hung[1:])
 
 
 def test_sparkline_and_bar_text() -> None:
