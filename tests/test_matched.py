@@ -115,6 +115,37 @@ def test_a_running_count_without_data_is_said_against_the_headers_statistic() ->
     assert "running reached 12 in this window (mean 4.8, range 4–12): concurrency 12" in reason
 
 
+def test_figures_without_data_for_one_cause_name_one_count_and_the_strip_says_it_once() -> None:
+    """TTFT's cells (the count beside each first token: 16) and decode's (every count of the
+    window: 12 first) each named their own first count without data, so the strip said one
+    cause three times (``running reached 16``, then ``12``, ``12``); each names the highest
+    count of the window without data, and the strip gives the reason once, at any width."""
+    from sparktop.model import Quantile
+    from sparktop.sweep.expected.matched import Load, cached_estimator, expected_for
+    from sparktop.sweep.profiles.loader import load_profile
+    from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
+    from sparktop.ui.expected import DeficitClock, expected_lines
+
+    estimator = cached_estimator(load_profile(DEFAULT_PROFILE))  # columns 1, 2, 4, 8
+    load = Load(((4, 20.0), (12, 5.0), (16, 3.0)), ((4000.0, 1.0),), ((4000.0, 1.0),), 30.0,
+                ttft_cells=((4000.0, 1.0, 16),))  # fmt: skip
+    got = expected_for(estimator, load, "")
+    reasons = {got.ttft_s.how, got.decode_tps.how, got.aggregate_tps.how}
+    assert len(reasons) == 1, reasons
+    assert "running reached 16 in this window (mean 6.7, range 4–16): concurrency 16" in (
+        reasons.pop()
+    )
+    sample = EngineSample(engine="e", time_s=0.0, running=16.0, ttft_p50=Quantile(2.0),
+                          itl_mean_s=0.02, decode_tps=300.0)  # fmt: skip
+    for width in (200, 116, 78):
+        lines = expected_lines(sample, "p", lambda _: got, 25.0, DeficitClock(), 0.0, width)
+        text = " ".join("".join(t for t, _ in line).strip() for line in lines)
+        assert text.count("running reached") == 1 and text.count("no extrapolation") == 1
+        for label in ("TTFT", "decode/req", "agg"):
+            assert f"{label} no data" in text
+        assert max(sum(len(t) for t, _ in line) for line in lines) <= width
+
+
 def test_one_short_request_on_an_idle_engine_is_too_little_load_said_plainly() -> None:
     """An idle engine, then one 325-token request running for 2 s: the strip says how much
     load the window held (one request, 2 s running) instead of a reason that reads like a

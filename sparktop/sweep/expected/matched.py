@@ -250,29 +250,33 @@ def expected_for(estimator: EstimateFn, load: Load, aggregate_kind: str) -> Wind
             est = looked_up[p, c] = estimator(p, c)
         return est
 
-    def has_data(fig: Estimated, p: float, metric: str) -> bool:
-        """Whether some running count of the window has data at prompt ``p`` (asked only
-        for a cell without a value: :func:`_at` keeps a cell that has one as it is)."""
-        return is_num(fig.value) or any(is_num(getattr(cell(p, c), metric).value) for c in counts)
+    def tied(fig: Estimated, p: float, c: int, metric: str) -> Estimated:
+        """``fig`` (count ``c`` at prompt ``p``) as :func:`_at` says it. A cell without data
+        names the highest count of the window without data at ``p`` (``c`` itself when no
+        count of the window lacks it): each figure's first such cell named its own count
+        (TTFT ``running reached 32``, decode ``29``), so one cause read as several."""
+        if is_num(fig.value):
+            return fig
+        missing = [k for k in counts if not is_num(getattr(cell(p, k), metric).value)]
+        named = max(missing, default=c)
+        if named != c:
+            fig = getattr(cell(p, named), metric)
+        return _at(load, named, fig, any_count_has_data=len(missing) < len(counts))
 
     spreads: list[Spread] = []
     for p, n, c in load.ttft_cells:
-        fig = cell(p, c).ttft_s
-        ttft.append((_at(load, c, fig, has_data(fig, p, "ttft_s")), n))
+        ttft.append((tied(cell(p, c).ttft_s, p, c, "ttft_s"), n))
     for c, seconds in load.running:
         for i, (p, n) in enumerate(() if load.ttft_cells else load.ttft_prompts):
             fig = cell(p, c).ttft_s
-            ttft.append((_at(load, c, fig, has_data(fig, p, "ttft_s")), seconds * n))
+            ttft.append((tied(fig, p, c, "ttft_s"), seconds * n))
             if i < len(load.ttft_spans):
                 spreads.append(_spread(cell, fig, load.ttft_spans[i], c))
         for p, n in load.prompts:
             est = cell(p, c)
             kinds.add(est.aggregate_kind)
-            decode_fig, aggregate_fig = est.decode_tps, est.aggregate_tps
-            decode_fig = _at(load, c, decode_fig, has_data(decode_fig, p, "decode_tps"))
-            decode.append((decode_fig, seconds * c * n))
-            aggregate_fig = _at(load, c, aggregate_fig, has_data(aggregate_fig, p, "aggregate_tps"))
-            aggregate.append((aggregate_fig, seconds * n))
+            decode.append((tied(est.decode_tps, p, c, "decode_tps"), seconds * c * n))
+            aggregate.append((tied(est.aggregate_tps, p, c, "aggregate_tps"), seconds * n))
     return WindowExpected(
         load,
         _combine(ttft, "weighted median", median=True, spreads=spreads),
