@@ -53,6 +53,9 @@ class EnginePlan:
     profile_limits: Limits = field(default_factory=Limits)
     profile: Profile | None = None
     """The engine's own profile (its entry's ``profile:``); None: the plan's serves it."""
+    named_on: str = "inventory"
+    """Where the engine was named: ``inventory``, ``endpoint`` (``--endpoint``) or ``local``
+    (the server found on the usual port): its source's hints name flags or inventory keys."""
     matched: MatchedExpected | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -141,7 +144,10 @@ class Plan:
             plan = cls(
                 interval_s=interval_s or 1.0,
                 nodes=(socket.gethostname() or "localhost",),
-                engines=tuple(_engine(c) for c in (engines or local)),
+                engines=tuple(
+                    replace(_engine(c), named_on="endpoint" if engines else "local")
+                    for c in (engines or local)
+                ),
             )
         else:
             plan = cls._of_inventory(inventory, interval_s, _engine_profiles(inventory))
@@ -331,6 +337,7 @@ class Plan:
                 e.config,
                 inventory_limits=e.inventory_limits,
                 profile_limits=e.profile_limits,
+                named_on=e.named_on,
                 **engine_options,
             )
             for e in self.engines

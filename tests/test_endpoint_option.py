@@ -131,3 +131,24 @@ def test_refused_in_one_line_without_secrets(
     assert code == 2 and captured.out == "" and captured.err.count("\n") == 1
     assert expected in captured.err and "hunter22" not in captured.err
     assert "Traceback" not in captured.err
+
+
+def test_the_plan_says_where_each_engine_was_named(tmp_path: Path) -> None:
+    """Its hints name flags for an engine without an inventory (``--endpoint``, or the
+    server found on the usual port), inventory keys for one in an inventory."""
+    from sparktop.inventory import load_inventory
+    from sparktop.inventory.endpoints import endpoint_engines
+    from sparktop.plan import Plan
+
+    url = "http://127.0.0.1:9"
+    given = Plan.from_inventory(None, engines=endpoint_engines([url]))
+    found = Plan.from_inventory(None, local_engine_url=url)
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(f"engines: [{{name: v, url: '{url}'}}]\n")
+    listed = Plan.from_inventory(load_inventory(inventory))
+    assert [p.engines[0].named_on for p in (given, found, listed)] == [
+        "endpoint", "local", "inventory"
+    ]  # fmt: skip
+    assert [s._named_on for p in (given, found, listed) for s in p.engine_sources()] == [  # type: ignore[attr-defined]
+        "endpoint", "local", "inventory"
+    ]  # fmt: skip

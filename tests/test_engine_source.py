@@ -228,6 +228,28 @@ async def test_metrics_404_on_vllm_and_recovery_clears_since() -> None:
 
 
 @pytest.mark.parametrize(
+    ("named_on", "key_env", "said"),
+    [
+        ("endpoint", None, "wants a bearer token: export VAR=<token> and add --api-key-env VAR"),
+        ("endpoint", "NOPE_NOT_SET", "environment variable NOPE_NOT_SET (--api-key-env) is not"),
+        ("local", None, "run with --endpoint http://127.0.0.1:"),
+    ],
+)
+async def test_an_engine_named_on_the_command_line_is_told_the_flag_not_the_key(
+    monkeypatch: pytest.MonkeyPatch, named_on: str, key_env: str | None, said: str
+) -> None:
+    """``--endpoint`` (or the server found on the usual port) has no inventory to set
+    ``api_key_env:`` in: the 401 names ``--api-key-env``."""
+    monkeypatch.delenv("NOPE_NOT_SET", raising=False)
+    async with StubServer({"/metrics": lambda: Reply(401)}) as server:
+        source = EngineSource(Cfg("e", server.url, api_key_env=key_env), named_on=named_on)
+        s = await source.sample()
+        await source.aclose()
+    assert s.message.startswith("HTTP 401: ") and said in s.message, s.message
+    assert "api_key_env:" not in s.message and "(api_key_env)" not in s.message
+
+
+@pytest.mark.parametrize(
     ("key_env", "value", "said"),
     [
         ("NOPE_NOT_SET", None, "environment variable NOPE_NOT_SET (api_key_env) is not set"),

@@ -50,3 +50,22 @@ def test_snapshot_and_budget_say_why_the_pool_is_unknown(
     kv = json.loads(capsys.readouterr().out)["kv"]
     assert WHERE in kv["pool_tokens"]["reason"] and "pass --kv-pool" in kv["pool_tokens"]["reason"]
     assert kv["pool_used_pct"]["reason"] == "KV pool unknown (why: see KV pool)"
+
+
+def test_with_endpoint_the_pool_reason_names_what_such_a_run_can_do(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--endpoint`` has no inventory: "set kv_pool_tokens in the inventory" pointed at a
+    key the run has nowhere to set. No flag sets the pool: it says how to give one."""
+    from sparktop.sources.engines.pool import COMMAND_LINE_FIX
+    from sparktop.testing.llamacpp_stub import serve_llamacpp
+
+    main(["snapshot", "--endpoint", url])
+    out = capsys.readouterr().out
+    assert f"KV pool unknown: {WHERE}" in out and COMMAND_LINE_FIX in out
+    assert "in the inventory" not in out and "-i FILE" in out
+    with serve_llamacpp("load") as llama:  # llama.cpp exports no pool at all
+        main(["snapshot", "--endpoint", llama.url])
+    out = capsys.readouterr().out
+    assert "llama.cpp exports no KV-pool size (it is llama-server's -c" in out
+    assert COMMAND_LINE_FIX in out and "in the inventory" not in out

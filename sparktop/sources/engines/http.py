@@ -109,16 +109,26 @@ AUTH_HINT = "check the bearer token (api_key_env)"
 """The 401/403 reason's hint where the token's source is not known (:func:`auth_hint`)."""
 
 
-def auth_hint(key_env: str | None, given: bool) -> str:
+def auth_hint(key_env: str | None, given: bool, named_on: str = "inventory", url: str = "") -> str:
     """What to fix when the server refuses the bearer token: the unset variable by name, the
-    variable whose token was refused, or how to set one when the engine has none."""
+    variable whose token was refused, or how to set one when the engine has none. An engine
+    ``named_on`` the command line (``endpoint``: ``--endpoint``; ``local``: the server found
+    at ``url`` without options) is told the flag, not the inventory key."""
     if given:
         return "the server refused the API key given"
+    key = "api_key_env" if named_on == "inventory" else "--api-key-env"
     if not key_env:
+        if named_on == "endpoint":
+            return "the server wants a bearer token: export VAR=<token> and add --api-key-env VAR"
+        if named_on == "local":
+            return (
+                "the server wants a bearer token: export VAR=<token> and run with "
+                f"--endpoint {url} --api-key-env VAR"
+            )
         return "the server wants a bearer token: set api_key_env: VAR on the engine and export VAR"
     if not os.environ.get(key_env):
-        return f"environment variable {key_env} (api_key_env) is not set"
-    return f"the server refused the token in {key_env} (api_key_env)"
+        return f"environment variable {key_env} ({key}) is not set"
+    return f"the server refused the token in {key_env} ({key})"
 
 
 def _check_status(response: Response) -> None:

@@ -12,13 +12,52 @@ are strings and may be ``"None"``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from sparktop.model import NA, Num, is_num
+from sparktop.model import NA, EngineSample, Num, is_num
 from sparktop.sources.engines.kinds import spec_for
 from sparktop.sources.engines.reading import PageReading
 
 LIMIT_NAMES = ("kv_pool_tokens", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
+
+INVENTORY_FIX = "set kv_pool_tokens in the inventory"
+"""How an unknown pool's reason ends (here and in each kind's ``pool_unknown``)."""
+COMMAND_LINE_FIX = (
+    "no flag sets it: list the server in an inventory with kv_pool_tokens: "
+    "(docs/inventory.md) and run with -i FILE"
+)
+"""The same, for an engine named on the command line (``--endpoint``): it has no inventory."""
+
+
+def for_command_line(sample: EngineSample) -> EngineSample:
+    """``sample`` of an engine named on the command line: its pool reasons (the engine's and
+    each rank's, the used and free tokens' too) say :data:`COMMAND_LINE_FIX`, not the
+    inventory key such a run does not have."""
+    values = [sample, *sample.ranks]
+    if not any(_inventory_fix(getattr(v, k)) for v in values for k in _POOL_FIELDS):
+        return sample
+    ranks = tuple(
+        replace(r, kv_pool_tokens=_fixed(r.kv_pool_tokens), kv_used_tokens=_fixed(r.kv_used_tokens),
+                kv_free_tokens=_fixed(r.kv_free_tokens))
+        for r in sample.ranks
+    )  # fmt: skip
+    return replace(
+        sample, kv_pool_tokens=_fixed(sample.kv_pool_tokens), ranks=ranks,
+        kv_used_tokens=_fixed(sample.kv_used_tokens), kv_free_tokens=_fixed(sample.kv_free_tokens),
+    )  # fmt: skip
+
+
+_POOL_FIELDS = ("kv_pool_tokens", "kv_used_tokens", "kv_free_tokens")
+
+
+def _inventory_fix(value: object) -> bool:
+    return isinstance(value, NA) and INVENTORY_FIX in value.reason
+
+
+def _fixed(value: Num) -> Num:
+    if isinstance(value, NA) and INVENTORY_FIX in value.reason:
+        return NA(value.reason.replace(INVENTORY_FIX, COMMAND_LINE_FIX))
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,14 +209,10 @@ def resolve_pool(
         why = spec.pool_unknown
     elif info := next((i for i in infos.values() if i), None):
         shown = ", ".join(_shown(info, k) for k in ("num_gpu_blocks", "block_size"))
-        why = (
-            f"KV pool unknown: cache_config_info has {shown} (no plausible pool); "
-            "set kv_pool_tokens in the inventory"
-        )
+        why = f"KV pool unknown: cache_config_info has {shown} (no plausible pool); {INVENTORY_FIX}"
     else:
         why = (
             "KV pool unknown: no cache_config_info on the page (where vLLM states it: "
-            "kv_cache_size_tokens, or num_gpu_blocks × block_size); set kv_pool_tokens in the "
-            "inventory"
+            f"kv_cache_size_tokens, or num_gpu_blocks × block_size); {INVENTORY_FIX}"
         )
     return {r: NA(why) for r in ranks}, "unknown"

@@ -33,6 +33,7 @@ from typing import Protocol
 
 from sparktop import heap
 from sparktop.model import NA, EngineSample, EngineState, Num, is_num
+from sparktop.safe_text import without_credentials
 from sparktop.sources.engines.banner import spoke_first
 from sparktop.sources.engines.http import (
     ACCEPT_ENCODING,
@@ -49,7 +50,7 @@ from sparktop.sources.engines.http import (
 )
 from sparktop.sources.engines.kinds import DEFAULT, spec_for
 from sparktop.sources.engines.metrics import MetricsDeriver
-from sparktop.sources.engines.pool import Limits
+from sparktop.sources.engines.pool import Limits, for_command_line
 from sparktop.sources.engines.props import Props, fetch_props
 from sparktop.sources.engines.reading import detect_kind, parse_engine_page
 from sparktop.sources.engines.slots import fetch_slot_prompts
@@ -92,7 +93,9 @@ class EngineSource:
     ``first_window_s`` > 0 makes a sample without earlier history scrape across that long
     a window (every :data:`FIRST_WINDOW_STEP_S`), so one-shot users (``snapshot``) get rates
     and the window's load as the monitor sees it; ``clock`` (monotonic seconds) times
-    the rate window, tests pass a fake one.
+    the rate window, tests pass a fake one. ``named_on``: ``inventory``, or where an engine
+    without one was named (``endpoint``: ``--endpoint``; ``local``: the server found on the
+    usual port): its hints then name the flags (``--api-key-env``), not inventory keys.
     """
 
     kind = "engine"
@@ -110,8 +113,10 @@ class EngineSource:
         first_window_s: float = 0.0,
         api_key: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        named_on: str = "inventory",
     ) -> None:
         self.name = config.name
+        self._named_on = named_on
         self.url = config.url.rstrip("/")
         self.engine_kind = config.kind or DEFAULT.kind
         self.first_window_s = first_window_s
@@ -196,6 +201,8 @@ class EngineSource:
             sample = self._redact(await self._scrape_raw(Progress(ticket=ticket)))
         finally:
             heap.IN_FLIGHT.release(ticket)
+        if self._named_on != "inventory":
+            sample = for_command_line(sample)
         if not self._refused:
             self._held, self._backoff_s = None, 0.0
             return sample
@@ -228,7 +235,10 @@ class EngineSource:
             self._refused = failure.refused
             reason = failure.reason
             if reason.endswith(AUTH_HINT):
-                hint = auth_hint(self._key_env, self._api_key is not None)
+                hint = auth_hint(
+                    self._key_env, self._api_key is not None, self._named_on,
+                    without_credentials(self.url),
+                )  # fmt: skip
                 reason = reason.removesuffix(AUTH_HINT) + hint
             state = failure.state
             if failure.no_response:

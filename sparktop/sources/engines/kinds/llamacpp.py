@@ -44,7 +44,7 @@ SPEC = KindSpec(
     limits={"max_model_len": "/props", "max_num_seqs": "/props"},
     metrics_hint="start llama-server with --metrics",
     pool_unknown=(
-        "KV pool unknown: llama.cpp exports no KV-pool size; set kv_pool_tokens in the "
-        "inventory (llama-server's -c, the context shared by all slots)"
+        "KV pool unknown: llama.cpp exports no KV-pool size (it is llama-server's -c, the "
+        "context shared by all slots); set kv_pool_tokens in the inventory"
     ),
 )
