@@ -19,6 +19,7 @@ from sparktop.model import EngineState
 from sparktop.sources.engines.reading import WANTED
 from sparktop.sources.engines.source import EngineSource
 from sparktop.sources.exposition.page import parse_page
+from sparktop.sources.exposition.text import LABEL_PAIR
 from tests.test_engine_hostile import Cfg, aiohttp_server, full_page
 
 
@@ -85,6 +86,22 @@ def test_a_20_mb_label_value_is_refused_without_a_copy_of_it() -> None:
         tracemalloc.stop()
     assert refused.error is not None and "has a value of 20,971,520 characters" in refused.error
     assert peak < 1 << 20, f"{peak:,} bytes allocated to refuse it"
+
+
+@pytest.mark.parametrize("wanted", [WANTED, None], ids=["vllm-names", "every-name"])
+def test_a_line_with_a_megabyte_run_of_name_characters_is_read_in_one_pass(
+    wanted: frozenset[str] | None,
+) -> None:
+    """Label pairs are searched from a name's first character only: searched from inside a
+    long run of name characters (``aaaa…a=b"``), each start read the run again to its end (a
+    40,000-character run: 6 CPU s; a megabyte: hours, past the parse's CPU bound, which is
+    checked between lines). The page is refused at once."""
+    line = 'vllm:num_requests_running{a="1"} ' + "a" * (1 << 20) + '=b"\n'
+    refused = parse_page(full_page().decode() + line, wanted)
+    assert refused.error is not None
+    assert refused.error.startswith("page is not valid Prometheus text")
+    pairs = LABEL_PAIR.findall('{ab="1",cd="x=\\"y"} zz="2"')
+    assert [name for name, _ in pairs] == ["ab", "cd", "zz"]
 
 
 async def test_a_scrape_with_a_20_mb_model_name_degrades_its_row() -> None:

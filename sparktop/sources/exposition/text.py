@@ -92,7 +92,8 @@ KNOWN_TYPE = re.compile(TYPES)
 OTHER_COMMENT = re.compile(
     r'#(?:[ \t]+(?!(?:HELP|TYPE)(?:[ \t]|$))[^ \t"\r\x0b\x0c]+(?:[ \t].*)?)?'
 )
-LABEL_PAIR = re.compile(rf"({_LABEL_NAME})=({_LABEL_VALUE})")
+# A pair from a name's first character only (searched from inside a name it was quadratic).
+LABEL_PAIR = re.compile(rf"(?<![a-zA-Z0-9_])([a-zA-Z_][a-zA-Z0-9_]*)=({_LABEL_VALUE})")
 _ESCAPE = re.compile(r'\\[\\n"]')
 _ESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
 _SUFFIXES = {
