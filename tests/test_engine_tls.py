@@ -106,12 +106,18 @@ def tls_server_context(tmp_path: Path) -> tuple[ssl.SSLContext, Path]:
     return served, cert
 
 
+async def never_answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.read()  # a server too busy to answer any request in time
+
+
+@pytest.mark.parametrize("handle", [waits_for_a_request, never_answers], ids=["answers", "busy"])
 async def test_http_to_a_tls_server_says_it_speaks_tls(
-    tls_server_context: tuple[ssl.SSLContext, Path],
+    tls_server_context: tuple[ssl.SSLContext, Path], handle: Handler
 ) -> None:
-    """A Python (uvicorn) TLS server hangs up on a plain request without a word."""
+    """A Python (uvicorn) TLS server hangs up on a plain request without a word; the
+    handshake alone tells it speaks TLS (a busy one answers no request in time)."""
     served, _ = tls_server_context
-    async with serving(waits_for_a_request, served) as port:
+    async with serving(handle, served) as port:
         sample = await scrape(f"http://127.0.0.1:{port}")
     assert sample.state is EngineState.UNAVAILABLE
     assert sample.message == "not an HTTP server: it speaks TLS (use https:// for this engine)"

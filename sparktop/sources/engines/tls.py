@@ -83,20 +83,13 @@ async def handshake(
                 await task
 
 
-async def _first_bytes(
-    origin: Origin, send: bytes, wait_s: float, context: ssl.SSLContext | None = None
-) -> bytes | None:
-    """The first bytes the port answers ``send`` with (over TLS when ``context``), or None:
-    no connection, no answer or a failure within ``wait_s`` for each step."""
+async def _first_bytes(origin: Origin, send: bytes, wait_s: float) -> bytes | None:
+    """The first bytes the port answers ``send`` with, or None: no connection, no answer or
+    a failure within ``wait_s`` for each step."""
     writer: asyncio.StreamWriter | None = None
     try:
         async with asyncio.timeout(wait_s):
-            reader, writer = await asyncio.open_connection(
-                origin.host,
-                origin.port,
-                ssl=context,
-                server_hostname=origin.host if context else None,
-            )
+            reader, writer = await asyncio.open_connection(origin.host, origin.port)
         writer.write(send)
         data = b""
         async with asyncio.timeout(wait_s):
@@ -119,10 +112,22 @@ async def speaks_plain_http(origin: Origin, wait_s: float = HELLO_S) -> bool:
     return data is not None and data.startswith(b"HTTP/") and data[9:12] != b"400"
 
 
-async def speaks_tls(origin: Origin, wait_s: float = HELLO_S) -> bool:
-    """True when the port completes a TLS handshake within ``wait_s`` a step (its
-    certificate not checked: only the protocol is asked)."""
+async def speaks_tls(origin: Origin, wait_s: float = 2 * HELLO_S) -> bool:
+    """True when the port completes a TLS handshake within ``wait_s`` (its certificate not
+    checked: only the protocol is asked; nothing is sent over it, so a TLS server slow to
+    answer a request still counts)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    return await _first_bytes(origin, PROBE, wait_s, context) is not None
+    writer: asyncio.StreamWriter | None = None
+    try:
+        async with asyncio.timeout(wait_s):
+            _, writer = await asyncio.open_connection(
+                origin.host, origin.port, ssl=context, server_hostname=origin.host
+            )
+        return True
+    except (OSError, EOFError, TimeoutError):
+        return False
+    finally:
+        if writer is not None:
+            writer.close()
