@@ -15,6 +15,7 @@ import pytest
 
 from sparktop.hostmodel import FabricPort, FabricReading
 from sparktop.model import NA, is_num
+from sparktop.sources.host import files
 from sparktop.sources.host.fabric_rates import FabricRates
 from sparktop.sources.host.files import NO_INFINIBAND, NO_PSI, parse_host
 from sparktop.sources.host.read import read_host_files
@@ -101,6 +102,19 @@ def test_hostile_lines_are_bounded_and_odd_paths_ignored() -> None:
     assert len(read.fabric.ports) == 32
     assert all(p.device.startswith("dev") for p in read.fabric.ports)
     assert isinstance(read.uptime_s, NA) and isinstance(read.psi_some_pct, NA)
+
+
+def test_paths_past_the_longest_expected_are_skipped_and_not_kept() -> None:
+    """Each path's pattern match is kept across readings (a node names the same files every
+    time): a node naming new 60 KB paths every reading grew that table by 120 KB a reading,
+    to ~250 MB at its 4,096 entries. A path past any expected shape's length is skipped."""
+    kept = files._ib_port.cache_info().currsize
+    long = [f"/sys/class/infiniband/x{i}{'a' * 60_000}/ports/1/state:4: ACTIVE" for i in range(2)]
+    short = "/sys/class/infiniband/mlx5_9/ports/1/state:4: ACTIVE"
+    read = parse_host("\n".join([*long, short]))
+    assert [port.device for port in read.fabric.ports] == ["mlx5_9"]
+    assert files._ib_port.cache_info().currsize <= kept + 1  # the short path only
+    assert all(len(path) <= files.MAX_PATH_CHARS for path, _ in files.host_lines(SPARK))
 
 
 def test_rates_from_two_readings_on_the_nodes_clock() -> None:

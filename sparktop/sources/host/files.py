@@ -35,6 +35,9 @@ MAX_PORTS = 32
 MAX_COUNTERS = 200
 """Counter files read per port (mlx5 has ~60)."""
 MAX_VALUE_CHARS = 200
+MAX_PATH_CHARS = 256
+"""A longer path is skipped: the patterns take up to ~190 characters (a DGX Spark's longest
+path has ~70), and each path's match is kept across readings (:data:`PATHS_KEPT`)."""
 
 SPARK_HWMON_NAMES = frozenset({"spbm", "spark_hwmon"})
 """hwmon ``name`` of the DGX Spark power-telemetry driver (the module is ``spbm``)."""
@@ -66,7 +69,7 @@ def host_lines(text: str) -> list[tuple[str, str]]:
     out = []
     for line in text.splitlines():
         path, sep, value = line.partition(":")
-        if sep and path.startswith("/") and " " not in path:
+        if sep and path.startswith("/") and " " not in path and len(path) <= MAX_PATH_CHARS:
             out.append((path, value.strip()[:MAX_VALUE_CHARS]))
     return out
 
@@ -83,7 +86,7 @@ def _number(text: str) -> float | None:
 PATHS_KEPT = 4096
 """Paths whose pattern match is kept: a node's host section names the same ~100 files in
 every reading (a DGX Spark's), and matching each against the patterns again was most of
-reading a new one."""
+reading a new one. Each path is at most :data:`MAX_PATH_CHARS`, so this holds ~1 MB."""
 
 
 @functools.lru_cache(maxsize=PATHS_KEPT)
