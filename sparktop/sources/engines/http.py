@@ -193,9 +193,10 @@ def inflate(
     try:
         while not dec.eof:
             piece = dec.decompress(data, _INFLATE_STEP)
-            if not piece and not dec.unconsumed_tail and not dec.eof:
-                # Every byte taken, no more out, and the stream's end (gzip's trailer with
-                # its CRC and length) never came: the sender stopped mid-page.
+            if not piece and not dec.eof:
+                # Nothing more out (input left over comes only with a full step out), and
+                # the stream's end (gzip's trailer with its CRC and length) never came: the
+                # sender stopped mid-page. Never another turn without progress.
                 raise ScrapeFailure(
                     EngineState.UNAVAILABLE,
                     f"{what.split(':')[0]} cut off: its {coding} stream stops short of its end "
