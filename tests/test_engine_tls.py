@@ -43,7 +43,10 @@ async def serving(handle: Handler, tls: ssl.SSLContext | None = None) -> AsyncIt
 
 
 async def scrape(url: str, timeout_s: float = TIMEOUT_S) -> EngineSample:
-    source = EngineSource(Cfg("e", url), timeout_s=timeout_s)
+    # The whole exchange's deadline (2 x timeout_s by default) far off: a 1 s step's
+    # handshake and plain-HTTP check take ~1 s, and a loaded machine must not make the
+    # deadline's reason the one read.
+    source = EngineSource(Cfg("e", url), timeout_s=timeout_s, deadline_s=2 * TIMEOUT_S)
     try:
         return await source.sample()
     finally:
