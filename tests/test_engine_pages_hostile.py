@@ -66,12 +66,26 @@ def with_model_name(chars: int, *, library: bool = False) -> str:
 def test_a_label_value_over_the_bound_is_refused_before_it_is_read(library: bool) -> None:
     """As Prometheus's ``label_value_length_limit`` fails a scrape: the page is refused, with
     the line, the label and its length; a value at the bound reads."""
-    at_bound = parse_page(with_model_name(4096, library=library), WANTED)
+    at_bound = parse_page(with_model_name(65_536, library=library), WANTED)
     assert not at_bound.error
     assert at_bound.parser == ("prometheus_client" if library else "fast")
-    over = parse_page(with_model_name(4097, library=library), WANTED)
-    assert over.error == "line 3: label model_name has a value of 4,097 characters; limit 4,096"
+    over = parse_page(with_model_name(65_537, library=library), WANTED)
+    assert over.error == ("line 3: label model_name has a value of 65,537 characters; limit 65,536")
     assert over.refused
+
+
+def test_a_lora_list_past_4096_characters_reads() -> None:
+    """vLLM lists every LoRA adapter with waiting requests in one label value of
+    ``vllm:lora_requests_info``: 300 adapters are ~6,000 characters, and the page was
+    refused (the engine's row unavailable) at a 4,096-character bound."""
+    adapters = ",".join(f"tenant-{i:03d}-sft-2026" for i in range(300))
+    line = (
+        f'vllm:lora_requests_info{{max_lora="8",running_lora_adapters="tenant-000-sft-2026",'
+        f'waiting_lora_adapters="{adapters}"}} 1.7e9\n'
+    )
+    assert len(adapters) > 4096
+    page = parse_page(full_page().decode() + line, WANTED)
+    assert not page.error and page.sample_count > 0
 
 
 def test_a_20_mb_label_value_is_refused_without_a_copy_of_it() -> None:
@@ -116,7 +130,7 @@ async def test_a_scrape_with_a_20_mb_model_name_degrades_its_row() -> None:
         await source.aclose()
     assert sample.state is EngineState.UNAVAILABLE
     assert sample.message == (
-        "line 3: label model_name has a value of 20,971,520 characters; limit 4,096"
+        "line 3: label model_name has a value of 20,971,520 characters; limit 65,536"
     )
 
 

@@ -58,14 +58,14 @@ class ParseBounds:
 
     ``max_series``: samples sparktop reads (one series each); ``max_labels``: labels on one
     line; ``max_label_value``: characters in one label value, on any line (Prometheus's
-    ``label_value_length_limit``, which fails the scrape too; a path is at most 4,096 bytes,
-    so no model name is longer); ``max_cpu_s``: CPU seconds the parsing thread may spend on
+    ``label_value_length_limit``, which fails the scrape too; vLLM's ``lora_requests_info``
+    lists adapters in one value: 200 pass 4,096); ``max_cpu_s``: CPU seconds spent on
     one page; ``max_fallback_lines``: lines the (slower, pure-Python) library parser is given.
     """
 
     max_series: int = 10_000
     max_labels: int = 128
-    max_label_value: int = 4096
+    max_label_value: int = 65_536
     max_cpu_s: float = 2.0
     max_fallback_lines: int = 100_000
 
