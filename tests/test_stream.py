@@ -8,12 +8,15 @@ Cases used: gb10-query-with-header.csv (a real GB10's header and row).
 from __future__ import annotations
 
 import asyncio
+import csv
 import itertools
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparktop.cluster import ClusterState
 from sparktop.model import NodeSample, NodeState, Sample
@@ -27,6 +30,7 @@ from sparktop.sources.nvsmi.stream_rows import (
     MAX_ROWS,
     RowGrouper,
     StreamGarbage,
+    _cells,
 )
 from sparktop.sources.probe import FIELD_SETS, stream_command, stream_interval_ms
 from sparktop.sources.ssh.source import SshSource
@@ -57,6 +61,24 @@ def test_a_streamed_interval_reads_exactly_as_the_one_shot_probe() -> None:
     expected = parse_probe_output("n", one_shot, 100.0)
     assert streamed.gpus == expected.gpus and streamed.memory == expected.memory
     assert streamed.gpus[0].process_memory_mib == 512 and streamed.time_s == 100.0
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('ab ,"\t\x00\r1;\u240d')), max_size=30))
+def test_a_stream_line_splits_as_the_csv_module_splits_it(line: str) -> None:
+    def by_csv(text: str) -> list[str]:
+        row = [c.strip() for c in next(csv.reader([text], skipinitialspace=True))]
+        if len(row) > 1 and row[-1] == "" and text.rstrip().endswith(","):
+            row.pop()
+        return row
+
+    def outcome(split: Callable[[str], list[str]]) -> object:
+        try:
+            return split(line)
+        except csv.Error as exc:
+            return ("error", str(exc))
+
+    assert outcome(_cells) == outcome(by_csv)
 
 
 def test_grouper_closes_an_interval_on_the_gpu_count_or_a_repeated_index() -> None:

@@ -25,8 +25,19 @@ class StreamGarbage(Exception):
     """Stream output that is not nvidia-smi's CSV (the message says what was seen)."""
 
 
+_FIELD_LIMIT = csv.field_size_limit()
+
+
 def _cells(line: str) -> list[str]:
-    row = [cell.strip() for cell in next(csv.reader([line], skipinitialspace=True))]
+    """The line's cells as the csv module reads them, stripped; a trailing comma adds none.
+
+    A line without a quote, NUL or CR (every row nvidia-smi prints) is split at its commas,
+    which is what the csv module makes of it (tests/test_stream.py compares the two): the
+    module's reader was half of reading a streamed row."""
+    if not line or '"' in line or "\0" in line or "\r" in line or len(line) > _FIELD_LIMIT:
+        row = [cell.strip() for cell in next(csv.reader([line], skipinitialspace=True))]
+    else:
+        row = [cell.strip() for cell in line.split(",")]
     if len(row) > 1 and row[-1] == "" and line.rstrip().endswith(","):
         row.pop()
     return row
@@ -102,8 +113,8 @@ class RowGrouper:
                 f"a row of {len(cells)} cells under a {len(self._columns)}-column header: "
                 + first_line(text, 60)
             )
-        if [normalise_header(cell) for cell in cells] == self._columns:
-            return None  # the header again
+        if all(normalise_header(c) == name for c, name in zip(cells, self._columns, strict=True)):
+            return None  # the header again (a row differs at its first cell: ends there)
         done = None
         key = cells[self._index] if self._index is not None else None
         if key is not None and key in self._keys:
