@@ -11,13 +11,15 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparktop.model import NodeState
 from sparktop.sim.gb10 import Gb10Responder
 from sparktop.sim.gpu import Fault, GpuModel
 from sparktop.sources.nvsmi import parse_probe_output, split_probe
 from sparktop.sources.nvsmi.stream_rows import StreamInterval
-from sparktop.sources.nvsmi.streamed import parse_streamed
+from sparktop.sources.nvsmi.streamed import FAILURE_WORDS, parse_streamed
 from sparktop.sources.probe import FIELD_SETS, MARK, probe_command, slow_command
 from tests.nvsmi_helpers import ALL_FIELDS_CSV, NVSMI, NVSMI_CASES, probe, read
 
@@ -79,7 +81,7 @@ def _tables() -> dict[str, tuple[str, list[str]]]:
         "an escape in the name": [row.replace("NVIDIA GB10", "NVIDIA\x1b[31mGB10")],
         "a non-ASCII name": [row.replace("NVIDIA GB10", "NVIDIA GB10 ✓")],
         "a NUL": [row.replace("NVIDIA", "NVI\0DIA")],
-        "[N/A] everywhere": [",".join([rest.split(",")[0].replace(rest, "0"), *["[N/A]"] * 16])],
+        "[N/A] everywhere": [", ".join(["0", *["[N/A]"] * GB10_HEADER.count(",")])],
         "implausible": [row.replace(", 3003,", ", 99999,")],
         "a cell short": [row.rsplit(",", 1)[0]],
         "a cell more": [row + ", 7"],
@@ -92,6 +94,11 @@ def _tables() -> dict[str, tuple[str, list[str]]]:
         "a trailing comma": [row + ","],
     }
     tables.update({name: (GB10_HEADER, rows) for name, rows in odd.items()})
+    h100 = tables[ALL_FIELDS_CSV[0]][0]
+    tables["[N/A] everywhere, all fields"] = (
+        h100,
+        [", ".join(["0", *["[N/A]"] * h100.count(",")])],
+    )
     tables["a marker in the header"] = (MARK + GB10_HEADER, GB10_ROWS)
     tables["a header of junk"] = ("no header here", GB10_ROWS)
     return tables
@@ -124,3 +131,34 @@ def test_the_simulated_node_reads_the_same_both_ways(fault: Fault, loaded: bool)
     # The slow tier's reading, split once, is found again by the same text (a later poll).
     later = StreamInterval(2.0, header, tuple(rows))
     assert parse_streamed("spark-1", later, slow, 2.0).memory == sample.memory
+
+
+def test_plain_rows_are_read_without_the_text_and_odd_ones_with_it() -> None:
+    """The rows nvidia-smi prints take the plain path (what makes a streamed poll cheap);
+    the others are read as text (and, above, read the same)."""
+    from sparktop.sources.nvsmi.streamed import _plain_gpus
+
+    def plain(name: str) -> bool:
+        header, rows = TABLES[name]
+        body = "\n".join((header, *rows))
+        return _plain_gpus(StreamInterval(1.0, header, tuple(rows)), body) is not None
+
+    assert all(plain(name) for name in ("gb10", "gb10 thermal", "four GPUs", *ALL_FIELDS_CSV))
+    assert plain("[N/A] everywhere, all fields") and plain("implausible")
+    odd = ("a quoted name", "a CR in the name", "a NUL", "a cell short", "NVML failing", "65 GPUs")
+    assert not any(plain(name) for name in odd)
+
+
+CELLS = st.sampled_from(
+    ["0", "1", " 3003 ", "10.77", "[N/A]", "", "P8", "0x01", "GPU-1", "-5", "1e3", "x y",
+     '"a,b"', "a\rb", "\x1b[1m", "é", *FAILURE_WORDS, "Field \"x\" is not a valid field to query"]
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(CELLS, min_size=1, max_size=18), min_size=0, max_size=4))
+def test_any_rows_read_as_their_whole_text(cells: list[list[str]]) -> None:
+    rows = [",".join(row) for row in cells]
+    _same(GB10_HEADER, rows, SLOW_APPS)
+    width = GB10_HEADER.count(",") + 1
+    _same(GB10_HEADER, [",".join((row * width)[:width]) for row in cells], SLOW_PLAIN)

@@ -338,11 +338,21 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
     return parse_sections(node, sections, time_s, raw)
 
 
+GpuRead = tuple[tuple[NodeState, str] | None, tuple[GpuSample, ...], str]
+"""What a probe's GPU section says: the failure (state, message) or None, the GPUs (their
+process memory not set yet) and the driver version ("" without GPUs)."""
+
+
 def parse_sections(
-    node: str, sections: Mapping[str, tuple[str, int | None]], time_s: float, raw: str
+    node: str,
+    sections: Mapping[str, tuple[str, int | None]],
+    time_s: float,
+    raw: str,
+    gpu_read: GpuRead | None = None,
 ) -> NodeSample:
     """:func:`parse_probe_output`'s sample from the text's sections (:func:`split_probe`),
-    which hold the ``gpu`` one; raises for a parser bug (the caller makes it a node state)."""
+    which hold the ``gpu`` one, and its :func:`read_gpus` when the caller has it; raises for
+    a parser bug (the caller makes it a node state)."""
     if SECTION_APPS in sections:
         memory = _meminfo(sections.get(SECTION_MEMINFO, ("", None))[0])
     else:  # meminfo is not followed by the apps marker: its last line may be half a line
@@ -355,28 +365,7 @@ def parse_sections(
     host_text, host_rc = sections.get(SECTION_HOST, (None, None))
     # Without its exit status the section was cut: its last line may be half a line.
     host = parse_host(host_text if host_rc is not None or host_text is None else _whole(host_text))
-    gpu_text, gpu_rc = sections[SECTION_GPU]
-    failure = classify_failure(gpu_text, gpu_rc)
-    if failure is None and gpu_rc is None:
-        # No exit status after the CSV: the output was cut (connection dropped, command
-        # killed), so rows may be half rows and GPUs may be missing: show none, not some.
-        failure = NodeState.GARBLED, "probe output cut short (no exit status from nvidia-smi)"
-    gpus: tuple[GpuSample, ...] = ()
-    if failure is None and _gpu_rows(gpu_text) > MAX_GPUS:
-        rows = _gpu_rows(gpu_text)
-        # SSH answered: the GPUs cannot be read, the node is not down.
-        failure = (
-            NodeState.GPU_UNAVAILABLE,
-            (f"nvidia-smi listed {rows:,} GPUs (at most {MAX_GPUS} are read)"),
-        )
-    if failure is None:
-        try:
-            gpus = parse_gpu_csv(gpu_text)
-        except ParseError as exc:
-            failure = NodeState.GARBLED, str(exc)
-        else:
-            if not gpus:
-                failure = NodeState.NO_GPU, "no GPU visible"
+    failure, gpus, driver = gpu_read if gpu_read is not None else read_gpus(*sections[SECTION_GPU])
     held: Num = NA("process list unavailable")
     if apps is not None and gpus:
         held = sum_num(apps.values())
@@ -402,11 +391,38 @@ def parse_sections(
         gpus=gpus,
         memory=memory,
         raw=raw,
-        driver_version=driver_version(gpu_text) if gpus else "",
+        driver_version=driver,
         fabric=host.fabric,
         power=host.power,
         processes=processes,
     )
+
+
+def read_gpus(gpu_text: str, gpu_rc: int | None) -> GpuRead:
+    """The GPU section (its body and nvidia-smi's exit status, None when the output was cut)
+    as :func:`parse_probe_output` reads it."""
+    failure = classify_failure(gpu_text, gpu_rc)
+    if failure is None and gpu_rc is None:
+        # No exit status after the CSV: the output was cut (connection dropped, command
+        # killed), so rows may be half rows and GPUs may be missing: show none, not some.
+        failure = NodeState.GARBLED, "probe output cut short (no exit status from nvidia-smi)"
+    gpus: tuple[GpuSample, ...] = ()
+    if failure is None and _gpu_rows(gpu_text) > MAX_GPUS:
+        rows = _gpu_rows(gpu_text)
+        # SSH answered: the GPUs cannot be read, the node is not down.
+        failure = (
+            NodeState.GPU_UNAVAILABLE,
+            (f"nvidia-smi listed {rows:,} GPUs (at most {MAX_GPUS} are read)"),
+        )
+    if failure is None:
+        try:
+            gpus = parse_gpu_csv(gpu_text)
+        except ParseError as exc:
+            failure = NodeState.GARBLED, str(exc)
+        else:
+            if not gpus:
+                failure = NodeState.NO_GPU, "no GPU visible"
+    return failure, gpus, driver_version(gpu_text) if gpus else ""
 
 
 _TAIL_MARK = f"\n{MARK}{SECTION_MEMINFO}"

@@ -12,17 +12,37 @@ kept), where the text's copy of it was hashed again every poll
 
 from __future__ import annotations
 
+import functools
+
 from sparktop.model import NodeSample
+from sparktop.sources.nvsmi.cells import KNOWN_GPU_COLUMNS, text_cell
 from sparktop.sources.nvsmi.node import (
+    MAX_GPUS,
     RAW_MAX,
+    GpuRead,
     parse_probe_output,
     parse_sections,
     split_tail,
 )
 from sparktop.sources.nvsmi.stream_rows import StreamInterval
+from sparktop.sources.nvsmi.tables import CSV_KEPT, _columns, _gpu, plain_cells
 from sparktop.sources.probe import MARK, SECTION_GPU, SECTION_MEMINFO
 
 _SLOW_START = f"{MARK}{SECTION_MEMINFO}"
+
+FAILURE_WORDS = (
+    "driver/library version mismatch",
+    "no devices were found",
+    "not found",
+    "couldn't communicate with the nvidia driver",
+    "couldn't find libnvidia-ml.so",
+    "failed to initialize nvml",
+    "is not a valid field to query",
+    "gpu is lost",
+    "fallen off the bus",
+)
+"""Words without which :func:`~sparktop.sources.nvsmi.node.classify_failure` finds no failure
+in plain ASCII CSV that exited 0 (lower case; a text holding one is read the whole way)."""
 
 
 def parse_streamed(node: str, interval: StreamInterval, slow: str, time_s: float) -> NodeSample:
@@ -42,6 +62,46 @@ def parse_streamed(node: str, interval: StreamInterval, slow: str, time_s: float
         for name, section in split_tail(slow).items():
             sections.setdefault(name, section)
     try:
-        return parse_sections(node, sections, time_s, text[:RAW_MAX])
+        return parse_sections(node, sections, time_s, text[:RAW_MAX], _plain_gpus(interval, body))
     except Exception:  # the whole text's parse makes it the same node state
         return parse_probe_output(node, text, time_s)
+
+
+@functools.lru_cache(maxsize=CSV_KEPT)
+def _header_columns(header: str) -> tuple[str, ...] | None:
+    """The column names of a plain header line naming two known GPU columns (as the CSV
+    reader finds a header), else None."""
+    cells = plain_cells(header)
+    if cells is None:
+        return None
+    columns = _columns(cells)
+    return columns if len(set(columns) & KNOWN_GPU_COLUMNS) >= 2 else None
+
+
+def _plain_gpus(interval: StreamInterval, body: str) -> GpuRead | None:
+    """:func:`~sparktop.sources.nvsmi.node.read_gpus` of the interval's GPU section (its
+    ``body``, exit status 0) where every line is plain CSV (ASCII, no quote, NUL, CR or
+    escape, no failure words) under a known header, each row with the header's number of
+    cells: no failure, its GPUs, the driver version; None for anything else (the section is
+    then read as text)."""
+    columns = _header_columns(interval.header)
+    rows = interval.rows
+    if columns is None or not 0 < len(rows) <= MAX_GPUS:
+        return None
+    if not body.isascii() or "\x1b" in body:
+        return None
+    lowered = body.lower()
+    if any(word in lowered for word in FAILURE_WORDS):
+        return None
+    table = []
+    for row in rows:
+        cells = plain_cells(row)
+        if cells is None or len(cells) != len(columns):
+            return None
+        table.append(cells)
+    gpus = tuple(_gpu(columns, cells, position) for position, cells in enumerate(table))
+    driver = ""
+    if "driver_version" in columns:
+        value = text_cell(table[0][columns.index("driver_version")])
+        driver = value if isinstance(value, str) else ""
+    return None, gpus, driver

@@ -51,12 +51,29 @@ def _csv_rows(text: str) -> tuple[tuple[str, ...], ...]:
             continue
         if '"' in line or "\0" in line or len(line) > _FIELD_LIMIT:
             row = [cell.strip() for cell in next(csv.reader([line], skipinitialspace=True))]
-        else:  # what the csv module makes of a line with no quote: split at the commas
-            row = [cell.strip() for cell in line.split(",")]
-        if len(row) > 1 and row[-1] == "" and line.rstrip().endswith(","):
-            row.pop()
-        rows.append(tuple(row))
+            if len(row) > 1 and row[-1] == "" and line.rstrip().endswith(","):
+                row.pop()
+            rows.append(tuple(row))
+        else:
+            rows.append(_split(line))
     return tuple(rows)
+
+
+def _split(line: str) -> tuple[str, ...]:
+    """What the csv module makes of a line with no quote, NUL or CR: split at the commas,
+    cells stripped; a trailing comma adds no empty cell."""
+    row = [cell.strip() for cell in line.split(",")]
+    if len(row) > 1 and row[-1] == "" and line.rstrip().endswith(","):
+        row.pop()
+    return tuple(row)
+
+
+def plain_cells(line: str) -> tuple[str, ...] | None:
+    """A line's cells as :func:`csv_rows` reads it, for a non-blank line with no quote, NUL
+    or CR that the csv module's field limit allows; None for any other line."""
+    if '"' in line or "\0" in line or "\r" in line or len(line) > _FIELD_LIMIT:
+        return None
+    return _split(line) if line.strip() else None
 
 
 _FIELD_LIMIT = csv.field_size_limit()
