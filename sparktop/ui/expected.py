@@ -18,7 +18,7 @@ from sparktop.model import NA, EngineSample, is_num
 from sparktop.safe_text import printable
 from sparktop.sweep.expected.matched import RowFn
 from sparktop.ui import format as fmt
-from sparktop.ui.packing import Group, pack
+from sparktop.ui.packing import Figures, Group, pack
 from sparktop.ui.views import Cell
 
 Line = list[Cell]
@@ -96,10 +96,13 @@ def expected_lines(
     found = comparisons(got, sample)
     row_how = _how(got.ttft_s)
     compact = width < COMPACT_BELOW
+    # The load and the comparisons wrap by their figures' room, the basis by its longest
+    # word's: a strip that changed height as they changed length moved what is below it.
+    basis = Figures([(_basis(got.ttft_s), "dim")], at_least=len("interpolated"))
     groups: list[Group] = [
         [*head, (profile_name, "accent")],
-        [("mix of " if got.load.mixed else "for ", "dim"), (got.load.describe(), "")],
-        [(_basis(got.ttft_s), "dim")],
+        Figures([("mix of " if got.load.mixed else "for ", "dim"), (got.load.describe(), "")]),
+        basis,
     ]
     measured, _, serves = got.model_note.partition("; ")
     model: list[Group] = (
@@ -113,9 +116,10 @@ def expected_lines(
         counts = sorted({c for c, _ in load.running})
         running = f"{counts[0]}–{counts[-1]}" if len(counts) > 1 else f"{counts[0]}"
         groups = [
-            [(f"{'mix of ' if load.mixed else 'for '}running {running} × mean "
-              f"{load.mean_prompt:,.0f} tok, {window}", "dim")],
-            [(profile_name, "accent"), (f" {_basis(got.ttft_s)}", "dim")],
+            Figures([(f"{'mix of ' if load.mixed else 'for '}running {running} × mean "
+                      f"{load.mean_prompt:,.0f} tok, {window}", "dim")]),
+            Figures([(profile_name, "accent"), (f" {_basis(got.ttft_s)}", "dim")],
+                    at_least=len(profile_name) + len(" interpolated")),
         ]  # fmt: skip
         groups[1:1] = model
     comps: list[Group] = []
@@ -160,9 +164,9 @@ def expected_lines(
                 group.append((f" ({comp.note})", "dim"))
             if since is not None and now - since >= 1:
                 group.append((f" since {fmt.clock_time(since)}", "crit"))
-        comps.append(group)
+        comps.append(Figures(group))
     if compact:
-        return pack([[head[0], *comps[0]], *comps[1:], *groups], width)
+        return pack([Figures([head[0], *comps[0]]), *comps[1:], *groups], width)
     return pack([*groups[:1], *model, *groups[1:], *comps], width)
 
 

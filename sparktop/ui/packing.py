@@ -18,6 +18,12 @@ GAP = "  "
 """Between two groups on a line."""
 
 _WORD = re.compile(r"\S+\s*|\s+")
+_FIGURE = re.compile(r"(?<![\w/.,])\d[\d,.]*(?![\w/])( m?s\b)?")
+"""A number or duration in text, not one in a name (``p50``, ``1/ITL``)."""
+NUMBER_ROOM = 6
+"""A number's room in a :class:`Figures` group: ``16,399``, ``308.4``."""
+DURATION_ROOM = 7
+"""A duration's: ``12.50 s``, ``999 ms``."""
 
 
 class Field(list[Cell]):
@@ -31,6 +37,26 @@ class Field(list[Cell]):
     def __init__(self, cells: Sequence[Cell], value_room: int) -> None:
         super().__init__(cells)
         self.room = sum(len(text) for text, style in cells if style == "dim") + value_room
+
+
+class Figures(list[Cell]):
+    """A group of text with figures in it (the expected strip's load, each comparison),
+    measured for :func:`pack` with each number at least :data:`NUMBER_ROOM` columns and each
+    duration :data:`DURATION_ROOM` (``999`` as ``16,399``, ``9 ms`` as ``12.50 s``), and the
+    whole at least ``at_least``: where lines wrap follows what the group says (a range or one
+    count, a verdict or none), not how long its figures are this tick."""
+
+    def __init__(self, cells: Sequence[Cell], at_least: int = 0) -> None:
+        super().__init__(cells)
+        self.room = max(at_least, sum(_measure(text) for text, _ in cells))
+
+
+def _measure(text: str) -> int:
+    grown = sum(
+        max(0, (DURATION_ROOM if m.group(1) else NUMBER_ROOM) - len(m.group()))
+        for m in _FIGURE.finditer(text)
+    )
+    return len(text) + grown
 
 
 def pack(

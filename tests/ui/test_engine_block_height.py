@@ -101,3 +101,34 @@ async def test_on_screen_the_engine_lines_keep_their_height_tick_after_tick(widt
             app.save_screenshot("engine-block-120.svg", "/tmp/uifix")
     assert len(shown) > 6  # the values did change on screen
     assert len(heights) == 1, heights
+
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_the_expected_strip_keeps_its_height_as_its_figures_change_length(width: int) -> None:
+    """Windows of the same shape (two running counts, two prompt sizes, every figure
+    compared) whose figures change length (``900 ms`` / ``12.50 s``, ``800`` / ``16,399``):
+    the strip (4 columns narrower than the terminal) keeps its height; its shape (one count
+    or a range) may change it."""
+    import itertools
+
+    from sparktop.sweep.expected.matched import Load, cached_estimator, expected_for
+    from sparktop.sweep.profiles.loader import load_profile
+    from sparktop.sweep.profiles.profile import DEFAULT_PROFILE
+    from sparktop.ui.expected import DeficitClock, expected_lines
+
+    estimator = cached_estimator(load_profile(DEFAULT_PROFILE))  # columns 1, 2, 4, 8
+    heights = set()
+    for low, high, short, long, ttft, itl, rate in itertools.product(
+        (1, 2), (4, 8), (800.0, 1039.0, 4000.0), (9000.0, 16399.0), (0.9, 8.12, 12.5),
+        (0.02, 0.009), (62.0, 361.0),
+    ):  # fmt: skip
+        load = Load(((low, 10.0), (high, 20.0)), ((short, 2.0), (long, 1.0)),
+                    ((short, 1.0), (long, 1.0)), 30.0)  # fmt: skip
+        got = expected_for(estimator, load, "")
+        sample = engine(running=float(high), ttft_p50=Quantile(ttft), itl_mean_s=itl,
+                        decode_tps=rate)  # fmt: skip
+        lines = expected_lines(sample, "4x-spark-dsv41-flash-1017", lambda _, g=got: g, 25.0,
+                               DeficitClock(), 0.0, width - 4)  # fmt: skip
+        heights.add(len(lines))
+        assert max(sum(len(text) for text, _ in line) for line in lines) <= width - 4
+    assert len(heights) == 1, heights
