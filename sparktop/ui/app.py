@@ -35,6 +35,7 @@ from sparktop.ui import themes
 from sparktop.ui.app_details import DetailNavigation
 from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
+from sparktop.ui.frame import frame
 from sparktop.ui.messages import EventRecorded, LayoutChanged, SampleArrived
 from sparktop.ui.notices import no_driver_text, no_engine_text, no_node_text
 from sparktop.ui.safe_text import ControlCharacters
@@ -339,9 +340,10 @@ class SparktopApp(DetailNavigation):
     # -- rendering -------------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Render what changed since the last tick."""
+        """Render what changed since the last tick (drawn on the screen as it ends)."""
         try:
-            self._tick()
+            with frame(self):
+                self._tick()
         except NoMatches:
             if self.is_running and self.screen_stack:
                 raise

@@ -14,6 +14,7 @@ from textual.visual import Visual
 
 from sparktop.ui import format as fmt
 from sparktop.ui.events import EventLike
+from sparktop.ui.frame import FramedWidget
 from sparktop.ui.widgets.filter_bar import matches
 
 MAX_EVENTS = 500
@@ -48,7 +49,7 @@ def event_line(event: EventLike) -> Content:
     )
 
 
-class EventLog(ScrollView):
+class EventLog(ScrollView, FramedWidget):
     """Events newest first, drawn line by line: only the rows on screen are rendered, and
     only when the pane shows them. The lines are rebuilt when an event is added, the filter
     or the width changes (events are rare); what the pane holds is bounded by

@@ -34,6 +34,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.style import Style as TextualStyle
 
+from sparktop.ui.frame import FramedWidget
 from sparktop.ui.safe_text import without_control_filter
 from sparktop.ui.views import CONTINUED as VIEW_CONTINUED
 from sparktop.ui.widgets.cell_fit import fit, fit_words
@@ -71,7 +72,7 @@ class _Row:
     """The same under the cursor, while the cursor is on it."""
 
 
-class LineTable(ScrollView, can_focus=True):
+class LineTable(ScrollView, FramedWidget, can_focus=True):
     """A table of one-line rows, addressed by string keys, with a row cursor.
 
     ``set_columns`` defines the columns; rows are added, updated (``update_cell``) and removed

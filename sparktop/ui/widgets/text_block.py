@@ -13,7 +13,8 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual.visual import Visual
-from textual.widget import Widget
+
+from sparktop.ui.frame import FramedWidget
 
 NEWLINE = Content("\n")
 
@@ -28,7 +29,7 @@ def _height(lines: Sequence[Content], width: int) -> int:
     return len(NEWLINE.join(lines).wrap(width))
 
 
-class TextBlock(Widget):
+class TextBlock(FramedWidget):
     """Like ``Static`` for text that changes every tick, but cheaper to repaint:
 
     - a new text with the same number of lines (none wider than the widget) needs no layout
