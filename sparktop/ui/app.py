@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from textual import on
 from textual.app import App, ComposeResult
@@ -21,6 +21,7 @@ from textual.driver import Driver
 from textual.filter import LineFilter
 from textual.screen import Screen
 from textual.theme import Theme
+from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from sparktop import gcpolicy
@@ -49,6 +50,8 @@ from sparktop.ui.widgets.filter_bar import FilterBar, matches
 from sparktop.ui.widgets.footer import KeyFooter
 from sparktop.ui.widgets.header import AlertBar, HeaderBar
 from sparktop.ui.widgets.node_table import NodeTable
+
+_W = TypeVar("_W", bound=Widget)
 
 if TYPE_CHECKING:
     from sparktop.exporter.server import MetricsEndpoint
@@ -158,6 +161,7 @@ class SparktopApp(DetailNavigation):
         """Cells written by every tick so far (the 1 s UI timer may tick between a poll and
         its own render, so what a poll changed is a difference of this, not one tick's)."""
         self._theme_names: list[str] = []
+        self._main_widgets: dict[type[Widget] | str, Widget] = {}
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -325,12 +329,12 @@ class SparktopApp(DetailNavigation):
 
     def add_event(self, event: EventLike) -> None:
         """Add an event (derived transition or the alert engine's) to the events pane."""
-        self.query_one(EventLog).add(event)
+        self._main(EventLog).add(event)
         self.post_message(EventRecorded(event))
 
     def set_active_alerts(self, alerts: Sequence[AlertLike]) -> None:
         """Show active alerts in the alert bar (severity, subject, message, since_s)."""
-        self.query_one(AlertBar).show_alerts(alerts, self.clock())
+        self._main(AlertBar).show_alerts(alerts, self.clock())
 
     async def poll_now(self) -> None:
         """Poll every source once and render (tests, the ``r`` key)."""
@@ -338,6 +342,15 @@ class SparktopApp(DetailNavigation):
         self.tick()
 
     # -- rendering -------------------------------------------------------------------------
+
+    def _main(self, kind: type[_W], selector: str | None = None) -> _W:
+        """``query_one(selector or kind)`` on the main screen, kept while the widget is
+        attached (its widgets are made once; a tick asked for ten, ~6 µs each)."""
+        key = selector or kind
+        found = self._main_widgets.get(key)
+        if found is None or not found.is_attached:
+            found = self._main_widgets[key] = self.query_one(selector or kind.__name__, kind)
+        return cast(_W, found)
 
     def tick(self) -> None:
         """Render what changed since the last tick (drawn on the screen as it ends)."""
@@ -359,39 +372,40 @@ class SparktopApp(DetailNavigation):
             for event in alerts.update(self.state, now):
                 self.add_event(event)
             self.set_active_alerts(alerts.active())
-        table = self.query_one(NodeTable)
+        table = self._main(NodeTable)
         rows = node_rows(
             self.state, self.known_gpus, view_now, config, table.narrow, table.columns_spec,
             alerts.last_context if alerts is not None else None,
         )  # fmt: skip
         self.node_states = node_states(rows)
-        query = self.query_one(FilterBar).query_text
+        query = self._main(FilterBar).query_text
         if query:
             rows = [r for r in rows if matches(query, (r.node, *(c[0] for c in r.cells.values())))]
-        self.query_one(EnginePanel).query_text = query
-        self.query_one(EventLog).set_filter(query)
+        engines, log = self._main(EnginePanel), self._main(EventLog)
+        engines.query_text = query
+        log.set_filter(query)
         cells = table.sync(rows)
-        cells += self.query_one(EnginePanel).sync(
+        cells += engines.sync(
             self.state, view_now, config, self.engine_order, self.max_num_seqs,
             self.plan.profile_name_for, self.expected_row,
             alerts.active() if alerts is not None else (),
         )  # fmt: skip
         newest = self.state.newest_time_s()
-        self.query_one(HeaderBar).show(
+        self._main(HeaderBar).show(
             config.cluster, config.profile, self.poller.interval_s,
             None if newest is None else now - newest,
             paused=self.poller.paused, recording=self.recording,
             recording_failed=isinstance(alerts, AlertPipeline) and alerts.recording_failed,
         )  # fmt: skip
-        self.query_one(EventLog).flush()
-        pane = self.query_one(Body).pane
+        log.flush()
+        pane = self._main(Body).pane
         if pane is not None:
             pane.live_changed(self.live_engine())
         if isinstance(self.screen, LiveScreen):
             self.screen.follow(self)
         nodes = self.state.nodes.values()
         no_driver = bool(nodes) and all(s.state is NodeState.NO_DRIVER for s in nodes)
-        self.query_one("#notice").display = no_driver
+        self._main(Static, "#notice").display = no_driver
         self.ticks += 1
         self.last_tick_cells = cells
         self.cells_written += cells
