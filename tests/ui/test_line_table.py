@@ -7,6 +7,7 @@ from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.filter import LineFilter
 from textual.geometry import Region
+from textual.widgets import Input
 
 from sparktop.ui.safe_text import without_control_filter
 from sparktop.ui.widgets.line_table import LineColumn, LineTable
@@ -260,3 +261,56 @@ async def test_lines_turned_to_truecolor_as_drawn_are_the_filtered_lines(theme: 
         filtered.focus()
         await pilot.pause()
         assert own_focused == filtered.render_lines(region)
+
+
+class PlainTable(App[None]):
+    CSS = "LineTable { max-height: 12; }"
+
+    def compose(self) -> ComposeResult:
+        yield LineTable()
+        yield Input()
+
+    def on_mount(self) -> None:
+        table = self.query_one(LineTable)
+        table.set_columns(LineColumn(f"c{c}", f"col{c}", 6) for c in range(COLUMNS))
+        for r in range(ROWS):
+            cells = {f"c{c}": (f"r{r}c{c}", "$text-error" if r % 3 else "") for c in range(4)}
+            table.add_row(f"r{r}", cells, r)
+
+
+async def test_lines_drawn_past_the_styles_cache_are_textuals(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A plain table's lines skip Textual's styled render (no border, padding, tint...):
+    the same strips as through it, whole or cut, scrolled, focused or not; with padding
+    the table takes Textual's render again."""
+    app = PlainTable()
+    async with app.run_test(size=(30, 30)) as pilot:  # scrolls both ways
+        table = app.query_one(LineTable)
+        app.set_focus(None)
+        await pilot.pause()
+        width, height = table.region.size
+        crops = [Region(0, 0, width, height), Region(0, 3, width, 2), Region(5, 1, 9, 4)]
+
+        def same() -> None:
+            for crop in crops:
+                plain = table.render_lines(crop)
+                with monkeypatch.context() as patch:
+                    patch.setattr(table, "_plain_lines", lambda crop: None)
+                    styled = table.render_lines(crop)
+                assert plain == styled
+
+        for _ in range(2):
+            same()
+            assert table._plain_lines(crops[0]) is not None
+            table.move_cursor(20)
+            table.scroll_to(x=3, animate=False)
+            await pilot.pause()
+            assert table.scroll_x == 3 and table.scroll_y > 0
+            same()
+            table.focus()
+            await pilot.pause()
+        table.styles.padding = (0, 1)
+        await pilot.pause()
+        assert table._plain_lines(crops[0]) is None
+        same()
