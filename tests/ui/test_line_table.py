@@ -314,3 +314,24 @@ async def test_lines_drawn_past_the_styles_cache_are_textuals(
         await pilot.pause()
         assert table._plain_lines(crops[0]) is None
         same()
+
+
+async def test_a_changed_row_leaves_the_scrollbar_as_it_is() -> None:
+    """A changed row refreshes the row's cells, not the scrollbar beside it (Rich would
+    render it again for every changed row); scrolling moves the scrollbar as before."""
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one(LineTable)
+        await pilot.pause()
+        rows_width = table.scrollable_content_region.width
+        assert rows_width < table.size.width  # a scrollbar is shown
+        table.update_cell("r5", "c2", ("NEW", ""))
+        regions = set(table._repaint_regions)
+        assert regions and all(r.right <= rows_width for r in regions)
+        await pilot.pause()
+        assert "NEW" in app.export_screenshot()
+        scrollbar = table.vertical_scrollbar
+        before = scrollbar.position
+        table.move_cursor(25)
+        await pilot.pause()
+        assert scrollbar.position > before

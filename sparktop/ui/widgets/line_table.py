@@ -164,6 +164,9 @@ class LineTable(ScrollView, FramedWidget, can_focus=True):
         """Whether the styles (as of their cache key) let :meth:`_plain_lines` draw."""
         self._shown_size = Size(0, 0)
         """The size at the last repaint: a row below it is drawn when it comes into view."""
+        self._rows_width = 0
+        """The width left of the vertical scrollbar at the last repaint: a changed row
+        refreshes only that (the scrollbar, drawn by Rich, would be rendered again)."""
         self._held: list[Region] | None = None
         """Rows to refresh at the end of :meth:`held_refresh` (None: refreshed at once)."""
         self.strips_built = 0
@@ -388,7 +391,7 @@ class LineTable(ScrollView, FramedWidget, can_focus=True):
 
     def _refresh_row(self, index: int) -> None:
         y = index + 1 - round(self.scroll_y)  # on screen, under the header
-        width, height = self._shown_size
+        width, height = self._rows_width, self._shown_size.height
         if 1 <= y < height:
             if self._held is not None:
                 self._held.append(Region(0, y, width, 1))
@@ -501,6 +504,7 @@ class LineTable(ScrollView, FramedWidget, can_focus=True):
     def render_lines(self, crop: Region) -> list[Strip]:
         # Read once per repaint what every line needs (``size`` walks the styles).
         size = self._shown_size = self.size
+        self._rows_width = self.scrollable_content_region.width
         self._frame = (size.width, round(self.scroll_x), round(self.scroll_y))
         try:
             lines = self._plain_lines(crop)
