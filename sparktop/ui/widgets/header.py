@@ -153,6 +153,12 @@ class AlertBar(TextBlock):
 
     def show_alerts(self, alerts: Sequence[AlertLike], now: float | None = None) -> None:
         now = time.time() if now is None else now
+        # None before and none now (most ticks): the line is as it was (a resize shows it
+        # again through :meth:`on_resize`, which asks with the alerts it holds).
+        shown = self._shown
+        if not alerts and not self.alerts and shown and shown[-1] == self.content_size.width:
+            self._now = now
+            return
         # Firing alerts first (most severe, newest), then those already recovering: their
         # message is the worst reading, so they must not read as if it were still happening.
         self.alerts = tuple(
