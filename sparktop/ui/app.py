@@ -6,6 +6,7 @@ Data flows one way: sources → :class:`~sparktop.poller.Poller` (its own tasks)
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -162,6 +163,7 @@ class SparktopApp(DetailNavigation):
         its own render, so what a poll changed is a difference of this, not one tick's)."""
         self._theme_names: list[str] = []
         self._main_widgets: dict[type[Widget] | str, Widget] = {}
+        self._tick_handle: asyncio.TimerHandle | None = None
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -238,8 +240,7 @@ class SparktopApp(DetailNavigation):
             self.poller.start()
         if self.metrics is not None:
             self.run_worker(self.metrics.start(), name="serve-metrics")
-        tick_s = 0.5 if self.view_config.interval_s < 1 else 1.0
-        self.set_interval(tick_s, self.tick, name="ui-tick")
+        self._tick_every(0.5 if self.view_config.interval_s < 1 else 1.0)
         self.tick()
         # Engines only: the engines pane has the focus (never the filter's input, which
         # Textual's auto-focus would pick, so q would be typed, not quit).
@@ -342,6 +343,25 @@ class SparktopApp(DetailNavigation):
         self.tick()
 
     # -- rendering -------------------------------------------------------------------------
+
+    def _tick_every(self, interval_s: float) -> None:
+        """Call :meth:`tick` every ``interval_s`` from the event loop, on a fixed grid (a late
+        tick skips the slots it missed, as Textual's timers do). A Textual timer wakes its
+        own task through a sleeping future each time: two callbacks a tick, not one."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+
+        def run() -> None:
+            if self._exit:
+                return
+            slots = int((loop.time() - start) / interval_s) + 1
+            self._tick_handle = loop.call_at(start + slots * interval_s, run)
+            try:
+                self.tick()
+            except Exception as error:  # as a Textual timer's callback: the app shows it
+                self._handle_exception(error)
+
+        self._tick_handle = loop.call_at(start + interval_s, run)
 
     def _main(self, kind: type[_W], selector: str | None = None) -> _W:
         """``query_one(selector or kind)`` on the main screen, kept while the widget is
@@ -519,6 +539,8 @@ class SparktopApp(DetailNavigation):
         self.exit(130)
 
     async def on_unmount(self) -> None:
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
         await self.poller.aclose()
         if self.metrics is not None:
             await self.metrics.close()
