@@ -220,3 +220,19 @@ def test_csv_lines_split_as_the_csv_module_splits_them(line: str) -> None:
     except csv.Error as exc:
         got = (("error", str(exc)),)
     assert got == by_csv(line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["clocks.sm", "temperature.gpu", "power.draw", "memory.used", "x.counter"]),
+    st.one_of(
+        st.sampled_from(["0", "3003", "10.77", "[N/A]", "", " 55 ", "-1", "99999", "1e400"]),
+        st.text(alphabet="0123456789.-e [NA/]x", max_size=60),
+    ),
+)
+def test_a_kept_gpu_cell_reads_as_it_reads_anew(column: str, text: str) -> None:
+    from sparktop.sources.nvsmi.cells import plausible
+    from sparktop.sources.nvsmi.tables import _number
+
+    for _ in range(2):  # the second read is the kept one (for a short cell)
+        assert _number(column, text) == plausible(column, parse_cell(text))

@@ -162,6 +162,32 @@ class _Layout:
     absent: tuple[str, ...]
     """GpuSample attributes of the numeric columns not queried."""
     counters: tuple[tuple[str, str, int], ...]
+    texts: tuple[int | None, ...]
+    """The places of ``index``, ``uuid``, ``name``, ``pstate`` and
+    ``clocks_event_reasons.active`` (None: not queried)."""
+
+
+_TEXTS = ("index", "uuid", "name", "pstate", "clocks_event_reasons.active")
+CELLS_KEPT = 4096
+"""GPU cells kept read (:func:`_kept`): most of a row's cells (counters, limits, [N/A], idle
+readings) are the same text from poll to poll."""
+KEPT_CHARS = 40
+"""Longer cells are read each time (a hostile one may be ~128 KiB: not kept 4,096 times)."""
+
+
+@functools.lru_cache(maxsize=CELLS_KEPT)
+def _kept(column: str, text: str) -> float | NA:
+    return plausible(column, parse_cell(text))
+
+
+def _number(column: str, text: str) -> float | NA:
+    """``plausible(column, parse_cell(text))``, kept for the newest short cells."""
+    if len(text) > KEPT_CHARS:
+        return plausible(column, parse_cell(text))
+    return _kept(column, text)
+
+
+_NOT_QUERIED = NA("not queried")
 
 
 @functools.lru_cache(maxsize=CSV_KEPT)
@@ -172,30 +198,27 @@ def _layout(columns: tuple[str, ...]) -> _Layout:
         numbers=tuple((c, attr, at[c]) for c, attr in NUMERIC_COLUMNS.items() if c in at),
         absent=tuple(attr for c, attr in NUMERIC_COLUMNS.items() if c not in at),
         counters=tuple((c, attr, at[c]) for c, attr in COUNTER_COLUMNS.items() if c in at),
+        texts=tuple(at.get(c) for c in _TEXTS),
     )
 
 
 def _gpu(columns: tuple[str, ...], row: Sequence[str], position: int) -> GpuSample:
     """One GPU from a row that fits ``columns`` (the layout is the header's, kept)."""
     layout = _layout(columns)
-    at = layout.at
-    cells = {column: row[i] for column, i in at.items()}
-    index = parse_cell(cells.get("index", ""))
-    uuid = text_cell(cells.get("uuid", ""))
-    name = text_cell(cells.get("name", ""))
-    numbers: dict[str, Num] = {
-        attr: plausible(column, parse_cell(row[i])) for column, attr, i in layout.numbers
-    }
+    index_at, uuid_at, name_at, pstate_at, mask_at = layout.texts
+    index = parse_cell(row[index_at]) if index_at is not None else None
+    uuid = text_cell(row[uuid_at]) if uuid_at is not None else None
+    name = text_cell(row[name_at]) if name_at is not None else None
+    numbers: dict[str, Num] = {attr: _number(column, row[i]) for column, attr, i in layout.numbers}
     for attr in layout.absent:
-        numbers[attr] = NA("not queried")
-    mask_text = cells.get("clocks_event_reasons.active")
-    counters = {attr: plausible(column, parse_cell(row[i])) for column, attr, i in layout.counters}
+        numbers[attr] = _NOT_QUERIED
+    counters = {attr: _number(column, row[i]) for column, attr, i in layout.counters}
     return GpuSample(
-        index=int(index) if is_num(index) else position,
+        index=int(index) if index is not None and is_num(index) else position,
         uuid=uuid if isinstance(uuid, str) else "",
         name=name if isinstance(name, str) else "",
-        pstate=text_cell(cells["pstate"]) if "pstate" in cells else NA("not queried"),
-        clock_event_mask=parse_mask(mask_text) if mask_text is not None else NA("not queried"),
+        pstate=text_cell(row[pstate_at]) if pstate_at is not None else _NOT_QUERIED,
+        clock_event_mask=parse_mask(row[mask_at]) if mask_at is not None else _NOT_QUERIED,
         counters=SlowdownCounters(**counters),
         **numbers,
     )
