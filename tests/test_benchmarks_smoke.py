@@ -147,14 +147,17 @@ def test_soak_records_ticks_and_reads_memory_each_round(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_window_sorts_every_outcome() -> None:
-    # A SIGINT 300 ms after the spawn: never a traceback. Which clean outcome depends on the
-    # machine: the command's own 130, the interpreter not started yet (a loaded machine), or
-    # the budget already done (it takes ~0.1 s CPU since its profiles ship precomputed).
+    # A SIGINT 300 ms after the spawn, sorted into one of the known outcomes. Which one depends
+    # on the machine: the command's own 130, the interpreter not started yet, the budget
+    # already done (~0.1 s of CPU), or a traceback: on a loaded 2-core machine the
+    # interpreter's own start-up (``site``, before any script runs) can outlast 300 ms, and a
+    # SIGINT there prints one whatever the script does. The window itself is the benchmark's
+    # figure, measured on a quiet machine, not asserted here.
     found = bench_ctrl_c.measure(max_ms=300, step_ms=300, rounds=1)
     assert set(found) == {"scripts/sparktop", "pip wrapper"}
-    clean = {bench_ctrl_c.CLEAN, bench_ctrl_c.KILLED, "exit 0 b''"}
+    known = {bench_ctrl_c.CLEAN, bench_ctrl_c.KILLED, bench_ctrl_c.TRACEBACK, "exit 0 b''"}
     for by_delay in found.values():
-        assert sum(by_delay[300].values()) == 1 and set(by_delay[300]) <= clean, by_delay
+        assert sum(by_delay[300].values()) == 1 and set(by_delay[300]) <= known, by_delay
     assert names(bench_ctrl_c.figures(found, 300)) == [
         "scripts/sparktop: traceback window",
         "pip wrapper: traceback window",
