@@ -15,14 +15,14 @@
    at the end of every round of the scenario (the same phase each time), and the pane's
    count every simulated second. Blocks are read as a leak check reads them: after a full
    collection (``gc.collect()``) and with the Prometheus reader's page-to-page value memo
-   emptied (``forget_values``: bounded, but that table fills with each scrape's new
-   counter texts and starts over at 32,768, a ramp of ~60 k blocks and a drop about every
-   hour, so counted with it the figure read where that table was in its fill: +3.3 % and
-   -5.4 % on two runs); the count with it is printed too. Bounded means: no more
-   history points at the end than at minute 20 (every series is full by then) and
-   allocated Python blocks grow ≤ 1 % from the first checkpoint with the events pane full
-   to the end. A run that ends before the pane is full (``--quick``, or the limit) says so
-   and is judged from its last-but-one checkpoint. ``--trace`` (about 3× slower) prints
+   emptied (``forget_values``: bounded, but that table fills with each scrape's new counter
+   texts and starts over once full (``MAX_VALUES``; at 32,768, a ramp of ~60 k blocks and a
+   drop about every hour), so counted with it the figure read where that table was in its
+   fill: +3.3 % and -5.4 % on two runs); the count with it is printed too. Bounded means: no
+   more history points at the end than at minute 20 (every series is full by then) and
+   allocated Python blocks grow ≤ 1 % from the first checkpoint with the events pane full to
+   the end. A run that ends before the pane is full (``--quick``, or the limit) says so and
+   is judged from its last-but-one checkpoint. ``--trace`` (about 3× slower) prints
    tracemalloc's largest growths by file:line between checkpoints.
 
 Run: ``python benchmarks/bench_cpu.py [--quick] [--only cpu|history] [--trace]``

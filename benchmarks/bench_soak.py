@@ -11,8 +11,8 @@ recorded, every alert event runs a real command (``true``) and is logged.
 At every round of the scenario (380 simulated seconds: the same phase each time) the
 process's RSS and allocated Python blocks are read after a full collection (``gc.collect()``),
 with the value texts the Prometheus reader keeps from page to page (a memo bounded at
-32,768 that fills with each scrape's new counter texts and starts over: ~60 k blocks of
-ramp and drop about every hour, not growth; left as it is, since RSS is what a user pays);
+``MAX_VALUES`` that fills with each scrape's new counter texts and starts over: ~2 blocks a
+text of ramp and drop, not growth; left as it is, since RSS is what a user pays);
 with ``--trace`` (slower), tracemalloc's largest growths by file:line between checkpoints
 are printed too. Judged: RSS growth from the first checkpoint at or after minute 30 to the end
 ≤ 5 MB, over at least 2 hours (``--minutes``; ``--quick`` runs 40 minutes and judges
@@ -63,7 +63,7 @@ class Point:
     rss_mb: float
     blocks: int
     values: int
-    """Value texts in the Prometheus reader's memo (it starts over at 32,768)."""
+    """Value texts in the Prometheus reader's memo (it starts over at ``MAX_VALUES``)."""
     events: int
     wall_s: float
 

@@ -79,7 +79,7 @@ def held_blocks() -> Held:
     are not held), then again after :func:`sparktop.sources.exposition.text.forget_values`.
     That table of value texts is bounded (``MAX_VALUES``) but fills with every scrape's new
     counter texts and starts over once full (~3,500 texts a 380 s round at 2 engines, about
-    2 blocks each: a ramp of ~60 k blocks and a drop about every 60 simulated minutes), so
+    2 blocks each: a ramp and a drop every few rounds), so
     blocks counted with it say where it is in that fill, not whether anything grows. CPython's
     own leak hunt (``regrtest -R``) empties its bounded caches before it counts, likewise."""
     from sparktop.sources.exposition.text import forget_values, memo_sizes

@@ -13,7 +13,9 @@ every 3 lines so runs are cut where the line reader looks at them.
 
 from __future__ import annotations
 
+import gc
 import re
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import product
@@ -328,6 +330,37 @@ def test_the_tables_shared_by_pages_start_afresh_once_full() -> None:
     assert len(promtext._PASSED[DEFAULT.max_labels]) < 10
     assert len(promtext._VALUES[0]) < 10
     assert both(small, None) == first  # read again from the tables it filled
+
+
+def test_the_value_table_holds_two_rounds_of_big_engine_pages_in_about_a_mib() -> None:
+    """Full, the value table holds about a MiB (each text is the page's own string); a round
+    of eight engines serving the full 8-rank page fills under half of it, so each
+    page finds the texts it repeats from the round before."""
+    engines = [FakeVllm(engines=8, full=True, spec_decode=True) for _ in range(8)]
+    for i, engine in enumerate(engines):  # each at its own point of its run: other counts
+        engine.advance(60.0 * (i + 1))
+    promtext.forget_values()
+    for engine in engines:
+        assert parse_page(engine.page().decode(), WANTED).samples
+    assert 0 < len(promtext._VALUES[0]) <= promtext.MAX_VALUES // 2
+    # Full: distinct value texts as a page's counters have them.
+    page = "# TYPE g gauge\n" + "".join(
+        f"g {i * 7919 % 10**7}.{i % 97}\n" for i in range(promtext.MAX_VALUES - 1)
+    )
+    promtext.forget_values()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        parse_page(page, None, bounds=ParseBounds(max_cpu_s=60.0))
+        gc.collect()
+        full = tracemalloc.get_traced_memory()[0]
+        assert len(promtext._VALUES[0]) == promtext.MAX_VALUES - 1
+        promtext.forget_values()
+        gc.collect()
+        held = full - tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 1.25 * 2**20, f"{held / 2**20:.2f} MiB held by a full value table"
 
 
 def test_the_value_memo_is_counted_and_emptied_for_a_leak_check() -> None:

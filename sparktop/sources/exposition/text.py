@@ -189,7 +189,12 @@ _VALUES: list[dict[str, float]] = [{}]
 """Value text → value (:func:`~sparktop.sources.exposition.runs.number`), shared by the pages read
 the same way (bucket counts and gauges repeat from scrape to scrape); a page starts a fresh
 one once it holds :data:`MAX_VALUES`."""
-MAX_VALUES = 32_768
+MAX_VALUES = 8_192
+"""About 0.9 MB when full (~110 B a text, the page's string kept as its key; 32,768 held
+3.7 MB). A round of scrapes repeats what it can from the one before while the table holds
+both: a vLLM page has ~75 texts the engine row reads, a full 8-rank page ~480, so 8 such
+engines fill under half. Past the cap the table starts over: the next page of each engine
+reads its texts again (+9-15 % of that page's parse), nothing is lost."""
 
 
 def _page_values() -> dict[str, float]:
