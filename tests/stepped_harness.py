@@ -1,4 +1,4 @@
-"""The alert harness on a simulator whose clock moves only when the harness polls.
+"""The simulator on a clock moved by hand, and the alert harness on it.
 
 :class:`~tests.alerts_sim_harness.Harness` on :func:`~tests.sim_helpers.running_sim` polls a
 simulator whose clock runs at ``speed`` × wall time: on a loaded machine one poll can take
@@ -6,6 +6,8 @@ several simulated seconds, while the alerts still count it as one, so what a tes
 depends on how busy the machine is. Here simulated time is set by hand, one second before
 every poll (the scenario's due actions carried out then, as the runner's tick would), so
 poll N always reads the simulator at simulated second N, whatever the machine's speed.
+Tests without the harness move it with :func:`step_to` (a scenario's fault at its time,
+however long the machine took to get there).
 """
 
 from __future__ import annotations
@@ -42,13 +44,19 @@ async def stepped_sim(**options: object) -> AsyncIterator[SimHandle]:
         await sim.close()
 
 
+async def step_to(sim: SimHandle, sim_s: float) -> None:
+    """Move a :func:`stepped_sim` to simulated second ``sim_s`` and carry out the scenario's
+    actions due by then."""
+    clock = sim.clock
+    assert isinstance(clock, HandClock), "step_to needs stepped_sim()"
+    clock.set(sim_s)
+    await sim.step()
+
+
 class SteppedHarness(Harness):
     """:class:`Harness` on :func:`stepped_sim`: each poll first moves the clock to the
     simulated second it reads, so the harness never waits and never falls behind."""
 
     async def poll(self) -> list[Event]:
-        clock = self.sim.clock
-        assert isinstance(clock, HandClock), "SteppedHarness needs stepped_sim()"
-        clock.set(self.t0 + self.polls + 1.0)
-        await self.sim.step()
+        await step_to(self.sim, self.t0 + self.polls + 1.0)
         return await super().poll()

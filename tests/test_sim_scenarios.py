@@ -11,6 +11,7 @@ import pytest
 from sparktop.model import EngineSample, EngineState, NodeSample, NodeState, is_num
 from sparktop.sim.engine import LoadSpec
 from sparktop.sim.gpu import MEM_TOTAL_KB
+from sparktop.sim.scenarios import LEAD_S
 from tests.sim_helpers import (
     engine_sample,
     engine_source,
@@ -21,6 +22,7 @@ from tests.sim_helpers import (
     samples,
     until,
 )
+from tests.stepped_harness import step_to, stepped_sim
 
 
 async def test_normal_run_looks_like_a_loaded_gb10_cluster() -> None:
@@ -130,13 +132,17 @@ async def test_pool_exhaustion_fills_kv_queues_and_preempts() -> None:
 
 
 async def test_node_down_is_unreachable_then_ok_again() -> None:
-    async with running_sim(speed=20, scenario="node-down") as sim:
+    # Simulated time moved by hand: at 20x a loaded machine's first SSH handshake outlasted
+    # the scenario's lead (0.25 s of wall time), and the node was down before it was seen up.
+    async with stepped_sim(scenario="node-down") as sim:
         nodes = node_sources(sim)
         down = nodes[sim.targets.down]
         try:
             assert (await node_sample(down)).ok
+            await step_to(sim, LEAD_S)  # down for 30 s from here
             gone = await until(lambda: node_sample(down), lambda s: not s.ok)
             other = await node_sample(nodes["spark-1"])
+            await step_to(sim, LEAD_S + 30.0)
             back = await until(lambda: node_sample(down), lambda s: s.ok)
         finally:
             await asyncio.gather(*(s.aclose() for s in nodes.values()))
@@ -147,13 +153,18 @@ async def test_node_down_is_unreachable_then_ok_again() -> None:
 
 
 async def test_server_restart_resets_counters_and_is_reported() -> None:
-    async with running_sim(speed=10, scenario="server-restart") as sim:
+    # By hand too: at 10x the restart came 0.5 s of wall time after the start, before a
+    # loaded machine's first scrape, and its 3 s of downtime could fall between two scrapes.
+    async with stepped_sim(scenario="server-restart") as sim:
         source = engine_source(sim)
         try:
+            await step_to(sim, 1.0)
             before = await until(
                 lambda: engine_sample(source), lambda e: e.ok and sim.cluster.now < 4.0
             )
+            await step_to(sim, LEAD_S)  # the restart: down for 3 s
             down = await until(lambda: engine_sample(source), lambda e: not e.ok)
+            await step_to(sim, LEAD_S + 4.0)
             after = await until(lambda: engine_sample(source), lambda e: e.ok)
         finally:
             await source.aclose()
@@ -213,6 +224,11 @@ async def test_a_long_prefill_in_progress_shows_before_its_prompt_is_counted() -
 
 async def test_32_nodes_answer_at_once() -> None:
     async with running_sim(nodes=32, engines=8, speed=5) as sim:
+        # 32 handshakes at once in this one process: on a loaded machine they outlast the
+        # default 5 s (every node 'no SSH answer within 5 s' at load 17). That they all
+        # answer is the test, not how fast: a hang guard of a minute.
+        with sim.inventory_path.open("a") as inventory:
+            inventory.write("ssh: {connect_timeout_s: 60, command_timeout_s: 60}\n")
         nodes = node_sources(sim)
         try:
             results = await asyncio.gather(*(node_sample(s) for s in nodes.values()))
