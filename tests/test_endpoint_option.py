@@ -152,3 +152,29 @@ def test_the_plan_says_where_each_engine_was_named(tmp_path: Path) -> None:
     assert [s._named_on for p in (given, found, listed) for s in p.engine_sources()] == [  # type: ignore[attr-defined]
         "endpoint", "local", "inventory"
     ]  # fmt: skip
+
+
+def test_a_declared_kind_is_honoured_and_a_page_of_another_kind_said_on_the_row(
+    two_servers: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--kind`` and an inventory's ``kind:`` are read as stated, not replaced by what the
+    page looks like: a page of another kind leaves the row unreadable saying which."""
+    llama, vllm = two_servers
+    code, doc, _ = snapshot(capsys, "--endpoint", llama, "--kind", "vllm")
+    (engine,) = doc["engines"]
+    assert engine["kind"] == "vllm" and engine["state"] != "ok"
+    assert "declared kind vllm but the page is llama.cpp's" in engine["message"]
+    assert code == 1
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(
+        "engines:\n"
+        f"  - {{name: a, url: '{vllm}', kind: llamacpp}}\n"
+        f"  - {{name: b, url: '{llama}', kind: llamacpp}}\n"
+        f"  - {{name: c, url: '{vllm}'}}\n"
+    )
+    main(["snapshot", "-i", str(inventory), "--json", "--window", "0"])
+    a, b, c = json.loads(capsys.readouterr().out)["engines"]
+    assert a["kind"] == "llamacpp" and a["state"] != "ok"
+    assert "declared kind llamacpp but the page is vLLM's" in a["message"]
+    # The declared kind matching the page, or none declared: read as usual.
+    assert (b["kind"], b["state"], c["kind"], c["state"]) == ("llamacpp", "ok", "vllm", "ok")

@@ -21,7 +21,7 @@ from sparktop.model import NA, EngineSample, EngineState, Num, RankStats, is_num
 from sparktop.sources.engines.breakdown import PHASE_VALUES, breakdown, phases
 from sparktop.sources.engines.kinds import DEFAULT, KINDS, spec_for
 from sparktop.sources.engines.pool import Limits, label_int, resolve_limit, resolve_pool
-from sparktop.sources.engines.reading import PageReading, detect_kind, read_page
+from sparktop.sources.engines.reading import PageReading, detect_kind, kind_mismatch, read_page
 from sparktop.sources.engines.stillness import RankClocks
 from sparktop.sources.engines.window import (
     EngineValues,
@@ -81,6 +81,7 @@ class MetricsDeriver:
         engine: str,
         *,
         kind: str = DEFAULT.kind,
+        declared: bool = False,
         inventory: Limits | None = None,
         profile: Limits | None = None,
         window_s: float = 30.0,
@@ -89,6 +90,7 @@ class MetricsDeriver:
     ) -> None:
         self.engine = engine
         self.kind = kind
+        self.declared = declared
         self.inventory = inventory or Limits()
         self.profile = profile or Limits()
         self.window_s = window_s
@@ -108,6 +110,11 @@ class MetricsDeriver:
     def has_history(self) -> bool:
         """True once a scrape has been kept (the next one has a window to diff against)."""
         return bool(self._history)
+
+    def kind_of(self, page: PromPage) -> str:
+        """The kind ``page`` is read as: the declared one (``kind:``, ``--kind``), else the
+        one whose samples it has (:func:`detect_kind`, ``kind`` breaking ties)."""
+        return self.kind if self.declared else detect_kind(page, self.kind)
 
     def reset(self) -> None:
         """Forget every past scrape (a new connection or a new server)."""
@@ -137,7 +144,7 @@ class MetricsDeriver:
         A page refused whole (``page.error``: invalid, or over a parse bound) or without any
         engine sample gives an UNAVAILABLE sample saying why.
         """
-        kind = detect_kind(page, self.kind)
+        kind = self.kind_of(page)
         # A series repeated with another value is ambiguous: n/a, not the first value.
         reading = read_page(page.ambiguous_as_nan(), kind)
         head = EngineSample(
@@ -160,7 +167,8 @@ class MetricsDeriver:
             same = page.duplicates - len(page.conflicts)
             notes.append(f"{same} repeated series ignored (the first is read)")
         if reading.samples == 0:
-            why = _empty_reason(page, reading)
+            mismatch = kind_mismatch(page, kind) if self.declared else ""
+            why = f"{mismatch} (fix or drop the kind)" if mismatch else _empty_reason(page, reading)
             if reading.declared_empty:
                 # The server answered with its engine's families, just no values yet: the
                 # engine is up but unreadable (DEGRADED), not down.

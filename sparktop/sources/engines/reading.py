@@ -243,6 +243,19 @@ def detect_kind(page: PromPage, hint: str = DEFAULT.kind) -> str:
     return next(kind for kind, present in has.items() if present)
 
 
+def kind_mismatch(page: PromPage, declared: str) -> str:
+    """Why a page cannot be read as the ``declared`` kind (an inventory's ``kind:``,
+    ``--kind``): ``declared kind llamacpp but the page is vLLM's`` when it has none of that
+    kind's samples and another kind's; "" when it has some, or no engine's at all."""
+    has = {kind: any(map(page.samples.get, names)) for kind, names in _KIND_NAMES.items()}
+    if has.get(declared):
+        return ""
+    found = [KINDS[kind].label for kind, present in has.items() if present]
+    if not found:
+        return ""
+    return f"declared kind {declared} but the page is {' and '.join(found)}'s"
+
+
 def read_page(page: PromPage, kind: str) -> PageReading:
     """Group one page's engine samples by rank through the tables of ``kind``."""
     spec = spec_for(kind)

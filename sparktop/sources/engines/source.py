@@ -52,7 +52,7 @@ from sparktop.sources.engines.kinds import DEFAULT, spec_for
 from sparktop.sources.engines.metrics import MetricsDeriver
 from sparktop.sources.engines.pool import Limits, for_command_line
 from sparktop.sources.engines.props import Props, fetch_props
-from sparktop.sources.engines.reading import detect_kind, parse_engine_page
+from sparktop.sources.engines.reading import parse_engine_page
 from sparktop.sources.engines.slots import fetch_slot_prompts
 from sparktop.sources.engines.wire import EngineClient, split_url
 from sparktop.sources.exposition.page import PromPage
@@ -119,6 +119,8 @@ class EngineSource:
         self._named_on = named_on
         self.url = config.url.rstrip("/")
         self.engine_kind = config.kind or DEFAULT.kind
+        # A kind the inventory or --kind states is read as stated; otherwise the page says.
+        declared = "kind" in getattr(config, "model_fields_set", ())
         self.first_window_s = first_window_s
         self._key_env = config.api_key_env
         self._api_key = api_key
@@ -138,6 +140,7 @@ class EngineSource:
         self.deriver = MetricsDeriver(
             self.name,
             kind=self.engine_kind,
+            declared=declared,
             inventory=inventory_limits or Limits.from_config(config),
             profile=profile_limits or Limits(),
             # The whole one-shot window stays in the rate window, however long it is.
@@ -260,7 +263,7 @@ class EngineSource:
             self._refused = failure.refused
             return await self._failed(wall, started, failure.state, failure.reason)
         self._refused = page.refused
-        props_path = spec_for(detect_kind(page, self.engine_kind)).props_path
+        props_path = spec_for(self.deriver.kind_of(page)).props_path
         if props_path and self._props is None:
             # The kind is known only from the page: llama.cpp's limits are on /props.
             try:
@@ -281,7 +284,7 @@ class EngineSource:
             server_version=self._version or "",
             props=self._props.limits if self._props else None,
         )
-        slots_path = spec_for(detect_kind(page, self.engine_kind)).slots_path
+        slots_path = spec_for(self.deriver.kind_of(page)).slots_path
         if slots_path and sample.answered:
             sample = await self._slot_prompts(sample, slots_path)
         if sample.restarted:
