@@ -17,6 +17,10 @@ RESERVED_KEYS = {
     "down": "moving in the Nodes table",
     "pageup": "moving in the Nodes table",
     "pagedown": "moving in the Nodes table",
+    "j": "moving in the Nodes table",
+    "k": "moving in the Nodes table",
+    "g": "moving in the Nodes table",
+    "G": "moving in the Nodes table",
 }
 """Keys bound without a binding id (Textual's own and the table's), which ``keys:`` cannot
 move out of the way."""
@@ -52,8 +56,10 @@ def checked_keymap(
     for binding_id, value in wanted.items():
         action = by_id[binding_id].action
         clashes = []
+        own = _keys(by_id[binding_id].key)
         for key in _keys(value):
-            if key in RESERVED_KEYS:
+            # A key the binding already has by default (replay's ``g``) is no new clash.
+            if key in RESERVED_KEYS and key not in own:
                 clashes.append(f"{key} is {RESERVED_KEYS[key]}")
             clashes += [
                 f"{key} is {other.description or other.action} ({other_id})"

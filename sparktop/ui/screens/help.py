@@ -285,6 +285,8 @@ def key_text(keys: str, display: Callable[[Binding], str]) -> str:
 FIXED_KEYS = (
     ("tab,shift+tab", "focus the next / previous pane (Nodes, engines, events, budget)"),
     ("up,down", "move in the Nodes table, scroll the pane in focus"),
+    ("k,j", "up / down in the Nodes table (as in k9s)"),
+    ("g,G", "first / last row of the Nodes table (replay: `g` goes to the start)"),
     ("pageup,pagedown", "a page up / down in the Nodes table or the pane in focus"),
 )
 """Keys without a binding id (Textual's focus keys, the table's cursor; see

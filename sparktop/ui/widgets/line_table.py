@@ -82,12 +82,13 @@ class LineTable(ScrollView, FramedWidget, can_focus=True):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select_cursor", "Select", show=False),
-        Binding("up", "cursor_up", "Cursor up", show=False),
-        Binding("down", "cursor_down", "Cursor down", show=False),
+        # j/k/g/G as in k9s, less and vim; replay's ``g`` (start, a priority binding) wins.
+        Binding("up,k", "cursor_up", "Cursor up", show=False),
+        Binding("down,j", "cursor_down", "Cursor down", show=False),
         Binding("pageup", "page_up", "Page up", show=False),
         Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home,ctrl+home", "first", "First row", show=False),
-        Binding("end,ctrl+end", "last", "Last row", show=False),
+        Binding("home,ctrl+home,g", "first", "First row", show=False),
+        Binding("end,ctrl+end,G", "last", "Last row", show=False),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"line-table--header", "line-table--cursor"}
