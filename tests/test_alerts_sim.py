@@ -21,7 +21,7 @@ from sparktop.record import Recorder, Recording, make_header
 from sparktop.record.replay import ReplaySource
 from sparktop.sim.scenarios import SCENARIOS, Act
 from tests.alerts_sim_harness import HOLD_S, Harness
-from tests.sim_helpers import running_sim
+from tests.stepped_harness import SteppedHarness, stepped_sim
 
 HOLD_POLLS = int(HOLD_S)
 ENGINE = "dsv41"
@@ -142,9 +142,9 @@ def _subject(kind: str, target: str) -> str:
 @pytest.mark.parametrize("name", list(CASES))
 async def test_each_scenario_raises_the_right_alert_and_clears(name: str) -> None:
     case = CASES[name]
-    async with running_sim(speed=10) as sim:
+    async with stepped_sim() as sim:
         target = getattr(sim.targets, case.target)
-        h = Harness.start(sim)
+        h = SteppedHarness.start(sim)
         try:
             await h.run(WARM_POLLS)
             # Every rule, the expected row's included, is quiet on the healthy warm-up: the
@@ -219,8 +219,8 @@ async def test_tour_raises_every_alert_once_clears_them_and_delivers_them(tmp_pa
     tee = shutil.which("tee")
     assert tee is not None
     delivery = AlertDelivery(parse_command(f"{tee} -a {received}"), log)
-    async with running_sim(speed=10, scenario="tour") as sim:
-        h = Harness.start(sim)
+    async with stepped_sim(scenario="tour") as sim:
+        h = SteppedHarness.start(sim)
         h.pipeline = AlertPipeline(h.alerts, delivery)
         start, at = sim.cluster.now, [0.0]  # simulated seconds into the round, per poll
         try:
@@ -282,8 +282,8 @@ async def test_a_recorded_scenario_replays_with_the_same_alerts_at_the_same_offs
 
     path = tmp_path / "thermal.jsonl.zst"
     live: dict[int, list[str]] = {}
-    async with running_sim(speed=10) as sim:
-        h = Harness.start(sim)
+    async with stepped_sim() as sim:
+        h = SteppedHarness.start(sim)
         inventory = load_inventory(sim.inventory_path)
         recorder = Recorder(path, make_header(inventory, None, 1.0), flush_s=0.0)
         h.pipeline = AlertPipeline(h.alerts, recorder=recorder)

@@ -19,7 +19,7 @@ from sparktop.sim.engine import SPEC_ACCEPT, spec_yield
 from sparktop.sim.scenarios import SCENARIOS, Act
 from tests.alert_samples import engine
 from tests.alerts_sim_harness import HOLD_S, Harness
-from tests.sim_helpers import running_sim
+from tests.stepped_harness import SteppedHarness, stepped_sim
 
 HOLD_POLLS = int(HOLD_S)
 ENGINE = "dsv41"
@@ -73,8 +73,8 @@ def _healthy(h: Harness) -> bool:
 
 async def test_acceptance_collapse_on_the_simulator_fires_after_hold_and_clears() -> None:
     assert "spec-collapse" in SCENARIOS
-    async with running_sim(speed=10) as sim:
-        h = Harness.start(sim)
+    async with stepped_sim() as sim:
+        h = SteppedHarness.start(sim)
         try:
             await h.until(
                 lambda h: (
