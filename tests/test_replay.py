@@ -167,3 +167,44 @@ async def test_replay_in_the_monitor_shows_the_recorded_alerts(recording: Path) 
         await pilot.pause()
         assert app.replay.position_s == 0.0
         assert app.state.nodes["spark-2"].time_s == START
+
+
+def _escape_coded_state(path: Path, line_no: int) -> None:
+    """Tick line ``line_no`` (1-based, the header is line 1) with an escape-coded state."""
+    lines = path.read_text().splitlines(keepends=True)
+    lines[line_no - 1] = lines[line_no - 1].replace(
+        '"node":"spark-1",', '"node":"spark-1","state":"\\u001b[31mok",', 1
+    )
+    path.write_text("".join(lines))
+
+
+def test_summary_decodes_every_tick_and_stops_where_the_monitor_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "esc.jsonl"
+    record(path, ticks(6, START), flush_s=0.0)
+    _escape_coded_state(path, 4)
+    assert main(["replay", str(path), "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert "2 ticks from" in out
+    assert (
+        "replays up to the damage: stopped at line 4: tick does not decode: NodeSample.state" in out
+    )
+    assert "\x1b" not in out
+    # The monitor's own source stops at the same line.
+    source = ReplaySource(Recording(path))
+    while source.step() is not None:
+        pass
+    assert len(source) == 2 and str(source.stop) in out
+
+
+def test_a_recording_whose_first_tick_does_not_decode_is_refused_with_or_without_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "esc.jsonl"
+    record(path, ticks(3, START), flush_s=0.0)
+    _escape_coded_state(path, 2)
+    for summary in (["--summary"], []):
+        assert main(["replay", str(path), *summary]) == 2
+        err = capsys.readouterr().err
+        assert "holds no ticks (stopped at line 2: tick does not decode" in err

@@ -112,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         check_theme(args.theme)
     _check_recording_path(args.file)
     source = ReplaySource(Recording(args.file))
+    # Where the monitor would stop the summary stops too; neither starts on no decodable tick.
+    source.decode_ticks(None if args.summary else 1)
     if len(source) == 0:
         stop = f" ({source.stop})" if source.stop else ""
         raise UserError(f"{args.file}: the recording holds no ticks{stop}")

@@ -188,6 +188,15 @@ class ReplaySource:
                     break
         return found[-limit:]
 
+    def decode_ticks(self, count: int | None = None) -> None:
+        """Decode the first ``count`` ticks (default all) as a replay playing them would: the
+        first that does not decode ends the recording there (:attr:`stop` says where and
+        why). For the text summary, which otherwise decodes only the ticks holding alert
+        events, and for a check before the monitor starts."""
+        for i in range(len(self) if count is None else min(count, len(self))):
+            if self._tick(i) is None:
+                break
+
     def _tick(self, index: int) -> Tick | None:
         if index >= len(self):
             return None
