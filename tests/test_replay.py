@@ -208,3 +208,21 @@ def test_a_recording_whose_first_tick_does_not_decode_is_refused_with_or_without
         assert main(["replay", str(path), *summary]) == 2
         err = capsys.readouterr().err
         assert "holds no ticks (stopped at line 2: tick does not decode" in err
+
+
+async def test_a_replay_without_engines_says_the_recording_has_none(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from sparktop.ui.replay import ReplayApp
+    from sparktop.ui.widgets.engine_panel import EnginePanel
+
+    path = tmp_path / "nodes-only.jsonl"
+    record(path, [replace(t, engines=()) for t in ticks(5, START)], flush_s=0.0)
+    app = ReplayApp(ReplaySource(Recording(path)), speed=1.0)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("space")
+        await pilot.pause()
+        assert app.state.nodes  # the nodes replayed
+        text = str(app.query_one(EnginePanel).query_one(".empty").render())
+        assert text == "the recording has no engine samples up to here"
+        assert "tried" not in text and "--endpoint" not in text

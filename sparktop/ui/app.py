@@ -180,9 +180,12 @@ class SparktopApp(DetailNavigation):
             yield Static(no_driver_text(self.plan), id="notice")
             yield Static(no_nodes, id="no-nodes", markup=False)
             yield NodeTable(id="nodes")
-            yield EnginePanel(no_engine_text(self.plan, self.sources), id="engines")
+            yield EnginePanel(self._no_engine_text(), id="engines")
             yield EventLog(id="events")
         yield KeyFooter()
+
+    def _no_engine_text(self) -> str:
+        return no_engine_text(self.plan, self.sources)
 
     def _budget_pane(self) -> BudgetPane:
         """The budget pane, built when ``b`` first opens it (see :class:`Body`), with the

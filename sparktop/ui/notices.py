@@ -40,6 +40,10 @@ def no_node_text(sources: Sequence[Source]) -> str:
     return NO_NODES_TEXT
 
 
+REPLAY_NO_ENGINE_TEXT = "the recording has no engine samples up to here"
+"""The engines panel of a replay before any engine sample: nothing was tried, nothing polled."""
+
+
 def no_engine_text(plan: Plan, sources: Sequence[Source]) -> str:
     """What the engines panel says before any engine sample: what was tried."""
     engines = [s.name for s in sources if s.kind == "engine"]

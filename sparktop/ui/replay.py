@@ -61,6 +61,11 @@ class ReplayApp(SparktopApp):
         self._timer: Timer | None = None
         self._rendered_at = 0.0
 
+    def _no_engine_text(self) -> str:
+        from sparktop.ui.notices import REPLAY_NO_ENGINE_TEXT
+
+        return REPLAY_NO_ENGINE_TEXT
+
     def on_mount(self) -> None:
         # Textual runs SparktopApp.on_mount after this handler (handlers run along the MRO),
         # so start playing once that is done.
