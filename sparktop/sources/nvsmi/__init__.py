@@ -22,11 +22,15 @@ from sparktop.sources.nvsmi.node import (
     parse_meminfo,
     parse_probe_output,
     split_probe,
-    sum_num,
     unsupported_field,
+)
+from sparktop.sources.nvsmi.tables import (
+    looks_like_csv,
+    parse_apps_csv,
+    parse_gpu_csv,
+    sum_num,
     with_process_memory,
 )
-from sparktop.sources.nvsmi.tables import looks_like_csv, parse_apps_csv, parse_gpu_csv
 
 __all__ = [
     "ALIASES",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
+from typing import Protocol
 
 from sparktop.hostmodel import GpuProcess
 from sparktop.model import (
@@ -22,12 +23,14 @@ from sparktop.safe_text import strip_escapes
 from sparktop.sources.host.files import parse_host
 from sparktop.sources.nvsmi.cells import ParseError, first_line, parse_cell
 from sparktop.sources.nvsmi.tables import (
-    add,
     driver_version,
     looks_like_csv,
     parse_apps_csv,
     parse_gpu_csv,
     parse_processes,
+    process_memory,
+    sum_num,
+    with_process_memory,
 )
 from sparktop.sources.probe import (
     MARK,
@@ -181,34 +184,6 @@ def _close_to(gpu_total_mib: Num, host_total_mib: Num) -> bool:
     return abs(gpu_total_mib - host_total_mib) <= UNIFIED_TOTAL_TOLERANCE * host_total_mib
 
 
-def with_process_memory(
-    gpus: tuple[GpuSample, ...], by_uuid: Mapping[str, Num]
-) -> tuple[GpuSample, ...]:
-    """Each GPU with ``process_memory_mib`` set from ``uuid → Σ used_memory`` (MiB).
-
-    A GPU with no process is a real 0. Entries whose UUID matches no GPU (elided ``GPU-...``)
-    go to the only GPU when there is one; with several GPUs those GPUs' values become NA.
-    """
-    known = {gpu.uuid for gpu in gpus}
-    unmatched = [v for k, v in by_uuid.items() if k not in known]
-    if unmatched and len(gpus) == 1:
-        only = gpus[0]
-        total = sum_num([by_uuid.get(only.uuid, 0.0), *unmatched])
-        return (replace(only, process_memory_mib=total),)
-    if unmatched:
-        reason = NA("process memory not attributable to a GPU (UUID elided)")
-        return tuple(replace(gpu, process_memory_mib=reason) for gpu in gpus)
-    return tuple(replace(gpu, process_memory_mib=by_uuid.get(gpu.uuid, 0.0)) for gpu in gpus)
-
-
-def sum_num(values: Iterable[Num]) -> Num:
-    """The sum, or the first NA among the values (0.0 for none)."""
-    total: Num = 0.0
-    for value in values:
-        total = add(total, value)
-    return total
-
-
 # -- the batched probe -------------------------------------------------------------------------
 
 RAW_MAX = 8000
@@ -338,9 +313,25 @@ def _parse_probe(node: str, text: str, time_s: float, raw: str) -> NodeSample:
     return parse_sections(node, sections, time_s, raw)
 
 
-GpuRead = tuple[tuple[NodeState, str] | None, tuple[GpuSample, ...], str]
+GpuRead = tuple[tuple[NodeState, str] | None, "tuple[GpuSample, ...] | GpuRows", str]
 """What a probe's GPU section says: the failure (state, message) or None, the GPUs (their
-process memory not set yet) and the driver version ("" without GPUs)."""
+process memory not set yet), or their rows to make them from once it is known, and the
+driver version ("" without GPUs)."""
+
+
+class GpuRows(Protocol):
+    """GPU rows read, made GPUs once their process memory is known (one copy of each GPU,
+    not one and a copy with the memory set)."""
+
+    def __len__(self) -> int: ...
+
+    def uuids(self) -> list[str]:
+        """Each row's GPU UUID, as its GPU has it."""
+        ...
+
+    def made(self, process_memory_mib: Sequence[Num]) -> tuple[GpuSample, ...]:
+        """The GPUs, each with its process memory (MiB)."""
+        ...
 
 
 def parse_sections(
@@ -367,9 +358,12 @@ def parse_sections(
     host = parse_host(host_text if host_rc is not None or host_text is None else _whole(host_text))
     failure, gpus, driver = gpu_read if gpu_read is not None else read_gpus(*sections[SECTION_GPU])
     held: Num = NA("process list unavailable")
-    if apps is not None and gpus:
+    if apps is not None and len(gpus):
         held = sum_num(apps.values())
-    if apps is not None:
+    if not isinstance(gpus, tuple):
+        values = process_memory(gpus.uuids(), apps) if apps is not None else [held] * len(gpus)
+        gpus = gpus.made(values)
+    elif apps is not None:
         gpus = with_process_memory(gpus, apps)
     else:
         gpus = tuple(replace(gpu, process_memory_mib=held) for gpu in gpus)

@@ -13,8 +13,9 @@ kept), where the text's copy of it was hashed again every poll
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
-from sparktop.model import NodeSample
+from sparktop.model import GpuSample, NodeSample, Num
 from sparktop.sources.nvsmi.cells import KNOWN_GPU_COLUMNS, text_cell
 from sparktop.sources.nvsmi.node import (
     MAX_GPUS,
@@ -25,7 +26,7 @@ from sparktop.sources.nvsmi.node import (
     split_tail,
 )
 from sparktop.sources.nvsmi.stream_rows import StreamInterval
-from sparktop.sources.nvsmi.tables import CSV_KEPT, _columns, _gpu, plain_cells
+from sparktop.sources.nvsmi.tables import CSV_KEPT, _columns, _gpu, gpu_uuid, plain_cells
 from sparktop.sources.probe import MARK, SECTION_GPU, SECTION_MEMINFO
 
 _SLOW_START = f"{MARK}{SECTION_MEMINFO}"
@@ -99,9 +100,28 @@ def _plain_gpus(interval: StreamInterval, body: str) -> GpuRead | None:
         if cells is None or len(cells) != len(columns):
             return None
         table.append(cells)
-    gpus = tuple(_gpu(columns, cells, position) for position, cells in enumerate(table))
     driver = ""
     if "driver_version" in columns:
         value = text_cell(table[0][columns.index("driver_version")])
         driver = value if isinstance(value, str) else ""
-    return None, gpus, driver
+    return None, _Rows(columns, table), driver
+
+
+class _Rows:
+    """Plain GPU rows under their header's columns (a :class:`GpuRows`)."""
+
+    __slots__ = ("columns", "table")
+
+    def __init__(self, columns: tuple[str, ...], table: list[tuple[str, ...]]) -> None:
+        self.columns = columns
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def uuids(self) -> list[str]:
+        return [gpu_uuid(self.columns, cells) for cells in self.table]
+
+    def made(self, process_memory_mib: Sequence[Num]) -> tuple[GpuSample, ...]:
+        pairs = zip(self.table, process_memory_mib, strict=True)
+        return tuple(_gpu(self.columns, cells, i, mib) for i, (cells, mib) in enumerate(pairs))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import csv
 import functools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from sparktop.hostmodel import GpuProcess
 from sparktop.model import NA, GpuSample, Num, SlowdownCounters, is_num
@@ -188,6 +188,8 @@ def _number(column: str, text: str) -> float | NA:
 
 
 _NOT_QUERIED = NA("not queried")
+_NOT_AVAILABLE = NA()
+"""GpuSample's own default process memory (a GPU read from the CSV alone)."""
 
 
 @functools.lru_cache(maxsize=CSV_KEPT)
@@ -202,7 +204,19 @@ def _layout(columns: tuple[str, ...]) -> _Layout:
     )
 
 
-def _gpu(columns: tuple[str, ...], row: Sequence[str], position: int) -> GpuSample:
+def gpu_uuid(columns: tuple[str, ...], row: Sequence[str]) -> str:
+    """The UUID the row's GPU gets (:func:`_gpu`): its ``uuid`` cell, "" when not one."""
+    uuid_at = _layout(columns).texts[1]
+    uuid = text_cell(row[uuid_at]) if uuid_at is not None else None
+    return uuid if isinstance(uuid, str) else ""
+
+
+def _gpu(
+    columns: tuple[str, ...],
+    row: Sequence[str],
+    position: int,
+    process_memory_mib: Num = _NOT_AVAILABLE,
+) -> GpuSample:
     """One GPU from a row that fits ``columns`` (the layout is the header's, kept)."""
     layout = _layout(columns)
     index_at, uuid_at, name_at, pstate_at, mask_at = layout.texts
@@ -220,6 +234,7 @@ def _gpu(columns: tuple[str, ...], row: Sequence[str], position: int) -> GpuSamp
         pstate=text_cell(row[pstate_at]) if pstate_at is not None else _NOT_QUERIED,
         clock_event_mask=parse_mask(row[mask_at]) if mask_at is not None else _NOT_QUERIED,
         counters=SlowdownCounters(**counters),
+        process_memory_mib=process_memory_mib,
         **numbers,
     )
 
@@ -298,6 +313,39 @@ def parse_processes(
             )
         )
     return tuple(sorted(out, key=lambda p: -p.pid))
+
+
+def with_process_memory(
+    gpus: tuple[GpuSample, ...], by_uuid: Mapping[str, Num]
+) -> tuple[GpuSample, ...]:
+    """Each GPU with ``process_memory_mib`` set from ``uuid → Σ used_memory`` (MiB)
+    (:func:`process_memory`)."""
+    values = process_memory([gpu.uuid for gpu in gpus], by_uuid)
+    return tuple(replace(g, process_memory_mib=v) for g, v in zip(gpus, values, strict=True))
+
+
+def process_memory(uuids: Sequence[str], by_uuid: Mapping[str, Num]) -> list[Num]:
+    """Each GPU's (by its UUID) process memory from ``uuid → Σ used_memory`` (MiB).
+
+    A GPU with no process is a real 0. Entries whose UUID matches no GPU (elided ``GPU-...``)
+    go to the only GPU when there is one; with several GPUs those GPUs' values become NA.
+    """
+    known = set(uuids)
+    unmatched = [v for k, v in by_uuid.items() if k not in known]
+    if unmatched and len(uuids) == 1:
+        return [sum_num([by_uuid.get(uuids[0], 0.0), *unmatched])]
+    if unmatched:
+        reason = NA("process memory not attributable to a GPU (UUID elided)")
+        return [reason for _ in uuids]
+    return [by_uuid.get(uuid, 0.0) for uuid in uuids]
+
+
+def sum_num(values: Iterable[Num]) -> Num:
+    """The sum, or the first NA among the values (0.0 for none)."""
+    total: Num = 0.0
+    for value in values:
+        total = add(total, value)
+    return total
 
 
 def add(a: Num, b: Num) -> Num:
