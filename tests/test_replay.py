@@ -226,3 +226,21 @@ async def test_a_replay_without_engines_says_the_recording_has_none(tmp_path: Pa
         text = str(app.query_one(EnginePanel).query_one(".empty").render())
         assert text == "the recording has no engine samples up to here"
         assert "tried" not in text and "--endpoint" not in text
+
+
+def test_summary_names_the_cluster_as_the_live_header_did(tmp_path: Path) -> None:
+    from sparktop.inventory import parse_inventory
+    from sparktop.plan import THIS_MACHINE
+
+    # --endpoint (no inventory): the live header said "this machine".
+    bare = tmp_path / "endpoint.jsonl"
+    record(bare, ticks(2, START), flush_s=0.0)
+    out = io.StringIO()
+    print_summary(ReplaySource(Recording(bare)), out)
+    assert f"cluster {THIS_MACHINE}  profile" in out.getvalue()
+    inventory = parse_inventory("cluster: lab\nnodes: [{name: spark-1, host: 127.0.0.1}]\n", "i")
+    named = tmp_path / "lab.jsonl"
+    record(named, ticks(2, START), flush_s=0.0, inventory=inventory)
+    out = io.StringIO()
+    print_summary(ReplaySource(Recording(named)), out)
+    assert "cluster lab  profile" in out.getvalue()

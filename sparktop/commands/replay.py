@@ -130,16 +130,21 @@ def run(args: argparse.Namespace) -> int:
 
 def print_summary(source: Any, out: TextIO | PrintableWriter) -> None:
     """Header facts, duration, every alert event with its offset, and where reading stopped."""
+    from sparktop.plan import THIS_MACHINE
     from sparktop.record.replay import clock_text
+    from sparktop.record.tick import header_layout
 
     rec = source.recording
     header = rec.header
-    inventory = header.get("inventory") or {}
     profile = header.get("profile") or {}
+    # Without an inventory (``--endpoint``, or none at all) the live header said this machine.
+    cluster = header_layout(header)[0] or (
+        "?" if isinstance(header.get("inventory"), dict) else THIS_MACHINE
+    )
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(source.start_s))
     out.write(f"recording {rec.path}  (sparktop {header.get('sparktop_version', '?')})\n")
     out.write(
-        f"cluster {inventory.get('cluster', '?')}  profile {profile.get('name', 'none')}  "
+        f"cluster {cluster}  profile {profile.get('name', 'none')}  "
         f"{counted(len(source), 'tick')} from {started} for {clock_text(source.duration_s)}\n"
     )
     events = source.events_until(len(source) - 1, limit=10_000)
