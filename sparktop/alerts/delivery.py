@@ -247,7 +247,7 @@ def delivery_from_args(args: argparse.Namespace) -> AlertDelivery:
     :func:`~sparktop.alerts.options.add_alert_arguments` options (UserError if bad)."""
     command = getattr(args, "on_alert", None)
     return AlertDelivery(
-        on_alert=parse_command(command) if command else None,
+        on_alert=parse_command(command) if command is not None else None,
         alert_log=getattr(args, "alert_log", None),
         bell=bool(getattr(args, "bell", False)),
     )

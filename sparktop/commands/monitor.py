@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,7 +81,15 @@ def endpoint_engines(
         )
     from sparktop.inventory.endpoints import endpoint_engines as build
 
-    return build(args.endpoints, args.kind, args.api_key_env)
+    engines = build(args.endpoints, args.kind, args.api_key_env)
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        # Said before the screen opens: a server that wants no token would never tell.
+        print(
+            f"sparktop: warning: --api-key-env {args.api_key_env}: the variable is not set "
+            "(or empty); the servers are asked without a bearer token",
+            file=sys.stderr,
+        )
+    return engines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,7 +175,8 @@ def run(args: argparse.Namespace) -> int:
     if args.serve_metrics:
         from sparktop.exporter.server import MetricsEndpoint
 
-        metrics = MetricsEndpoint(args.serve_metrics)  # a taken port is exit 2, before the screen
+        # A taken port is exit 2, before the screen.
+        metrics = MetricsEndpoint(args.serve_metrics, flag="--serve-metrics")
     outputs = AlertOutputs.from_args(args)
     sources = plan.sources()
     alerts = outputs.wrap(plan.alert_engine(), plan.header)

@@ -31,8 +31,9 @@ from sparktop.safe_text import printable
 DEFAULT_PORT = 9464
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` → (host, port); UserError if bad."""
+def parse_listen(text: str, flag: str = "--listen") -> tuple[str, int]:
+    """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` → (host, port); UserError if bad,
+    naming ``flag`` (the option the address was given with)."""
     raw = text.strip()
     host, _, port_text = raw.rpartition(":") if ":" in raw else ("", "", raw)
     if host.startswith("[") and host.endswith("]"):
@@ -43,11 +44,11 @@ def parse_listen(text: str) -> tuple[str, int]:
         ipaddress.ip_address(host)
     except ValueError:
         raise UserError(
-            f"--listen {text!r}: expected HOST:PORT with an IP address (127.0.0.1:9464, "
+            f"{flag} {text!r}: expected HOST:PORT with an IP address (127.0.0.1:9464, "
             "[::1]:9464, 0.0.0.0:9464) or a port for loopback"
         ) from None
     if not 1 <= port <= 65535:
-        raise UserError(f"--listen {text!r}: port must be 1-65535")
+        raise UserError(f"{flag} {text!r}: port must be 1-65535")
     return host, port
 
 
@@ -94,8 +95,9 @@ class MetricsEndpoint:
         collector: Collector | None = None,
         *,
         client_timeout_s: float = CLIENT_TIMEOUT_S,
+        flag: str = "--listen",
     ) -> None:
-        self.host, port = parse_listen(listen)
+        self.host, port = parse_listen(listen, flag)
         self.client_timeout_s = client_timeout_s
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
@@ -105,7 +107,7 @@ class MetricsEndpoint:
             self.sock.listen(64)
         except OSError as exc:
             self.sock.close()
-            raise UserError(f"--listen {listen}: cannot listen there ({exc.strerror})") from None
+            raise UserError(f"{flag} {listen}: cannot listen there ({exc.strerror})") from None
         self.port = int(self.sock.getsockname()[1])
         self.registry = CollectorRegistry(auto_describe=False)
         if collector is not None:

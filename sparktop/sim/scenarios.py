@@ -184,6 +184,18 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
                 ((LEAD_S + 25.0, Act.STALL),),
             ),
             Scenario(
+                "thermal-blip",
+                f"one node heats for {BLIP_S:g} s: ~3 s of SW thermal slowdown, too short "
+                "to hold an alert",
+                ((LEAD_S, Act.BLIP), (LEAD_S + BLIP_S, Act.BLIP_END)),
+            ),
+            Scenario(
+                "load-change",
+                f"the load changes for 35 s ({LOAD_SHIFT[0]} clients with 8K prompts instead "
+                "of 6 with 1K–16K), then back: a healthy engine, no alert",
+                ((LEAD_S, Act.LOAD_SHIFT), (LEAD_S + 35.0, Act.LOAD_BACK)),
+            ),
+            Scenario(
                 "tour",
                 "every fault in turn, 15–40 s each (thermal 40 s, node-down 15 s, the host "
                 "faults 25 s, the engine stall 35 s, the others 20 s), 10 s or more of recovery "
