@@ -244,3 +244,28 @@ def test_summary_names_the_cluster_as_the_live_header_did(tmp_path: Path) -> Non
     out = io.StringIO()
     print_summary(ReplaySource(Recording(named)), out)
     assert "cluster lab  profile" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "kind"),
+    [
+        ("x.jsonl.zst", b"hello world", "zstd"),  # plain text, its one line unfinished
+        ("x.jsonl.zst", b"\xfd7zXZ\x00\x00", "zstd"),  # xz's magic
+        ("x.jsonl.gz", b'{"a": 1}\n', "gzip"),
+    ],
+)
+def test_a_file_named_compressed_that_is_not_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, data: bytes, kind: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    assert main(["replay", str(path), "--summary"]) == 2
+    err = capsys.readouterr().err
+    assert f"is not a {kind} file" in err and "truncated" not in err
+
+
+def test_a_plain_recording_named_zst_still_replays(tmp_path: Path) -> None:
+    path = tmp_path / "plain.jsonl.zst"
+    record(tmp_path / "plain.jsonl", ticks(3, START), flush_s=0.0)
+    path.write_bytes((tmp_path / "plain.jsonl").read_bytes())
+    assert len(Recording(path)) == 3

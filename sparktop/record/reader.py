@@ -165,8 +165,24 @@ class Recording:
         except OSError as exc:
             raise UserError(f"cannot read {self.path}: {exc.strerror or exc}") from None
         if not self.header:
-            reason = self.stop.reason if self.stop else "empty file"
-            raise UserError(f"{self.path} is not a sparktop recording ({reason})")
+            raise self._not_a_recording(self.stop.reason if self.stop else "empty file")
+
+    def _not_a_recording(self, reason: str) -> UserError:
+        """The refusal; a name promising compression the bytes lack (``x.jsonl.zst`` of
+        plain text or of xz) says that, not the plain-text reading's damage."""
+        for suffix, kind, magic in ((".zst", "zstd", ZSTD_MAGIC), (".gz", "gzip", GZIP_MAGIC)):
+            if self.path.name.endswith(suffix):
+                try:
+                    with self.path.open("rb") as fh:
+                        head = fh.read(len(magic))
+                except OSError:
+                    break
+                if head != magic:
+                    return UserError(
+                        f"{self.path} is not a {kind} file (its name ends in {suffix}; its "
+                        f"first bytes are not {kind}'s), nor a plain sparktop recording"
+                    )
+        return UserError(f"{self.path} is not a sparktop recording ({reason})")
 
     def _scan(self) -> None:
         line_no = 0
@@ -229,7 +245,7 @@ class Recording:
 
     def _check_header(self, data: Any) -> None:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise UserError(f"{self.path} is not a sparktop recording (no header line)")
+            raise self._not_a_recording("no header line")
         version = data.get("format_version")
         if not isinstance(version, int) or version > FORMAT_VERSION:
             raise UserError(
