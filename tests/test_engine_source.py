@@ -357,3 +357,25 @@ async def test_an_https_engine_is_verified_against_certifis_bundle_and_fails_clo
     tls = client._tls
     assert tls is not None and tls.verify_mode is ssl.CERT_REQUIRED and tls.check_hostname
     assert tls.cert_store_stats()["x509_ca"] > 0  # certifi's bundle
+
+
+async def test_a_body_cut_off_says_how_much_of_it_came_in_whole_words() -> None:
+    """h11's hang-up words, not clipped mid-word, and the byte count said once."""
+    page = FakeVllm().page()
+    async with StubServer({"/metrics": constant(Reply(body=page, mode="cut"))}) as server:
+        s = await scrape_once(server.url)
+    half = len(page) // 2
+    assert s.state is EngineState.UNAVAILABLE
+    assert s.message == (
+        f"body cut off after {half} of {len(page)} bytes "
+        "(peer closed connection without sending complete message body)"
+    )
+
+
+def test_a_long_protocol_error_is_cut_at_a_word() -> None:
+    from sparktop.sources.engines.http import protocol_reason
+    from sparktop.sources.engines.wire import ProtocolError
+
+    reason = protocol_reason(ProtocolError("illegal header line " + "wordy " * 30 + ": b'\\x00'"))
+    assert reason.startswith("not an HTTP answer (illegal header line wordy")
+    assert reason.endswith(" wordy…)") and len(reason) <= 80 + len("not an HTTP answer ()")

@@ -13,7 +13,9 @@ appear in a reason; what a server sends (content type, a redirect's host) is sho
 from __future__ import annotations
 
 import os
+import re
 import socket
+import textwrap
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -77,9 +79,11 @@ def describe(exc: BaseException) -> str:
 
 def protocol_reason(exc: ProtocolError) -> str:
     """``not an HTTP answer (illegal status line)``: h11's words before the bytes it quotes
-    (a Python bytes repr of whatever the port sent, hundreds of characters, is no reason);
+    or the counts it adds in brackets (a Python bytes repr of whatever the port sent,
+    hundreds of characters, is no reason), cut at a word with ``…`` past 80 characters;
     a server that hung up says so."""
-    head = str(exc).split(":", 1)[0].strip().rstrip(".")[:80] or type(exc).__name__
+    head = re.split(r":| \(", str(exc), maxsplit=1)[0].strip().rstrip(".")
+    head = textwrap.shorten(head, 80, placeholder="…") or type(exc).__name__
     head = head[:1].lower() + head[1:]
     hung_up = "disconnected" in head or "closed" in head
     return head if hung_up else f"not an HTTP answer ({head})"
@@ -318,7 +322,10 @@ async def read_capped(
                 if progress.ticket is not None:
                     hold(progress.ticket, progress.size)
     except TransportError as exc:
-        reason = f"body cut off after {progress.size} bytes ({describe(exc)})"
+        # h11 says "(received N bytes, expected M)": M is the news, N is said already.
+        expected = re.search(r"expected (\d+)\)", str(exc))
+        of = f" of {expected[1]}" if expected else ""
+        reason = f"body cut off after {progress.size}{of} bytes ({describe(exc)})"
         raise ScrapeFailure(EngineState.UNAVAILABLE, reason) from exc
     data = b"".join(chunks)
     return data if raw else inflate(data, response.headers.get("content-encoding", ""), limit)
