@@ -64,7 +64,8 @@ class HeaderBar(TextBlock):
             parts += ["  ", ("✗ REC stopped", "$spark-crit bold reverse")]
         elif recording:
             parts += ["  ", ("● REC", "$spark-crit bold")]
-        parts += ["  ", (cluster, "bold")]
+        if cluster != "sparktop":  # an inventory without ``cluster:``: the name once
+            parts += ["  ", (cluster, "bold")]
         tail: list[str | tuple[str, str]] = [
             f"  every {interval_s:g} s",
             "  newest ",
