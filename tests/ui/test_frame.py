@@ -1,14 +1,19 @@
-"""The tick's frame: repaints reach the screen within the frame; anything else as Textual."""
+"""The tick's frame: repaints reach the screen within the frame, anything else goes as in
+Textual; the tick itself comes from the event loop."""
 
 from __future__ import annotations
+
+import asyncio
 
 from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.screen import Screen
 
+from sparktop.ui.app import SparktopApp
 from sparktop.ui.frame import frame
 from sparktop.ui.widgets.line_table import LineColumn, LineTable
 from sparktop.ui.widgets.text_block import TextBlock
+from tests.ui.fakes import Scripted, node, plan
 
 
 class FramedApp(App[None]):
@@ -41,7 +46,7 @@ async def test_a_repaint_in_a_frame_is_drawn_as_the_frame_ends() -> None:
             written.append(renderable)
             display(screen, renderable)  # type: ignore[arg-type]
 
-        app._display = counted  # type: ignore[method-assign,assignment]
+        app._display = counted  # type: ignore[method-assign]
         with frame(app):
             table.update_cell("r0", "a", ("changed", ""))
             text.set_lines([Content("first"), Content("later")])
@@ -79,3 +84,22 @@ async def test_outside_a_frame_a_repaint_is_textuals() -> None:
         assert table._repaint_required
         await pilot.pause()
         assert "outside" in shown(app)
+
+
+async def test_the_monitor_ticks_from_the_loop_until_it_ends() -> None:
+    """The monitor's tick comes from the event loop on its own (no Textual timer), and no
+    tick is left scheduled once the app has ended."""
+    app = SparktopApp(plan(), [Scripted(node("spark-1"))], autostart=False)
+    ticked = asyncio.Event()
+    async with app.run_test(size=(80, 24)):
+        tick = app.tick
+
+        def counted() -> None:
+            tick()
+            ticked.set()
+
+        app.tick = counted  # type: ignore[method-assign]
+        await asyncio.wait_for(ticked.wait(), 30)
+        assert app.ticks >= 2  # the one at mount, then the loop's
+        assert not any(t.name == "ui-tick" for t in app._timers)
+    assert app._tick_handle is not None and app._tick_handle.cancelled()
