@@ -112,6 +112,11 @@ def _tok(n: float) -> str:
     return f"{n:,.0f}"
 
 
+def _tokens(n: float) -> str:
+    """``1 token``, ``2 tokens``: a prompt length with its noun agreeing."""
+    return f"{_tok(n)} token{'' if _tok(n) == '1' else 's'}"
+
+
 def _ttft_features(p: float, c: float, batch: float | None) -> list[float]:
     k = p / 1000.0
     row = [1.0, c, k, c * k, k * k, c * k * k]
@@ -279,17 +284,17 @@ class Surface:
         lo, hi = self.prompt_range(metric)
         if self.max_model_len is not None and p > self.max_model_len:
             return Missing(
-                f"{_tok(p)} tokens is past max_model_len ({_tok(self.max_model_len)}); the "
+                f"{_tokens(p)} is past max_model_len ({_tok(self.max_model_len)}); the "
                 "server rejects it"
             )
         if p > hi * EXTRAPOLATION_LIMIT:
             return Missing(
-                f"{_tok(p)} tokens is more than {EXTRAPOLATION_LIMIT:g}× the longest prompt "
+                f"{_tokens(p)} is more than {EXTRAPOLATION_LIMIT:g}× the longest prompt "
                 f"measured for {metric} ({_tok(hi)}); no extrapolation that far"
             )
         if p < lo / EXTRAPOLATION_LIMIT:
             return Missing(
-                f"{_tok(p)} tokens is less than 1/{EXTRAPOLATION_LIMIT:g} of the shortest prompt "
+                f"{_tokens(p)} is less than 1/{EXTRAPOLATION_LIMIT:g} of the shortest prompt "
                 f"measured for {metric} ({_tok(lo)}); no extrapolation that far"
             )
         return math.log2(p / hi) if p > hi else math.log2(lo / p) if p < lo else 0.0
@@ -317,7 +322,7 @@ class Surface:
         assert isinstance(a, Part) and isinstance(b, Part)
         f = (math.log(c) - math.log(lo)) / (math.log(hi) - math.log(lo))
         basis = max(a.basis, b.basis, key=_RANK.__getitem__)
-        where = f"between concurrency {lo} and {hi} at {_tok(p)} tokens"
+        where = f"between concurrency {lo} and {hi} at {_tokens(p)}"
         if _RANK[basis] <= _RANK["interpolated"]:
             ln_value = a.ln_value + f * (b.ln_value - a.ln_value)
             return Part(ln_value, "interpolated", outside, f"interpolated log-log {where}")
@@ -338,7 +343,7 @@ class Surface:
         for q in col:
             if q.prompt == p:
                 what = "row" if q.label == "row" else f": {q.label}"
-                note = f"exact{' ' if q.label == 'row' else ''}{what} ({_tok(p)} tokens × {c})"
+                note = f"exact{' ' if q.label == 'row' else ''}{what} ({_tokens(p)} × {c})"
                 value = q.get(metric) or 1.0
                 return Part(math.log(value), "exact", 0.0, note, value)
         lo, hi = (below[-1] if below else None), (above[0] if above else None)
