@@ -692,3 +692,15 @@ def test_free_tokens_unknown_for_the_pools_reason_say_it_once() -> None:
     assert isinstance(sample.kv_free_tokens, NA) and isinstance(sample.kv_pool_tokens, NA)
     block = "".join(t for group in load_groups(sample, ViewConfig(), None) for t, _ in group)
     assert "free n/a tok (as pool)" in block and block.count("no cache_config_info") == 1
+
+
+async def test_a_refused_token_counter_gives_the_rows_decode_na_its_reason() -> None:
+    """A negative ``generation_tokens_total`` leaves decode n/a; the row's message says why
+    (as a refused load gauge's does), not only the detail screen."""
+    page = with_values(full_page(kv=0.2, waiting=0), {"vllm:generation_tokens_total{": "-707"})
+    sample = await sample_of(page)
+    assert isinstance(sample.decode_tps, NA)
+    assert sample.decode_tps.reason == "vllm:generation_tokens_total is -707: not a plausible value"
+    assert f"decode n/a: {sample.decode_tps.reason}" in sample.message
+    # The rest of the page is read as usual: prefill's counter was fine.
+    assert "prefill n/a" not in sample.message and sample.state is EngineState.OK

@@ -21,7 +21,13 @@ from sparktop.model import NA, EngineSample, EngineState, Num, RankStats, is_num
 from sparktop.sources.engines.breakdown import PHASE_VALUES, breakdown, phases
 from sparktop.sources.engines.kinds import DEFAULT, KINDS, spec_for
 from sparktop.sources.engines.pool import Limits, label_int, resolve_limit, resolve_pool
-from sparktop.sources.engines.reading import PageReading, detect_kind, kind_mismatch, read_page
+from sparktop.sources.engines.reading import (
+    PageReading,
+    detect_kind,
+    kind_mismatch,
+    read_page,
+    refused_token_counters,
+)
 from sparktop.sources.engines.stillness import RankClocks
 from sparktop.sources.engines.window import (
     EngineValues,
@@ -235,6 +241,8 @@ class MetricsDeriver:
                 notes.insert(0, some)
             if state is EngineState.OK:
                 state = EngineState.DEGRADED
+        if refused_rates := refused_token_counters(reading):
+            notes.insert(0, refused_rates)
         limits = self._limits(reading, ranks, max_model_len, props or {})
         sample = replace(
             head,

@@ -243,6 +243,26 @@ def detect_kind(page: PromPage, hint: str = DEFAULT.kind) -> str:
     return next(kind for kind, present in has.items() if present)
 
 
+TOKEN_RATES = {"prompt_tokens": "prefill", "generation_tokens": "decode"}
+"""The token counters behind the row's rates, by the rate's name on the row."""
+
+
+def refused_token_counters(reading: PageReading) -> str:
+    """``decode n/a: vllm:generation_tokens_total is -707: not a plausible value`` for each
+    token counter on the page that was refused (NaN, negative, past any real count), so the
+    row's ``n/a`` carries its reason; an ambiguous one is left to the page's note on repeated
+    series; "" when none was."""
+    said = []
+    for key, rate in TOKEN_RATES.items():
+        why = next(
+            (v.reason for r in reading.ranks.values() if isinstance(v := r.counters.get(key), NA)),
+            "",
+        )
+        if why and " is ambiguous: " not in why:
+            said.append(f"{rate} n/a: {why}")
+    return "; ".join(said)
+
+
 def kind_mismatch(page: PromPage, declared: str) -> str:
     """Why a page cannot be read as the ``declared`` kind (an inventory's ``kind:``,
     ``--kind``): ``declared kind llamacpp but the page is vLLM's`` when it has none of that
