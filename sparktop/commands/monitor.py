@@ -51,8 +51,8 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser, what: str) -> None:
         "--kind",
         choices=sorted(KINDS),
         metavar="|".join(sorted(KINDS)),
-        help="with --endpoint: the servers' kind (default: found out from each one's "
-        "/metrics page)",
+        help="with --endpoint: the servers' kind, read as stated (a page of another kind "
+        "says so on its row; default: found out from each one's /metrics page)",
     )
     parser.add_argument(
         "--api-key-env",
