@@ -185,14 +185,14 @@ SCENARIOS: Mapping[str, Scenario] = MappingProxyType(
             ),
             Scenario(
                 "thermal-blip",
-                f"one node heats for {BLIP_S:g} s: ~3 s of SW thermal slowdown, too short "
-                "to hold an alert",
+                f"one node heats for {BLIP_S:g} s: ~3 s of SW thermal slowdown (the tour "
+                "plays it while the KV pool is full, to show the pool is blamed, not the node)",
                 ((LEAD_S, Act.BLIP), (LEAD_S + BLIP_S, Act.BLIP_END)),
             ),
             Scenario(
                 "load-change",
                 f"the load changes for 35 s ({LOAD_SHIFT[0]} clients with 8K prompts instead "
-                "of 6 with 1K–16K), then back: a healthy engine, no alert",
+                "of 6 with 1K–16K), then back: a healthy engine, no node blamed",
                 ((LEAD_S, Act.LOAD_SHIFT), (LEAD_S + 35.0, Act.LOAD_BACK)),
             ),
             Scenario(
