@@ -7,6 +7,8 @@ import random
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparktop.model import NA, NodeState, decode_clock_events, is_num, slowdown_reasons
 from sparktop.sources.nvsmi import (
@@ -345,3 +347,26 @@ def test_probe_sections_split_alike_whole_and_cut_at_the_slow_tier() -> None:
         for _ in range(2):  # the second time from the kept split
             assert dict(_sections(text)) == split_probe(text), text
             assert list(_sections(text)) == list(split_probe(text)), text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from([NA("a"), NA("b"), 0.0, 1.5, 2048.0]),
+    st.booleans(),
+    st.sampled_from([NA("no PSI"), 0.0, 3.25]),
+    st.sampled_from([NA("no PSI"), NA("no 'full' line in PSI"), 0.0, 1.75]),
+)
+def test_a_kept_memory_is_the_reading_with_its_values_set(
+    held: float | NA, unified: bool, some: float | NA, full: float | NA
+) -> None:
+    from dataclasses import replace
+
+    from sparktop.sources.nvsmi.node import _memory
+
+    memory = parse_meminfo(GB10_MEMINFO)
+    expected = replace(
+        memory, gpu_held_mib=held, unified=unified, psi_some_pct=some, psi_full_pct=full
+    )
+    for _ in range(2):  # the second is the kept one
+        got = _memory(memory, held, unified, some, full)
+        assert got == expected and got.psi_full_pct == full and got.gpu_held_mib == held
