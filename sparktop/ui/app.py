@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -23,7 +21,7 @@ from textual.filter import LineFilter
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widget import Widget
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from sparktop import gcpolicy
 from sparktop.alerts.engine import AlertEngine
@@ -31,10 +29,10 @@ from sparktop.alerts.pipeline import AlertPipeline
 from sparktop.cluster import ClusterState
 from sparktop.model import GpuSample, NodeSample, NodeState, Sample, Source
 from sparktop.plan import Plan
-from sparktop.poller import MAX_INTERVAL_S, MIN_INTERVAL_S, Poller
+from sparktop.poller import Poller
 from sparktop.safe_text import held_warnings
 from sparktop.ui import themes
-from sparktop.ui.app_details import DetailNavigation
+from sparktop.ui.app_actions import KeyActions
 from sparktop.ui.commands import ClusterCommands
 from sparktop.ui.events import AlertLike, EventLike, transition_events
 from sparktop.ui.frame import frame
@@ -61,7 +59,7 @@ if TYPE_CHECKING:
 INTERVAL = Binding.Group("interval", compact=True)
 
 
-class SparktopApp(DetailNavigation):
+class SparktopApp(KeyActions):
     """The monitor of one :class:`~sparktop.plan.Plan`, polling ``sources`` (usually
     ``plan.sources()``; tests pass their own) and judging with ``alerts`` (the plan's alert
     engine, or the pipeline around it that delivers and records)."""
@@ -109,10 +107,6 @@ class SparktopApp(DetailNavigation):
         (0, "-narrow"),
         (110, "-wide"),
     ]
-    INTERVAL_STEPS: ClassVar[tuple[float, ...]] = tuple(
-        sorted({MIN_INTERVAL_S, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, MAX_INTERVAL_S})
-    )
-    """What ``+``/``-`` step through: the poller's whole range (0.2–60 s)."""
 
     def __init__(
         self,
@@ -340,11 +334,6 @@ class SparktopApp(DetailNavigation):
         """Show active alerts in the alert bar (severity, subject, message, since_s)."""
         self._main(AlertBar).show_alerts(alerts, self.clock())
 
-    async def poll_now(self) -> None:
-        """Poll every source once and render (tests, the ``r`` key)."""
-        await self.poller.poll_once()
-        self.tick()
-
     # -- rendering -------------------------------------------------------------------------
 
     def _tick_every(self, interval_s: float) -> None:
@@ -432,114 +421,6 @@ class SparktopApp(DetailNavigation):
         self.ticks += 1
         self.last_tick_cells = cells
         self.cells_written += cells
-
-    # -- actions ---------------------------------------------------------------------------
-
-    MAIN_SCREEN_ACTIONS = frozenset({"toggle_budget", "toggle_events"})
-    """Actions on widgets of the main screen: off (and not offered) on the detail screen."""
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in self.MAIN_SCREEN_ACTIONS:
-            return self.screen is self.screen_stack[0]
-        if action == "show_curve":
-            return not (isinstance(self.screen, LiveScreen) and self.screen.DRAWS_CURVE)
-        if action in ("filter", "clear_filter", "command"):
-            # The budget pane takes ``/`` as the start of a path to count.
-            starts_path = action == "filter" and getattr(self.focused, "STARTS_PATHS", False)
-            on_main = self.screen is self.screen_stack[0] and not (self.typing() or starts_path)
-            return on_main and (
-                action != "clear_filter" or bool(self.query_one(FilterBar).query_text)
-            )
-        # An input types + and - itself; Textual cannot tell these keys are printable, so
-        # without this the footer would offer them while typing.
-        return not (action == "interval" and self.typing())
-
-    def typing(self) -> bool:
-        """True while a text field has the focus (it takes the printable keys)."""
-        return isinstance(self.focused, Input)
-
-    def action_toggle_pause(self) -> None:
-        if self.poller.paused:
-            self.poller.resume()
-            self.paused_at = None
-        else:
-            self.poller.pause()
-            self.paused_at = self.clock()
-        self.tick()
-
-    def action_interval(self, direction: int) -> None:
-        steps = self.INTERVAL_STEPS
-        current = self.poller.interval_s
-        if direction > 0:
-            nxt = next((s for s in steps if s > current + 1e-9), steps[-1])
-        else:
-            nxt = next((s for s in reversed(steps) if s < current - 1e-9), steps[0])
-        self.poller.set_interval(nxt)
-        self.view_config = replace(self.view_config, interval_s=self.poller.interval_s)
-        self.tick()
-
-    async def action_toggle_budget(self) -> None:
-        body = self.query_one(Body)
-        if body.budget_open:
-            body.close_budget()
-        else:
-            await body.open_budget()
-
-    def action_filter(self) -> None:
-        self.query_one(FilterBar).open()
-
-    def action_command(self) -> None:
-        self.query_one(CommandBar).open()
-
-    def action_clear_filter(self) -> None:
-        self.query_one(FilterBar).action_clear()
-
-    @on(Input.Changed, "#filter")
-    def _filter_changed(self) -> None:
-        self.tick()
-
-    @on(FilterBar.Left)
-    def _filter_left(self) -> None:
-        self.focus_main()
-
-    def action_toggle_events(self) -> None:
-        log = self.query_one(EventLog)
-        log.display = not log.display
-
-    def action_cycle_theme(self) -> None:
-        names = self._theme_names or [self.theme]
-        index = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(index + 1) % len(names)]
-        self.notify(f"theme: {self.theme}", timeout=2)
-
-    def deliver_screenshot(
-        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
-    ) -> str | None:
-        """Palette → Screenshot: saved in the working directory (or ``path``), not ~/Downloads."""
-        from sparktop.ui.screenshot import save_screenshot
-
-        saved = save_screenshot(self, filename, path)
-        return None if saved is None else str(saved)
-
-    def action_help(self) -> None:
-        # Imported when first opened: it lists every widget's keys, so it imports them all
-        # (the budget pane's too, built only when opened).
-        from sparktop.ui.screens.help import HelpScreen, keys_markdown
-
-        keys = keys_markdown(self.keymap, self.get_key_display, type(self))
-        self.push_screen(HelpScreen(self.view_config.thresholds, keys))
-
-    async def action_poll_now(self) -> None:
-        await self.poll_now()
-
-    async def action_quit(self) -> None:
-        await self.poller.aclose()
-        self.exit(0)
-
-    async def action_interrupt(self) -> None:
-        """Ctrl-C: quit like ``q``, with the shell's status for an interrupt (130)."""
-        await self.poller.aclose()
-        self.exit(130)
 
     async def on_unmount(self) -> None:
         if self._tick_handle is not None:
