@@ -21,13 +21,8 @@ from sparktop.ui.views import (
     RowView,
     columns_for,
 )
-from sparktop.ui.widgets.line_table import (
-    CELL_PADDING,
-    CONTINUED,
-    LineCell,
-    LineColumn,
-    LineTable,
-)
+from sparktop.ui.widgets.line_drawing import CELL_PADDING, CONTINUED, LineCell, LineColumn
+from sparktop.ui.widgets.line_table import LineTable
 
 
 def _styled(cell: Cell) -> LineCell:
