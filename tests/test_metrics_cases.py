@@ -14,7 +14,8 @@ import pytest
 from sparktop.model import NA, EngineSample, EngineState, Quantile, is_num
 from sparktop.sources.engines.breakdown import PHASE_VALUES
 from sparktop.sources.engines.histread import Hist
-from sparktop.sources.engines.metrics import ENGINE_VALUES, LIFETIME_FIELDS, MetricsDeriver
+from sparktop.sources.engines.lifetime import ENGINE_VALUES, LIFETIME_FIELDS
+from sparktop.sources.engines.metrics import MetricsDeriver
 from sparktop.sources.engines.pool import Limits
 from sparktop.sources.engines.quantile import histogram_quantile
 from sparktop.sources.engines.reading import WANTED

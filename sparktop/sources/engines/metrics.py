@@ -17,10 +17,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
-from sparktop.model import NA, EngineSample, EngineState, Num, RankStats, is_num
-from sparktop.sources.engines.breakdown import PHASE_VALUES, breakdown, phases
-from sparktop.sources.engines.kinds import DEFAULT, KINDS, spec_for
-from sparktop.sources.engines.pool import Limits, label_int, resolve_limit, resolve_pool
+from sparktop.model import NA, EngineSample, EngineState, Num, is_num
+from sparktop.sources.engines.breakdown import breakdown
+from sparktop.sources.engines.kinds import DEFAULT, spec_for
+from sparktop.sources.engines.lifetime import LATENCY_FIELDS, LIFETIME_FIELDS, from_lifetime
+from sparktop.sources.engines.page_reasons import (
+    LOAD_GAUGES,
+    all_load_gauges_refused,
+    empty_reason,
+    info_limit,
+    some_load_gauges_refused,
+)
+from sparktop.sources.engines.pool import Limits, resolve_limit, resolve_pool
 from sparktop.sources.engines.reading import (
     PageReading,
     detect_kind,
@@ -30,7 +38,6 @@ from sparktop.sources.engines.reading import (
 )
 from sparktop.sources.engines.stillness import RankClocks
 from sparktop.sources.engines.window import (
-    EngineValues,
     Snap,
     Window,
     combine,
@@ -38,33 +45,6 @@ from sparktop.sources.engines.window import (
     first_tokens,
 )
 from sparktop.sources.exposition.page import PromPage
-
-LIFETIME_FIELDS = (
-    "ttft_p50",
-    "ttft_p95",
-    "itl_p50",
-    "itl_mean_s",
-    "mean_prompt_tokens",
-    "prefix_hit_rate",
-    "spec_acceptance_rate",
-    "spec_mean_accept_len",
-    "queue_time_p50",
-    "queue_time_mean_s",
-    "prefill_time_p50",
-    "prefill_time_mean_s",
-    "decode_time_p50",
-    "decode_time_mean_s",
-    "e2e_latency_p50",
-    "e2e_latency_mean_s",
-    "tpot_p50",
-    "tpot_mean_s",
-)
-"""Fields that cover the server's lifetime when there is no earlier scrape to diff against."""
-
-_LATENCY_PREFIXES = ("ttft", "itl", "queue_time", "prefill_time", "decode_time", "e2e", "tpot")
-LATENCY_FIELDS = tuple(k for k in LIFETIME_FIELDS if k.startswith(_LATENCY_PREFIXES))
-"""Fields read from latency histograms: n/a with the kind's reason when it exports none."""
-
 
 NOW_WINDOW_S = 3.0
 """Span of the ``*_now`` rates: short enough that an engine that stopped generating reads 0
@@ -174,7 +154,7 @@ class MetricsDeriver:
             notes.append(f"{same} repeated series ignored (the first is read)")
         if reading.samples == 0:
             mismatch = kind_mismatch(page, kind) if self.declared else ""
-            why = f"{mismatch} (fix or drop the kind)" if mismatch else _empty_reason(page, reading)
+            why = f"{mismatch} (fix or drop the kind)" if mismatch else empty_reason(page, reading)
             if reading.declared_empty:
                 # The server answered with its engine's families, just no values yet: the
                 # engine is up but unreadable (DEGRADED), not down.
@@ -225,19 +205,19 @@ class MetricsDeriver:
             # Nothing finished in the window: the server's lifetime figures, marked so, as on
             # a first scrape (one derivation for the monitor, snapshot and recordings).
             whole = Window(reading, deque(), now_s, restarted, frozenset(self._seen))
-            stats, life = _from_lifetime(whole, ranks, pools, stats, found)
+            stats, life = from_lifetime(whole, ranks, pools, stats, found)
             fill = {k: v for k, v in life.items() if isinstance(found.get(k), NA)}
             since_start = tuple(k for k in LIFETIME_FIELDS if k in fill)
         state, stale = self._staleness(now_s, (running, waiting, kv), moved)
         no_tokens_s, kv_still_s = self._stillness(cur, restarted, kv)
         if len(stats) > 1:  # data-parallel: one rank can stall while the others generate
             stats = self._rank_clocks.apply(cur, stats, restarted)
-        if refused := _all_load_gauges_refused(reading):
+        if refused := all_load_gauges_refused(reading):
             state, stale = EngineState.DEGRADED, refused
         elif any(k in reading.refused for k in LOAD_GAUGES):
             # One refused gauge is an incomplete page, as one implausible GPU reading is
             # "implausible data": degraded (the usable gauges are still judged), and why.
-            if some := _some_load_gauges_refused(reading):
+            if some := some_load_gauges_refused(reading):
                 notes.insert(0, some)
             if state is EngineState.OK:
                 state = EngineState.DEGRADED
@@ -314,11 +294,11 @@ class MetricsDeriver:
             "max_num_seqs": [
                 (props.get("max_num_seqs", missing), "/props"),
                 (gauges.get("max_num_seqs", missing), "server"),
-                (_info_limit(reading, ranks, "max_num_seqs"), "cache_config_info"),
+                (info_limit(reading, ranks, "max_num_seqs"), "cache_config_info"),
             ],
             "max_num_batched_tokens": [
                 (gauges.get("max_num_batched_tokens", missing), "server"),
-                (_info_limit(reading, ranks, "max_num_batched_tokens"), "cache_config_info"),
+                (info_limit(reading, ranks, "max_num_batched_tokens"), "cache_config_info"),
             ],
         }
         return {k: resolve_limit(k, v, self.inventory, self.profile) for k, v in server.items()}
@@ -357,111 +337,6 @@ class MetricsDeriver:
                 f"(running {_count(gauges[0])}, waiting {_count(gauges[1])}): gauges may be frozen"
             )
         return EngineState.OK, ""
-
-
-ROW_LIFETIME_FIELDS = tuple(k for k in LIFETIME_FIELDS if k in RankStats.__dataclass_fields__)
-"""The lifetime fields a rank's row has."""
-ENGINE_VALUES = frozenset(EngineValues.__annotations__)
-"""The fields :meth:`Window.engine_values` computes."""
-
-
-def _from_lifetime(
-    whole: Window,
-    ranks: list[str],
-    pools: dict[str, Num],
-    stats: list[RankStats],
-    found: Mapping[str, object],
-) -> tuple[list[RankStats], dict[str, object]]:
-    """The rank rows with their empty-window fields taken from the server's lifetime (the
-    page's cumulative histograms, read by ``whole``: a window without a base), and the
-    lifetime values that exist of the engine fields ``found`` has NA. Only what is missing
-    is derived again: the rows only when one has an empty field, the phases (the requests
-    that finished) apart from the rest."""
-    missing = {k for k in LIFETIME_FIELDS if isinstance(found.get(k), NA)}
-    empty_row = any(isinstance(getattr(row, k), NA) for row in stats for k in ROW_LIFETIME_FIELDS)
-    life: dict[str, object] = {}
-    if empty_row or missing & ENGINE_VALUES:
-        lifetime = [whole.rank_stats(r, pools[r]) for r in ranks]
-        rows = []
-        for row, past in zip(stats, lifetime, strict=True):
-            fields = {
-                k: getattr(past, k)
-                for k in ROW_LIFETIME_FIELDS
-                if isinstance(getattr(row, k), NA) and not isinstance(getattr(past, k), NA)
-            }
-            rows.append(replace(row, **fields))
-        stats = rows
-        if missing & ENGINE_VALUES:
-            life.update(whole.engine_values(ranks, lifetime))
-    if missing & PHASE_VALUES:
-        life.update(phases(whole, ranks))
-    return stats, {k: life[k] for k in LIFETIME_FIELDS if not isinstance(life.get(k, NA()), NA)}
-
-
-LOAD_GAUGES = ("running", "waiting", "kv_usage")
-"""The gauges an engine row is about: with every one on the page refused, it says nothing."""
-
-
-def _all_load_gauges_refused(reading: PageReading) -> str:
-    """Why the engine is DEGRADED: every load gauge the page has was refused (NaN, negative,
-    a share past 1), naming each with the value read, or the page has none of them, naming
-    what is missing; "" when any of them is usable."""
-    read = [k for k in LOAD_GAUGES if k in reading.gauges_read]
-    if not read:
-        spec = spec_for(reading.kind)
-        names = ", ".join(spec.gauges[k][0] for k in LOAD_GAUGES if k in spec.gauges)
-        return (
-            f"no load gauge on the page ({names} not exported: an older or differently "
-            "configured server?)"
-        )
-    if any(k not in reading.refused for k in read):
-        return ""
-    return "every load gauge refused: " + "; ".join(reading.refused[k] for k in read)
-
-
-LOAD_NAMES = {"running": "running", "waiting": "waiting", "kv_usage": "KV usage"}
-
-
-def _some_load_gauges_refused(reading: PageReading) -> str:
-    """``running n/a: vllm:num_requests_running is -5: not a plausible value`` for each load
-    gauge on the page that was refused while another was read (an ambiguous one is left to
-    the page's note on repeated series); "" when none was."""
-    # An ambiguous series is named by the page's own note (both values, every label).
-    return "; ".join(
-        f"{LOAD_NAMES[k]} n/a: {why}"
-        for k in LOAD_GAUGES
-        if (why := reading.refused.get(k)) and " is ambiguous: " not in why
-    )
-
-
-def _info_limit(reading: PageReading, ranks: list[str], name: str) -> Num:
-    """A limit carried as a label of the server's info gauge (``vllm:cache_config_info``).
-
-    No vLLM release in the fixtures puts ``max_num_seqs`` or ``max_num_batched_tokens``
-    there (0.11.0's labels are the CacheConfig's: block size, blocks, dtype…), so this reads
-    them only when a server does; otherwise the inventory and then the profile answer."""
-    info = (reading.ranks[ranks[0]].info if ranks else None) or reading.shared_info
-    value = label_int(info, name)
-    return NA("not exported") if value is None else float(value)
-
-
-def _empty_reason(page: PromPage, reading: PageReading) -> str:
-    if reading.declared_empty:
-        return "metric families declared but no samples: " + ", ".join(reading.declared_empty[:3])
-    prefixes = {spec.metric_prefix: spec for spec in KINDS.values()}
-    engine_families = sorted(n for n in page.declared if n.startswith(tuple(prefixes)))
-    if engine_families:
-        # An engine too old or too new for these names (vLLM 0.10.0): say what is missing.
-        spec = prefixes[engine_families[0].split(":", 1)[0] + ":"]
-        needed = [" or ".join(spec.gauges[k]) for k in ("running", "waiting", "kv_usage")]
-        shown = ", ".join(engine_families[:3]) + (", …" if len(engine_families) > 3 else "")
-        return (
-            f"{len(engine_families)} {spec.kind} metric families on the page ({shown}) but "
-            f"none sparktop needs: no {', '.join(needed)}"
-        )
-    *others, last = (spec.label for spec in KINDS.values())
-    names = f"{', '.join(others)} or {last}" if others else last
-    return f"no {names} metrics on the page ({page.sample_count} other samples)"
 
 
 def _recent(history: Iterable[Snap], now_s: float) -> Snap | None:
