@@ -93,7 +93,7 @@ async def soak(minutes: int, workdir: Path, trace: bool) -> list[Point]:
     round of the scenario (printed as it comes, with tracemalloc's top growth if ``trace``)."""
     from sparktop.alerts.pipeline import AlertOutputs
     from sparktop.plan import Plan
-    from sparktop.sources.exposition.text import memo_sizes
+    from sparktop.sources.exposition.tables import memo_sizes
     from sparktop.ui.app import SparktopApp
     from sparktop.ui.widgets.event_log import EventLog
 

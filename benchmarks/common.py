@@ -76,13 +76,13 @@ class Held:
 
 def held_blocks() -> Held:
     """Blocks after ``gc.collect()`` (a full collection: cycles waiting for the collector
-    are not held), then again after :func:`sparktop.sources.exposition.text.forget_values`.
+    are not held), then again after :func:`sparktop.sources.exposition.tables.forget_values`.
     That table of value texts is bounded (``MAX_VALUES``) but fills with every scrape's new
     counter texts and starts over once full (~3,500 texts a 380 s round at 2 engines, about
     2 blocks each: a ramp and a drop every few rounds), so
     blocks counted with it say where it is in that fill, not whether anything grows. CPython's
     own leak hunt (``regrtest -R``) empties its bounded caches before it counts, likewise."""
-    from sparktop.sources.exposition.text import forget_values, memo_sizes
+    from sparktop.sources.exposition.tables import forget_values, memo_sizes
 
     gc.collect()
     with_memos = sys.getallocatedblocks()

@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 
 from sparktop.sources.engines.source import EngineSource
+from sparktop.sources.exposition import tables as prom_tables
 from sparktop.sources.exposition import text as promtext
 from sparktop.sources.exposition.text import ParseBounds
 from tests.test_engine_hostile import Cfg, aiohttp_server
@@ -58,6 +59,8 @@ async def test_a_page_refused_for_cpu_keeps_no_tables_and_is_backed_off(
     monkeypatch.setattr(promtext, "CHECK_EVERY", 256)
     monkeypatch.setattr(promtext, "MAX_BLOCKS", 512)
     monkeypatch.setattr(promtext, "MAX_VALUES", 512)
+    monkeypatch.setattr(prom_tables, "MAX_BLOCKS", 512)
+    monkeypatch.setattr(prom_tables, "MAX_VALUES", 512)
     body = big_page()
     hits = [0]
 
@@ -87,8 +90,8 @@ async def test_a_page_refused_for_cpu_keeps_no_tables_and_is_backed_off(
     # Read well past the tables' caps before the budget ran out ...
     assert promtext.CHECK_EVERY < SERIES
     # ... and none of it kept: the tables are back within their caps.
-    assert len(promtext._PASSED.get(ParseBounds().max_labels, ())) <= promtext.MAX_BLOCKS
-    assert len(promtext._VALUES[0]) <= promtext.MAX_VALUES
+    assert len(prom_tables._PASSED.get(ParseBounds().max_labels, ())) <= prom_tables.MAX_BLOCKS
+    assert len(prom_tables._VALUES[0]) <= prom_tables.MAX_VALUES
     assert kept < 2 << 20, f"{kept / 2**20:.1f} MiB kept after a refused page"
     # While it was read, memory stayed within the tables' caps: no entry kept per line (it
     # grew by ~600 bytes a line, 6 MiB over these 10,240 lines).

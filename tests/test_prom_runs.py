@@ -27,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sparktop.sources.engines import histread
 from sparktop.sources.engines.reading import WANTED, read_page
+from sparktop.sources.exposition import tables as prom_tables
 from sparktop.sources.exposition import text as promtext
 from sparktop.sources.exposition.grammar import VALUE
 from sparktop.sources.exposition.page import parse_page, promql_table_to_text, spellings
@@ -309,26 +310,26 @@ def test_a_block_passed_under_one_label_bound_is_refused_under_a_smaller_one() -
 
 
 def test_the_shared_block_memo_stays_bounded() -> None:
-    promtext._BLOCKS.clear()
-    both(family_of(promtext.MAX_BLOCKS + 100), None)
-    assert 0 < len(promtext._BLOCKS) <= promtext.MAX_BLOCKS
+    prom_tables._BLOCKS.clear()
+    both(family_of(prom_tables.MAX_BLOCKS + 100), None)
+    assert 0 < len(prom_tables._BLOCKS) <= prom_tables.MAX_BLOCKS
     long = 'g{a="' + "x" * MAX_BLOCK_CHARS + '"} 1\n'
     both("# TYPE g gauge\n" + long, None)
-    assert not any(len(b) > MAX_BLOCK_CHARS for b in promtext._BLOCKS)
+    assert not any(len(b) > MAX_BLOCK_CHARS for b in prom_tables._BLOCKS)
 
 
 def test_the_tables_shared_by_pages_start_afresh_once_full() -> None:
     """Blocks passed and values read are kept from page to page (an engine serves the same
     ones every scrape), bounded: a page that fills them leaves the next page fresh ones."""
     big = "# TYPE g gauge\n" + "".join(
-        f'g{{i="{i}"}} {i}.5\n' for i in range(promtext.MAX_VALUES + 10)
+        f'g{{i="{i}"}} {i}.5\n' for i in range(prom_tables.MAX_VALUES + 10)
     )
     slow_machine = ParseBounds(max_cpu_s=60.0)  # the lines one by one take seconds here
     assert both(big, frozenset(), slow_machine) == ([], [("TYPE", "g", "gauge")])
     small = family_of(4)
     first = both(small, None)
-    assert len(promtext._PASSED[DEFAULT.max_labels]) < 10
-    assert len(promtext._VALUES[0]) < 10
+    assert len(prom_tables._PASSED[DEFAULT.max_labels]) < 10
+    assert len(prom_tables._VALUES[0]) < 10
     assert both(small, None) == first  # read again from the tables it filled
 
 
@@ -339,23 +340,23 @@ def test_the_value_table_holds_two_rounds_of_big_engine_pages_in_about_a_mib() -
     engines = [FakeVllm(engines=8, full=True, spec_decode=True) for _ in range(8)]
     for i, engine in enumerate(engines):  # each at its own point of its run: other counts
         engine.advance(60.0 * (i + 1))
-    promtext.forget_values()
+    prom_tables.forget_values()
     for engine in engines:
         assert parse_page(engine.page().decode(), WANTED).samples
-    assert 0 < len(promtext._VALUES[0]) <= promtext.MAX_VALUES // 2
+    assert 0 < len(prom_tables._VALUES[0]) <= prom_tables.MAX_VALUES // 2
     # Full: distinct value texts as a page's counters have them.
     page = "# TYPE g gauge\n" + "".join(
-        f"g {i * 7919 % 10**7}.{i % 97}\n" for i in range(promtext.MAX_VALUES - 1)
+        f"g {i * 7919 % 10**7}.{i % 97}\n" for i in range(prom_tables.MAX_VALUES - 1)
     )
-    promtext.forget_values()
+    prom_tables.forget_values()
     gc.collect()
     tracemalloc.start()
     try:
         parse_page(page, None, bounds=ParseBounds(max_cpu_s=60.0))
         gc.collect()
         full = tracemalloc.get_traced_memory()[0]
-        assert len(promtext._VALUES[0]) == promtext.MAX_VALUES - 1
-        promtext.forget_values()
+        assert len(prom_tables._VALUES[0]) == prom_tables.MAX_VALUES - 1
+        prom_tables.forget_values()
         gc.collect()
         held = full - tracemalloc.get_traced_memory()[0]
     finally:
@@ -367,14 +368,14 @@ def test_the_value_memo_is_counted_and_emptied_for_a_leak_check() -> None:
     """A leak check empties the value table before it counts memory: the next page reads
     the same from a fresh table and fills it again; the label tables stay."""
     text = bench_page()
-    promtext.forget_values()  # what other tests left
+    prom_tables.forget_values()  # what other tests left
     first = both(text, ACCEPT)
-    sizes = promtext.memo_sizes()
+    sizes = prom_tables.memo_sizes()
     assert sizes["values"] > 0 and sizes["passed"] > 0 and sizes["run_chars"] > 0
-    promtext.forget_values()
-    assert promtext.memo_sizes() == {**sizes, "values": 0}
+    prom_tables.forget_values()
+    assert prom_tables.memo_sizes() == {**sizes, "values": 0}
     assert both(text, ACCEPT) == first
-    assert promtext.memo_sizes() == sizes
+    assert prom_tables.memo_sizes() == sizes
 
 
 def test_a_stretch_known_plain_counts_only_for_its_family_and_bound() -> None:

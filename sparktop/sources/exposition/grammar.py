@@ -15,3 +15,5 @@ LABEL_NAME = r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*"
 VALUE = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?Inf|NaN"
 """A sample value: a decimal number (the grammar ``float()`` reads over these characters),
 ``±Inf`` or ``NaN``."""
+LABEL_VALUE = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+"""A label value in its quotes, with its escapes (``\\\\``, ``\\n``, ``\\"``)."""

@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from sparktop.safe_text import printable
+from sparktop.sources.exposition.tables import unescape
 from sparktop.sources.exposition.text import (
     LONG_LINE,
     Declaration,
@@ -37,7 +38,6 @@ from sparktop.sources.exposition.text import (
     check_long_line,
     cpu_guard,
     scan_text,
-    unescape,
 )
 
 if TYPE_CHECKING:
