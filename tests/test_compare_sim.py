@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 import yaml
 
 from sparktop.sim.engine import LoadSpec
@@ -46,6 +47,9 @@ def slowed_profile(tmp_path: Path) -> Path:
     return path
 
 
+# Three sweeps, each under a 300 s guard of its own: 175 s in a -n 2 run at load 8-18, so the
+# suite-wide 300 s is a hang guard a loaded machine can reach.
+@pytest.mark.timeout(900)
 async def test_same_server_twice_is_noise_and_a_slowed_decode_is_flagged_where_slowed(
     tmp_path: Path,
 ) -> None:
