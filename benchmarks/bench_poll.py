@@ -41,7 +41,7 @@ from sparktop.plan import Plan
 from sparktop.poller import Poller
 from sparktop.sources.nvsmi import parse_probe_output
 from sparktop.sources.probe import FIELD_SETS, probe_command
-from sparktop.sources.ssh.source import gcm_first
+from sparktop.sources.ssh.util import gcm_first
 
 SIZES = (1, 8, 32, 64)
 NVSMI_MS = 40.0

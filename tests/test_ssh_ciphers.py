@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sparktop.sim.sshserver import SshServerHandle, start_ssh_server
-from sparktop.sources.ssh.source import gcm_first
+from sparktop.sources.ssh.util import gcm_first
 from tests.ssh_helpers import (
     GB10_CSV,
     ClientFiles,

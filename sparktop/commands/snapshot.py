@@ -146,7 +146,8 @@ def default_timeout_s(inventory: Inventory | None, window_s: float = 0.0) -> flo
     way."""
     from sparktop.inventory import Inventory
     from sparktop.sources.engines.source import SCRAPE_DEADLINE_S
-    from sparktop.sources.ssh.source import CONNECT_MARGIN_S, PROBE_MARGIN_S
+    from sparktop.sources.ssh.dial import CONNECT_MARGIN_S
+    from sparktop.sources.ssh.source import PROBE_MARGIN_S
 
     if inventory is None:  # this machine and --endpoint servers, read over HTTP
         inventory = Inventory.model_construct()

@@ -12,9 +12,10 @@ output is parsed by
 :func:`sparktop.sources.nvsmi.parse_probe_output`. The nvidia-smi field set is learnt once per
 connection (newest first, falling back for older drivers, see ``FIELD_SETS``).
 
-Connection settings follow OpenSSH: ``~/.ssh/config`` (HostName, Port, User, IdentityFile,
-ProxyJump, UserKnownHostsFile), the agent (``SSH_AUTH_SOCK``) and known_hosts; the inventory's
-``user``, ``port``, ``identity_file``, ``known_hosts`` and ``config`` override them. Host keys
+Connection settings follow OpenSSH (:mod:`sparktop.sources.ssh.dial`): ``~/.ssh/config``
+(HostName, Port, User, IdentityFile, ProxyJump, UserKnownHostsFile), the agent
+(``SSH_AUTH_SOCK``) and known_hosts; the inventory's ``user``, ``port``, ``identity_file``,
+``known_hosts`` and ``config`` override them. Host keys
 are always verified; a node with ``strict_host_key_checking: false`` accepts and records an
 *unknown* key (OpenSSH's ``accept-new``), never a changed one.
 
@@ -38,17 +39,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import errno
 import logging
-import os
 import random
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import asyncssh
-from asyncssh.encryption import get_default_encryption_algs
-from asyncssh.packet import PacketDecodeError
 
 from sparktop.model import NodeSample, NodeState
 from sparktop.safe_text import printable
@@ -64,23 +61,11 @@ from sparktop.sources.probe import (
     field_check_command,
     probe_command,
 )
-from sparktop.sources.ssh.hostkeys import (
-    HostKeyClient,
-    KnownHostsMatcher,
-    cert_authority_problem,
-    host_key_fix,
-    known_hosts_files,
-    record_host_key,
-    user_known_hosts_file,
-)
+from sparktop.sources.ssh.dial import HostKeyRefused, NotSsh, dial
 from sparktop.sources.ssh.remote import OutputTooLarge, Progress, run_bounded
 from sparktop.sources.ssh.stream import StreamProbe
 from sparktop.sources.ssh.util import (
-    Heard,
-    connect_kwargs,
-    expand_path,
     failure_reason,
-    gcm_first,
     local_file_problem,
 )
 
@@ -91,9 +76,6 @@ log = logging.getLogger(__name__)
 
 PROBE_MARGIN_S = 0.25
 """Client deadline beyond ``command_timeout_s`` (covers the field check and the probe)."""
-
-CONNECT_MARGIN_S = 1.0
-"""Safety net beyond asyncssh's own ``connect_timeout``."""
 
 BACKOFF_CAP_S = 10.0
 """Longest wait between attempts on a failing node, s: one that came back is seen by then."""
@@ -247,9 +229,9 @@ class SshSource:
         reused = self._conn is not None and not self._conn.is_closed()
         try:
             conn = await self._connection()
-        except _HostKeyRefused as exc:
+        except HostKeyRefused as exc:
             return await self._fail(NodeState.HOST_KEY, exc.message, started)
-        except _NotSsh as exc:
+        except NotSsh as exc:
             return await self._fail(NodeState.ERROR, printable(exc.message), started)
         except asyncssh.PermissionDenied as exc:
             return await self._fail(NodeState.AUTH, self._auth_message(exc), started)
@@ -427,63 +409,20 @@ class SshSource:
         if self._conn is not None and not self._conn.is_closed():
             return self._conn
         await self._drop()
-        accept_new = not getattr(self.node, "strict_host_key_checking", True)
-        known_hosts = expand_path(self.settings.known_hosts)
-        if known_hosts is not None and os.path.isdir(known_hosts):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), known_hosts)
-        if known_hosts is not None and not accept_new and not os.path.exists(known_hosts):
-            # Nothing could be trusted; say so rather than "not in known_hosts" (accept-new
-            # creates the file, as OpenSSH does).
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), known_hosts)
-        kwargs = connect_kwargs(self.settings, self.host)
-        # Resolve the SSH config for this host to learn which known_hosts files apply.
-        options = await asyncssh.SSHClientConnectionOptions.construct(**kwargs)
-        if list(options.encryption_algs) == get_default_encryption_algs():
-            kwargs["encryption_algs"] = gcm_first(options.encryption_algs)
-        files = known_hosts_files(self.settings.known_hosts, options.known_hosts)
-        target = user_known_hosts_file(self.settings.known_hosts, options.known_hosts)
-        matcher = KnownHostsMatcher(files, host=options.host, port=options.port, target=target)
         self._tcp_accepted = False
-        handshake: list[asyncssh.SSHClientConnection] = []
-        heard = Heard()
 
-        def accepted(conn: asyncssh.SSHClientConnection) -> None:
+        def accepted() -> None:
             self._tcp_accepted = True
-            handshake.append(conn)
-            heard.listen(conn)
 
-        try:
-            async with asyncio.timeout(self.settings.connect_timeout_s + CONNECT_MARGIN_S):
-                conn = await asyncssh.connect(
-                    **kwargs,
-                    known_hosts=matcher,
-                    client_factory=lambda: HostKeyClient(matcher, accept_new, accepted),
-                )
-        except asyncssh.HostKeyNotVerifiable as exc:
-            problem = host_key_fix(matcher, exc.reason, self.host_key_verified_s)
-            raise _HostKeyRefused(problem) from None
-        except (asyncssh.KeyExchangeFailed, asyncssh.ConnectionLost, ConnectionResetError):
-            if matcher.ca_only:  # only certificate host-key types were offered: no match
-                raise _HostKeyRefused(cert_authority_problem(matcher)) from None
-            if handshake and not handshake[0].get_extra_info("server_version"):
-                # An HTTP server on the port: it answers our version line and hangs up.
-                raise _NotSsh(heard.closed()) from None
-            raise
-        except TimeoutError:
-            # Words but no version line (a banner, escape sequences): another protocol, not
-            # a hung sshd ("no SSH answer"), which sends nothing.
-            versionless = handshake and not handshake[0].get_extra_info("server_version")
-            if versionless and (why := heard.held(self.settings.connect_timeout_s)):
-                raise _NotSsh(why) from None
-            raise
-        except (PacketDecodeError, asyncssh.ProtocolError, asyncssh.ProtocolNotSupported) as exc:
-            # Garbage where SSH packets belong: the settings are not at fault.
-            raise _NotSsh(f"garbled SSH answer: {exc}") from None
-        heard.stop(conn)
+        conn = await dial(
+            self.settings,
+            self.host,
+            accept_new=not getattr(self.node, "strict_host_key_checking", True),
+            verified_s=self.host_key_verified_s,
+            on_accepted=accepted,
+            name=self.name,
+        )
         self.host_key_verified_s = time.time()
-        if matcher.new_key is not None:
-            record_host_key(target, matcher)
-            log.warning("%s: added the new host key to %s", self.name, target)
         self._conn = conn
         self._fields = None
         self.host_tier.reset()
@@ -513,15 +452,3 @@ def _retrieved(future: asyncio.Future[NodeSample]) -> None:
     """A poll's outcome is its caller's: joiners may not have asked for it."""
     if not future.cancelled():
         future.exception()
-
-
-class _NotSsh(Exception):
-    def __init__(self, why: str) -> None:
-        super().__init__(why)
-        self.message = f"not an SSH server ({why})"
-
-
-class _HostKeyRefused(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
