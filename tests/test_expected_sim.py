@@ -1,6 +1,6 @@
 """The expected row on the simulator, end to end (issue 13): sparktop's own sources poll the
 simulator's loopback SSH and HTTP servers once per simulated second (a clock the polls step,
-``tests/stepped_harness.py``, or an accelerated one), at the monitor's default window (30 s)
+``tests/stepped_harness.py``), at the monitor's default window (30 s)
 and hold (10 s).
 
 - a healthy engine whose running count and prompt lengths change every 30–40 s for three
@@ -27,13 +27,11 @@ from sparktop.plan import Plan
 from sparktop.sim.gpu import Fault
 from sparktop.sim.requests import LoadSpec
 from tests.alerts_sim_harness import Harness
-from tests.sim_helpers import running_sim
 from tests.stepped_harness import SteppedHarness, stepped_sim
 
 ENGINE = "dsv41"
 HOLD_S = 10.0
 WINDOW_S = 30.0
-SPEED = 10
 
 LOAD_STEPS = (
     (0, LoadSpec(clients=6)),
@@ -251,8 +249,8 @@ async def test_a_steady_3_x_30k_load_never_deviates_beyond_the_band() -> None:
 
 
 async def test_running_requests_frozen_for_30_s_raise_engine_stalled_a_60_s_prefill_not() -> None:
-    async with running_sim(speed=SPEED) as sim:
-        h = Harness.start(sim, hold_s=HOLD_S, window_s=WINDOW_S)
+    async with stepped_sim() as sim:
+        h = SteppedHarness.start(sim, hold_s=HOLD_S, window_s=WINDOW_S)
         model = sim.cluster.engines[ENGINE]
         try:
             # A 200K prompt alone: ~60 s of prefill, no token, the KV filling.
