@@ -289,7 +289,10 @@ def now_group(sample: EngineSample) -> Group:
         return Field([("now ", "dim"), ("0 tok/s", "warn"), (span, "dim")], TPS_ROOM)
     if abs(now - window) > NOW_SHOWN_SHARE * max(window, 1.0):
         return Field([("now ", "dim"), (fmt.num(now) + " tok/s", ""), (span, "dim")], TPS_ROOM)
-    return []
+    # Not shown, its room kept: the group comes and goes with bursts, and a block whose
+    # lines re-wrapped as it did changed height and moved every block below it (the whole
+    # engine pane repainted, tick after tick).
+    return Field([(" " * (len("now ") + len(span)), "dim")], TPS_ROOM)
 
 
 IN_PROGRESS_MIN_TPS = 500.0

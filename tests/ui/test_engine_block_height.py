@@ -57,6 +57,22 @@ def test_the_block_keeps_its_height_and_fits_as_values_change_length(
     assert len(heights) == 1, heights
 
 
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_the_last_seconds_decode_rate_coming_and_going_keeps_the_height(width: int) -> None:
+    # ``now N tok/s (last 3 s)`` shows only while it differs from the window's rate (a burst
+    # starting or ending): on the simulator it came and went every few ticks, and each time
+    # the block re-wrapped and moved every block below it (bench_render: 25 -> 69 KiB a tick).
+    heights, shown = set(), set()
+    for tick, now in enumerate([300.0, 0.0, 290.0, 120.0, 310.0, 1000.0, 305.0]):
+        sample = engine(time_s=T0 + tick, decode_tps=300.0, decode_tps_now=now, now_window_s=3.0)
+        lines = engine_lines(sample, sample.time_s, ViewConfig(), 256.0, width)
+        heights.add(len(lines))
+        shown.add(any("now " in text for line in lines for text, _ in line))
+        assert max(sum(len(text) for text, _ in line) for line in lines) <= width
+    assert shown == {True, False}  # it did come and go
+    assert len(heights) == 1, heights
+
+
 def test_a_field_wraps_by_its_room_and_shows_only_its_text() -> None:
     short, long = (
         Field([("ITL ", "dim"), ("9 ms", "")], 8),
